@@ -1,0 +1,1 @@
+//! Supervised client connections to many MCP servers.
