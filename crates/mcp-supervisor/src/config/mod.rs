@@ -1,0 +1,62 @@
+//! Configuration: the TOML file (SPEC §4), validated into typed settings.
+//!
+//! # Layout
+//!
+//! - `raw`: serde structs that only describe the file (`deny_unknown_fields`).
+//! - `parse`: TOML text to raw structs, with errors that never quote the file.
+//! - `validate` + `auth`: raw structs to [`Config`]: defaults, rules, secrets.
+//! - `model`: the typed [`Config`] the rest of the crate uses.
+//! - `error`: [`ConfigError`], always `{file}: {key path}: {problem}`.
+//! - [`summary()`]: the one-screen overview printed by `mcp-supervisor check`.
+//! - [`import_mcp_servers()`]: desktop-client `mcpServers` JSON to our TOML.
+//!
+//! Secrets (tokens, header values, `env` values) are `SecretString`s from the
+//! moment they are read, and no `Debug`, summary or error message prints one.
+
+mod auth;
+mod error;
+mod import;
+mod keypath;
+mod model;
+mod parse;
+mod raw;
+mod summary;
+mod validate;
+mod values;
+
+use std::path::Path;
+
+pub use error::{ConfigError, Location};
+pub use import::{ImportError, import_mcp_servers};
+pub use model::{
+    AdminSettings, BearerToken, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, GatewaySettings, HttpTransport,
+    QuarantineSettings, RestartBudget, RetryCalls, StdioTransport, SupervisorSettings, Transport,
+};
+pub use summary::summary;
+
+impl Config {
+    /// Reads and validates the config file at `path`, taking `token_env`
+    /// variables from the process environment.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Self::from_toml_str(&text, path, &|name| std::env::var(name).ok())
+    }
+
+    /// Validates config `text`.
+    ///
+    /// `origin` names the file in error messages and is the base for relative
+    /// `token_file` and `cwd` paths (its parent directory, or `.` if it has
+    /// none). `env` looks up `token_env` variables; tests pass a closure.
+    pub fn from_toml_str(
+        text: &str,
+        origin: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let raw = parse::parse(text, origin)?;
+        validate::Validator::new(origin, env).config(raw)
+    }
+}

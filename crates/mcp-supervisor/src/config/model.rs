@@ -1,0 +1,510 @@
+//! The typed configuration the rest of the crate uses.
+//!
+//! Values here are already validated and resolved: defaults applied, per-connection
+//! overrides merged with `[supervisor]`, secrets read. `Debug` never prints a
+//! secret: tokens, header values and `env` values are [`SecretString`]s, stdio
+//! `args` are shown as a count (they often carry `--token …`), and URLs are shown
+//! without their query string (API keys in queries are common).
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+
+/// The whole, validated configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Config {
+    /// Timeouts, attempts and quarantine policy shared by every connection.
+    pub supervisor: SupervisorSettings,
+    /// The MCP endpoint of the long-lived process.
+    pub gateway: GatewaySettings,
+    /// The admin HTTP API of the long-lived process.
+    pub admin: AdminSettings,
+    /// Every configured upstream, sorted by name (names are unique).
+    pub connections: Vec<ConnectionConfig>,
+}
+
+impl Config {
+    /// The connection called `name`, if configured.
+    pub fn connection(&self, name: &str) -> Option<&ConnectionConfig> {
+        // `connections` is sorted by name, which validation guarantees.
+        self.connections
+            .binary_search_by(|c| c.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.connections.get(i))
+    }
+}
+
+/// `[supervisor]`: defaults for every connection plus process-wide limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorSettings {
+    /// Budget for the MCP initialize handshake.
+    pub connect_timeout: Duration,
+    /// Whole budget of one call, retries included.
+    pub call_timeout: Duration,
+    /// Budget of one `tools/list`.
+    pub list_timeout: Duration,
+    /// Attempts per operation (connect, list, call), first try included.
+    pub max_attempts: u32,
+    /// How long a graceful shutdown may take before children are killed.
+    pub shutdown_timeout: Duration,
+    /// How often a crashed connection actor is restarted before it is retired.
+    pub restart_budget: RestartBudget,
+    /// Park/retire policy.
+    pub quarantine: QuarantineSettings,
+}
+
+impl Default for SupervisorSettings {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(60),
+            list_timeout: Duration::from_secs(30),
+            max_attempts: 3,
+            shutdown_timeout: Duration::from_secs(10),
+            restart_budget: RestartBudget::default(),
+            quarantine: QuarantineSettings::default(),
+        }
+    }
+}
+
+/// At most `restarts` actor restarts within a sliding window of `within`; one more
+/// retires the connection with reason `crash_loop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartBudget {
+    /// Restarts allowed inside the window.
+    pub restarts: u32,
+    /// Length of the window.
+    pub within: Duration,
+}
+
+impl Default for RestartBudget {
+    fn default() -> Self {
+        Self {
+            restarts: 5,
+            within: Duration::from_secs(60),
+        }
+    }
+}
+
+/// `[supervisor.quarantine]`: the n-th park lasts `base_cooldown * 2^(n-1)`, capped
+/// at `max_cooldown`; the `retire_after`-th park retires instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuarantineSettings {
+    /// Length of the first park.
+    pub base_cooldown: Duration,
+    /// Upper bound of any park; validation guarantees `>= base_cooldown`.
+    pub max_cooldown: Duration,
+    /// The park number that retires instead of parking.
+    pub retire_after: u32,
+}
+
+impl Default for QuarantineSettings {
+    fn default() -> Self {
+        Self {
+            base_cooldown: Duration::from_secs(30),
+            max_cooldown: Duration::from_secs(300),
+            retire_after: 3,
+        }
+    }
+}
+
+/// `[gateway]`: the MCP server the long-lived process exposes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewaySettings {
+    /// Address to bind; loopback by default.
+    pub listen: SocketAddr,
+    /// HTTP path of the MCP endpoint; always starts with `/`.
+    pub path: String,
+    /// Which tools downstream clients see.
+    pub expose: Expose,
+    /// Downstream bearer token; `None` means no auth.
+    pub auth: Option<BearerToken>,
+    /// Accepted `Host` header names (DNS-rebinding protection), lowercased,
+    /// without port; never empty.
+    pub allowed_hosts: Vec<String>,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+}
+
+/// Default `gateway.max_body_bytes`: 4 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 7300)),
+            path: "/mcp".to_owned(),
+            expose: Expose::Namespaced,
+            auth: None,
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// `gateway.expose`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Expose {
+    /// Every upstream tool as `{connection}__{tool}`.
+    #[default]
+    Namespaced,
+    /// Only the meta-tools.
+    Meta,
+    /// Both of the above.
+    Both,
+}
+
+impl Expose {
+    /// The config spelling: `"namespaced"`, `"meta"` or `"both"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Namespaced => "namespaced",
+            Self::Meta => "meta",
+            Self::Both => "both",
+        }
+    }
+}
+
+/// `[admin]`: the admin HTTP API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminSettings {
+    /// Address to bind; loopback by default.
+    pub listen: SocketAddr,
+}
+
+impl Default for AdminSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 7301)),
+        }
+    }
+}
+
+/// One `[connections.NAME]`, with every value resolved against `[supervisor]`.
+///
+/// `PartialEq` compares everything including secrets, so a reload can tell a
+/// changed connection (restart it) from an unchanged one (leave it alone).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionConfig {
+    /// Unique name; matches `^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$` without `__`.
+    pub name: String,
+    /// How to reach the server.
+    pub transport: Transport,
+    /// Tools to expose; `None` = all, `Some(vec![])` = none.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Free text shown to agents as the connection's purpose.
+    pub notes: Option<String>,
+    /// Calls in flight on the session at once.
+    pub max_concurrent_calls: usize,
+    /// Calls waiting for a slot before further calls are answered "busy".
+    pub max_queued_calls: usize,
+    /// See [`SupervisorSettings::connect_timeout`].
+    pub connect_timeout: Duration,
+    /// See [`SupervisorSettings::call_timeout`].
+    pub call_timeout: Duration,
+    /// See [`SupervisorSettings::list_timeout`].
+    pub list_timeout: Duration,
+    /// See [`SupervisorSettings::max_attempts`].
+    pub max_attempts: u32,
+    /// Which failed calls may be retried (SPEC §6).
+    pub retry_calls: RetryCalls,
+}
+
+/// Default `max_concurrent_calls` of a connection.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 4;
+/// Default `max_queued_calls` of a connection.
+pub const DEFAULT_MAX_QUEUED_CALLS: usize = 64;
+
+impl ConnectionConfig {
+    /// A connection with every optional value at its default, taking timeouts and
+    /// attempts from `supervisor`.
+    ///
+    /// This does not validate `name`: it is for code and tests that build configs
+    /// programmatically. Files go through [`Config::from_toml_str`].
+    pub fn new(
+        name: impl Into<String>,
+        transport: Transport,
+        supervisor: &SupervisorSettings,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            allowed_tools: None,
+            notes: None,
+            max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
+            max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
+            connect_timeout: supervisor.connect_timeout,
+            call_timeout: supervisor.call_timeout,
+            list_timeout: supervisor.list_timeout,
+            max_attempts: supervisor.max_attempts,
+            retry_calls: RetryCalls::default(),
+        }
+    }
+
+    /// Whether `tool` passes this connection's allowlist.
+    pub fn allows_tool(&self, tool: &str) -> bool {
+        self.allowed_tools
+            .as_ref()
+            .is_none_or(|tools| tools.iter().any(|t| t == tool))
+    }
+}
+
+/// How a connection reaches its server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP.
+    Http(HttpTransport),
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio(StdioTransport),
+}
+
+impl Transport {
+    /// `"http"` or `"stdio"`, as spelled in the config and in status output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Http(_) => "http",
+            Self::Stdio(_) => "stdio",
+        }
+    }
+}
+
+/// `transport = "http"`.
+#[derive(Clone)]
+pub struct HttpTransport {
+    /// Absolute `http`/`https` URL with a host and no userinfo (validated).
+    pub url: String,
+    /// Bearer token sent as `Authorization: Bearer …`.
+    pub auth: Option<BearerToken>,
+    /// Extra request headers, sorted by name; names are valid HTTP header names,
+    /// values are valid header values, and none conflicts with `auth`.
+    pub headers: Vec<(String, SecretString)>,
+}
+
+impl PartialEq for HttpTransport {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url
+            && self.auth == other.auth
+            && secret_pairs_eq(&self.headers, &other.headers)
+    }
+}
+
+impl Eq for HttpTransport {}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("url", &RedactedUrl(&self.url))
+            .field("auth", &self.auth)
+            .field("headers", &RedactedPairs(&self.headers))
+            .finish()
+    }
+}
+
+/// `transport = "stdio"`.
+#[derive(Clone)]
+pub struct StdioTransport {
+    /// Program to run (non-empty); looked up on `PATH` if it has no `/`.
+    pub command: String,
+    /// Its arguments, passed as-is.
+    pub args: Vec<String>,
+    /// Variables added to the minimal inherited environment, sorted by name.
+    pub env: Vec<(String, SecretString)>,
+    /// Working directory; relative paths in the file are already resolved against
+    /// the config file's directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl PartialEq for StdioTransport {
+    fn eq(&self, other: &Self) -> bool {
+        self.command == other.command
+            && self.args == other.args
+            && self.cwd == other.cwd
+            && secret_pairs_eq(&self.env, &other.env)
+    }
+}
+
+impl Eq for StdioTransport {}
+
+impl fmt::Debug for StdioTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioTransport")
+            .field("command", &self.command)
+            // Arguments often carry credentials (`--api-key …`); show how many.
+            .field("args", &format_args!("[{} redacted]", self.args.len()))
+            .field("env", &RedactedPairs(&self.env))
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+/// `connections.NAME.retry_calls`: which failed calls may be retried (SPEC §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RetryCalls {
+    /// Retry only when the call surely did not run.
+    #[default]
+    Safe,
+    /// Also retry when the call may have run (idempotent tools only).
+    Always,
+    /// Never retry a call.
+    Never,
+}
+
+impl RetryCalls {
+    /// The config spelling: `"safe"`, `"always"` or `"never"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Safe => "safe",
+            Self::Always => "always",
+            Self::Never => "never",
+        }
+    }
+}
+
+/// A bearer token. `Debug` prints `BearerToken([REDACTED])`; the only way to the
+/// text is [`BearerToken::expose`], so every use of it is easy to find.
+#[derive(Clone)]
+pub struct BearerToken(SecretString);
+
+impl BearerToken {
+    /// Wraps a token. Validation (non-empty, no whitespace) happens in config
+    /// loading; this constructor is for code that builds configs directly.
+    pub fn new(token: SecretString) -> Self {
+        Self(token)
+    }
+
+    /// The token text, for building an `Authorization` header or comparing one.
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl PartialEq for BearerToken {
+    fn eq(&self, other: &Self) -> bool {
+        // Reload diffing only; the gateway does its own constant-time compare.
+        self.expose() == other.expose()
+    }
+}
+
+impl Eq for BearerToken {}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken([REDACTED])")
+    }
+}
+
+fn secret_pairs_eq(a: &[(String, SecretString)], b: &[(String, SecretString)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ka, va), (kb, vb))| ka == kb && va.expose_secret() == vb.expose_secret())
+}
+
+/// Shows `{name: [REDACTED], …}`.
+struct RedactedPairs<'a>(&'a [(String, SecretString)]);
+
+impl fmt::Debug for RedactedPairs<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, _)| (k, format_args!("[REDACTED]"))))
+            .finish()
+    }
+}
+
+/// Shows a URL without userinfo and with its query replaced by `[REDACTED]`.
+struct RedactedUrl<'a>(&'a str);
+
+impl fmt::Debug for RedactedUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", redact_url(self.0))
+    }
+}
+
+/// `url` without userinfo, with any query shown as `?[REDACTED]` and no fragment.
+///
+/// Validation already refuses userinfo; this strips it anyway so a hand-built
+/// [`HttpTransport`] cannot leak one either.
+pub(crate) fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) => {
+            let host = parsed.host_str().unwrap_or_default();
+            let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
+            let query = if parsed.query().is_some() {
+                "?[REDACTED]"
+            } else {
+                ""
+            };
+            format!("{}://{host}{port}{}{query}", parsed.scheme(), parsed.path())
+        }
+        Err(_) => "[unparsable url]".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_url_drops_userinfo_query_and_fragment() {
+        assert_eq!(
+            redact_url("https://u:p@example.com:8443/mcp?key=s3cret#frag"),
+            "https://example.com:8443/mcp?[REDACTED]"
+        );
+        assert_eq!(redact_url("http://127.0.0.1/mcp"), "http://127.0.0.1/mcp");
+        assert_eq!(redact_url("not a url"), "[unparsable url]");
+    }
+
+    #[test]
+    fn connection_lookup_uses_sorted_names() {
+        let sup = SupervisorSettings::default();
+        let stdio = |c: &str| {
+            Transport::Stdio(StdioTransport {
+                command: c.into(),
+                args: vec![],
+                env: vec![],
+                cwd: None,
+            })
+        };
+        let config = Config {
+            connections: vec![
+                ConnectionConfig::new("a", stdio("x"), &sup),
+                ConnectionConfig::new("b", stdio("y"), &sup),
+                ConnectionConfig::new("c", stdio("z"), &sup),
+            ],
+            ..Config::default()
+        };
+        assert_eq!(
+            config.connection("b").map(|c| c.transport.kind()),
+            Some("stdio")
+        );
+        assert!(config.connection("d").is_none());
+    }
+
+    #[test]
+    fn allowlist_semantics() {
+        let sup = SupervisorSettings::default();
+        let t = Transport::Stdio(StdioTransport {
+            command: "x".into(),
+            args: vec![],
+            env: vec![],
+            cwd: None,
+        });
+        let mut c = ConnectionConfig::new("a", t, &sup);
+        assert!(c.allows_tool("anything"));
+        c.allowed_tools = Some(vec![]);
+        assert!(!c.allows_tool("anything"));
+        c.allowed_tools = Some(vec!["echo".into()]);
+        assert!(c.allows_tool("echo") && !c.allows_tool("other"));
+    }
+
+    #[test]
+    fn secrets_compare_by_value() {
+        let a = BearerToken::new("one".into());
+        assert_eq!(a, BearerToken::new("one".into()));
+        assert_ne!(a, BearerToken::new("two".into()));
+        assert_eq!(format!("{a:?}"), "BearerToken([REDACTED])");
+    }
+}

@@ -1,0 +1,120 @@
+//! The file as written: serde structs that only describe the TOML document.
+//!
+//! Nothing here has a default or a rule; [`super::validate`] supplies both. Every
+//! key is optional so that a missing key gets our message (naming the key path)
+//! rather than serde's; numbers are `i64` (TOML's integer type) so that `-1` is
+//! reported as "must be greater than zero" instead of a type error; durations and
+//! enum-like values are plain strings parsed later for the same reason.
+//!
+//! Secret-bearing values (`token`, header values, `env` values) are
+//! [`SecretString`] from the moment serde hands them over.
+
+use std::collections::BTreeMap;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+/// The whole document.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a TOML document")]
+pub(crate) struct RawConfig {
+    pub(crate) supervisor: Option<RawSupervisor>,
+    pub(crate) gateway: Option<RawGateway>,
+    pub(crate) admin: Option<RawAdmin>,
+    /// A `BTreeMap` so connections come out sorted by name.
+    pub(crate) connections: Option<BTreeMap<String, RawConnection>>,
+}
+
+/// `[supervisor]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawSupervisor {
+    pub(crate) connect_timeout: Option<String>,
+    pub(crate) call_timeout: Option<String>,
+    pub(crate) list_timeout: Option<String>,
+    pub(crate) max_attempts: Option<i64>,
+    pub(crate) shutdown_timeout: Option<String>,
+    pub(crate) restart_budget: Option<RawRestartBudget>,
+    pub(crate) quarantine: Option<RawQuarantine>,
+}
+
+/// `supervisor.restart_budget = { restarts, within }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table like { restarts = 5, within = \"60s\" }"
+)]
+pub(crate) struct RawRestartBudget {
+    pub(crate) restarts: Option<i64>,
+    pub(crate) within: Option<String>,
+}
+
+/// `[supervisor.quarantine]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawQuarantine {
+    pub(crate) base_cooldown: Option<String>,
+    pub(crate) max_cooldown: Option<String>,
+    pub(crate) retire_after: Option<i64>,
+}
+
+/// `[gateway]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawGateway {
+    pub(crate) listen: Option<String>,
+    pub(crate) path: Option<String>,
+    pub(crate) expose: Option<String>,
+    pub(crate) auth: Option<RawAuth>,
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    pub(crate) max_body_bytes: Option<i64>,
+}
+
+/// `[admin]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawAdmin {
+    pub(crate) listen: Option<String>,
+}
+
+/// `auth = { kind = "bearer", token | token_env | token_file }`, used by the gateway
+/// and by http connections.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table like { kind = \"bearer\", token_env = \"NAME\" }"
+)]
+pub(crate) struct RawAuth {
+    pub(crate) kind: Option<String>,
+    pub(crate) token: Option<SecretString>,
+    pub(crate) token_env: Option<String>,
+    pub(crate) token_file: Option<String>,
+}
+
+/// `[connections.NAME]`: the keys of both transports, all optional; which ones are
+/// allowed depends on `transport` and is checked in validation, where the message
+/// can say "'url' is only valid for transport = \"http\"".
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawConnection {
+    pub(crate) transport: Option<String>,
+    // Common keys.
+    pub(crate) allowed_tools: Option<Vec<String>>,
+    pub(crate) notes: Option<String>,
+    pub(crate) max_concurrent_calls: Option<i64>,
+    pub(crate) max_queued_calls: Option<i64>,
+    pub(crate) connect_timeout: Option<String>,
+    pub(crate) call_timeout: Option<String>,
+    pub(crate) list_timeout: Option<String>,
+    pub(crate) max_attempts: Option<i64>,
+    pub(crate) retry_calls: Option<String>,
+    // transport = "http".
+    pub(crate) url: Option<String>,
+    pub(crate) auth: Option<RawAuth>,
+    pub(crate) headers: Option<BTreeMap<String, SecretString>>,
+    // transport = "stdio".
+    pub(crate) command: Option<String>,
+    pub(crate) args: Option<Vec<String>>,
+    pub(crate) env: Option<BTreeMap<String, SecretString>>,
+    pub(crate) cwd: Option<String>,
+}

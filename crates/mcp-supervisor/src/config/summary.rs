@@ -1,0 +1,84 @@
+//! The overview `mcp-supervisor check` prints after validating a file.
+//!
+//! What is shown is chosen so the output can be pasted into an issue: URLs without
+//! userinfo or query, header *names* only, `auth=bearer` rather than a token, and
+//! for stdio the command plus a count of arguments (arguments often carry
+//! `--api-key …`, so they are not printed).
+
+use std::fmt::Write as _;
+
+use super::model::{Config, ConnectionConfig, Transport, redact_url};
+
+/// One line for the gateway, one for admin, then one per connection in name
+/// order. Deterministic: the same config always gives the same text.
+pub fn summary(config: &Config) -> String {
+    let mut out = String::new();
+    let g = &config.gateway;
+    // `writeln!` into a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(
+        out,
+        "gateway  listen={} path={} expose={} auth={} allowed_hosts={} max_body_bytes={}",
+        g.listen,
+        g.path,
+        g.expose.as_str(),
+        if g.auth.is_some() { "bearer" } else { "none" },
+        g.allowed_hosts.join(","),
+        g.max_body_bytes,
+    );
+    let _ = writeln!(out, "admin    listen={}", config.admin.listen);
+    let _ = writeln!(out, "connections: {}", config.connections.len());
+    let width = config
+        .connections
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0);
+    for conn in &config.connections {
+        let _ = writeln!(out, "  {:<width$}  {}", conn.name, connection_line(conn));
+    }
+    out
+}
+
+fn connection_line(conn: &ConnectionConfig) -> String {
+    let mut line = String::new();
+    match &conn.transport {
+        Transport::Http(http) => {
+            let _ = write!(line, "http   url={}", redact_url(&http.url));
+            if http.auth.is_some() {
+                line.push_str(" auth=bearer");
+            }
+            if !http.headers.is_empty() {
+                let names: Vec<&str> = http.headers.iter().map(|(n, _)| n.as_str()).collect();
+                let _ = write!(line, " headers={}", names.join(","));
+            }
+        }
+        Transport::Stdio(stdio) => {
+            let _ = write!(
+                line,
+                "stdio  command={} args={}",
+                stdio.command,
+                stdio.args.len()
+            );
+            if !stdio.env.is_empty() {
+                let names: Vec<&str> = stdio.env.iter().map(|(n, _)| n.as_str()).collect();
+                let _ = write!(line, " env={}", names.join(","));
+            }
+            if let Some(cwd) = &stdio.cwd {
+                let _ = write!(line, " cwd={}", cwd.display());
+            }
+        }
+    }
+    let tools = match &conn.allowed_tools {
+        None => "all".to_owned(),
+        Some(tools) if tools.is_empty() => "none".to_owned(),
+        Some(tools) => tools.join(","),
+    };
+    let _ = write!(
+        line,
+        " tools={tools} concurrency={} queue={} retry={}",
+        conn.max_concurrent_calls,
+        conn.max_queued_calls,
+        conn.retry_calls.as_str()
+    );
+    line
+}

@@ -1,0 +1,343 @@
+//! One row per line of SPEC §5's table, the priority order, and the fallback
+//! to the last recorded HTTP status.
+
+use std::{
+    any::TypeId,
+    borrow::Cow,
+    error::Error,
+    fmt, io,
+    time::{Duration, SystemTime},
+};
+
+use rmcp::{
+    ErrorData, ServiceError,
+    model::ErrorCode,
+    service::ClientInitializeError,
+    transport::{
+        DynamicTransportError,
+        streamable_http_client::{
+            AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpError,
+        },
+    },
+};
+
+use super::*;
+use crate::failure::{Failure, FailureKind as K};
+
+/// How rmcp hands a failed request's transport error to a caller.
+fn sent(error: HttpError) -> ServiceError {
+    ServiceError::TransportSend(DynamicTransportError::from_parts(
+        "test",
+        TypeId::of::<()>(),
+        Box::new(error),
+    ))
+}
+
+fn status(code: u16, retry_after: Option<&str>) -> HttpError {
+    StreamableHttpError::HttpStatus(HttpStatusError::new(code, retry_after.map(str::to_owned)))
+}
+
+fn io(kind: io::ErrorKind) -> io::Error {
+    io::Error::new(kind, "test")
+}
+
+/// An error nobody recognises.
+#[derive(Debug)]
+struct Strange;
+impl fmt::Display for Strange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("strange")
+    }
+}
+impl Error for Strange {}
+
+fn elapsed() -> tokio::time::error::Elapsed {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(async {
+            tokio::time::timeout(Duration::ZERO, std::future::pending::<()>()).await
+        })
+        .unwrap_err()
+}
+
+struct Row {
+    name: &'static str,
+    error: Box<dyn Error + Send + Sync>,
+    kind: K,
+    status: Option<u16>,
+    not_run: bool,
+}
+
+fn row(
+    name: &'static str,
+    error: impl Error + Send + Sync + 'static,
+    kind: K,
+    status: Option<u16>,
+    not_run: bool,
+) -> Row {
+    Row {
+        name,
+        error: Box::new(error),
+        kind,
+        status,
+        not_run,
+    }
+}
+
+fn table() -> Vec<Row> {
+    let json_rpc = |code: i32| ServiceError::McpError(ErrorData::new(ErrorCode(code), "x", None));
+    vec![
+        // auth: HTTP 401; rmcp AuthRequired
+        row("401", sent(status(401, None)), K::Auth, Some(401), false),
+        row(
+            "AuthRequired",
+            sent(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                "Bearer".into(),
+            ))),
+            K::Auth,
+            Some(401),
+            false,
+        ),
+        // permission: HTTP 403; rmcp InsufficientScope
+        row(
+            "403",
+            sent(status(403, None)),
+            K::Permission,
+            Some(403),
+            false,
+        ),
+        row(
+            "InsufficientScope",
+            sent(StreamableHttpError::InsufficientScope(
+                InsufficientScopeError::new("Bearer scope=x".into(), None),
+            )),
+            K::Permission,
+            Some(403),
+            false,
+        ),
+        // rate_limit: HTTP 429 (never ran)
+        row(
+            "429",
+            sent(status(429, Some("3"))),
+            K::RateLimit,
+            Some(429),
+            true,
+        ),
+        // server: HTTP 5xx; 503 never ran, 500 may have
+        row("500", sent(status(500, None)), K::Server, Some(500), false),
+        row("502", sent(status(502, None)), K::Server, Some(502), false),
+        row("503", sent(status(503, None)), K::Server, Some(503), true),
+        // protocol: other 4xx, JSON-RPC errors, malformed/unexpected responses
+        row(
+            "400",
+            sent(status(400, None)),
+            K::Protocol,
+            Some(400),
+            false,
+        ),
+        row(
+            "404 without a session",
+            sent(status(404, None)),
+            K::Protocol,
+            Some(404),
+            false,
+        ),
+        row(
+            "422",
+            sent(status(422, None)),
+            K::Protocol,
+            Some(422),
+            false,
+        ),
+        row("invalid params", json_rpc(-32602), K::Protocol, None, false),
+        row(
+            "method not found",
+            json_rpc(-32601),
+            K::Protocol,
+            None,
+            false,
+        ),
+        row(
+            "unexpected response",
+            ServiceError::UnexpectedResponse,
+            K::Protocol,
+            None,
+            false,
+        ),
+        row(
+            "garbage body",
+            sent(StreamableHttpError::UnexpectedServerResponse(
+                Cow::Borrowed("not json"),
+            )),
+            K::Protocol,
+            None,
+            false,
+        ),
+        row(
+            "initialize JSON-RPC error",
+            ClientInitializeError::JsonRpcError(ErrorData::new(ErrorCode(-32600), "x", None)),
+            K::Protocol,
+            None,
+            false,
+        ),
+        row(
+            "wrong content type",
+            sent(StreamableHttpError::UnexpectedContentType(Some(
+                "text/html".into(),
+            ))),
+            K::Protocol,
+            None,
+            false,
+        ),
+        // timeout: the operation's deadline passed
+        row("tokio deadline", elapsed(), K::Timeout, None, false),
+        row(
+            "rmcp request timeout",
+            ServiceError::Timeout {
+                timeout: Duration::from_secs(1),
+            },
+            K::Timeout,
+            None,
+            false,
+        ),
+        row(
+            "io timed out",
+            io(io::ErrorKind::TimedOut),
+            K::Timeout,
+            None,
+            false,
+        ),
+        // transport: refused/reset, stream or child ended, stdio EOF
+        row(
+            "connection refused",
+            io(io::ErrorKind::ConnectionRefused),
+            K::Transport,
+            None,
+            true,
+        ),
+        row(
+            "connection reset",
+            sent(StreamableHttpError::Io(io(io::ErrorKind::ConnectionReset))),
+            K::Transport,
+            None,
+            false,
+        ),
+        row(
+            "stream ended",
+            sent(StreamableHttpError::UnexpectedEndOfStream),
+            K::Transport,
+            None,
+            false,
+        ),
+        row(
+            "session closed",
+            ServiceError::TransportClosed,
+            K::Transport,
+            None,
+            false,
+        ),
+        row(
+            "stdio EOF",
+            io(io::ErrorKind::UnexpectedEof),
+            K::Transport,
+            None,
+            false,
+        ),
+        row(
+            "child gone before initialize",
+            ClientInitializeError::ConnectionClosed("eof".into()),
+            K::Transport,
+            None,
+            false,
+        ),
+        row(
+            "session expired after rmcp's own re-initialize",
+            sent(StreamableHttpError::SessionExpired),
+            K::Transport,
+            Some(404),
+            true,
+        ),
+        // unknown: anything else
+        row("strange", Strange, K::Unknown, None, false),
+    ]
+}
+
+#[test]
+fn every_row_of_the_table() {
+    for row in table() {
+        let failure = classify(row.error.as_ref());
+        assert_eq!(failure.kind, row.kind, "{}: {failure:?}", row.name);
+        assert_eq!(failure.status, row.status, "{}: {failure:?}", row.name);
+        assert_eq!(failure.not_run, row.not_run, "{}: {failure:?}", row.name);
+    }
+}
+
+#[test]
+fn retry_after_is_parsed_in_both_forms() {
+    let secs = classify(&sent(status(429, Some("7"))));
+    assert_eq!(secs.retry_after, Some(Duration::from_secs(7)));
+    let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(120));
+    let dated = classify(&sent(status(503, Some(&date))));
+    let wait = dated.retry_after.unwrap();
+    assert!(
+        wait > Duration::from_secs(100) && wait <= Duration::from_secs(120),
+        "{wait:?}"
+    );
+    let garbage = classify(&sent(status(429, Some("tomorrow-ish"))));
+    assert_eq!(garbage.retry_after, None);
+}
+
+#[test]
+fn the_most_specific_cause_wins_in_every_pair() {
+    for (i, &a) in K::ALL.iter().enumerate() {
+        for &b in &K::ALL[i..] {
+            let winner = more_specific(Failure::new(a, "a"), Failure::new(b, "b"));
+            assert_eq!(winner.kind, a, "{a} vs {b}");
+            let winner = more_specific(Failure::new(b, "b"), Failure::new(a, "a"));
+            assert_eq!(winner.kind, a, "{b} vs {a}");
+        }
+    }
+}
+
+#[test]
+fn a_status_under_a_transport_wrapper_beats_the_wrapper() {
+    // The wrapper layers say "transport"; the 503 inside says "server".
+    let wrapped = ClientInitializeError::TransportError {
+        error: DynamicTransportError::from_parts(
+            "test",
+            TypeId::of::<()>(),
+            Box::new(status(503, None)),
+        ),
+        context: "send initialize".into(),
+    };
+    let failure = classify(&wrapped);
+    assert_eq!((failure.kind, failure.status), (K::Server, Some(503)));
+}
+
+#[test]
+fn unknown_falls_back_to_the_last_recorded_error_status() {
+    let observation = crate::http::HttpObservation {
+        method: "POST",
+        path: "/mcp".into(),
+        status: 502,
+        retry_after: None,
+        at: SystemTime::now(),
+    };
+    let failure = classify_with_fallback(&Strange, Some(&observation));
+    assert_eq!(failure.kind, K::Server);
+    assert_eq!(failure.status, Some(502));
+    assert_eq!(failure.method.as_deref(), Some("POST"));
+    assert_eq!(failure.path.as_deref(), Some("/mcp"));
+    // A recognised failure is never overridden by the recording.
+    let failure = classify_with_fallback(&io(io::ErrorKind::ConnectionReset), Some(&observation));
+    assert_eq!(failure.kind, K::Transport);
+    // A recorded success gives nothing to fall back on.
+    let ok = crate::http::HttpObservation {
+        status: 200,
+        ..observation
+    };
+    assert_eq!(classify_with_fallback(&Strange, Some(&ok)).kind, K::Unknown);
+}

@@ -1,0 +1,179 @@
+//! Failures, classified: every error from rmcp, reqwest, a child process or a
+//! deadline becomes one [`Failure`] (SPEC §5), so the policy never sees raw errors.
+//!
+//! A `Failure` is safe to log, show in `/status` and hand to agents: it holds no
+//! URL query, header, body or token, only the status, the path and a short reason
+//! written by us.
+
+mod classify;
+mod retry_after;
+
+use std::{fmt, time::Duration};
+
+pub use classify::{classify, classify_with_fallback};
+pub use retry_after::parse_retry_after;
+
+/// What kind of failure happened, from most to least specific.
+///
+/// The declaration order *is* the priority order of SPEC §5: when one error
+/// carries several causes, the variant declared first wins (see [`FailureKind::priority`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// HTTP 401 or rmcp `AuthRequired`: the credential is wrong; retrying cannot help.
+    Auth,
+    /// HTTP 403 or rmcp `InsufficientScope`: this request is not allowed.
+    Permission,
+    /// HTTP 429: the upstream asks us to slow down.
+    RateLimit,
+    /// HTTP 5xx: the upstream failed.
+    Server,
+    /// Any other 4xx, a JSON-RPC error, or a malformed/unexpected response.
+    Protocol,
+    /// The operation's deadline passed.
+    Timeout,
+    /// The connection or stream broke: refused, reset, EOF, the child exited.
+    Transport,
+    /// Nothing above matched.
+    Unknown,
+}
+
+impl FailureKind {
+    /// Every kind, in priority order (most specific first).
+    pub const ALL: [FailureKind; 8] = [
+        FailureKind::Auth,
+        FailureKind::Permission,
+        FailureKind::RateLimit,
+        FailureKind::Server,
+        FailureKind::Protocol,
+        FailureKind::Timeout,
+        FailureKind::Transport,
+        FailureKind::Unknown,
+    ];
+
+    /// The wire name used in messages, `/status` and metrics labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Auth => "auth",
+            FailureKind::Permission => "permission",
+            FailureKind::RateLimit => "rate_limit",
+            FailureKind::Server => "server",
+            FailureKind::Protocol => "protocol",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Transport => "transport",
+            FailureKind::Unknown => "unknown",
+        }
+    }
+
+    /// Lower is more specific; `classify` keeps the cause with the lowest value.
+    pub fn priority(self) -> u8 {
+        self as u8
+    }
+
+    /// The kind an HTTP status alone implies, if it is an error status.
+    pub fn from_status(status: u16) -> Option<FailureKind> {
+        match status {
+            401 => Some(FailureKind::Auth),
+            403 => Some(FailureKind::Permission),
+            429 => Some(FailureKind::RateLimit),
+            500..=599 => Some(FailureKind::Server),
+            400..=499 => Some(FailureKind::Protocol),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One classified failure. Built by [`classify`] or the constructors below.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// The HTTP status behind it, when there was one.
+    pub status: Option<u16>,
+    /// The upstream's `Retry-After`, already parsed (not yet capped: the policy caps it).
+    pub retry_after: Option<Duration>,
+    /// A short reason written by us, never copied from a response body.
+    pub reason: String,
+    /// HTTP method of the request that failed (`POST`, `GET`, `DELETE`), if HTTP.
+    pub method: Option<String>,
+    /// URL path of the request that failed, without query, if HTTP.
+    pub path: Option<String>,
+    /// True when the request provably never ran upstream (connection refused,
+    /// 429, 503, expired session), so even a non-idempotent call may be retried.
+    pub not_run: bool,
+}
+
+impl Failure {
+    /// A failure of `kind` with a reason and nothing else known.
+    pub fn new(kind: FailureKind, reason: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            status: None,
+            retry_after: None,
+            reason: reason.into(),
+            method: None,
+            path: None,
+            not_run: false,
+        }
+    }
+
+    /// The failure an HTTP error status implies (`reason` says what was seen).
+    pub fn from_status(status: u16, retry_after: Option<Duration>) -> Self {
+        let kind = FailureKind::from_status(status).unwrap_or(FailureKind::Unknown);
+        Failure {
+            kind,
+            status: Some(status),
+            retry_after,
+            reason: format!("HTTP {status}"),
+            method: None,
+            path: None,
+            // A 429 or 503 is the upstream refusing the work before doing it.
+            not_run: matches!(status, 429 | 503),
+        }
+    }
+
+    /// The deadline of an operation passed.
+    pub fn timeout(reason: impl Into<String>) -> Self {
+        Failure::new(FailureKind::Timeout, reason)
+    }
+
+    /// The connection or stream broke.
+    pub fn transport(reason: impl Into<String>) -> Self {
+        Failure::new(FailureKind::Transport, reason)
+    }
+
+    /// Marks the failure as one that provably never reached the tool.
+    pub fn with_not_run(mut self) -> Self {
+        self.not_run = true;
+        self
+    }
+
+    /// `status=503` or `status=none`, as the agent-facing messages print it.
+    pub fn status_label(&self) -> String {
+        match self.status {
+            Some(status) => status.to_string(),
+            None => "none".to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failure (status={}): {}",
+            self.kind,
+            self.status_label(),
+            self.reason
+        )?;
+        if let (Some(method), Some(path)) = (&self.method, &self.path) {
+            write!(f, " [{method} {path}]")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,371 @@
+//! [`RecordingClient`]: rmcp's `StreamableHttpClient` over a shared `reqwest::Client`.
+
+use std::{borrow::Cow, collections::HashMap, sync::Arc, time::SystemTime};
+
+use futures::{StreamExt, stream::BoxStream};
+use http::{
+    HeaderMap, HeaderName, HeaderValue, StatusCode,
+    header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE},
+};
+use rmcp::{
+    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
+    transport::{
+        common::http_header::{
+            EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
+        },
+        streamable_http_client::{
+            AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError,
+            StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+            StreamableHttpResponseLimits,
+        },
+    },
+};
+use sse_stream::{Sse, SseStream};
+
+use super::{
+    recorder::{HttpObservation, HttpRecorder},
+    sse_limit::LimitedEvents,
+};
+use crate::failure::parse_retry_after;
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// rmcp's `StreamableHttpClient`, implemented over a (typically shared and
+/// pooled) `reqwest::Client`, recording every response on the connection.
+///
+/// Differences from rmcp's bundled client, all deliberate:
+/// - every response's method, path, status and `Retry-After` goes to the
+///   [`HttpRecorder`];
+/// - every non-2xx answer becomes a typed error carrying its status (a 5xx with a
+///   JSON-RPC body is `HttpStatus(500)`, not a bare JSON-RPC error), except a
+///   404 on an established session, which stays `SessionExpired` so rmcp
+///   re-initializes by itself;
+/// - error bodies are never read into errors, so no upstream text (which could
+///   echo a credential) reaches a log line.
+#[derive(Clone)]
+pub struct RecordingClient {
+    http: reqwest::Client,
+    recorder: HttpRecorder,
+}
+
+impl std::fmt::Debug for RecordingClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingClient").finish_non_exhaustive()
+    }
+}
+
+impl RecordingClient {
+    /// Sends through `http` and records responses into `recorder`.
+    pub fn new(http: reqwest::Client, recorder: HttpRecorder) -> Self {
+        RecordingClient { http, recorder }
+    }
+
+    /// The recorder this client writes to.
+    pub fn recorder(&self) -> &HttpRecorder {
+        &self.recorder
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        uri: &str,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, uri);
+        if let Some(token) = auth_token {
+            // bearer_auth marks the header value sensitive, so reqwest's own
+            // Debug output of the request redacts it.
+            request = request.bearer_auth(token);
+        }
+        for (name, mut value) in custom_headers {
+            value.set_sensitive(true);
+            request = request.header(name, value);
+        }
+        request
+    }
+
+    /// Records the response and turns any non-2xx status into a typed error.
+    fn check_status(
+        &self,
+        method: &'static str,
+        uri: &str,
+        response: &reqwest::Response,
+        session_attached: bool,
+    ) -> Result<(), HttpError> {
+        let status = response.status();
+        let retry_after_raw = header_str(response.headers(), RETRY_AFTER);
+        self.recorder.record(HttpObservation {
+            method,
+            path: url_path(uri),
+            status: status.as_u16(),
+            retry_after: retry_after_raw
+                .as_deref()
+                .and_then(|value| parse_retry_after(value, SystemTime::now())),
+            at: SystemTime::now(),
+        });
+        if status.is_success() {
+            return Ok(());
+        }
+        let challenge = header_str(response.headers(), WWW_AUTHENTICATE);
+        Err(match (status, challenge) {
+            (StatusCode::NOT_FOUND, _) if session_attached => StreamableHttpError::SessionExpired,
+            (StatusCode::UNAUTHORIZED, Some(challenge)) => {
+                StreamableHttpError::AuthRequired(AuthRequiredError::new(challenge))
+            }
+            (StatusCode::FORBIDDEN, Some(challenge)) => {
+                StreamableHttpError::InsufficientScope(InsufficientScopeError::new(challenge, None))
+            }
+            (StatusCode::METHOD_NOT_ALLOWED, _) if method == "GET" => {
+                StreamableHttpError::ServerDoesNotSupportSse
+            }
+            _ => StreamableHttpError::HttpStatus(HttpStatusError::new(
+                status.as_u16(),
+                retry_after_raw,
+            )),
+        })
+    }
+}
+
+impl StreamableHttpClient for RecordingClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_token,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_token,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let mut request = self
+            .request(reqwest::Method::POST, &uri, auth_token, custom_headers)
+            .header(ACCEPT, ACCEPT_BOTH);
+        let session_attached = session_id.is_some();
+        if let Some(session_id) = session_id {
+            request = request.header(HEADER_SESSION_ID, session_id.as_ref());
+        }
+        let response = request
+            .json(&message)
+            .send()
+            .await
+            .map_err(StreamableHttpError::Client)?;
+        self.check_status("POST", &uri, &response, session_attached)?;
+
+        let status = response.status();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        let new_session = header_str(
+            response.headers(),
+            HeaderName::from_static("mcp-session-id"),
+        );
+        // Notifications and replies await nothing: whatever a 2xx carries is fine.
+        let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
+        let content_type = header_str(response.headers(), CONTENT_TYPE);
+        match content_type.as_deref() {
+            Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
+                let events = LimitedEvents::new(response.bytes_stream(), limits.max_sse_event_size);
+                Ok(StreamableHttpPostResponse::Sse(
+                    SseStream::from_bytes_stream(events).boxed(),
+                    new_session,
+                ))
+            }
+            Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
+                let body = read_bounded(response, limits.max_json_response_size).await?;
+                match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                    Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
+                    Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+                    Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                        format!("response is not JSON-RPC: {error}"),
+                    ))),
+                }
+            }
+            _ if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+            _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        let response = self
+            .request(reqwest::Method::DELETE, &uri, auth_token, custom_headers)
+            .header(HEADER_SESSION_ID, session_id.as_ref())
+            .send()
+            .await
+            .map_err(StreamableHttpError::Client)?;
+        // 405: the server does not do explicit session deletion, which is fine.
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(());
+        }
+        self.check_status("DELETE", &uri, &response, false)
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_token,
+            custom_headers,
+            StreamableHttpResponseLimits::default().max_sse_event_size,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        let mut request = self
+            .request(reqwest::Method::GET, &uri, auth_token, custom_headers)
+            .header(ACCEPT, ACCEPT_BOTH);
+        let session_attached = session_id.is_some();
+        if let Some(session_id) = session_id {
+            request = request.header(HEADER_SESSION_ID, session_id.as_ref());
+        }
+        if let Some(last_event_id) = last_event_id {
+            request = request.header(HEADER_LAST_EVENT_ID, last_event_id);
+        }
+        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        self.check_status("GET", &uri, &response, session_attached)?;
+        match header_str(response.headers(), CONTENT_TYPE) {
+            Some(ct)
+                if media_type_is(&ct, EVENT_STREAM_MIME_TYPE)
+                    || media_type_is(&ct, JSON_MIME_TYPE) =>
+            {
+                let events = LimitedEvents::new(response.bytes_stream(), max_sse_event_size);
+                Ok(SseStream::from_bytes_stream(events).boxed())
+            }
+            other => Err(StreamableHttpError::UnexpectedContentType(other)),
+        }
+    }
+}
+
+const ACCEPT_BOTH: &str = "text/event-stream, application/json";
+
+fn header_str(headers: &HeaderMap, name: impl http::header::AsHeaderName) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// `application/json; charset=utf-8` is `application/json`.
+fn media_type_is(content_type: &str, expected: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case(expected))
+}
+
+/// The path of a URL, never its query (which may carry an API key).
+fn url_path(uri: &str) -> String {
+    reqwest::Url::parse(uri)
+        .map(|url| url.path().to_owned())
+        .unwrap_or_else(|_| "/".to_owned())
+}
+
+/// Reads a whole body, refusing one larger than `limit` (a hostile upstream
+/// must not make us buffer gigabytes).
+async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, HttpError> {
+    if response
+        .content_length()
+        .is_some_and(|len| len > limit as u64)
+    {
+        return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(StreamableHttpError::Client)?;
+        if body.len() + chunk.len() > limit {
+            return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_ignore_parameters_and_case() {
+        assert!(media_type_is(
+            "application/json; charset=utf-8",
+            JSON_MIME_TYPE
+        ));
+        assert!(media_type_is("Text/Event-Stream", EVENT_STREAM_MIME_TYPE));
+        assert!(!media_type_is("application/jsonl", JSON_MIME_TYPE));
+    }
+
+    #[test]
+    fn paths_drop_the_query() {
+        assert_eq!(
+            url_path("https://h.example/mcp/v1?api_key=SECRET"),
+            "/mcp/v1"
+        );
+        assert_eq!(url_path("not a url"), "/");
+    }
+}

@@ -1,0 +1,18 @@
+//! When to retry, park, or retire (SPEC §6, §7).
+//!
+//! Layout:
+//! - [`schedule`]: validated timing values, the retry backoff and the park cooldowns;
+//! - [`decide`](mod@decide): the pure decision function, table-tested;
+//! - [`actor`]: the `QuarantinePolicy` actor that holds every connection's strikes
+//!   and cooldowns, applies the mass-retirement guard, and answers with decisions.
+
+pub mod actor;
+pub mod decide;
+pub mod schedule;
+
+pub use actor::{
+    ConnectionPolicyState, Forget, PolicySnapshot, QuarantinePolicy, RegisterConnections,
+    ReportFailure, ReportIdleDeath, ReportSuccess, ResetConnection,
+};
+pub use decide::{Decision, Phase, Situation, decide, decide_idle_death};
+pub use schedule::{Cooldowns, PolicySettings, RetryBackoff, ScheduleError};
