@@ -1,0 +1,222 @@
+//! The one-shot commands, run as a user runs them: `check`, `import`, bad usage.
+
+use std::{fs, path::Path};
+
+use e2e::{repo_root, supervisor};
+
+/// A canary token planted through every secret source; it must never be printed.
+const CANARY: &str = "CANARY-e2e-4b1d-SECRET";
+
+/// Environment for the example configs' `token_env` variables.
+fn example_env() -> Vec<(&'static str, &'static str)> {
+    [
+        "GITHUB_TOKEN",
+        "MCP_SUPERVISOR_TOKEN",
+        "EXAMPLE_TOKEN",
+        "SEARCH_API_TOKEN",
+    ]
+    .into_iter()
+    .map(|name| (name, CANARY))
+    .collect()
+}
+
+#[test]
+fn check_accepts_every_config_in_the_repo_and_prints_no_secret() {
+    let mut checked = 0;
+    for entry in fs::read_dir(repo_root().join("config")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "toml") {
+            continue;
+        }
+        let path_arg = path.to_str().unwrap();
+        let run = supervisor(&["check", "--config", path_arg], &example_env());
+        assert_eq!(run.code, Some(0), "{}: {}", path.display(), run.stderr);
+        assert!(run.stdout.contains(": ok"), "{}", run.stdout);
+        assert!(run.stdout.contains("connections:"), "{}", run.stdout);
+        assert!(!run.all_output().contains(CANARY), "{}", run.all_output());
+        checked += 1;
+    }
+    assert!(checked >= 1, "config/ holds at least the default config");
+}
+
+/// Every bad fixture: exit 2, the file named, each `# expect:` line present.
+#[test]
+fn check_rejects_every_bad_fixture_with_exit_2_and_the_key_path() {
+    let dir = repo_root().join("crates/mcp-supervisor/tests/fixtures/config/bad");
+    let mut checked = 0;
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "toml") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let run = supervisor(
+            &["check", "--config", path.to_str().unwrap()],
+            &[("MCP_SUPERVISOR_TOKEN", CANARY)],
+        );
+        assert_eq!(run.code, Some(2), "{}: {run:?}", path.display());
+        let file_name = path.file_name().unwrap().to_str().unwrap();
+        assert!(
+            run.stderr.contains(file_name),
+            "{file_name}: {}",
+            run.stderr
+        );
+        for expected in text
+            .lines()
+            .filter_map(|line| line.strip_prefix("# expect: "))
+        {
+            assert!(
+                run.stderr.contains(expected),
+                "{file_name}: want {expected:?} in {}",
+                run.stderr
+            );
+        }
+        assert!(
+            !run.all_output().contains("CANARY"),
+            "{file_name}: {}",
+            run.all_output()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} bad fixtures");
+}
+
+#[test]
+fn check_of_a_missing_file_is_a_config_error() {
+    let run = supervisor(&["check", "--config", "/nonexistent/mcp.toml"], &[]);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr.contains("/nonexistent/mcp.toml"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn bad_command_lines_exit_2_with_usage() {
+    for args in [&["frobnicate"][..], &["check"], &["check", "--config"], &[]] {
+        let run = supervisor(args, &[]);
+        assert_eq!(run.code, Some(2), "{args:?}: {run:?}");
+        let stderr = run.stderr.to_lowercase();
+        assert!(
+            stderr.contains("usage") || stderr.contains("--help"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn import_converts_mcp_servers_json_into_a_config_check_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("claude.json");
+    fs::write(
+        &json,
+        r#"{"mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+            "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"X-Team": "agents"}}
+        }}"#,
+    )
+    .unwrap();
+    let run = supervisor(&["import", json.to_str().unwrap()], &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("[connections.files]"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("[connections.remote]"),
+        "{}",
+        run.stdout
+    );
+    let toml = dir.path().join("imported.toml");
+    fs::write(&toml, &run.stdout).unwrap();
+    let check = supervisor(&["check", "--config", toml.to_str().unwrap()], &[]);
+    assert_eq!(check.code, Some(0), "{check:?}");
+    assert!(check.stdout.contains("connections: 2"), "{}", check.stdout);
+}
+
+#[test]
+fn import_of_bad_json_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bad.json");
+    fs::write(&json, "{ not json").unwrap();
+    let run = supervisor(&["import", json.to_str().unwrap()], &[]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("bad.json"), "{}", run.stderr);
+}
+
+/// The canary through every secret source, in a config that `check` accepts
+/// and in ones it refuses: never in any output.
+#[test]
+fn the_canary_never_appears_in_check_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    fs::write(&token_file, format!("{CANARY}\n")).unwrap();
+    let good = format!(
+        r#"
+[gateway]
+auth = {{ kind = "bearer", token = "{CANARY}" }}
+[connections.inline]
+transport = "http"
+url = "https://a.example/mcp"
+auth = {{ kind = "bearer", token = "{CANARY}" }}
+headers = {{ "X-Api-Key" = "{CANARY}" }}
+[connections.fromenv]
+transport = "http"
+url = "https://b.example/mcp"
+auth = {{ kind = "bearer", token_env = "E2E_CANARY" }}
+[connections.fromfile]
+transport = "http"
+url = "https://c.example/mcp"
+auth = {{ kind = "bearer", token_file = "{}" }}
+[connections.child]
+transport = "stdio"
+command = "server"
+args = ["--api-key", "{CANARY}"]
+env = {{ API_KEY = "{CANARY}" }}
+"#,
+        token_file.display()
+    );
+    let bad_variants = [
+        good.replace("[connections.child]", "[connections.child]\nbogus = 1"),
+        good.replace(
+            r#"kind = "bearer", token = "#,
+            r#"kind = "bearer", tokn = "#,
+        ),
+        good.replace(
+            &format!(r#"token = "{CANARY}" }}"#),
+            &format!(r#"token = ["{CANARY}"] }}"#),
+        ),
+        good.replace(
+            "token_env = \"E2E_CANARY\"",
+            "token_env = \"E2E_CANARY\", token = \"x\"",
+        ),
+        good.replace(
+            "https://c.example/mcp",
+            &format!("https://user:{CANARY}@c.example/mcp"),
+        ),
+        format!("{good}\n[connections.broken\n"),
+    ];
+    for (i, text) in std::iter::once(good.clone())
+        .chain(bad_variants)
+        .enumerate()
+    {
+        let path = dir.path().join(format!("c{i}.toml"));
+        fs::write(&path, text).unwrap();
+        let run = supervisor(
+            &["check", "--config", path.to_str().unwrap()],
+            &[("E2E_CANARY", CANARY)],
+        );
+        let expected = if i == 0 { Some(0) } else { Some(2) };
+        assert_eq!(run.code, expected, "variant {i}: {run:?}");
+        assert!(
+            !run.all_output().contains(CANARY),
+            "variant {i} leaked: {}",
+            run.all_output()
+        );
+        assert!(
+            !run.all_output().contains("CANARY"),
+            "variant {i} leaked part: {}",
+            run.all_output()
+        );
+    }
+    assert!(Path::new(&token_file).exists());
+}

@@ -1,1 +1,60 @@
-//! Test MCP servers.
+//! Test MCP servers with runtime fault injection, for the supervisor's tests
+//! and benchmarks.
+//!
+//! One MCP server ([`TestMcpServer`]) with predictable tools (`echo`, `add`,
+//! `sleep`, `lookup` (read-only), `delete_item` (destructive), `set_value`
+//! (idempotent), `fail` (tool error) and a switchable `late_tool`), served
+//! two ways:
+//!
+//! - in process over loopback streamable HTTP ([`TestServer`]), behind a
+//!   fault layer that can answer any request with a status, a delay, a hang,
+//!   a dropped connection, an expired session or garbage ([`Fault`]), and
+//!   that counts what reached it;
+//! - as the `mcp-test-server` binary over stdio (or `--http ADDR`), with
+//!   flags to delay, hang, exit, answer garbage, ignore stdin EOF or SIGTERM
+//!   and log every request to a file ([`cli::Args`]).
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
+//!
+//! let server = TestServer::start(TestServerOptions::default()).await?;
+//! server.faults().push(FaultRule::once(
+//!     Match::tool("echo"),
+//!     Fault::status(503).with_retry_after_secs(2),
+//! ));
+//! // … point a client at server.url() …
+//! assert_eq!(server.tool_calls("echo"), 0);
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! - [`server`]: the rmcp `ServerHandler` and its shared [`ServerControl`]
+//!   (counters, fault script, `late_tool` switch, connected clients).
+//! - [`fault`]: the fault script ([`FaultRule`], [`Match`], [`Fault`]) and
+//!   its JSON form.
+//! - [`http`]: [`TestServer`], the accept loop and the fault layer in front
+//!   of rmcp's `StreamableHttpService`; `/_control/*` endpoints.
+//! - [`stdio`]: the stdio server and the line pump behind its flags.
+//! - [`cli`]: the `mcp-test-server` command line.
+//! - [`binary`]: locating the built binary from other crates' tests.
+//! - [`wait`]: [`wait_until`] and the [`eventually!`] assertion.
+//! - `counters`: what reached the server ([`Counts`]).
+
+pub mod binary;
+pub mod cli;
+mod counters;
+pub mod fault;
+pub mod http;
+pub mod server;
+pub mod stdio;
+pub mod wait;
+
+pub use binary::test_server_binary;
+pub use counters::Counts;
+pub use fault::{Fault, FaultHandle, FaultRule, Match, RetryAfter};
+pub use http::{TestServer, TestServerOptions};
+pub use server::{LATE_TOOL, ServerBehavior, ServerControl, TestMcpServer};
+pub use stdio::{StdioOptions, serve_stdio};
+pub use wait::{wait_until, wait_until_async};

@@ -24,6 +24,9 @@ mod summary;
 mod validate;
 mod values;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::Path;
 
 pub use error::{ConfigError, Location};

@@ -48,7 +48,12 @@ fn shape_error(
     error: &serde_path_to_error::Error<toml::de::Error>,
 ) -> ConfigError {
     let mut key = KeyPath::root();
+    let mut last_key = None;
     for segment in error.path() {
+        last_key = match segment {
+            Segment::Map { key: k } => Some(k.as_str()),
+            _ => None,
+        };
         key = match segment {
             Segment::Map { key: k } => key.key(k),
             Segment::Seq { index } => key.index(*index),
@@ -58,7 +63,10 @@ fn shape_error(
     }
     let inner = error.inner();
     let described = describe(inner.message());
-    if let Some(unknown) = &described.unknown_key {
+    // serde_path_to_error usually has the unknown key as the last segment already.
+    if let Some(unknown) = &described.unknown_key
+        && last_key != Some(unknown.as_str())
+    {
         key = key.key(unknown);
     }
     ConfigError::Invalid {

@@ -1,0 +1,40 @@
+# The front door: CI calls the same targets a person does.
+# `make` alone lists the targets.
+
+CARGO ?= cargo
+# `make run CONFIG=path/to.toml` runs on another config; default is the embedded one.
+CONFIG ?=
+NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
+
+.DEFAULT_GOAL := help
+.PHONY: help build run test lint fmt doc ci
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+build: ## Build every crate and binary (debug)
+	$(CARGO) build --workspace --bins
+
+run: build ## Run the long-lived process (embedded default config unless CONFIG=...)
+	./target/debug/mcp-supervisor serve $(if $(CONFIG),--config $(CONFIG),)
+
+test: build ## Run the whole test suite (installs pinned test servers first)
+	./scripts/install-test-deps.sh
+ifeq ($(NEXTEST),yes)
+	$(CARGO) nextest run --workspace --no-fail-fast
+	$(CARGO) test --workspace --doc
+else
+	$(CARGO) test --workspace --no-fail-fast
+endif
+
+lint: ## rustfmt check and clippy with warnings as errors
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt: ## Format the code
+	$(CARGO) fmt --all
+
+doc: ## Build the API docs (warnings are errors)
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+
+ci: lint test ## What CI runs

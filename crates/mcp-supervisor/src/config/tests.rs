@@ -1,0 +1,588 @@
+//! Loading whole documents: defaults, overrides, secrets, import round trip.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::*;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn load(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml_str(text, Path::new("test.toml"), &no_env)
+}
+
+fn http(conn: &ConnectionConfig) -> &HttpTransport {
+    match &conn.transport {
+        Transport::Http(h) => h,
+        Transport::Stdio(_) => panic!("expected http"),
+    }
+}
+
+fn stdio(conn: &ConnectionConfig) -> &StdioTransport {
+    match &conn.transport {
+        Transport::Stdio(s) => s,
+        Transport::Http(_) => panic!("expected stdio"),
+    }
+}
+
+#[test]
+fn empty_file_is_all_defaults() {
+    let config = load("").unwrap();
+    assert_eq!(config, Config::default());
+    let s = &config.supervisor;
+    assert_eq!(s.connect_timeout, Duration::from_secs(30));
+    assert_eq!(s.call_timeout, Duration::from_secs(60));
+    assert_eq!(s.list_timeout, Duration::from_secs(30));
+    assert_eq!(s.max_attempts, 3);
+    assert_eq!(s.shutdown_timeout, Duration::from_secs(10));
+    assert_eq!(
+        s.restart_budget,
+        RestartBudget {
+            restarts: 5,
+            within: Duration::from_secs(60)
+        }
+    );
+    assert_eq!(s.quarantine.base_cooldown, Duration::from_secs(30));
+    assert_eq!(s.quarantine.max_cooldown, Duration::from_secs(300));
+    assert_eq!(s.quarantine.retire_after, 3);
+    let g = &config.gateway;
+    assert_eq!(g.listen.to_string(), "127.0.0.1:7300");
+    assert_eq!(g.path, "/mcp");
+    assert_eq!(g.expose, Expose::Namespaced);
+    assert!(g.auth.is_none());
+    assert_eq!(g.allowed_hosts, ["localhost", "127.0.0.1", "[::1]"]);
+    assert_eq!(g.max_body_bytes, 4 * 1024 * 1024);
+    assert_eq!(config.admin.listen.to_string(), "127.0.0.1:7301");
+    assert!(config.connections.is_empty());
+}
+
+#[test]
+fn connection_inherits_supervisor_values_and_overrides_them() {
+    let config = load(
+        r#"
+        [supervisor]
+        connect_timeout = "5s"
+        call_timeout = "2m"
+        list_timeout = "7s"
+        max_attempts = 5
+
+        [connections.plain]
+        transport = "stdio"
+        command = "server"
+
+        [connections.tuned]
+        transport = "stdio"
+        command = "server"
+        connect_timeout = "1s"
+        call_timeout = "500ms"
+        list_timeout = "2s"
+        max_attempts = 1
+        max_concurrent_calls = 1
+        max_queued_calls = 2
+        retry_calls = "never"
+        allowed_tools = []
+        notes = "tuned"
+        "#,
+    )
+    .unwrap();
+    let plain = config.connection("plain").unwrap();
+    assert_eq!(plain.connect_timeout, Duration::from_secs(5));
+    assert_eq!(plain.call_timeout, Duration::from_secs(120));
+    assert_eq!(plain.list_timeout, Duration::from_secs(7));
+    assert_eq!(plain.max_attempts, 5);
+    assert_eq!(plain.max_concurrent_calls, 4);
+    assert_eq!(plain.max_queued_calls, 64);
+    assert_eq!(plain.retry_calls, RetryCalls::Safe);
+    assert_eq!(plain.allowed_tools, None);
+
+    let tuned = config.connection("tuned").unwrap();
+    assert_eq!(tuned.connect_timeout, Duration::from_secs(1));
+    assert_eq!(tuned.call_timeout, Duration::from_millis(500));
+    assert_eq!(tuned.list_timeout, Duration::from_secs(2));
+    assert_eq!(tuned.max_attempts, 1);
+    assert_eq!(tuned.max_concurrent_calls, 1);
+    assert_eq!(tuned.max_queued_calls, 2);
+    assert_eq!(tuned.retry_calls, RetryCalls::Never);
+    assert_eq!(tuned.allowed_tools, Some(vec![]));
+    assert_eq!(tuned.notes.as_deref(), Some("tuned"));
+}
+
+#[test]
+fn connections_are_sorted_by_name() {
+    let config = load(
+        r#"
+        [connections.zeta]
+        transport = "stdio"
+        command = "z"
+        [connections.Alpha]
+        transport = "stdio"
+        command = "a"
+        [connections.mid]
+        transport = "stdio"
+        command = "m"
+        "#,
+    )
+    .unwrap();
+    let names: Vec<&str> = config.connections.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["Alpha", "mid", "zeta"]);
+    assert!(config.connection("Alpha").is_some() && config.connection("zeta").is_some());
+}
+
+#[test]
+fn http_connection_with_token_env_and_headers() {
+    let env = |name: &str| (name == "GH_TOKEN").then(|| "ghp_abc".to_owned());
+    let config = Config::from_toml_str(
+        r#"
+        [connections.github]
+        transport = "http"
+        url = "https://example.invalid/mcp"
+        auth = { kind = "bearer", token_env = "GH_TOKEN" }
+        headers = { "X-Team" = "agents", "X-Other" = "v" }
+        allowed_tools = ["search"]
+        "#,
+        Path::new("test.toml"),
+        &env,
+    )
+    .unwrap();
+    let conn = config.connection("github").unwrap();
+    assert_eq!(conn.transport.kind(), "http");
+    let h = http(conn);
+    assert_eq!(h.url, "https://example.invalid/mcp");
+    assert_eq!(h.auth.as_ref().map(BearerToken::expose), Some("ghp_abc"));
+    let headers: Vec<(&str, &str)> = h
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), secrecy::ExposeSecret::expose_secret(v)))
+        .collect();
+    assert_eq!(headers, [("X-Other", "v"), ("X-Team", "agents")]);
+    assert!(conn.allows_tool("search") && !conn.allows_tool("delete"));
+}
+
+#[test]
+fn relative_token_file_and_cwd_resolve_against_the_config_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("secrets")).unwrap();
+    std::fs::write(dir.path().join("secrets/token"), "file-token\n").unwrap();
+    let origin = dir.path().join("supervisor.toml");
+    let config = Config::from_toml_str(
+        r#"
+        [gateway]
+        auth = { kind = "bearer", token_file = "secrets/token" }
+
+        [connections.files]
+        transport = "stdio"
+        command = "server"
+        cwd = "data"
+
+        [connections.abs]
+        transport = "stdio"
+        command = "server"
+        cwd = "/srv"
+        "#,
+        &origin,
+        &no_env,
+    )
+    .unwrap();
+    // Exactly one trailing newline is trimmed.
+    assert_eq!(
+        config.gateway.auth.as_ref().map(BearerToken::expose),
+        Some("file-token")
+    );
+    assert_eq!(
+        stdio(config.connection("files").unwrap()).cwd,
+        Some(dir.path().join("data"))
+    );
+    assert_eq!(
+        stdio(config.connection("abs").unwrap()).cwd,
+        Some(PathBuf::from("/srv"))
+    );
+}
+
+#[test]
+fn token_file_trims_crlf_but_refuses_inner_whitespace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("crlf"), "tok\r\n").unwrap();
+    std::fs::write(dir.path().join("two"), "tok\n\n").unwrap();
+    let origin = dir.path().join("c.toml");
+    let load = |file: &str| {
+        Config::from_toml_str(
+            &format!("[gateway]\nauth = {{ kind = \"bearer\", token_file = \"{file}\" }}\n"),
+            &origin,
+            &no_env,
+        )
+    };
+    assert_eq!(load("crlf").unwrap().gateway.auth.unwrap().expose(), "tok");
+    let err = load("two").unwrap_err().to_string();
+    assert!(
+        err.contains("gateway.auth.token_file: the token contains whitespace"),
+        "{err}"
+    );
+}
+
+#[test]
+fn origin_without_directory_uses_current_directory() {
+    let err = Config::from_toml_str(
+        "[gateway]\nauth = { kind = \"bearer\", token_file = \"missing-token\" }\n",
+        Path::new("c.toml"),
+        &no_env,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::TokenFile { path, .. } if path == Path::new("./missing-token")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn gateway_and_admin_settings() {
+    let config = load(
+        r#"
+        [gateway]
+        listen = "[::1]:0"
+        path = "/"
+        expose = "both"
+        allowed_hosts = ["Example.COM"]
+        max_body_bytes = 1024
+        auth = { kind = "bearer", token = "t0k" }
+        [admin]
+        listen = "127.0.0.1:0"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(config.gateway.listen.to_string(), "[::1]:0");
+    assert_eq!(config.gateway.path, "/");
+    assert_eq!(config.gateway.expose, Expose::Both);
+    assert_eq!(config.gateway.allowed_hosts, ["example.com"]);
+    assert_eq!(config.gateway.max_body_bytes, 1024);
+    assert_eq!(
+        config.gateway.auth.as_ref().map(BearerToken::expose),
+        Some("t0k")
+    );
+    assert_eq!(config.admin.listen.to_string(), "127.0.0.1:0");
+}
+
+#[test]
+fn rule_violations_name_the_key() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[gateway]\npath = \"mcp\"",
+            "gateway.path: must start with '/'",
+        ),
+        (
+            "[gateway]\nallowed_hosts = []",
+            "gateway.allowed_hosts: must list at least one host",
+        ),
+        (
+            "[gateway]\nallowed_hosts = [\"ok\", \" \"]",
+            "gateway.allowed_hosts[1]",
+        ),
+        (
+            "[gateway]\nlisten = \"localhost:1\"",
+            "gateway.listen: expected an IP address",
+        ),
+        (
+            "[gateway]\nlisten = \"127.0.0.1:7301\"",
+            "admin.listen: must differ from gateway.listen",
+        ),
+        (
+            "[supervisor.quarantine]\nbase_cooldown = \"10m\"",
+            "supervisor.quarantine.max_cooldown: must be at least base_cooldown",
+        ),
+        (
+            "[supervisor]\nrestart_budget = { restarts = 0 }",
+            "supervisor.restart_budget.restarts",
+        ),
+        (
+            "[supervisor]\nmax_attempts = 1000",
+            "supervisor.max_attempts: must be at most 100",
+        ),
+        (
+            "[supervisor]\nmax_attempts = 1.5",
+            "supervisor.max_attempts: expected an integer, found a float",
+        ),
+        (
+            "[connections.a]\ncommand = \"x\"",
+            "connections.a.transport: missing required key",
+        ),
+        (
+            "[connections.a]\ntransport = \"stdio\"\ncommand = \"x\"\nretry_calls = \"maybe\"",
+            "connections.a.retry_calls: unknown value \"maybe\"",
+        ),
+        (
+            "[connections.a]\ntransport = \"stdio\"\ncommand = \"x\"\nallowed_tools = [\"t\", \"t\"]",
+            "connections.a.allowed_tools[1]: lists \"t\" twice",
+        ),
+        (
+            "[connections.a]\ntransport = \"stdio\"\ncommand = \"  \"",
+            "connections.a.command: must not be empty",
+        ),
+        (
+            "[connections.a]\ntransport = \"stdio\"\ncommand = \"x\"\nenv = { \"A=B\" = \"v\" }",
+            "connections.a.env.\"A=B\": not a valid environment variable name",
+        ),
+        (
+            "[connections.a]\ntransport = \"http\"\nurl = \"http://h/\"\nheaders = { \"Bad Name\" = \"v\" }",
+            "connections.a.headers.\"Bad Name\": not a valid HTTP header name",
+        ),
+        (
+            "[connections.a]\ntransport = \"http\"\nurl = \"http://h/\"\nheaders = { X = \"a\\nb\" }",
+            "connections.a.headers.X: the header value contains a line break",
+        ),
+        (
+            "[connections.a]\ntransport = \"http\"\nurl = \"http://h/\"\nheaders = { Content-Type = \"x\" }",
+            "connections.a.headers.Content-Type: this header is set by the MCP transport",
+        ),
+        (
+            "[connections.a]\ntransport = \"http\"\nurl = \"http://h/\"\nheaders = { X = \"1\", x = \"2\" }",
+            "connections.a.headers.x: duplicate header",
+        ),
+        (
+            "[connections.a]\ntransport = \"http\"\nurl = \"http://h/\"\nheaders = { Authorization = \"Basic x\" }\nauth = { kind = \"bearer\", token = \"t\" }",
+            "connections.a.headers.Authorization: conflicts with 'auth'",
+        ),
+        (
+            "[connections.a]\ntransport = \"http\"\nurl = \"https://u:p@h/\"",
+            "connections.a.url: the URL must not contain credentials",
+        ),
+        (
+            "[connections.a]\ntransport = \"stdio\"\ncommand = \"x\"\nauth = { kind = \"bearer\", token = \"t\" }",
+            "connections.a.auth: 'auth' is only valid for transport = \"http\"",
+        ),
+        (
+            "[gateway]\nauth = { token = \"t\" }",
+            "gateway.auth.kind: missing required key 'kind'",
+        ),
+        (
+            "[gateway]\nauth = { kind = \"basic\", token = \"t\" }",
+            "gateway.auth.kind: unknown auth kind",
+        ),
+        (
+            "[gateway]\nauth = { kind = \"bearer\" }",
+            "gateway.auth: set exactly one of 'token', 'token_env' or 'token_file' (none is set)",
+        ),
+        (
+            "[gateway]\nauth = { kind = \"bearer\", token = \"\" }",
+            "gateway.auth.token: the token is empty",
+        ),
+        (
+            "[gateway]\nauth = { kind = \"bearer\", token = \"a b\" }",
+            "gateway.auth.token: the token contains whitespace",
+        ),
+        (
+            "[gateway]\nexpose = \"all\"",
+            "gateway.expose: unknown value \"all\"",
+        ),
+        (
+            "connections = 3",
+            "connections: expected a table, found an integer",
+        ),
+        (
+            "[supervisor]\ncall_timeout = 30",
+            "supervisor.call_timeout: expected a string, found an integer",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = load(text).expect_err(text).to_string();
+        assert!(err.starts_with("test.toml: "), "{err}");
+        assert!(
+            err.contains(expected),
+            "for {text:?}\n got: {err}\nwant: {expected}"
+        );
+    }
+}
+
+#[test]
+fn unknown_key_is_in_the_key_path_with_the_choices() {
+    let err = load("[admin]\nlisten = \"127.0.0.1:1\"\nport = 3\n").unwrap_err();
+    assert_eq!(err.key(), Some("admin.port"));
+    let text = err.to_string();
+    assert!(
+        text.contains("unknown key 'port'; expected one of: listen"),
+        "{text}"
+    );
+    assert!(text.contains("(line 3, column 1)"), "{text}");
+}
+
+#[test]
+fn syntax_errors_have_a_position() {
+    let err = load("[gateway]\npath = \"/mcp\n").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::Syntax {
+                location: Location { line: 2, .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with("test.toml: line 2, column "),
+        "{err}"
+    );
+}
+
+#[test]
+fn equality_sees_secret_changes() {
+    let env_a = |_: &str| Some("one".to_owned());
+    let env_b = |_: &str| Some("two".to_owned());
+    let text = "[connections.a]\ntransport = \"http\"\nurl = \"http://h/\"\nauth = { kind = \"bearer\", token_env = \"T\" }\n";
+    let a = Config::from_toml_str(text, Path::new("x"), &env_a).unwrap();
+    let a2 = Config::from_toml_str(text, Path::new("x"), &env_a).unwrap();
+    let b = Config::from_toml_str(text, Path::new("x"), &env_b).unwrap();
+    assert_eq!(a.connections[0], a2.connections[0]);
+    assert_ne!(a.connections[0], b.connections[0]);
+}
+
+#[test]
+fn import_round_trip() {
+    let json = r#"{
+      "mcpServers": {
+        "files": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"],
+          "env": { "LOG_LEVEL": "warn", "QUOTE": "a \"b\" \\ c" },
+          "cwd": "/srv"
+        },
+        "github": {
+          "type": "streamable-http",
+          "url": "https://example.invalid/mcp",
+          "headers": { "Authorization": "Bearer ghp_SECRETVALUE", "X-Team": "agents" }
+        },
+        "legacy": { "type": "sse", "url": "http://127.0.0.1:9000/sse", "autoApprove": [] },
+        "off": { "command": "x", "disabled": true },
+        "notes-one": { "command": "y", "description": "Does things" }
+      }
+    }"#;
+    let toml = import_mcp_servers(json).unwrap();
+    assert!(!toml.contains("ghp_SECRETVALUE"), "{toml}");
+    assert!(toml.contains("export GITHUB_TOKEN"), "{toml}");
+    assert!(toml.contains("legacy SSE transport"), "{toml}");
+    assert!(
+        toml.contains("Ignored client-specific keys: autoApprove"),
+        "{toml}"
+    );
+    // Deterministic.
+    assert_eq!(import_mcp_servers(json).unwrap(), toml);
+
+    let env = |name: &str| (name == "GITHUB_TOKEN").then(|| "ghp_SECRETVALUE".to_owned());
+    let config = Config::from_toml_str(&toml, Path::new("imported.toml"), &env).unwrap();
+    let names: Vec<&str> = config.connections.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["files", "github", "legacy", "notes-one"]);
+
+    let files = stdio(config.connection("files").unwrap());
+    assert_eq!(files.command, "npx");
+    assert_eq!(
+        files.args,
+        ["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"]
+    );
+    let env: Vec<(&str, &str)> = files
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), secrecy::ExposeSecret::expose_secret(v)))
+        .collect();
+    assert_eq!(env, [("LOG_LEVEL", "warn"), ("QUOTE", "a \"b\" \\ c")]);
+    assert_eq!(files.cwd.as_deref(), Some(Path::new("/srv")));
+
+    let github = http(config.connection("github").unwrap());
+    assert_eq!(github.url, "https://example.invalid/mcp");
+    assert_eq!(
+        github.auth.as_ref().map(BearerToken::expose),
+        Some("ghp_SECRETVALUE")
+    );
+    assert_eq!(github.headers.len(), 1);
+    assert_eq!(github.headers[0].0, "X-Team");
+    assert_eq!(
+        http(config.connection("legacy").unwrap()).url,
+        "http://127.0.0.1:9000/sse"
+    );
+    assert_eq!(
+        config.connection("notes-one").unwrap().notes.as_deref(),
+        Some("Does things")
+    );
+}
+
+#[test]
+fn import_refuses_what_it_cannot_express() {
+    let cases: &[(&str, &str)] = &[
+        ("not json", "not valid JSON"),
+        ("{}", "mcpServers"),
+        (
+            r#"{"mcpServers": {"bad name": {"command": "x"}}}"#,
+            "server 'bad name': invalid connection name",
+        ),
+        (
+            r#"{"mcpServers": {"a__b": {"command": "x"}}}"#,
+            "server 'a__b'",
+        ),
+        (
+            r#"{"mcpServers": {"a": {}}}"#,
+            "server 'a': needs \"command\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "url": "http://h/"}}}"#,
+            "has both",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"type": "websocket", "url": "ws://h/"}}}"#,
+            "unsupported \"type\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"type": "stdio", "url": "http://h/"}}}"#,
+            "does not match",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": 3}}}"#,
+            "\"command\" must be a string",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "headers": {"Content-Type": "x"}}}}"#,
+            "connections.a.headers.Content-Type",
+        ),
+    ];
+    for (json, expected) in cases {
+        let err = import_mcp_servers(json).expect_err(json).to_string();
+        assert!(
+            err.contains(expected),
+            "for {json}\n got: {err}\nwant: {expected}"
+        );
+    }
+}
+
+#[test]
+fn summary_lists_everything_in_order() {
+    let env = |_: &str| Some("t".to_owned());
+    let config = Config::from_toml_str(
+        r#"
+        [gateway]
+        auth = { kind = "bearer", token_env = "T" }
+        [connections.web]
+        transport = "http"
+        url = "https://user-less.example/mcp?key=v"
+        auth = { kind = "bearer", token_env = "T" }
+        headers = { X-A = "1", X-B = "2" }
+        allowed_tools = ["a", "b"]
+        [connections.cli]
+        transport = "stdio"
+        command = "srv"
+        args = ["--key", "v"]
+        env = { K = "v" }
+        cwd = "/tmp"
+        allowed_tools = []
+        max_concurrent_calls = 1
+        "#,
+        Path::new("x.toml"),
+        &env,
+    )
+    .unwrap();
+    let expected = "\
+gateway  listen=127.0.0.1:7300 path=/mcp expose=namespaced auth=bearer allowed_hosts=localhost,127.0.0.1,[::1] max_body_bytes=4194304
+admin    listen=127.0.0.1:7301
+connections: 2
+  cli  stdio  command=srv args=2 env=K cwd=/tmp tools=none concurrency=1 queue=64 retry=safe
+  web  http   url=https://user-less.example/mcp?[REDACTED] auth=bearer headers=X-A,X-B tools=a,b concurrency=4 queue=64 retry=safe
+";
+    assert_eq!(summary(&config), expected);
+}

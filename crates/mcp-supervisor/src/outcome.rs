@@ -1,0 +1,184 @@
+//! What a call comes back as: always a value ([`CallOutcome`]), never a panic,
+//! a hang or a cancellation. The agent-facing texts of SPEC §8 live here, in one
+//! place, because they are part of the product.
+
+use std::time::Duration;
+
+use rmcp::model::CallToolResult;
+
+use crate::failure::Failure;
+
+/// The result of one `CallTool`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallOutcome {
+    /// The upstream answered and the tool succeeded.
+    Success(CallToolResult),
+    /// The upstream answered `isError: true`: the tool ran and reported an error.
+    ToolError(CallToolResult),
+    /// The upstream refused this request (permission or protocol); the
+    /// connection is fine and still available.
+    Rejected { failure: Failure, message: String },
+    /// The connection cannot serve calls now (parked, retired, or failing).
+    Unavailable {
+        failure: Failure,
+        /// When a retry may succeed (the rest of a park); `None` when retired
+        /// or unknown.
+        retry_in: Option<Duration>,
+        message: String,
+    },
+    /// Too many calls are waiting for this connection.
+    Busy { message: String },
+    /// No answer within the call's deadline.
+    TimedOut { message: String, may_have_run: bool },
+}
+
+impl CallOutcome {
+    /// The label used in metrics and status counters.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CallOutcome::Success(_) => "ok",
+            CallOutcome::ToolError(_) => "tool_error",
+            CallOutcome::Rejected { .. } => "rejected",
+            CallOutcome::Unavailable { .. } => "unavailable",
+            CallOutcome::Busy { .. } => "busy",
+            CallOutcome::TimedOut { .. } => "timed_out",
+        }
+    }
+
+    /// The supervisor's own message, for outcomes that are not upstream results.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            CallOutcome::Success(_) | CallOutcome::ToolError(_) => None,
+            CallOutcome::Rejected { message, .. }
+            | CallOutcome::Unavailable { message, .. }
+            | CallOutcome::Busy { message }
+            | CallOutcome::TimedOut { message, .. } => Some(message),
+        }
+    }
+
+    /// Wraps an upstream result, telling tool errors from successes.
+    pub fn from_result(result: CallToolResult) -> Self {
+        if result.is_error == Some(true) {
+            CallOutcome::ToolError(result)
+        } else {
+            CallOutcome::Success(result)
+        }
+    }
+}
+
+/// The §8 message templates.
+pub mod messages {
+    use std::time::Duration;
+
+    use crate::failure::{Failure, FailureKind};
+
+    /// `MCP connection '{name}' is temporarily unavailable (…); retrying in about {secs} seconds.`
+    pub fn parked(name: &str, failure: &Failure, remaining: Duration) -> String {
+        format!(
+            "MCP connection '{name}' is temporarily unavailable (kind={}, status={}); \
+             retrying in about {} seconds.",
+            failure.kind,
+            failure.status_label(),
+            rounded_secs(remaining)
+        )
+    }
+
+    /// `MCP connection '{name}' is unavailable (…); it will not be retried.`
+    pub fn retired(name: &str, failure: &Failure) -> String {
+        format!(
+            "MCP connection '{name}' is unavailable (kind={}, status={}); it will not be retried.",
+            failure.kind,
+            failure.status_label()
+        )
+    }
+
+    /// The permission or protocol rejection of one call.
+    pub fn rejected(name: &str, failure: &Failure) -> String {
+        let status = failure.status_label();
+        match failure.kind {
+            FailureKind::Permission => format!(
+                "MCP connection '{name}' rejected this call (status={status}): the provider \
+                 denied this specific request, not the connection. The connection is still \
+                 available. Check the arguments and whether the configured credential may \
+                 access that resource, then retry."
+            ),
+            _ => format!(
+                "MCP connection '{name}' rejected this call as invalid (status={status}): the \
+                 request itself was malformed, not the connection. The connection is still \
+                 available. Check the tool's required arguments and value formats with \
+                 get_mcp_tool_schema, then retry."
+            ),
+        }
+    }
+
+    /// `MCP connection '{name}' is busy ({queued} calls waiting); retry shortly.`
+    pub fn busy(name: &str, queued: usize) -> String {
+        format!("MCP connection '{name}' is busy ({queued} calls waiting); retry shortly.")
+    }
+
+    /// `MCP connection '{name}' did not answer '{tool}' within {secs} seconds; the call may have run.`
+    pub fn timed_out(name: &str, tool: &str, budget: Duration) -> String {
+        format!(
+            "MCP connection '{name}' did not answer '{tool}' within {} seconds; the call may \
+             have run.",
+            rounded_secs(budget)
+        )
+    }
+
+    /// A call that failed, may have run, and was not retried (DECISIONS.md #4).
+    pub fn failed_not_retried(name: &str, failure: &Failure) -> String {
+        format!(
+            "MCP connection '{name}' failed this call (kind={}, status={}) and did not retry \
+             it because it may already have run; check its effect before calling again.",
+            failure.kind,
+            failure.status_label()
+        )
+    }
+
+    /// Whole seconds, rounded to nearest, as agents read "about N seconds".
+    fn rounded_secs(duration: Duration) -> u64 {
+        duration.as_secs_f64().round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{messages::*, *};
+    use crate::failure::FailureKind;
+
+    #[test]
+    fn the_exact_spec_texts() {
+        let f = Failure::from_status(503, None);
+        assert_eq!(
+            parked("github", &f, Duration::from_millis(29_600)),
+            "MCP connection 'github' is temporarily unavailable (kind=server, status=503); \
+             retrying in about 30 seconds."
+        );
+        let auth = Failure::new(FailureKind::Auth, "x");
+        assert_eq!(
+            retired("github", &auth),
+            "MCP connection 'github' is unavailable (kind=auth, status=none); it will not be retried."
+        );
+        assert_eq!(
+            rejected("gh", &Failure::from_status(403, None)),
+            "MCP connection 'gh' rejected this call (status=403): the provider denied this \
+             specific request, not the connection. The connection is still available. Check the \
+             arguments and whether the configured credential may access that resource, then retry."
+        );
+        assert_eq!(
+            rejected("gh", &Failure::new(FailureKind::Protocol, "x")),
+            "MCP connection 'gh' rejected this call as invalid (status=none): the request itself \
+             was malformed, not the connection. The connection is still available. Check the \
+             tool's required arguments and value formats with get_mcp_tool_schema, then retry."
+        );
+        assert_eq!(
+            busy("gh", 64),
+            "MCP connection 'gh' is busy (64 calls waiting); retry shortly."
+        );
+        assert_eq!(
+            timed_out("gh", "search", Duration::from_secs(60)),
+            "MCP connection 'gh' did not answer 'search' within 60 seconds; the call may have run."
+        );
+    }
+}
