@@ -21,15 +21,15 @@ run: build ## Run the long-lived process (embedded default config unless CONFIG=
 test: build ## Run the whole test suite (installs pinned test servers first)
 	./scripts/install-test-deps.sh
 ifeq ($(NEXTEST),yes)
-	$(CARGO) nextest run --workspace --no-fail-fast
-	$(CARGO) test --workspace --doc
+	$(CARGO) nextest run --workspace --all-features --no-fail-fast
+	$(CARGO) test --workspace --all-features --doc
 else
-	$(CARGO) test --workspace --no-fail-fast
+	$(CARGO) test --workspace --all-features --no-fail-fast
 endif
 
 lint: ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

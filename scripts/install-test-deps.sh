@@ -1,8 +1,108 @@
 #!/usr/bin/env bash
 # Installs the pinned third-party MCP servers the test suite talks to, into
-# git-ignored folders under .tools/. Idempotent: a second run is a no-op.
+# git-ignored folders under .tools/ (see docs/TESTING.md):
+#
+#   .tools/node   npm `@modelcontextprotocol/server-everything`, from the lock file
+#                 scripts/node/package-lock.json (`npm ci`)
+#   .tools/venv   Python venv with the `mcp` SDK, from tests/interop/requirements.txt
+#
+# Idempotent and fast on re-runs: each part writes a stamp (a hash of its pins and
+# of the runtime version) when it is complete, and is skipped while the stamp
+# matches. A failed install exits non-zero and leaves no stamp, so the next run
+# starts that part over. Set FORCE=1 to reinstall everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .tools
-# (Interop servers are added here as the suite grows; see docs/TESTING.md.)
+
+TOOLS=.tools
+NODE_DIR="$TOOLS/node"
+VENV_DIR="$TOOLS/venv"
+NODE_PINS=(scripts/node/package.json scripts/node/package-lock.json)
+PY_PINS=tests/interop/requirements.txt
+# Paths the tests use (crates/mcp-supervisor/tests/interop.rs).
+EVERYTHING_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+VENV_PYTHON="$VENV_DIR/bin/python"
+
+say() { echo "install-test-deps: $*"; }
+die() {
+    echo "install-test-deps: ERROR: $*" >&2
+    exit 1
+}
+require() {
+    command -v "$1" >/dev/null 2>&1 || die "'$1' is required ($2) but was not found on PATH"
+}
+fingerprint() { # hash of the given files plus extra text
+    local extra=$1
+    shift
+    { cat "$@"; echo "$extra"; } | sha256sum | cut -d' ' -f1
+}
+fresh() { # fresh STAMP WANT FILE... : stamp matches and every FILE exists
+    local stamp=$1 want=$2
+    shift 2
+    [[ "${FORCE:-0}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] || return 1
+    local file
+    for file in "$@"; do [[ -e "$file" ]] || return 1; done
+}
+
+mkdir -p "$TOOLS"
+# Two concurrent runs (e.g. two `make test`) must not install over each other.
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$TOOLS/.install.lock"
+    flock 9
+fi
+
+# --- server-everything (Node) -------------------------------------------------
+require node "Node.js >= 20 runs @modelcontextprotocol/server-everything"
+require npm "installs @modelcontextprotocol/server-everything"
+node_version=$(node --version)
+node_major=${node_version#v}
+node_major=${node_major%%.*}
+((node_major >= 20)) || die "Node.js >= 20 is required (its dependencies need it); found $node_version"
+
+want=$(fingerprint "node $node_major" "${NODE_PINS[@]}")
+if fresh "$NODE_DIR/.stamp" "$want" "$EVERYTHING_ENTRY"; then
+    say "server-everything: up to date"
+else
+    say "server-everything: installing into $NODE_DIR (npm ci)"
+    rm -rf "$NODE_DIR"
+    mkdir -p "$NODE_DIR"
+    cp "${NODE_PINS[@]}" "$NODE_DIR/"
+    # No dependency needs an install script; not running any is safer and faster.
+    if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error); then
+        rm -rf "$NODE_DIR"
+        die "npm ci failed for scripts/node/package-lock.json (see the npm output above)"
+    fi
+    [[ -f "$EVERYTHING_ENTRY" ]] || die "npm ci succeeded but $EVERYTHING_ENTRY is missing"
+    echo "$want" >"$NODE_DIR/.stamp"
+    say "server-everything: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json').version") at $EVERYTHING_ENTRY"
+fi
+
+# --- Python MCP SDK -----------------------------------------------------------
+require python3 "Python >= 3.10 runs tests/interop/python_server.py"
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+    die "Python >= 3.10 is required by the mcp SDK; found $(python3 --version 2>&1)"
+py_version=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+want=$(fingerprint "python $py_version" "$PY_PINS")
+if fresh "$VENV_DIR/.stamp" "$want" "$VENV_PYTHON"; then
+    say "python mcp SDK: up to date"
+else
+    say "python mcp SDK: installing into $VENV_DIR (pip, $PY_PINS)"
+    rm -rf "$VENV_DIR"
+    python3 -m venv "$VENV_DIR" || {
+        rm -rf "$VENV_DIR"
+        die "python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)"
+    }
+    if ! "$VENV_PYTHON" -m pip install --quiet --disable-pip-version-check --no-input \
+        -r "$PY_PINS"; then
+        rm -rf "$VENV_DIR"
+        die "pip install -r $PY_PINS failed (see the pip output above)"
+    fi
+    if ! "$VENV_PYTHON" -c 'import mcp.server.fastmcp'; then
+        rm -rf "$VENV_DIR"
+        die "the mcp SDK installed but 'import mcp.server.fastmcp' fails"
+    fi
+    echo "$want" >"$VENV_DIR/.stamp"
+    say "python mcp SDK: $("$VENV_PYTHON" -m pip show mcp 2>/dev/null | sed -n 's/^Version: //p') in $VENV_DIR"
+fi
+
 echo "test dependencies: ok"

@@ -2,7 +2,7 @@
 
 use std::{fs, path::Path};
 
-use e2e::{repo_root, supervisor};
+use e2e::{HttpUpstream, repo_root, supervisor};
 
 /// A canary token planted through every secret source; it must never be printed.
 const CANARY: &str = "CANARY-e2e-4b1d-SECRET";
@@ -219,4 +219,93 @@ env = {{ API_KEY = "{CANARY}" }}
         );
     }
     assert!(Path::new(&token_file).exists());
+}
+
+#[test]
+fn tools_and_call_one_shots_talk_to_a_real_upstream() {
+    let upstream = HttpUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = upstream.config(dir.path());
+    let config = config.to_str().unwrap();
+
+    let run = supervisor(&["tools", "--config", config], &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout.trim(), "t\t7 tools");
+
+    let run = supervisor(&["tools", "--config", config, "t"], &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.lines().any(|line| line.starts_with("echo\t")),
+        "{}",
+        run.stdout
+    );
+
+    let run = supervisor(
+        &[
+            "call",
+            "--config",
+            config,
+            "t",
+            "add",
+            r#"{"a": 2, "b": 3}"#,
+        ],
+        &[],
+    );
+    assert_eq!((run.code, run.stdout.trim()), (Some(0), "5"), "{run:?}");
+
+    // A tool error: printed, exit 1.
+    let run = supervisor(
+        &[
+            "call",
+            "--config",
+            config,
+            "t",
+            "fail",
+            r#"{"message": "boom"}"#,
+        ],
+        &[],
+    );
+    assert_eq!((run.code, run.stdout.trim()), (Some(1), "boom"), "{run:?}");
+
+    // Bad CLI input: exit 2, nothing called.
+    let run = supervisor(&["call", "--config", config, "t", "echo", "[1, 2]"], &[]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("JSON object"), "{}", run.stderr);
+    let run = supervisor(&["call", "--config", config, "t", "echo", "{not json"], &[]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+
+    // A failed outcome: exit 1 with the §8/§9 message.
+    let run = supervisor(&["call", "--config", config, "nope", "echo"], &[]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("Unknown MCP connection 'nope'. Available connections: t."),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn call_to_an_upstream_that_is_down_exits_1_with_a_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("down.toml");
+    // Port 9 (discard) on loopback: nothing listens, the connect is refused.
+    fs::write(
+        &path,
+        "[supervisor]\nconnect_timeout = \"2s\"\n[supervisor.quarantine]\nbase_cooldown = \"1s\"\n\
+         [connections.down]\ntransport = \"http\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
+    )
+    .unwrap();
+    let run = supervisor(
+        &["call", "--config", path.to_str().unwrap(), "down", "echo"],
+        &[],
+    );
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(
+        run.stderr.contains(
+            "MCP connection 'down' is temporarily unavailable (kind=transport, status=none)"
+        ),
+        "{}",
+        run.stderr
+    );
 }

@@ -82,3 +82,178 @@ pub fn supervisor(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
     command.output().expect("mcp-supervisor runs").into()
 }
+
+/// A running `mcp-supervisor serve` with a temporary config, stopped on drop.
+#[derive(Debug)]
+pub struct Served {
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT/mcp`
+    pub gateway_url: String,
+    /// `http://127.0.0.1:PORT`
+    pub admin_url: String,
+    pub config_path: PathBuf,
+    _dir: tempfile::TempDir,
+    stderr_log: PathBuf,
+}
+
+impl Served {
+    /// Starts `serve` on `config_toml` (gateway and admin on free ports unless
+    /// the text sets them) and waits for its "listening" lines.
+    pub fn start(config_toml: &str) -> Served {
+        Self::start_with_env(config_toml, &[])
+    }
+
+    pub fn start_with_env(config_toml: &str, env: &[(&str, &str)]) -> Served {
+        use std::io::{BufRead, BufReader};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config_path = dir.path().join("supervisor.toml");
+        let mut text = config_toml.to_owned();
+        if !text.contains("[gateway]") {
+            text = format!("[gateway]\nlisten = \"127.0.0.1:0\"\n{text}");
+        }
+        if !text.contains("[admin]") {
+            text = format!("[admin]\nlisten = \"127.0.0.1:0\"\n{text}");
+        }
+        std::fs::write(&config_path, text).expect("write config");
+        let stderr_log = dir.path().join("stderr.log");
+        let mut command = Command::new(bin("mcp-supervisor"));
+        command
+            .args(["serve", "--config"])
+            .arg(&config_path)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_log).expect("stderr log"));
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("mcp-supervisor serve starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let mut gateway_url = None;
+        let mut admin_url = None;
+        while gateway_url.is_none() || admin_url.is_none() {
+            let Some(Ok(line)) = lines.next() else {
+                let log = std::fs::read_to_string(&stderr_log).unwrap_or_default();
+                panic!("serve exited before listening:\n{log}");
+            };
+            let url = line
+                .split_whitespace()
+                .find(|word| word.starts_with("http://"));
+            if line.starts_with("gateway listening on ") {
+                gateway_url = url.map(str::to_owned);
+            } else if line.starts_with("admin API listening on ") {
+                admin_url = url.map(str::to_owned);
+            }
+        }
+        Served {
+            child,
+            gateway_url: gateway_url.unwrap(),
+            admin_url: admin_url.unwrap(),
+            config_path,
+            _dir: dir,
+            stderr_log,
+        }
+    }
+
+    /// Everything the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_log).unwrap_or_default()
+    }
+
+    /// Sends a signal to the process (`SIGHUP`, `SIGTERM`, …).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// SIGTERM, then waits up to `bound` for the exit; returns the exit code.
+    pub fn terminate(&mut self, bound: std::time::Duration) -> Option<i32> {
+        self.signal("TERM");
+        let started = std::time::Instant::now();
+        while started.elapsed() < bound {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            let started = std::time::Instant::now();
+            while started.elapsed() < std::time::Duration::from_secs(15) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A standalone `mcp-test-server --http` on a free port, killed on drop.
+#[derive(Debug)]
+pub struct HttpUpstream {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl HttpUpstream {
+    /// Starts one; `extra` are more `mcp-test-server` flags.
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    pub fn start_with(extra: &[&str]) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(bin("mcp-test-server"))
+            .args(["--http", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected banner {line:?}"))
+            .to_owned();
+        HttpUpstream { child, url }
+    }
+
+    /// Writes a config with this upstream as connection `t`.
+    pub fn config(&self, dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("upstream.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[connections.t]\ntransport = \"http\"\nurl = \"{}\"\n",
+                self.url
+            ),
+        )
+        .unwrap();
+        path
+    }
+}
+
+impl Drop for HttpUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

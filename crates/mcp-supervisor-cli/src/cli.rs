@@ -24,15 +24,72 @@ pub(crate) enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Run the long-lived process: the MCP gateway and the admin API.
+    Serve {
+        /// The TOML config file (default: the embedded config/default.toml).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Serve the gateway over stdin/stdout instead of HTTP (logs go to stderr).
+        #[arg(long)]
+        stdio: bool,
+    },
     /// Validate a config file and print a summary (never a secret).
     Check {
         /// The TOML config file.
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// List tools: every connection's count, or one connection's tools.
+    Tools {
+        #[arg(long, short)]
+        config: PathBuf,
+        /// The connection whose tools to list.
+        connection: Option<String>,
+    },
+    /// Call one tool and print its result (exit 1 with the supervisor's message on failure).
+    Call {
+        #[arg(long, short)]
+        config: PathBuf,
+        /// The connection.
+        connection: String,
+        /// The tool.
+        tool: String,
+        /// The arguments, as a JSON object.
+        arguments: Option<String>,
+    },
+    /// Show every connection's state, from a running process's admin API.
+    Status {
+        #[command(flatten)]
+        admin: AdminTarget,
+    },
+    /// Clear a connection's park or retirement in a running process (it reconnects on next use).
+    Reset {
+        /// The connection to reset.
+        connection: String,
+        #[command(flatten)]
+        admin: AdminTarget,
+    },
     /// Convert an `mcpServers` JSON file (desktop MCP clients' format) to TOML on stdout.
     Import {
         /// The JSON file to convert (`-` for stdin).
         file: PathBuf,
     },
+}
+
+impl Command {
+    /// The long-lived process logs its lifecycle at info; one-shots stay quiet.
+    pub(crate) fn is_long_lived(&self) -> bool {
+        matches!(self, Command::Serve { .. })
+    }
+}
+
+/// Where a running `mcp-supervisor serve` has its admin API.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AdminTarget {
+    /// The admin API's address (default: the embedded default config's, 127.0.0.1:7301).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "config")]
+    pub(crate) admin: Option<String>,
+    /// Take the admin address (`admin.listen`) from this config file.
+    #[arg(long, short)]
+    pub(crate) config: Option<PathBuf>,
 }

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 #[derive(Debug)]
 pub(crate) enum Exit {
     /// The operation itself failed (exit 1).
-    #[allow(dead_code, reason = "used by the tools and call commands")]
     Failed(String),
     /// Bad usage or bad config (exit 2).
     Usage(String),

@@ -5,11 +5,16 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::LogFormat;
 
-/// Installs the global subscriber. Defaults to `info` for our crates and
-/// `warn` for dependencies when `RUST_LOG` is unset.
-pub(crate) fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("warn,mcp_supervisor=info,mcp_supervisor_cli=info"));
+/// Installs the global subscriber. When `RUST_LOG` is unset: `info` for our
+/// crates in the long-lived process (`verbose`), `warn` for one-shot commands,
+/// whose output is the answer, not the log.
+pub(crate) fn init(format: LogFormat, verbose: bool) {
+    let default = if verbose {
+        "warn,mcp_supervisor=info,mcp_supervisor_cli=info"
+    } else {
+        "warn"
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -13,7 +13,7 @@ use crate::cli::Cli;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    logging::init(cli.log_format);
+    logging::init(cli.log_format, cli.command.is_long_lived());
     match commands::run(cli.command) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(exit) => exit.report(),

@@ -6,6 +6,7 @@
 //! call comes back as a value.
 //!
 //! # Layout
+//! - [`admin`]: the admin HTTP API (`/status`, `/metrics`, reset, reload) over the registry.
 //! - [`config`]: the TOML file, parsed (`raw`) then validated into typed settings;
 //!   secrets become `SecretString` the moment they are read.
 //! - [`failure`]: [`Failure`] and the one [`classify`] for every error source.
@@ -14,12 +15,18 @@
 //! - [`policy`]: the pure retry/park/retire decision and the `QuarantinePolicy` actor.
 //! - [`session`]: one live rmcp client session and its deadline-bounded operations.
 
+pub mod admin;
 pub mod config;
+pub mod connection;
+pub mod events;
 pub mod failure;
+pub mod gateway;
 pub mod http;
+pub mod meta;
 pub mod outcome;
 pub mod policy;
+pub mod registry;
 pub mod session;
 
 pub use failure::{Failure, FailureKind, classify};
-pub use outcome::CallOutcome;
+pub use outcome::{CallOutcome, Unavailable};

@@ -33,6 +33,25 @@ pub enum CallOutcome {
     TimedOut { message: String, may_have_run: bool },
 }
 
+/// Why a connection cannot serve an operation now (also the error of `ListTools`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unavailable {
+    pub failure: Failure,
+    /// When a retry may succeed (the rest of a park); `None` when retired or unknown.
+    pub retry_in: Option<Duration>,
+    pub message: String,
+}
+
+impl From<Unavailable> for CallOutcome {
+    fn from(unavailable: Unavailable) -> Self {
+        CallOutcome::Unavailable {
+            failure: unavailable.failure,
+            retry_in: unavailable.retry_in,
+            message: unavailable.message,
+        }
+    }
+}
+
 impl CallOutcome {
     /// The label used in metrics and status counters.
     pub fn label(&self) -> &'static str {
@@ -122,6 +141,32 @@ pub mod messages {
         format!(
             "MCP connection '{name}' did not answer '{tool}' within {} seconds; the call may \
              have run.",
+            rounded_secs(budget)
+        )
+    }
+
+    /// The connection was stopped (supervisor shutdown, or removed by a reload).
+    pub fn stopped(name: &str) -> String {
+        format!(
+            "MCP connection '{name}' is unavailable: it was stopped (the supervisor is shutting \
+             down or the connection was removed from the config)."
+        )
+    }
+
+    /// An operation that failed and ended without parking the connection.
+    pub fn failed(name: &str, failure: &Failure) -> String {
+        format!(
+            "MCP connection '{name}' could not complete this request (kind={}, status={}); \
+             retry shortly.",
+            failure.kind,
+            failure.status_label()
+        )
+    }
+
+    /// The caller's budget ran out while the session was still being built.
+    pub fn not_ready_in_time(name: &str, budget: Duration) -> String {
+        format!(
+            "MCP connection '{name}' was not ready within {} seconds; the call did not run.",
             rounded_secs(budget)
         )
     }

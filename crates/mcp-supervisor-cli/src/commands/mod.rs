@@ -1,7 +1,12 @@
 //! One module per subcommand.
 
+mod admin_client;
 mod check;
 mod import;
+mod oneshot;
+mod reset;
+mod serve;
+mod status;
 
 use crate::{cli::Command, exit::Exit};
 
@@ -10,5 +15,15 @@ pub(crate) fn run(command: Command) -> Result<(), Exit> {
     match command {
         Command::Check { config } => check::run(&config),
         Command::Import { file } => import::run(&file),
+        Command::Serve { config, stdio } => serve::run(config, stdio),
+        Command::Tools { config, connection } => oneshot::tools(&config, connection),
+        Command::Call {
+            config,
+            connection,
+            tool,
+            arguments,
+        } => oneshot::call(&config, connection, tool, arguments),
+        Command::Status { admin } => status::run(admin),
+        Command::Reset { connection, admin } => reset::run(&connection, admin),
     }
 }

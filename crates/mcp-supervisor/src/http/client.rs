@@ -127,6 +127,39 @@ impl RecordingClient {
     }
 }
 
+impl RecordingClient {
+    /// Many servers (the TypeScript SDK's examples among them) answer a request
+    /// carrying a session id they no longer know — typically after a restart —
+    /// with `400` and a JSON-RPC error about the session, not the `404` the
+    /// spec asks for. That is an expired session, not a bad request: report it
+    /// as such so rmcp re-initializes (the request provably did not run).
+    /// The body is only inspected (bounded), never kept.
+    async fn session_rejection(&self, uri: &str, response: reqwest::Response) -> HttpError {
+        let status = response.status();
+        let retry_after = header_str(response.headers(), RETRY_AFTER);
+        let body = read_bounded(response, SESSION_ERROR_PEEK)
+            .await
+            .unwrap_or_default();
+        let mentions_session = String::from_utf8_lossy(&body)
+            .to_lowercase()
+            .contains("session");
+        self.recorder.record(HttpObservation {
+            method: "POST",
+            path: url_path(uri),
+            status: status.as_u16(),
+            retry_after: None,
+            at: SystemTime::now(),
+        });
+        if mentions_session {
+            return StreamableHttpError::SessionExpired;
+        }
+        StreamableHttpError::HttpStatus(HttpStatusError::new(status.as_u16(), retry_after))
+    }
+}
+
+/// How much of a `400` body is read to tell an unknown-session answer apart.
+const SESSION_ERROR_PEEK: usize = 4096;
+
 impl StreamableHttpClient for RecordingClient {
     type Error = reqwest::Error;
 
@@ -192,6 +225,9 @@ impl StreamableHttpClient for RecordingClient {
             .send()
             .await
             .map_err(StreamableHttpError::Client)?;
+        if session_attached && response.status() == StatusCode::BAD_REQUEST {
+            return Err(self.session_rejection(&uri, response).await);
+        }
         self.check_status("POST", &uri, &response, session_attached)?;
 
         let status = response.status();

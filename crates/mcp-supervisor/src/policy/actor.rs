@@ -103,6 +103,21 @@ impl QuarantinePolicy {
         }
     }
 
+    /// A connection already parked or retired gets that answer again with no
+    /// new strike: several callers sharing one failed rebuild, or calls still
+    /// in flight when the park began, must not add up to extra parks.
+    fn standing_decision(&self, connection: &str, now: Instant) -> Option<Decision> {
+        let state = self.connections.get(connection)?;
+        if state.retired.is_some() {
+            return Some(Decision::Retire);
+        }
+        let until = state.parked_until.filter(|until| *until > now)?;
+        Some(Decision::Park {
+            cooldown: until - now,
+            counts: false,
+        })
+    }
+
     fn parks_of(&self, connection: &str) -> u32 {
         self.connections
             .get(connection)
@@ -149,7 +164,11 @@ impl Handler<ReportFailure> for QuarantinePolicy {
     type Result = MessageResult<ReportFailure>;
 
     fn handle(&mut self, msg: ReportFailure, _: &mut Context<Self>) -> Self::Result {
-        let guard = self.guard_active(&msg.connection, Instant::now());
+        let now = Instant::now();
+        if let Some(standing) = self.standing_decision(&msg.connection, now) {
+            return MessageResult(standing);
+        }
+        let guard = self.guard_active(&msg.connection, now);
         let situation = Situation {
             failure: &msg.failure,
             phase: msg.phase,
@@ -179,7 +198,11 @@ impl Handler<ReportIdleDeath> for QuarantinePolicy {
     type Result = MessageResult<ReportIdleDeath>;
 
     fn handle(&mut self, msg: ReportIdleDeath, _: &mut Context<Self>) -> Self::Result {
-        let guard = self.guard_active(&msg.connection, Instant::now());
+        let now = Instant::now();
+        if let Some(standing) = self.standing_decision(&msg.connection, now) {
+            return MessageResult(standing);
+        }
+        let guard = self.guard_active(&msg.connection, now);
         let decision = decide_idle_death(&self.settings, self.parks_of(&msg.connection), guard);
         self.apply(&msg.connection, &msg.failure, &decision, guard);
         MessageResult(decision)

@@ -79,9 +79,13 @@ pub fn decide(settings: &PolicySettings, s: &Situation<'_>) -> Decision {
             if !retry_allowed {
                 return Decision::GiveUp;
             }
-            let wait = wait_before_retry(settings, s);
-            if s.attempt >= s.max_attempts || wait >= s.remaining {
+            if s.attempt >= s.max_attempts {
                 return exhausted(settings, s.parks, s.guard_active);
+            }
+            let wait = wait_before_retry(settings, s);
+            if wait >= s.remaining {
+                // The caller's budget ran out, not the connection's attempts.
+                return Decision::GiveUp;
             }
             Decision::Retry { after: wait }
         }

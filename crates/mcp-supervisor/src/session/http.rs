@@ -11,7 +11,9 @@ use rmcp::{
 };
 use tokio::time::Instant;
 
-use super::{Session, SessionHandler, classify_recorded};
+use tokio_util::sync::CancellationToken;
+
+use super::{Session, SessionHandler, classify_recorded, watch::Watched};
 use crate::{
     config::HttpTransport,
     failure::{Failure, FailureKind},
@@ -50,9 +52,13 @@ pub async fn open_http(
         config = config.auth_header(token.expose());
     }
     let client = RecordingClient::new(client, recorder.clone());
-    let rmcp_transport = StreamableHttpClientTransport::with_client(client, config);
+    let ended = CancellationToken::new();
+    let rmcp_transport = Watched::new(
+        StreamableHttpClientTransport::with_client(client, config),
+        ended.clone(),
+    );
     match tokio::time::timeout_at(deadline, handler.serve(rmcp_transport)).await {
-        Ok(Ok(service)) => Ok(Session::new(service, Some(recorder))),
+        Ok(Ok(service)) => Ok(Session::new(service, Some(recorder), ended)),
         Ok(Err(error)) => Err(classify_recorded(&error, Some(&recorder))),
         Err(_) => Err(Failure::timeout("initialize did not complete in time")),
     }

@@ -130,6 +130,7 @@ fn rate_limit_parks_do_not_count() {
                     counts: false
                 }
             );
+            tokio::time::sleep(Duration::from_secs(6)).await;
         }
         let after = state(&policy, "a").await;
         assert_eq!((after.parks, after.total_parks), (0, 4));
@@ -224,4 +225,26 @@ proptest! {
         let guard_should_hold = parked >= 1 && (parked + 1) * 2 > total;
         prop_assert_eq!(retired.get(), !guard_should_hold);
     }
+}
+
+#[test]
+fn reports_during_a_park_add_no_strike() {
+    run_paused(|| async {
+        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        policy.send(names(&["a"])).await.unwrap();
+        assert_eq!(exhaust(&policy, "a").await, park(30));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        // Two more callers' failures arrive while parked: same park, no strike.
+        for _ in 0..2 {
+            assert_eq!(
+                exhaust(&policy, "a").await,
+                Decision::Park {
+                    cooldown: Duration::from_secs(20),
+                    counts: false
+                }
+            );
+        }
+        let parked = state(&policy, "a").await;
+        assert_eq!((parked.parks, parked.total_parks), (1, 1));
+    });
 }

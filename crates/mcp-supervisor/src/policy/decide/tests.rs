@@ -211,7 +211,7 @@ fn a_wait_past_the_deadline_stops_retrying() {
     let f = failure(FailureKind::Server);
     let mut s = situation(&f, Phase::Connect, 1);
     s.remaining = Duration::from_millis(400);
-    assert_eq!(decide_default(&s), park(30, true));
+    assert_eq!(decide_default(&s), Decision::GiveUp);
 }
 
 #[test]

@@ -1,0 +1,140 @@
+//! `tools` and `call`: start the supervisor, do one thing, shut down cleanly.
+
+use std::{future::Future, path::Path};
+
+use actix::{Actor, Addr};
+use mcp_supervisor::{
+    CallOutcome,
+    config::Config,
+    registry::{CallTool, ListTools, Registry, Shutdown, Warmup},
+};
+use serde_json::{Map, Value};
+
+use crate::exit::Exit;
+
+/// Loads the config, runs `body` against a started registry, always shuts
+/// the registry down (children stopped) before returning.
+fn with_registry<F, Fut>(config_path: &Path, body: F) -> Result<(), Exit>
+where
+    F: FnOnce(Addr<Registry>) -> Fut + 'static,
+    Fut: Future<Output = Result<(), Exit>> + 'static,
+{
+    let config = Config::from_file(config_path).map_err(|error| Exit::Usage(error.to_string()))?;
+    actix_rt::System::new().block_on(async move {
+        let registry = Registry::new(config).start();
+        let result = body(registry.clone()).await;
+        let _ = registry.send(Shutdown).await;
+        result
+    })
+}
+
+/// `mcp-supervisor tools --config F [NAME]`.
+pub(crate) fn tools(config_path: &Path, connection: Option<String>) -> Result<(), Exit> {
+    with_registry(config_path, move |registry| async move {
+        let Some(connection) = connection else {
+            return list_all(&registry).await;
+        };
+        let catalog = registry
+            .send(ListTools {
+                connection: connection.clone(),
+            })
+            .await
+            .map_err(|_| Exit::Failed("the supervisor stopped unexpectedly".into()))?
+            .map_err(|unavailable| Exit::Failed(unavailable.message))?;
+        for tool in &catalog.tools {
+            let description = tool.description.as_deref().unwrap_or("");
+            println!("{}\t{}", tool.name, first_line(description));
+        }
+        Ok(())
+    })
+}
+
+async fn list_all(registry: &Addr<Registry>) -> Result<(), Exit> {
+    let results = registry
+        .send(Warmup)
+        .await
+        .map_err(|_| Exit::Failed("the supervisor stopped unexpectedly".into()))?;
+    let mut failed = 0;
+    for (name, result) in results {
+        match result {
+            Ok(count) => println!("{name}\t{count} tools"),
+            Err(unavailable) => {
+                failed += 1;
+                println!("{name}\tunavailable: {}", unavailable.message);
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(Exit::Failed(format!("{failed} connection(s) unavailable")));
+    }
+    Ok(())
+}
+
+/// `mcp-supervisor call --config F NAME TOOL [JSON]`.
+pub(crate) fn call(
+    config_path: &Path,
+    connection: String,
+    tool: String,
+    arguments: Option<String>,
+) -> Result<(), Exit> {
+    let arguments = parse_arguments(arguments.as_deref())?;
+    with_registry(config_path, move |registry| async move {
+        let outcome = registry
+            .send(CallTool {
+                connection,
+                tool,
+                arguments,
+                timeout: None,
+            })
+            .await
+            .map_err(|_| Exit::Failed("the supervisor stopped unexpectedly".into()))?;
+        print_outcome(outcome)
+    })
+}
+
+/// The optional JSON argument: an object, or nothing.
+fn parse_arguments(text: Option<&str>) -> Result<Option<Map<String, Value>>, Exit> {
+    let Some(text) = text else { return Ok(None) };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(object)) => Ok(Some(object)),
+        Ok(Value::Null) => Ok(None),
+        Ok(_) => Err(Exit::Usage(
+            "the tool arguments must be a JSON object, e.g. '{\"text\": \"hi\"}'".into(),
+        )),
+        Err(error) => Err(Exit::Usage(format!(
+            "the tool arguments are not valid JSON: {error}"
+        ))),
+    }
+}
+
+fn print_outcome(outcome: CallOutcome) -> Result<(), Exit> {
+    match outcome {
+        CallOutcome::Success(result) => {
+            print_result(&result);
+            Ok(())
+        }
+        CallOutcome::ToolError(result) => {
+            print_result(&result);
+            Err(Exit::Failed("the tool reported an error".into()))
+        }
+        other => Err(Exit::Failed(
+            other.message().unwrap_or("the call failed").to_owned(),
+        )),
+    }
+}
+
+fn print_result(result: &rmcp::model::CallToolResult) {
+    for content in &result.content {
+        match content.as_text() {
+            Some(text) => println!("{}", text.text),
+            None => println!("{}", serde_json::to_string(content).unwrap_or_default()),
+        }
+    }
+    if let Some(structured) = &result.structured_content {
+        println!("{structured}");
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}

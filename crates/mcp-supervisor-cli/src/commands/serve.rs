@@ -1,0 +1,145 @@
+//! `mcp-supervisor serve`: the long-lived process. One MCP gateway (streamable
+//! HTTP, or stdio with `--stdio`) in front of every upstream, the admin API,
+//! SIGHUP reloads and bounded SIGTERM/SIGINT shutdowns.
+
+use std::path::{Path, PathBuf};
+
+use actix::Actor;
+use mcp_supervisor::{
+    admin::{ConfigSource, Reloader, serve_admin},
+    config::Config,
+    gateway::{GatewayState, ListChangedForwarder, serve_http, serve_stdio},
+    registry::{Registry, Shutdown, Subscribe},
+};
+use tokio::{
+    net::TcpListener,
+    signal::unix::{SignalKind, signal},
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::exit::Exit;
+
+/// The config `serve` runs when given none: one connection to the bundled
+/// demo server, so a fresh machine needs nothing but this workspace.
+pub(crate) const EMBEDDED_DEFAULT: &str = include_str!("../../../../config/default.toml");
+const EMBEDDED_NAME: &str = "<embedded config/default.toml>";
+
+pub(crate) fn run(config: Option<PathBuf>, stdio: bool) -> Result<(), Exit> {
+    let (source, config) = load(config)?;
+    actix_rt::System::new().block_on(serve(source, config, stdio))
+}
+
+fn load(path: Option<PathBuf>) -> Result<(ConfigSource, Config), Exit> {
+    let usage = |error: mcp_supervisor::config::ConfigError| Exit::Usage(error.to_string());
+    match path {
+        Some(path) => {
+            let config = Config::from_file(&path).map_err(usage)?;
+            Ok((ConfigSource::File(path), config))
+        }
+        None => {
+            let config =
+                Config::from_toml_str(EMBEDDED_DEFAULT, Path::new(EMBEDDED_NAME), &|name| {
+                    std::env::var(name).ok()
+                })
+                .map_err(usage)?;
+            let source = ConfigSource::Embedded {
+                name: EMBEDDED_NAME,
+                text: EMBEDDED_DEFAULT,
+            };
+            Ok((source, config))
+        }
+    }
+}
+
+async fn bind(what: &str, address: std::net::SocketAddr) -> Result<TcpListener, Exit> {
+    TcpListener::bind(address).await.map_err(|error| {
+        Exit::Failed(format!(
+            "cannot listen for the {what} on {address}: {error}"
+        ))
+    })
+}
+
+async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), Exit> {
+    let shutdown = CancellationToken::new();
+    let admin = bind("admin API", config.admin.listen).await?;
+    let gateway = if stdio {
+        None
+    } else {
+        Some(bind("gateway", config.gateway.listen).await?)
+    };
+
+    let registry = Registry::new(config.clone()).start();
+    let state = GatewayState::new(registry.clone(), config.gateway.expose);
+    let forwarder = ListChangedForwarder::new(state.clone()).start();
+    let _ = registry.send(Subscribe(forwarder.recipient())).await;
+    let reloader = Reloader::new(source, registry.clone());
+
+    // Where to find us. Under --stdio, stdout is the MCP channel: use stderr.
+    let admin_url = format!("http://{}", local(&admin));
+    let mut announce = format!("admin API listening on {admin_url} (GET /status, /metrics)\n");
+    actix_rt::spawn(serve_admin(
+        admin,
+        registry.clone(),
+        reloader.clone(),
+        shutdown.clone(),
+    ));
+
+    let (stdio_done_tx, mut stdio_done) = tokio::sync::oneshot::channel::<()>();
+    match gateway {
+        Some(listener) => {
+            announce = format!(
+                "gateway listening on http://{}{} (expose = {})\n{announce}",
+                local(&listener),
+                config.gateway.path,
+                config.gateway.expose.as_str()
+            );
+            let settings = config.gateway.clone();
+            let token = shutdown.clone();
+            actix_rt::spawn(async move {
+                if let Err(error) = serve_http(listener, state, &settings, token).await {
+                    tracing::error!(%error, "gateway stopped");
+                }
+            });
+            print!("{announce}");
+        }
+        None => {
+            eprint!("gateway serving MCP on stdin/stdout\n{announce}");
+            actix_rt::spawn(async move {
+                if let Err(error) = serve_stdio(state).await {
+                    tracing::warn!(%error, "stdio gateway ended");
+                }
+                let _ = stdio_done_tx.send(());
+            });
+        }
+    }
+    tracing::info!(connections = config.connections.len(), "supervisor running");
+
+    let signal_error =
+        |error: std::io::Error| Exit::Failed(format!("cannot watch signals: {error}"));
+    let mut hangup = signal(SignalKind::hangup()).map_err(signal_error)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(signal_error)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(signal_error)?;
+    loop {
+        tokio::select! {
+            _ = hangup.recv() => {
+                tracing::info!("SIGHUP: reloading the config");
+                // The reloader logs the outcome; an invalid file keeps the old config.
+                let _ = reloader.reload().await;
+            }
+            _ = terminate.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+            _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); break; }
+            _ = &mut stdio_done => { tracing::info!("stdio client closed: shutting down"); break; }
+        }
+    }
+    shutdown.cancel();
+    let _ = registry.send(Shutdown).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn local(listener: &TcpListener) -> String {
+    listener
+        .local_addr()
+        .map(|address| address.to_string())
+        .unwrap_or_else(|_| "?".into())
+}

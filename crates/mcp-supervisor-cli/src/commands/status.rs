@@ -1,0 +1,244 @@
+//! `mcp-supervisor status [--admin HOST:PORT | --config FILE]`: a running
+//! process's `/status` as a table.
+
+use std::fmt::Write as _;
+
+use reqwest::Method;
+use serde::Deserialize;
+
+use super::admin_client::{AdminClient, block_on};
+use crate::{cli::AdminTarget, exit::Exit};
+
+/// `GET /status` (SPEC §10). Only what the table shows; other keys are ignored,
+/// so a newer server still works.
+#[derive(Debug, Deserialize)]
+struct StatusBody {
+    connections: Vec<Row>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Row {
+    name: String,
+    transport: String,
+    state: String,
+    tool_count: Option<u64>,
+    last_failure: Option<LastFailure>,
+    parks: u64,
+    parked_until: Option<String>,
+    retired_reason: Option<String>,
+    restarts: u64,
+    in_flight: u64,
+    queued: u64,
+    calls: Calls,
+}
+
+#[derive(Debug, Deserialize)]
+struct LastFailure {
+    kind: String,
+    status: Option<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Calls {
+    ok: u64,
+    tool_error: u64,
+    rejected: u64,
+    unavailable: u64,
+    busy: u64,
+    timed_out: u64,
+}
+
+pub(crate) fn run(target: AdminTarget) -> Result<(), Exit> {
+    let client = AdminClient::new(target)?;
+    let answer = block_on(client.request(Method::GET, &["status"]))??;
+    if !answer.status.is_success() {
+        return Err(Exit::Failed(answer.error_message()));
+    }
+    let body: StatusBody = serde_json::from_value(answer.body).map_err(|error| {
+        Exit::Failed(format!(
+            "the admin API's /status has an unexpected shape: {error}"
+        ))
+    })?;
+    print!("{}", table(&body.connections));
+    Ok(())
+}
+
+const HEADER: [&str; 11] = [
+    "NAME",
+    "TRANSPORT",
+    "STATE",
+    "TOOLS",
+    "IN-FLIGHT",
+    "QUEUED",
+    "OK",
+    "ERR",
+    "PARKS",
+    "RESTARTS",
+    "LAST FAILURE",
+];
+
+/// One line per connection, columns aligned, two spaces apart.
+fn table(rows: &[Row]) -> String {
+    let cells: Vec<[String; 11]> = rows.iter().map(cells).collect();
+    let mut widths = HEADER.map(str::len);
+    for row in &cells {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header = HEADER.map(str::to_owned);
+    for row in std::iter::once(&header).chain(&cells) {
+        let mut line = String::new();
+        for (cell, width) in row.iter().zip(widths) {
+            let _ = write!(line, "{cell:<width$}  ");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn cells(row: &Row) -> [String; 11] {
+    let calls = &row.calls;
+    // Every answer that was not the tool's own result.
+    let errors =
+        calls.tool_error + calls.rejected + calls.unavailable + calls.busy + calls.timed_out;
+    let state = match (&row.parked_until, &row.retired_reason) {
+        (Some(until), _) => format!("{} until {until}", row.state),
+        (None, Some(reason)) => format!("{} ({reason})", row.state),
+        (None, None) => row.state.clone(),
+    };
+    let last_failure = row.last_failure.as_ref().map_or_else(
+        || "-".to_owned(),
+        |failure| match failure.status {
+            Some(status) => format!("{}/{status}", failure.kind),
+            None => format!("{}/none", failure.kind),
+        },
+    );
+    [
+        row.name.clone(),
+        row.transport.clone(),
+        state,
+        row.tool_count
+            .map_or_else(|| "-".to_owned(), |count| count.to_string()),
+        row.in_flight.to_string(),
+        row.queued.to_string(),
+        calls.ok.to_string(),
+        errors.to_string(),
+        row.parks.to_string(),
+        row.restarts.to_string(),
+        last_failure,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rows(value: serde_json::Value) -> Vec<Row> {
+        serde_json::from_value::<StatusBody>(value)
+            .unwrap()
+            .connections
+    }
+
+    #[test]
+    fn the_table_shows_every_column_with_err_summed_and_park_deadline() {
+        let body = json!({"connections": [
+            {"name": "files", "transport": "stdio", "state": "ready",
+             "since": "2026-01-01T00:00:00Z", "tool_count": 14, "dead": false,
+             "last_failure": null, "parks": 0, "parked_until": null, "retired_reason": null,
+             "restarts": 0, "in_flight": 1, "queued": 2,
+             "calls": {"ok": 10, "tool_error": 0, "rejected": 0, "unavailable": 0, "busy": 0, "timed_out": 0}},
+            {"name": "github", "transport": "http", "state": "parked",
+             "since": "2026-01-01T00:00:00Z", "tool_count": null, "dead": false,
+             "last_failure": {"kind": "server", "status": 503, "at": "2026-01-01T00:00:00Z"},
+             "parks": 1, "parked_until": "2026-01-01T00:00:30Z", "retired_reason": null,
+             "restarts": 2, "in_flight": 0, "queued": 0,
+             "calls": {"ok": 3, "tool_error": 1, "rejected": 2, "unavailable": 3, "busy": 4, "timed_out": 5}},
+            {"name": "old", "transport": "stdio", "state": "retired",
+             "since": "2026-01-01T00:00:00Z", "tool_count": 1, "dead": true,
+             "last_failure": {"kind": "transport", "status": null, "at": "2026-01-01T00:00:00Z"},
+             "parks": 3, "parked_until": null, "retired_reason": "crash_loop",
+             "restarts": 6, "in_flight": 0, "queued": 0,
+             "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0, "busy": 0, "timed_out": 0}}
+        ]});
+        let text = table(&rows(body));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        let columns = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            columns(lines[0]),
+            [
+                "NAME",
+                "TRANSPORT",
+                "STATE",
+                "TOOLS",
+                "IN-FLIGHT",
+                "QUEUED",
+                "OK",
+                "ERR",
+                "PARKS",
+                "RESTARTS",
+                "LAST",
+                "FAILURE"
+            ]
+        );
+        assert_eq!(
+            columns(lines[1]),
+            [
+                "files", "stdio", "ready", "14", "1", "2", "10", "0", "0", "0", "-"
+            ]
+        );
+        assert_eq!(
+            columns(lines[2]),
+            [
+                "github",
+                "http",
+                "parked",
+                "until",
+                "2026-01-01T00:00:30Z",
+                "-",
+                "0",
+                "0",
+                "3",
+                "15",
+                "1",
+                "2",
+                "server/503"
+            ]
+        );
+        assert_eq!(
+            columns(lines[3]),
+            [
+                "old",
+                "stdio",
+                "retired",
+                "(crash_loop)",
+                "1",
+                "0",
+                "0",
+                "0",
+                "0",
+                "3",
+                "6",
+                "transport/none"
+            ]
+        );
+        // Aligned: every column starts at the same offset on every line.
+        let ok_at = lines[0].find("OK").unwrap();
+        assert_eq!(&lines[1][ok_at..ok_at + 2], "10");
+        assert_eq!(&lines[2][ok_at..ok_at + 1], "3");
+    }
+
+    #[test]
+    fn no_connections_is_just_the_header() {
+        assert_eq!(table(&rows(json!({"connections": []}))).lines().count(), 1);
+    }
+}

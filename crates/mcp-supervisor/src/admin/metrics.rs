@@ -1,0 +1,403 @@
+//! `GET /metrics`: a status snapshot as Prometheus text (format 0.0.4).
+//!
+//! The connection actors already keep every number (`CallCounts`,
+//! `DurationHistogram`, failures by kind), so nothing is instrumented twice:
+//! each scrape asks the registry for a [`Status`](crate::registry::Status)
+//! snapshot and a [`Collector`] encodes it. The only labels are the
+//! connection's name and fixed vocabularies (outcome, kind, state, `le`); never
+//! a URL, token, header or argument.
+
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet, prometheus_text},
+    metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge},
+    registry::Registry,
+};
+
+use crate::{FailureKind, connection::stats::DURATION_BUCKETS, registry::ConnectionStatus};
+
+/// `Content-Type` of [`metrics_text`]: `text/plain; version=0.0.4; charset=utf-8`.
+pub const METRICS_CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+
+/// Every state a connection reports (SPEC §10); the state gauge has one series
+/// per state, 1 for the current one.
+const STATES: [&str; 6] = [
+    "idle",
+    "connecting",
+    "ready",
+    "parked",
+    "retired",
+    "stopped",
+];
+
+/// Every `CallOutcome` label, in `CallCounts` field order.
+const OUTCOMES: [&str; 6] = [
+    "ok",
+    "tool_error",
+    "rejected",
+    "unavailable",
+    "busy",
+    "timed_out",
+];
+
+/// The snapshot as Prometheus text exposition.
+pub fn metrics_text(connections: &[ConnectionStatus]) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(StatusCollector(connections.to_vec())));
+    let mut text = String::new();
+    // Writing into a String cannot fail, and our collector never returns an
+    // error of its own.
+    let _ = prometheus_text::encode(&mut text, &registry);
+    text
+}
+
+/// One scrape's snapshot. A fresh one per scrape, so no metric outlives its
+/// connection after a reload.
+#[derive(Debug)]
+struct StatusCollector(Vec<ConnectionStatus>);
+
+impl Collector for StatusCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let connections = &self.0;
+
+        // Counter names are given without `_total`: the encoder appends it.
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_calls",
+            "Calls answered, by connection and outcome.",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in connections {
+            let calls = &status.calls;
+            let values = [
+                calls.ok,
+                calls.tool_error,
+                calls.rejected,
+                calls.unavailable,
+                calls.busy,
+                calls.timed_out,
+            ];
+            for (outcome, value) in OUTCOMES.into_iter().zip(values) {
+                let labels = [("connection", status.name.as_str()), ("outcome", outcome)];
+                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_call_duration_seconds",
+            "Call durations, from admission to answer.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for status in connections {
+            let durations = &status.durations;
+            // Non-cumulative counts per upper bound; the encoder accumulates
+            // them and writes `+Inf` from the overflow.
+            let buckets: Vec<(f64, u64)> = DURATION_BUCKETS
+                .into_iter()
+                .zip(durations.buckets)
+                .chain([(f64::INFINITY, durations.overflow)])
+                .collect();
+            let labels = [("connection", status.name.as_str())];
+            family
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(
+                    durations.sum_seconds,
+                    durations.count,
+                    &buckets,
+                    None,
+                )?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_failures",
+            "Classified failures seen by attempts, by connection and kind.",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in connections {
+            // Every kind, zeros included, so rates work from the first failure.
+            for kind in FailureKind::ALL.map(FailureKind::as_str) {
+                let value = status.failures.get(kind).copied().unwrap_or(0);
+                let labels = [("connection", status.name.as_str()), ("kind", kind)];
+                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_parks",
+            "Times the connection was parked.",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in connections {
+            let labels = [("connection", status.name.as_str())];
+            ConstCounter::new(status.parks).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_restarts",
+            "Restarts of the connection's actor after it died.",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in connections {
+            let labels = [("connection", status.name.as_str())];
+            ConstCounter::new(u64::from(status.restarts)).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_connection_state",
+            "1 for the connection's current state, 0 for the others.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for status in connections {
+            for state in STATES {
+                let labels = [("connection", status.name.as_str()), ("state", state)];
+                let value = i64::from(status.state == state);
+                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        collections::BTreeMap,
+        time::{Duration, SystemTime},
+    };
+
+    use super::*;
+    use crate::connection::{CallCounts, stats::DurationHistogram};
+
+    fn status(name: &str, state: &'static str) -> ConnectionStatus {
+        ConnectionStatus {
+            name: name.into(),
+            transport: "http",
+            state,
+            since: SystemTime::UNIX_EPOCH,
+            tool_count: None,
+            dead: false,
+            last_failure: None,
+            parks: 0,
+            parked_until: None,
+            retired_reason: None,
+            restarts: 0,
+            in_flight: 0,
+            queued: 0,
+            calls: CallCounts::default(),
+            durations: DurationHistogram::default(),
+            failures: Default::default(),
+        }
+    }
+
+    fn sample() -> Vec<ConnectionStatus> {
+        let mut github = status("github", "parked");
+        github.calls = CallCounts {
+            ok: 7,
+            tool_error: 1,
+            rejected: 2,
+            unavailable: 3,
+            busy: 4,
+            timed_out: 5,
+        };
+        for millis in [3, 3, 40, 700] {
+            github.durations.record(Duration::from_millis(millis));
+        }
+        github.durations.record(Duration::from_secs(90));
+        github.failures = BTreeMap::from([("server", 3), ("timeout", 1)]);
+        github.parks = 2;
+        github.restarts = 1;
+        vec![github, status("files", "idle")]
+    }
+
+    /// `name{labels}` → value, for every sample line.
+    fn samples(text: &str) -> BTreeMap<String, f64> {
+        text.lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .map(|line| {
+                let (series, value) = line.rsplit_once(' ').expect("`series value`");
+                (series.to_owned(), value.parse().expect("a number"))
+            })
+            .collect()
+    }
+
+    fn value(samples: &BTreeMap<String, f64>, series: &str) -> f64 {
+        *samples
+            .get(series)
+            .unwrap_or_else(|| panic!("no {series} in {samples:#?}"))
+    }
+
+    #[test]
+    fn calls_failures_parks_restarts_are_counters_with_their_labels() {
+        let text = metrics_text(&sample());
+        let samples = samples(&text);
+        for (outcome, expected) in OUTCOMES.into_iter().zip([7.0, 1.0, 2.0, 3.0, 4.0, 5.0]) {
+            let series = format!(
+                "mcp_supervisor_calls_total{{connection=\"github\",outcome=\"{outcome}\"}}"
+            );
+            assert_eq!(value(&samples, &series), expected, "{series}");
+        }
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_calls_total{connection="files",outcome="ok"}"#
+            ),
+            0.0
+        );
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_failures_total{connection="github",kind="server"}"#
+            ),
+            3.0
+        );
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_failures_total{connection="github",kind="timeout"}"#
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_failures_total{connection="github",kind="auth"}"#
+            ),
+            0.0
+        );
+        let kinds = samples
+            .keys()
+            .filter(|s| s.starts_with("mcp_supervisor_failures_total{connection=\"files\""))
+            .count();
+        assert_eq!(kinds, FailureKind::ALL.len());
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_parks_total{connection="github"}"#
+            ),
+            2.0
+        );
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_restarts_total{connection="github"}"#
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_restarts_total{connection="files"}"#
+            ),
+            0.0
+        );
+        for family in ["calls", "failures", "parks", "restarts"] {
+            let type_line = format!("# TYPE mcp_supervisor_{family}_total counter");
+            assert!(text.contains(&type_line), "{type_line} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn durations_are_a_cumulative_histogram_with_inf_sum_and_count() {
+        let text = metrics_text(&sample());
+        let samples = samples(&text);
+        assert!(text.contains("# TYPE mcp_supervisor_call_duration_seconds histogram"));
+        let bucket = |le: &str| {
+            value(
+                &samples,
+                &format!(
+                    "mcp_supervisor_call_duration_seconds_bucket{{connection=\"github\",le=\"{le}\"}}"
+                ),
+            )
+        };
+        assert_eq!(bucket("0.001"), 0.0);
+        assert_eq!(bucket("0.005"), 2.0);
+        assert_eq!(bucket("0.025"), 2.0);
+        assert_eq!(bucket("0.05"), 3.0);
+        assert_eq!(bucket("0.5"), 3.0);
+        assert_eq!(bucket("1"), 4.0);
+        assert_eq!(bucket("60"), 4.0);
+        assert_eq!(bucket("+Inf"), 5.0);
+        let sum = value(
+            &samples,
+            r#"mcp_supervisor_call_duration_seconds_sum{connection="github"}"#,
+        );
+        assert!((sum - 90.746).abs() < 1e-9, "{sum}");
+        assert_eq!(
+            value(
+                &samples,
+                r#"mcp_supervisor_call_duration_seconds_count{connection="github"}"#
+            ),
+            5.0
+        );
+        // Exactly one +Inf bucket per connection.
+        let infs = text
+            .lines()
+            .filter(|line| line.contains("le=\"+Inf\""))
+            .count();
+        assert_eq!(infs, 2, "{text}");
+        // Monotonic buckets, as Prometheus requires.
+        let github_buckets: Vec<f64> = text
+            .lines()
+            .filter(|line| {
+                line.starts_with(
+                    "mcp_supervisor_call_duration_seconds_bucket{connection=\"github\"",
+                )
+            })
+            .map(|line| line.rsplit_once(' ').unwrap().1.parse().unwrap())
+            .collect();
+        assert_eq!(github_buckets.len(), DURATION_BUCKETS.len() + 1);
+        assert!(
+            github_buckets.windows(2).all(|pair| pair[0] <= pair[1]),
+            "{github_buckets:?}"
+        );
+    }
+
+    #[test]
+    fn the_state_gauge_is_one_for_the_current_state_only() {
+        let samples = samples(&metrics_text(&sample()));
+        for (connection, current) in [("github", "parked"), ("files", "idle")] {
+            for state in STATES {
+                let series = format!(
+                    "mcp_supervisor_connection_state{{connection=\"{connection}\",state=\"{state}\"}}"
+                );
+                let expected = if state == current { 1.0 } else { 0.0 };
+                assert_eq!(value(&samples, &series), expected, "{series}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_connections_still_describes_every_family() {
+        let text = metrics_text(&[]);
+        assert!(samples(&text).is_empty(), "{text}");
+        assert_eq!(
+            text.lines()
+                .filter(|line| line.starts_with("# TYPE"))
+                .count(),
+            6,
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn every_label_is_from_a_fixed_vocabulary_or_the_name() {
+        let text = metrics_text(&sample());
+        let allowed = ["connection", "outcome", "kind", "state", "le"];
+        for line in text.lines().filter(|line| !line.starts_with('#')) {
+            let labels = line
+                .split_once('{')
+                .and_then(|(_, rest)| rest.split_once('}'))
+                .map(|(labels, _)| labels)
+                .unwrap_or_default();
+            for pair in labels.split(',').filter(|pair| !pair.is_empty()) {
+                let key = pair.split_once('=').unwrap().0;
+                assert!(allowed.contains(&key), "label {key} in {line}");
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The admin HTTP API of the long-lived process (SPEC §10): health, readiness,
+//! `/status`, `/metrics`, reset and reload, all answered from the registry.
+//!
+//! # Layout
+//! - [`status`]: a status snapshot as the `/status` JSON (pure).
+//! - [`metrics`]: a status snapshot as Prometheus text (pure).
+//! - [`reload`]: [`Reloader`], re-reading the config for `POST /reload` and SIGHUP.
+//! - [`server`]: the axum router and [`serve_admin`].
+//!
+//! Everything here is built from [`ConnectionStatus`](crate::registry::ConnectionStatus),
+//! which never holds a URL, token, header or argument value, so neither can the
+//! JSON, the metrics labels or the logs.
+
+pub mod metrics;
+pub mod reload;
+pub mod server;
+pub mod status;
+
+pub use metrics::{METRICS_CONTENT_TYPE, metrics_text};
+pub use reload::{ConfigSource, ReloadError, Reloader, report_json};
+pub use server::{READY_TIMEOUT, router, serve_admin};
+pub use status::status_json;

@@ -1,0 +1,204 @@
+//! `GET /status`: the registry's status snapshot as SPEC §10's JSON.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use crate::registry::ConnectionStatus;
+
+/// `{"connections":[…]}`, one object per connection, in the snapshot's order
+/// (the registry's is by name). Timestamps are RFC 3339 UTC with `Z`.
+pub fn status_json(connections: &[ConnectionStatus]) -> Value {
+    json!({ "connections": connections.iter().map(connection_json).collect::<Vec<_>>() })
+}
+
+fn connection_json(status: &ConnectionStatus) -> Value {
+    let last_failure = status.last_failure.as_ref().map(|(failure, at)| {
+        json!({
+            "kind": failure.kind.as_str(),
+            "status": failure.status,
+            "at": rfc3339(*at),
+        })
+    });
+    let calls = &status.calls;
+    json!({
+        "name": status.name,
+        "transport": status.transport,
+        "state": status.state,
+        "since": rfc3339(status.since),
+        "tool_count": status.tool_count,
+        "dead": status.dead,
+        "last_failure": last_failure,
+        "parks": status.parks,
+        "parked_until": status.parked_until.map(rfc3339),
+        "retired_reason": status.retired_reason,
+        "restarts": status.restarts,
+        "in_flight": status.in_flight,
+        "queued": status.queued,
+        "calls": {
+            "ok": calls.ok,
+            "tool_error": calls.tool_error,
+            "rejected": calls.rejected,
+            "unavailable": calls.unavailable,
+            "busy": calls.busy,
+            "timed_out": calls.timed_out,
+        },
+    })
+}
+
+/// The last second humantime can format (9999-12-31T23:59:59Z).
+const LATEST_FORMATTABLE: Duration = Duration::from_secs(253_402_300_799);
+
+/// `2026-01-01T00:00:00Z`. humantime panics before the epoch and fails after
+/// year 9999; a status page must do neither, so the time is clamped first.
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    let clamped = time.clamp(UNIX_EPOCH, UNIX_EPOCH + LATEST_FORMATTABLE);
+    humantime::format_rfc3339_seconds(clamped).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        Failure, FailureKind,
+        connection::{CallCounts, stats::DurationHistogram},
+    };
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    /// 2026-01-01T00:00:00Z.
+    const NEW_YEAR_2026: u64 = 1_767_225_600;
+
+    fn idle(name: &str) -> ConnectionStatus {
+        ConnectionStatus {
+            name: name.into(),
+            transport: "stdio",
+            state: "idle",
+            since: at(NEW_YEAR_2026),
+            tool_count: None,
+            dead: false,
+            last_failure: None,
+            parks: 0,
+            parked_until: None,
+            retired_reason: None,
+            restarts: 0,
+            in_flight: 0,
+            queued: 0,
+            calls: CallCounts::default(),
+            durations: DurationHistogram::default(),
+            failures: Default::default(),
+        }
+    }
+
+    #[test]
+    fn an_idle_connection_has_every_key_with_nulls() {
+        let value = status_json(&[idle("files")]);
+        assert_eq!(
+            value,
+            json!({"connections":[{
+                "name": "files", "transport": "stdio", "state": "idle",
+                "since": "2026-01-01T00:00:00Z", "tool_count": null, "dead": false,
+                "last_failure": null, "parks": 0, "parked_until": null,
+                "retired_reason": null, "restarts": 0, "in_flight": 0, "queued": 0,
+                "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0,
+                          "busy": 0, "timed_out": 0}
+            }]})
+        );
+    }
+
+    #[test]
+    fn a_parked_connection_shows_its_failure_and_cooldown() {
+        let mut parked = idle("github");
+        parked.transport = "http";
+        parked.state = "parked";
+        parked.tool_count = Some(14);
+        parked.last_failure = Some((Failure::from_status(503, None), at(NEW_YEAR_2026 + 61)));
+        parked.parks = 2;
+        parked.parked_until = Some(at(NEW_YEAR_2026 + 3600));
+        parked.restarts = 1;
+        parked.in_flight = 3;
+        parked.queued = 4;
+        parked.calls = CallCounts {
+            ok: 10,
+            tool_error: 1,
+            rejected: 2,
+            unavailable: 3,
+            busy: 4,
+            timed_out: 5,
+        };
+        let value = status_json(&[idle("a"), parked]);
+        let connection = &value["connections"][1];
+        assert_eq!(connection["name"], "github");
+        assert_eq!(connection["transport"], "http");
+        assert_eq!(connection["state"], "parked");
+        assert_eq!(connection["tool_count"], 14);
+        assert_eq!(
+            connection["last_failure"],
+            json!({"kind": "server", "status": 503, "at": "2026-01-01T00:01:01Z"})
+        );
+        assert_eq!(connection["parks"], 2);
+        assert_eq!(connection["parked_until"], "2026-01-01T01:00:00Z");
+        assert_eq!(connection["restarts"], 1);
+        assert_eq!(
+            (
+                connection["in_flight"].clone(),
+                connection["queued"].clone()
+            ),
+            (json!(3), json!(4))
+        );
+        assert_eq!(
+            connection["calls"],
+            json!({"ok": 10, "tool_error": 1, "rejected": 2, "unavailable": 3, "busy": 4, "timed_out": 5})
+        );
+    }
+
+    #[test]
+    fn a_retired_connection_has_a_reason_and_a_failure_without_status() {
+        let mut retired = idle("files");
+        retired.state = "retired";
+        retired.dead = true;
+        retired.retired_reason = Some("crash_loop".into());
+        retired.last_failure = Some((
+            Failure::new(FailureKind::Transport, "child exited"),
+            at(NEW_YEAR_2026),
+        ));
+        let connection = &status_json(&[retired])["connections"][0];
+        assert_eq!(connection["dead"], true);
+        assert_eq!(connection["retired_reason"], "crash_loop");
+        assert_eq!(
+            connection["last_failure"],
+            json!({"kind": "transport", "status": null, "at": "2026-01-01T00:00:00Z"})
+        );
+        // The failure's reason, method and path stay out of the JSON.
+        let keys: Vec<_> = connection["last_failure"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+    }
+
+    #[test]
+    fn no_connections_is_an_empty_list() {
+        assert_eq!(status_json(&[]), json!({"connections": []}));
+    }
+
+    #[test]
+    fn timestamps_outside_humantime_range_are_clamped_not_panics() {
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_secs(5)),
+            "1970-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(u64::MAX / 4)),
+            "9999-12-31T23:59:59Z"
+        );
+        assert_eq!(
+            rfc3339(at(NEW_YEAR_2026) + Duration::from_millis(999)),
+            "2026-01-01T00:00:00Z"
+        );
+    }
+}

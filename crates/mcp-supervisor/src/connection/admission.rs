@@ -1,0 +1,126 @@
+//! Admission of calls: at most `max_concurrent` in flight, then a bounded FIFO
+//! queue, beyond which a call is answered `Busy` at once. Only the actor's
+//! mailbox touches this, so it needs no locks.
+
+use std::collections::VecDeque;
+
+use tokio::sync::oneshot;
+
+/// What happened to a call asking to start.
+#[derive(Debug)]
+pub(crate) enum Admit {
+    /// Start now; a slot is held until `release`.
+    Now,
+    /// Wait for the receiver to fire (a slot was handed over), then start.
+    Queued(oneshot::Receiver<()>),
+    /// The queue is full.
+    Busy { queued: usize },
+}
+
+#[derive(Debug)]
+pub(crate) struct Admission {
+    max_in_flight: usize,
+    max_queued: usize,
+    in_flight: usize,
+    queue: VecDeque<oneshot::Sender<()>>,
+    /// Highest `in_flight` ever seen (a sanity figure for tests and metrics).
+    peak: usize,
+}
+
+impl Admission {
+    pub(crate) fn new(max_in_flight: usize, max_queued: usize) -> Self {
+        Admission {
+            max_in_flight: max_in_flight.max(1),
+            max_queued,
+            in_flight: 0,
+            queue: VecDeque::new(),
+            peak: 0,
+        }
+    }
+
+    pub(crate) fn admit(&mut self) -> Admit {
+        self.queue.retain(|waiter| !waiter.is_closed());
+        if self.in_flight < self.max_in_flight {
+            self.in_flight += 1;
+            self.peak = self.peak.max(self.in_flight);
+            return Admit::Now;
+        }
+        if self.queue.len() >= self.max_queued {
+            return Admit::Busy {
+                queued: self.queue.len(),
+            };
+        }
+        let (tx, rx) = oneshot::channel();
+        self.queue.push_back(tx);
+        Admit::Queued(rx)
+    }
+
+    /// A call finished: hand its slot to the next caller still waiting.
+    pub(crate) fn release(&mut self) {
+        while let Some(next) = self.queue.pop_front() {
+            if next.send(()).is_ok() {
+                return; // the slot moves to that caller; in_flight is unchanged
+            }
+        }
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// Drops every queued caller (they see their receiver close).
+    pub(crate) fn clear_queue(&mut self) {
+        self.queue.clear();
+    }
+
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    pub(crate) fn queued(&self) -> usize {
+        self.queue
+            .iter()
+            .filter(|waiter| !waiter.is_closed())
+            .count()
+    }
+
+    pub(crate) fn peak(&self) -> usize {
+        self.peak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admits_up_to_the_limit_then_queues_then_is_busy() {
+        let mut admission = Admission::new(2, 1);
+        assert!(matches!(admission.admit(), Admit::Now));
+        assert!(matches!(admission.admit(), Admit::Now));
+        let Admit::Queued(mut rx) = admission.admit() else {
+            panic!("queued")
+        };
+        assert!(matches!(admission.admit(), Admit::Busy { queued: 1 }));
+        admission.release();
+        assert!(rx.try_recv().is_ok(), "the slot was handed over");
+        assert_eq!(admission.in_flight(), 2);
+        admission.release();
+        admission.release();
+        assert_eq!(admission.in_flight(), 0);
+        assert_eq!(admission.peak(), 2);
+    }
+
+    #[test]
+    fn a_caller_that_gave_up_does_not_hold_a_queue_place_or_a_slot() {
+        let mut admission = Admission::new(1, 1);
+        assert!(matches!(admission.admit(), Admit::Now));
+        let Admit::Queued(rx) = admission.admit() else {
+            panic!("queued")
+        };
+        drop(rx);
+        let Admit::Queued(_rx2) = admission.admit() else {
+            panic!("place freed")
+        };
+        admission.clear_queue();
+        admission.release();
+        assert_eq!(admission.in_flight(), 0);
+    }
+}

@@ -1,0 +1,70 @@
+//! The connection's lifecycle: one enum, every transition through
+//! [`ConnectionActor::transition`](super::ConnectionActor), a comment per arm.
+
+use std::{sync::Arc, time::SystemTime};
+
+use tokio::{sync::oneshot, time::Instant};
+
+use crate::{failure::Failure, session::Session};
+
+/// A session handed to an operation, tagged with its generation so a failure
+/// report can tell whether the session it used is still the current one.
+#[derive(Debug, Clone)]
+pub(crate) struct Lease {
+    pub(crate) session: Arc<Session>,
+    pub(crate) generation: u64,
+}
+
+/// Why no session could be handed out.
+#[derive(Debug, Clone)]
+pub(crate) enum LeaseError {
+    /// Building the session failed: a connect-phase failure of the caller's attempt.
+    ConnectFailed(Failure),
+    /// The connection refuses work (parked, retired, stopped): answer at once.
+    Refused(crate::Unavailable),
+}
+
+pub(crate) type Waiter = oneshot::Sender<Result<Lease, LeaseError>>;
+
+/// Where a connection is in its life.
+#[derive(Debug)]
+pub(crate) enum Lifecycle {
+    /// No live session: never used yet, or the last one was disposed after a
+    /// failure. The next use builds one.
+    Idle,
+    /// One session build is in flight; every caller that needs a session meanwhile
+    /// waits here, so concurrent callers share one rebuild.
+    Connecting { waiters: Vec<Waiter>, revived: bool },
+    /// A healthy session. Only ever used while in this state.
+    Ready(Lease),
+    /// Refuses all work until `until` (no I/O, no strike); the first use after
+    /// it revives the connection.
+    Parked { until: Instant, failure: Failure },
+    /// Permanently unavailable until a reset or a reload that changes it.
+    Retired {
+        failure: Option<Failure>,
+        reason: String,
+    },
+    /// Shut down (supervisor shutdown, or removed by a reload). Terminal.
+    Stopped,
+}
+
+impl Lifecycle {
+    /// The `/status` name of this state.
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            Lifecycle::Idle => "idle",
+            Lifecycle::Connecting { .. } => "connecting",
+            Lifecycle::Ready(_) => "ready",
+            Lifecycle::Parked { .. } => "parked",
+            Lifecycle::Retired { .. } => "retired",
+            Lifecycle::Stopped => "stopped",
+        }
+    }
+}
+
+/// Wall-clock time `until` lies in the future of `now` (for status output).
+pub(crate) fn wall_clock(until: Instant) -> SystemTime {
+    let now = Instant::now();
+    SystemTime::now() + until.saturating_duration_since(now)
+}

@@ -1,0 +1,394 @@
+//! Messages a connection actor answers, public and internal.
+
+use std::time::{Duration, SystemTime};
+
+use actix::{
+    ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseFuture,
+    WrapFuture,
+};
+use rmcp::model::{JsonObject, Tool};
+use tokio::time::Instant;
+
+use super::{
+    ConnectionActor, Lease, LeaseAttempt, LeaseError, Reply,
+    lifecycle::Lifecycle,
+    operation::{self, CallRetry, Operation, Request, SlotGuard},
+};
+use crate::{
+    CallOutcome, Unavailable,
+    failure::Failure,
+    outcome::messages as text,
+    policy::{Decision, Phase, ReportFailure, ReportSuccess},
+};
+
+/// Call one tool on this connection. Always answered with a value.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "CallOutcome")]
+pub struct CallTool {
+    pub tool: String,
+    pub arguments: Option<JsonObject>,
+    /// The whole call's budget (queueing and retries included).
+    pub timeout: Duration,
+    pub retry: CallRetry,
+}
+
+/// List the upstream's tools (all pages), as a connect-phase operation.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Vec<Tool>, Unavailable>")]
+pub struct ListTools {
+    pub timeout: Duration,
+}
+
+/// Read the connection's status.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "ConnectionSnapshot")]
+pub struct Snapshot;
+
+/// Stop: refuse new work, answer everyone waiting, close the session, stop the actor.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+/// Counters of call outcomes, by `CallOutcome::label`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    pub ok: u64,
+    pub tool_error: u64,
+    pub rejected: u64,
+    pub unavailable: u64,
+    pub busy: u64,
+    pub timed_out: u64,
+}
+
+impl CallCounts {
+    pub(crate) fn count(&mut self, label: &str) {
+        match label {
+            "ok" => self.ok += 1,
+            "tool_error" => self.tool_error += 1,
+            "rejected" => self.rejected += 1,
+            "unavailable" => self.unavailable += 1,
+            "busy" => self.busy += 1,
+            "timed_out" => self.timed_out += 1,
+            _ => {}
+        }
+    }
+}
+
+/// One connection's state, as `/status` shows it (never a URL, token or argument).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionSnapshot {
+    pub name: String,
+    pub transport: &'static str,
+    /// `idle` · `connecting` · `ready` · `parked` · `retired` · `stopped`.
+    pub state: &'static str,
+    pub since: SystemTime,
+    pub last_failure: Option<(Failure, SystemTime)>,
+    pub parked_until: Option<SystemTime>,
+    pub retired_reason: Option<String>,
+    pub in_flight: usize,
+    pub queued: usize,
+    /// The most calls ever in flight at once.
+    pub peak_in_flight: usize,
+    pub calls: CallCounts,
+    pub durations: super::stats::DurationHistogram,
+    pub failures: super::stats::FailuresByKind,
+}
+
+impl ConnectionActor {
+    /// Parked (cooldown running), retired or stopped: refuse without I/O.
+    fn refuses_now(&self) -> Option<Unavailable> {
+        match &self.lifecycle {
+            Lifecycle::Parked { until, .. } if *until > Instant::now() => Some(self.refusal()),
+            Lifecycle::Retired { .. } | Lifecycle::Stopped => Some(self.refusal()),
+            _ => None,
+        }
+    }
+
+    fn operation(&self, ctx: &Context<Self>, request: Request, timeout: Duration) -> Operation {
+        Operation {
+            actor: ctx.address(),
+            connection: self.config.name.clone(),
+            request,
+            deadline: Instant::now() + timeout,
+            budget: timeout,
+            max_attempts: self.config.max_attempts,
+            stop: self.stop.clone(),
+        }
+    }
+}
+
+impl Handler<CallTool> for ConnectionActor {
+    type Result = ResponseFuture<CallOutcome>;
+
+    fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(refusal) = self.refuses_now() {
+            self.counts.unavailable += 1;
+            return Box::pin(std::future::ready(refusal.into()));
+        }
+        let admit = self.admission.admit();
+        let first = match &admit {
+            super::admission::Admit::Busy { queued } => {
+                self.counts.busy += 1;
+                let message = text::busy(self.name(), *queued);
+                return Box::pin(std::future::ready(CallOutcome::Busy { message }));
+            }
+            super::admission::Admit::Now => Some(self.lease(ctx)),
+            super::admission::Admit::Queued(_) => None,
+        };
+        let tool = msg.tool.clone();
+        let op = self.operation(
+            ctx,
+            Request::Call {
+                tool: msg.tool,
+                arguments: msg.arguments,
+                retry: msg.retry,
+            },
+            msg.timeout,
+        );
+        Box::pin(async move {
+            if let super::admission::Admit::Queued(slot) = admit {
+                // Waiting for a slot spends the call's own budget.
+                if !matches!(tokio::time::timeout_at(op.deadline, slot).await, Ok(Ok(()))) {
+                    let queued_out = CallOutcome::Busy {
+                        message: text::busy(&op.connection, 0),
+                    };
+                    op.actor.do_send(Finished {
+                        label: queued_out.label(),
+                        held_slot: false,
+                        elapsed: Some(op.budget),
+                    });
+                    return queued_out;
+                }
+            }
+            let mut slot = SlotGuard::new(op.actor.clone());
+            let ended = op.run(first).await;
+            let outcome = operation::call_outcome(&op.connection, &tool, op.budget, ended);
+            slot.finish(outcome.label());
+            outcome
+        })
+    }
+}
+
+impl Handler<ListTools> for ConnectionActor {
+    type Result = ResponseFuture<Result<Vec<Tool>, Unavailable>>;
+
+    fn handle(&mut self, msg: ListTools, ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(refusal) = self.refuses_now() {
+            return Box::pin(std::future::ready(Err(refusal)));
+        }
+        let first = Some(self.lease(ctx));
+        let op = self.operation(ctx, Request::List, msg.timeout);
+        Box::pin(async move {
+            let ended = op.run(first).await;
+            operation::list_outcome(&op.connection, ended)
+        })
+    }
+}
+
+impl Handler<Snapshot> for ConnectionActor {
+    type Result = MessageResult<Snapshot>;
+
+    fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.snapshot())
+    }
+}
+
+impl Handler<Stop> for ConnectionActor {
+    type Result = Reply<()>;
+
+    /// Refuses new work, answers everyone waiting, closes the session
+    /// gracefully within the shutdown bound (a stdio child's group is gone
+    /// when this answers), then stops the actor.
+    fn handle(&mut self, _: Stop, _: &mut Context<Self>) -> Self::Result {
+        tracing::info!(connection = %self.config.name, "stopping");
+        self.stop.cancel();
+        self.admission.clear_queue();
+        let session = match &self.lifecycle {
+            Lifecycle::Ready(lease) => Some(lease.session.clone()),
+            _ => None,
+        };
+        self.transition(Lifecycle::Stopped);
+        self.publish(crate::events::ConnectionEvent::Stopped {
+            connection: self.config.name.clone(),
+        });
+        // Leave a margin inside the registry's own bound for the answer.
+        let grace = self
+            .deps
+            .shutdown_timeout
+            .saturating_sub(Duration::from_millis(250));
+        Box::pin(
+            async move {
+                if let Some(session) = session {
+                    session.wait_closed(grace).await;
+                }
+            }
+            .into_actor(self)
+            .map(|(), _, ctx| {
+                use actix::ActorContext;
+                ctx.stop();
+            }),
+        )
+    }
+}
+
+// ---- internal messages, sent by operation futures --------------------------
+
+/// Give me a session: the current one, the build in progress, or a new build.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Lease, LeaseError>")]
+pub(crate) struct Acquire;
+
+impl Handler<Acquire> for ConnectionActor {
+    type Result = ResponseFuture<Result<Lease, LeaseError>>;
+
+    fn handle(&mut self, _: Acquire, ctx: &mut Context<Self>) -> Self::Result {
+        let attempt = self.lease(ctx);
+        let stopped = self.refusal();
+        Box::pin(async move { attempt.resolve(stopped).await })
+    }
+}
+
+impl LeaseAttempt {
+    /// Waits for the lease (if a build is in flight).
+    pub(crate) async fn resolve(self, if_dropped: Unavailable) -> Result<Lease, LeaseError> {
+        match self {
+            LeaseAttempt::Ready(lease) => Ok(lease),
+            LeaseAttempt::Refused(unavailable) => Err(LeaseError::Refused(unavailable)),
+            LeaseAttempt::Wait(rx) => rx.await.unwrap_or(Err(LeaseError::Refused(if_dropped))),
+        }
+    }
+}
+
+/// One attempt failed: dispose if session-level, ask the policy, apply.
+#[derive(Message, Debug)]
+#[rtype(result = "Decision")]
+pub(crate) struct AttemptFailed {
+    pub(crate) failure: Failure,
+    pub(crate) phase: Phase,
+    pub(crate) attempt: u32,
+    /// The session generation the attempt used (`None`: building it failed).
+    pub(crate) generation: Option<u64>,
+    pub(crate) remaining: Duration,
+    pub(crate) call_retry_allowed: bool,
+}
+
+impl Handler<AttemptFailed> for ConnectionActor {
+    type Result = Reply<Decision>;
+
+    fn handle(&mut self, msg: AttemptFailed, _: &mut Context<Self>) -> Self::Result {
+        self.last_failure = Some((msg.failure.clone(), SystemTime::now()));
+        *self.failures.entry(msg.failure.kind.as_str()).or_default() += 1;
+        self.strikes_pending = true;
+        tracing::debug!(
+            connection = %self.config.name,
+            kind = %msg.failure.kind,
+            status = msg.failure.status,
+            phase = msg.phase.as_str(),
+            attempt = msg.attempt,
+            reason = %msg.failure.reason,
+            "attempt failed"
+        );
+        // Dispose BEFORE any wait: a broken session is never used again, and the
+        // next attempt rebuilds it lazily.
+        if operation::breaks_session(&msg.failure, msg.phase) {
+            self.dispose(msg.generation);
+        }
+        let report = ReportFailure {
+            connection: self.config.name.clone(),
+            failure: msg.failure.clone(),
+            phase: msg.phase,
+            attempt: msg.attempt,
+            max_attempts: self.config.max_attempts,
+            call_retry_allowed: msg.call_retry_allowed,
+            remaining: msg.remaining,
+        };
+        let asked = self.deps.policy.send(report);
+        Box::pin(asked.into_actor(self).map(move |answer, actor, _| {
+            // A policy that cannot answer (shutting down) ends the operation.
+            let decision = answer.unwrap_or(Decision::GiveUp);
+            actor.apply(&decision, &msg.failure, msg.attempt);
+            if matches!(decision, Decision::Retry { .. }) {
+                tracing::info!(
+                    connection = %actor.config.name,
+                    kind = %msg.failure.kind,
+                    status = msg.failure.status,
+                    attempt = msg.attempt,
+                    "retrying"
+                );
+            }
+            decision
+        }))
+    }
+}
+
+/// An attempt succeeded: strikes reset (only told to the policy when there are some).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub(crate) struct AttemptSucceeded;
+
+impl Handler<AttemptSucceeded> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: AttemptSucceeded, _: &mut Context<Self>) {
+        if std::mem::take(&mut self.strikes_pending) {
+            self.deps.policy.do_send(ReportSuccess {
+                connection: self.config.name.clone(),
+            });
+        }
+    }
+}
+
+/// A call ended: count its outcome and free its slot.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub(crate) struct Finished {
+    pub(crate) label: &'static str,
+    pub(crate) held_slot: bool,
+    /// How long the call took, from admission to answer.
+    pub(crate) elapsed: Option<Duration>,
+}
+
+impl Handler<Finished> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Finished, _: &mut Context<Self>) {
+        self.counts.count(msg.label);
+        if let Some(elapsed) = msg.elapsed {
+            self.durations.record(elapsed);
+        }
+        if msg.held_slot {
+            self.admission.release();
+        }
+    }
+}
+
+/// Retire now, without a policy decision (the registry's crash-loop guard).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct RetireNow {
+    pub reason: String,
+}
+
+impl Handler<RetireNow> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RetireNow, _: &mut Context<Self>) {
+        self.retire_for(&msg.reason);
+    }
+}
+
+/// Makes the actor panic, to test supervision. Test builds only.
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct InjectPanic;
+
+#[cfg(feature = "fault-injection")]
+impl Handler<InjectPanic> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: InjectPanic, _: &mut Context<Self>) {
+        panic!("injected panic in connection '{}'", self.config.name);
+    }
+}

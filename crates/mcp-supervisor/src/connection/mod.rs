@@ -1,0 +1,474 @@
+//! The connection actor: owns one connection's session for its whole life.
+//!
+//! Its mailbox serializes every state change (the [`Lifecycle`]) and the
+//! admission of calls. The I/O runs in operation futures ([`operation`]) that
+//! hold a [`Lease`] on the session and report back by message; they never touch
+//! the actor's state directly. A failure report goes through the actor, which
+//! disposes a broken session *before* anyone waits, asks the `QuarantinePolicy`,
+//! and applies its decision (park, retire) in one place.
+
+mod admission;
+mod lifecycle;
+mod messages;
+mod operation;
+pub mod stats;
+
+use std::{sync::Arc, time::SystemTime};
+
+use actix::{
+    Actor, ActorFutureExt, Addr, AsyncContext, Context, Recipient, ResponseActFuture, WrapFuture,
+};
+use tokio::{sync::mpsc, time::Instant};
+
+pub(crate) use lifecycle::{Lease, LeaseError};
+#[cfg(feature = "fault-injection")]
+pub use messages::InjectPanic;
+pub use messages::{
+    CallCounts, CallTool as ConnectionCall, ConnectionSnapshot, ListTools as ConnectionList,
+    RetireNow, Snapshot, Stop,
+};
+pub use operation::CallRetry;
+
+use self::{
+    admission::Admission,
+    lifecycle::{Lifecycle, Waiter, wall_clock},
+};
+use crate::{
+    Unavailable,
+    config::{ConnectionConfig, Transport},
+    events::ConnectionEvent,
+    failure::Failure,
+    http::HttpRecorder,
+    outcome::messages as text,
+    policy::{Decision, QuarantinePolicy},
+    session::{Session, SessionEvent, SessionHandler, open_http},
+};
+
+/// What a connection actor needs from the rest of the supervisor.
+#[derive(Clone, Debug)]
+pub struct ConnectionDeps {
+    pub policy: Addr<QuarantinePolicy>,
+    /// The pooled HTTP client every HTTP connection shares.
+    pub http: reqwest::Client,
+    /// Where transitions are published (the registry).
+    pub events: Option<Recipient<ConnectionEvent>>,
+    /// Bound on a graceful session close at stop.
+    pub shutdown_timeout: std::time::Duration,
+}
+
+/// One connection's actor. Start it with [`ConnectionActor::new`] + `start()`.
+#[derive(Debug)]
+pub struct ConnectionActor {
+    config: Arc<ConnectionConfig>,
+    deps: ConnectionDeps,
+    lifecycle: Lifecycle,
+    /// When the lifecycle last changed label (for `/status` `since`).
+    since: SystemTime,
+    /// Bumped on every new session, so stale failure reports can be ignored.
+    generation: u64,
+    admission: Admission,
+    counts: CallCounts,
+    durations: stats::DurationHistogram,
+    failures: stats::FailuresByKind,
+    last_failure: Option<(Failure, SystemTime)>,
+    /// Failures were reported since the last success, so the next success must
+    /// reset the policy's strikes (saves a message per call on the happy path).
+    strikes_pending: bool,
+    recorder: HttpRecorder,
+    /// Cancelled at stop: every running operation answers at once.
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl ConnectionActor {
+    pub fn new(config: Arc<ConnectionConfig>, deps: ConnectionDeps) -> Self {
+        let admission = Admission::new(config.max_concurrent_calls, config.max_queued_calls);
+        ConnectionActor {
+            config,
+            deps,
+            lifecycle: Lifecycle::Idle,
+            since: SystemTime::now(),
+            generation: 0,
+            admission,
+            counts: CallCounts::default(),
+            durations: stats::DurationHistogram::default(),
+            failures: stats::FailuresByKind::default(),
+            last_failure: None,
+            strikes_pending: false,
+            recorder: HttpRecorder::default(),
+            stop: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn publish(&self, event: ConnectionEvent) {
+        if let Some(events) = &self.deps.events {
+            events.do_send(event);
+        }
+    }
+
+    /// The one place the lifecycle changes. Resolves waiters of a build that
+    /// will never complete, and closes a session that is being left behind.
+    fn transition(&mut self, next: Lifecycle) {
+        let previous = std::mem::replace(&mut self.lifecycle, next);
+        if previous.label() != self.lifecycle.label() {
+            self.since = SystemTime::now();
+        }
+        match previous {
+            // Waiting callers must get an answer: the state they waited on is gone.
+            Lifecycle::Connecting { waiters, .. } => {
+                let refusal = self.refusal();
+                for waiter in waiters {
+                    let _ = waiter.send(Err(LeaseError::Refused(refusal.clone())));
+                }
+            }
+            // The old session must not be used again; cancelling it ends its
+            // service loop, which closes the transport (and a child process).
+            Lifecycle::Ready(lease) => lease.session.cancel(),
+            Lifecycle::Idle
+            | Lifecycle::Parked { .. }
+            | Lifecycle::Retired { .. }
+            | Lifecycle::Stopped => {}
+        }
+    }
+
+    /// The answer for a caller while the connection refuses work.
+    fn refusal(&self) -> Unavailable {
+        match &self.lifecycle {
+            Lifecycle::Parked { until, failure } => {
+                let remaining = until.saturating_duration_since(Instant::now());
+                Unavailable {
+                    message: text::parked(self.name(), failure, remaining),
+                    failure: failure.clone(),
+                    retry_in: Some(remaining),
+                }
+            }
+            Lifecycle::Retired { failure, reason } => {
+                let failure = failure
+                    .clone()
+                    .unwrap_or_else(|| Failure::new(crate::FailureKind::Unknown, reason.clone()));
+                Unavailable {
+                    message: text::retired(self.name(), &failure),
+                    failure,
+                    retry_in: None,
+                }
+            }
+            _ => Unavailable {
+                failure: Failure::transport("connection stopped"),
+                retry_in: None,
+                message: text::stopped(self.name()),
+            },
+        }
+    }
+
+    /// Hands out the session, joins the build in progress, starts one, or
+    /// refuses (parked, retired, stopped). A park whose cooldown is over
+    /// revives here, on first use.
+    fn lease(&mut self, ctx: &mut Context<Self>) -> LeaseAttempt {
+        match &mut self.lifecycle {
+            Lifecycle::Ready(lease) => LeaseAttempt::Ready(lease.clone()),
+            Lifecycle::Connecting { waiters, .. } => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                waiters.push(tx);
+                LeaseAttempt::Wait(rx)
+            }
+            Lifecycle::Idle => self.start_connect(ctx, false),
+            Lifecycle::Parked { until, .. } if *until <= Instant::now() => {
+                tracing::info!(connection = %self.config.name, "revived: cooldown over, rebuilding the session");
+                self.publish(ConnectionEvent::Revived {
+                    connection: self.config.name.clone(),
+                });
+                self.start_connect(ctx, true)
+            }
+            Lifecycle::Parked { .. } | Lifecycle::Retired { .. } | Lifecycle::Stopped => {
+                LeaseAttempt::Refused(self.refusal())
+            }
+        }
+    }
+
+    fn start_connect(&mut self, ctx: &mut Context<Self>, revived: bool) -> LeaseAttempt {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.transition(Lifecycle::Connecting {
+            waiters: vec![tx],
+            revived,
+        });
+        tracing::info!(connection = %self.config.name, transport = self.config.transport.kind(), "connecting");
+        self.publish(ConnectionEvent::Connecting {
+            connection: self.config.name.clone(),
+        });
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let open = open_session(
+            self.config.clone(),
+            self.deps.http.clone(),
+            self.recorder.clone(),
+            SessionHandler::new(events_tx),
+        );
+        ctx.spawn(
+            open.into_actor(self)
+                .map(move |result, actor, ctx| actor.connected(result, events_rx, ctx)),
+        );
+        LeaseAttempt::Wait(rx)
+    }
+
+    /// A session build finished.
+    fn connected(
+        &mut self,
+        result: Result<Session, Failure>,
+        events: mpsc::UnboundedReceiver<SessionEvent>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Lifecycle::Connecting { waiters, revived } = &mut self.lifecycle else {
+            // Parked, retired or stopped while connecting: the new session is unwanted.
+            if let Ok(session) = result {
+                session.cancel();
+            }
+            return;
+        };
+        let waiters: Vec<Waiter> = std::mem::take(waiters);
+        let revived = *revived;
+        match result {
+            Ok(session) => {
+                self.generation += 1;
+                let lease = Lease {
+                    session: Arc::new(session),
+                    generation: self.generation,
+                };
+                self.transition(Lifecycle::Ready(lease.clone()));
+                tracing::info!(connection = %self.config.name, revived, "ready");
+                self.publish(ConnectionEvent::Ready {
+                    connection: self.config.name.clone(),
+                    revived,
+                });
+                self.forward_session_events(events, ctx);
+                self.watch_for_end(&lease, ctx);
+                for waiter in waiters {
+                    let _ = waiter.send(Ok(lease.clone()));
+                }
+            }
+            Err(failure) => {
+                self.transition(Lifecycle::Idle);
+                for waiter in waiters {
+                    let _ = waiter.send(Err(LeaseError::ConnectFailed(failure.clone())));
+                }
+            }
+        }
+    }
+
+    /// Upstream notifications reach the registry as events.
+    fn forward_session_events(
+        &self,
+        mut events: mpsc::UnboundedReceiver<SessionEvent>,
+        ctx: &mut Context<Self>,
+    ) {
+        let connection = self.config.name.clone();
+        let recipient = self.deps.events.clone();
+        ctx.spawn(
+            async move {
+                while let Some(event) = events.recv().await {
+                    match event {
+                        SessionEvent::ToolListChanged => {
+                            if let Some(recipient) = &recipient {
+                                recipient.do_send(ConnectionEvent::ToolsChanged {
+                                    connection: connection.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// Notices when the session's stream ends for good (child exited, stream
+    /// closed) without anyone asking.
+    fn watch_for_end(&self, lease: &Lease, ctx: &mut Context<Self>) {
+        let ended = lease.session.ended();
+        let generation = lease.generation;
+        ctx.spawn(
+            async move { ended.cancelled().await }
+                .into_actor(self)
+                .map(move |(), actor, ctx| actor.session_ended(generation, ctx)),
+        );
+    }
+
+    /// The session of `generation` ended. With calls in flight, they will
+    /// report the failure themselves; an idle death parks the connection like
+    /// an exhausted operation (SPEC §7), with no eager reconnect.
+    fn session_ended(&mut self, generation: u64, ctx: &mut Context<Self>) {
+        let current =
+            matches!(&self.lifecycle, Lifecycle::Ready(lease) if lease.generation == generation);
+        if !current {
+            return; // we disposed it ourselves, or it was already replaced
+        }
+        self.transition(Lifecycle::Idle);
+        if self.admission.in_flight() > 0 {
+            return;
+        }
+        let failure = Failure::transport("the session ended while idle");
+        tracing::warn!(connection = %self.config.name, "session ended while idle");
+        self.last_failure = Some((failure.clone(), SystemTime::now()));
+        self.strikes_pending = true;
+        let report = crate::policy::ReportIdleDeath {
+            connection: self.config.name.clone(),
+            failure: failure.clone(),
+        };
+        ctx.spawn(
+            self.deps
+                .policy
+                .send(report)
+                .into_actor(self)
+                .map(move |decision, actor, _| {
+                    if let Ok(decision) = decision {
+                        actor.apply(&decision, &failure, 0);
+                    }
+                }),
+        );
+    }
+
+    /// Disposes the session an attempt used, if it is still the current one.
+    fn dispose(&mut self, generation: Option<u64>) {
+        if let (Lifecycle::Ready(lease), Some(generation)) = (&self.lifecycle, generation)
+            && lease.generation == generation
+        {
+            tracing::debug!(connection = %self.config.name, "disposing the failed session");
+            self.transition(Lifecycle::Idle);
+        }
+    }
+
+    /// Applies the policy's decision to the lifecycle (park, retire).
+    fn apply(&mut self, decision: &Decision, failure: &Failure, attempt: u32) {
+        match decision {
+            Decision::Park { cooldown, .. } => {
+                if matches!(self.lifecycle, Lifecycle::Parked { .. }) {
+                    return; // a standing park: already announced
+                }
+                tracing::warn!(
+                    connection = %self.config.name,
+                    kind = %failure.kind,
+                    status = failure.status,
+                    attempt,
+                    delay_secs = cooldown.as_secs_f64(),
+                    reason = %failure.reason,
+                    "parked"
+                );
+                self.transition(Lifecycle::Parked {
+                    until: Instant::now() + *cooldown,
+                    failure: failure.clone(),
+                });
+                self.publish(ConnectionEvent::Parked {
+                    connection: self.config.name.clone(),
+                    failure: failure.clone(),
+                    cooldown: *cooldown,
+                    attempt,
+                });
+            }
+            Decision::Retire => {
+                if matches!(
+                    self.lifecycle,
+                    Lifecycle::Retired { .. } | Lifecycle::Stopped
+                ) {
+                    return;
+                }
+                tracing::warn!(
+                    connection = %self.config.name,
+                    kind = %failure.kind,
+                    status = failure.status,
+                    attempt,
+                    reason = %failure.reason,
+                    "retired"
+                );
+                let reason = failure.kind.as_str().to_owned();
+                self.transition(Lifecycle::Retired {
+                    failure: Some(failure.clone()),
+                    reason: reason.clone(),
+                });
+                self.publish(ConnectionEvent::Retired {
+                    connection: self.config.name.clone(),
+                    reason,
+                    failure: Some(failure.clone()),
+                });
+            }
+            Decision::Retry { .. } | Decision::Reject | Decision::GiveUp => {}
+        }
+    }
+
+    /// Retires without a policy decision (the registry's crash-loop guard).
+    pub(crate) fn retire_for(&mut self, reason: &str) {
+        tracing::warn!(connection = %self.config.name, reason, "retired");
+        self.transition(Lifecycle::Retired {
+            failure: None,
+            reason: reason.to_owned(),
+        });
+        self.publish(ConnectionEvent::Retired {
+            connection: self.config.name.clone(),
+            reason: reason.to_owned(),
+            failure: None,
+        });
+    }
+
+    fn snapshot(&self) -> ConnectionSnapshot {
+        let (parked_until, retired_reason) = match &self.lifecycle {
+            Lifecycle::Parked { until, .. } => (Some(wall_clock(*until)), None),
+            Lifecycle::Retired { reason, .. } => (None, Some(reason.clone())),
+            _ => (None, None),
+        };
+        ConnectionSnapshot {
+            name: self.config.name.clone(),
+            transport: self.config.transport.kind(),
+            state: self.lifecycle.label(),
+            since: self.since,
+            last_failure: self.last_failure.clone(),
+            parked_until,
+            retired_reason,
+            in_flight: self.admission.in_flight(),
+            queued: self.admission.queued(),
+            peak_in_flight: self.admission.peak(),
+            calls: self.counts.clone(),
+            durations: self.durations.clone(),
+            failures: self.failures.clone(),
+        }
+    }
+}
+
+/// Outcome of asking for a session.
+pub(crate) enum LeaseAttempt {
+    Ready(Lease),
+    Wait(tokio::sync::oneshot::Receiver<Result<Lease, LeaseError>>),
+    Refused(Unavailable),
+}
+
+impl Actor for ConnectionActor {
+    type Context = Context<Self>;
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        // Whatever the reason (stop, or the registry dropping us), the session
+        // must not outlive the actor that owns it.
+        if !matches!(self.lifecycle, Lifecycle::Stopped) {
+            self.transition(Lifecycle::Stopped);
+        }
+    }
+}
+
+/// Builds a session for `config`'s transport, bounded by `connect_timeout`.
+async fn open_session(
+    config: Arc<ConnectionConfig>,
+    http: reqwest::Client,
+    recorder: HttpRecorder,
+    handler: SessionHandler,
+) -> Result<Session, Failure> {
+    let deadline = Instant::now() + config.connect_timeout;
+    match &config.transport {
+        Transport::Http(http_transport) => {
+            open_http(http_transport, http, recorder, handler, deadline).await
+        }
+        Transport::Stdio(stdio) => {
+            crate::session::open_stdio(&config.name, stdio, handler, deadline).await
+        }
+    }
+}
+
+/// Used by `ResponseActFuture` handlers below.
+type Reply<T> = ResponseActFuture<ConnectionActor, T>;

@@ -1,0 +1,351 @@
+//! One operation (a call or a tool listing) and its attempts, run outside the
+//! actor so the mailbox stays free. Each attempt: get a session (or join the
+//! rebuild in progress), do the request by the deadline, and on failure let
+//! the actor dispose, consult the policy and tell us what next.
+
+use std::{sync::Arc, time::Duration};
+
+use actix::Addr;
+use rmcp::model::{CallToolResult, JsonObject, Tool};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    ConnectionActor, Lease, LeaseAttempt, LeaseError,
+    messages::{Acquire, AttemptFailed, AttemptSucceeded, Finished},
+};
+use crate::{
+    CallOutcome, Unavailable,
+    failure::{Failure, FailureKind},
+    outcome::messages as text,
+    policy::{Decision, Phase},
+    session::Session,
+};
+
+/// May this call be repeated after it may have reached the server?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallRetry {
+    /// Yes: the tool is `readOnlyHint`/`idempotentHint`, or `retry_calls = "always"`.
+    Safe,
+    /// Only when it provably did not run (refused, 429, 503, expired session).
+    OnlyIfNotRun,
+    /// Never (`retry_calls = "never"`).
+    Never,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Request {
+    Call {
+        tool: String,
+        arguments: Option<JsonObject>,
+        retry: CallRetry,
+    },
+    List,
+}
+
+impl Request {
+    fn phase(&self) -> Phase {
+        match self {
+            Request::Call { .. } => Phase::Call,
+            // Listing tools describes the connection, like initialize (SPEC §6).
+            Request::List => Phase::Connect,
+        }
+    }
+
+    fn retry(&self) -> CallRetry {
+        match self {
+            Request::Call { retry, .. } => *retry,
+            Request::List => CallRetry::Safe,
+        }
+    }
+}
+
+/// What an operation produced.
+#[derive(Debug)]
+pub(crate) enum Response {
+    Called(CallToolResult),
+    Listed(Vec<Tool>),
+}
+
+/// How an operation ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    Replied(Response),
+    /// Permission or protocol failure of this request; the session is kept.
+    Rejected(Failure),
+    /// The connection refuses work (parked, retired, stopped).
+    Refused(Unavailable),
+    /// Stopped without parking: not safe to repeat, or out of time.
+    GaveUp {
+        failure: Failure,
+        phase: Phase,
+    },
+    /// Attempts ran out: the connection is now parked or retired.
+    Exhausted {
+        failure: Failure,
+        phase: Phase,
+        decision: Decision,
+    },
+}
+
+/// Everything an operation needs; owns no actor state.
+#[derive(Debug)]
+pub(crate) struct Operation {
+    pub(crate) actor: Addr<ConnectionActor>,
+    pub(crate) connection: String,
+    pub(crate) request: Request,
+    pub(crate) deadline: Instant,
+    pub(crate) budget: Duration,
+    pub(crate) max_attempts: u32,
+    /// Cancelled when the connection stops: every operation answers at once.
+    pub(crate) stop: CancellationToken,
+}
+
+impl Operation {
+    /// Runs the attempts. `first` is the lease attempt made while admitting
+    /// (saves a mailbox round trip on the fast path).
+    pub(crate) async fn run(&self, first: Option<LeaseAttempt>) -> Ended {
+        tokio::select! {
+            biased;
+            () = self.stop.cancelled() => Ended::Refused(self.stopped()),
+            ended = self.attempts(first) => ended,
+        }
+    }
+
+    async fn attempts(&self, mut first: Option<LeaseAttempt>) -> Ended {
+        let phase = self.request.phase();
+        let retry = self.request.retry();
+        for attempt in 1u32.. {
+            let lease = match first.take() {
+                Some(attempt) => attempt.resolve(self.stopped()).await,
+                None => self.acquire().await,
+            };
+            let (failure, failed_phase, generation) = match lease {
+                Err(LeaseError::Refused(unavailable)) => return Ended::Refused(unavailable),
+                Err(LeaseError::ConnectFailed(failure)) => (failure, Phase::Connect, None),
+                Ok(lease) => match self
+                    .perform(&lease.session, self.attempt_deadline(attempt, retry))
+                    .await
+                {
+                    Ok(response) => {
+                        self.actor.do_send(AttemptSucceeded);
+                        return Ended::Replied(response);
+                    }
+                    Err(failure) => (failure, phase, Some(lease.generation)),
+                },
+            };
+            let report = AttemptFailed {
+                failure: failure.clone(),
+                phase: failed_phase,
+                attempt,
+                generation,
+                remaining: self.deadline.saturating_duration_since(Instant::now()),
+                call_retry_allowed: retry == CallRetry::Safe,
+            };
+            let Ok(decision) = self.actor.send(report).await else {
+                return Ended::Refused(self.stopped());
+            };
+            match decision {
+                Decision::Retry { after }
+                    if !(failed_phase == Phase::Call && retry == CallRetry::Never) =>
+                {
+                    tokio::time::sleep(after).await;
+                }
+                Decision::Retry { .. } | Decision::GiveUp => {
+                    return Ended::GaveUp {
+                        failure,
+                        phase: failed_phase,
+                    };
+                }
+                Decision::Reject => return Ended::Rejected(failure),
+                Decision::Park { .. } | Decision::Retire => {
+                    return Ended::Exhausted {
+                        failure,
+                        phase: failed_phase,
+                        decision,
+                    };
+                }
+            }
+        }
+        unreachable!("the attempt counter is unbounded; the policy ends the loop")
+    }
+
+    /// Asks the actor for a session, giving up at the deadline (a build that
+    /// outlasts this caller's budget is not this caller's failure to report).
+    async fn acquire(&self) -> Result<Lease, LeaseError> {
+        match tokio::time::timeout_at(self.deadline, self.actor.send(Acquire)).await {
+            Ok(Ok(lease)) => lease,
+            Ok(Err(_mailbox_closed)) => Err(LeaseError::Refused(self.stopped())),
+            Err(_) => Err(LeaseError::Refused(Unavailable {
+                message: text::not_ready_in_time(&self.connection, self.budget),
+                failure: Failure::timeout("session not ready in time"),
+                retry_in: None,
+            })),
+        }
+    }
+
+    /// When this attempt must answer. An operation that may be retried gives
+    /// each remaining attempt an equal share of the time left, so a hung attempt
+    /// leaves room for the next; one that will not be retried gets it all.
+    fn attempt_deadline(&self, attempt: u32, retry: CallRetry) -> Instant {
+        if retry != CallRetry::Safe {
+            return self.deadline;
+        }
+        let attempts_left = self
+            .max_attempts
+            .saturating_sub(attempt)
+            .saturating_add(1)
+            .max(1);
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        Instant::now() + remaining / attempts_left
+    }
+
+    async fn perform(
+        &self,
+        session: &Arc<Session>,
+        deadline: Instant,
+    ) -> Result<Response, Failure> {
+        match &self.request {
+            Request::Call {
+                tool, arguments, ..
+            } => session
+                .call_tool(tool, arguments.clone(), deadline)
+                .await
+                .map(Response::Called),
+            Request::List => session.list_tools(deadline).await.map(Response::Listed),
+        }
+    }
+
+    fn stopped(&self) -> Unavailable {
+        Unavailable {
+            failure: Failure::transport("connection stopped"),
+            retry_in: None,
+            message: text::stopped(&self.connection),
+        }
+    }
+}
+
+/// Whether a failure means the session itself is broken (dispose it) rather
+/// than one request (keep it: other calls may be in flight on it).
+pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
+    match (failure.kind, phase) {
+        (FailureKind::Auth, _) => true,
+        (FailureKind::RateLimit, _) | (FailureKind::Permission, Phase::Call) => false,
+        (FailureKind::Protocol | FailureKind::Server | FailureKind::Timeout, Phase::Call) => false,
+        (FailureKind::Transport | FailureKind::Unknown, _) => true,
+        (_, Phase::Connect) => true,
+    }
+}
+
+/// Turns how a call ended into the caller's value.
+pub(crate) fn call_outcome(
+    connection: &str,
+    tool: &str,
+    budget: Duration,
+    ended: Ended,
+) -> CallOutcome {
+    match ended {
+        Ended::Replied(Response::Called(result)) => CallOutcome::from_result(result),
+        Ended::Replied(Response::Listed(_)) => unreachable!("a call operation lists nothing"),
+        Ended::Rejected(failure) => CallOutcome::Rejected {
+            message: text::rejected(connection, &failure),
+            failure,
+        },
+        Ended::Refused(unavailable) => unavailable.into(),
+        Ended::GaveUp { failure, phase } | Ended::Exhausted { failure, phase, .. }
+            if failure.kind == FailureKind::Timeout && phase == Phase::Call =>
+        {
+            CallOutcome::TimedOut {
+                message: text::timed_out(connection, tool, budget),
+                may_have_run: !failure.not_run,
+            }
+        }
+        Ended::GaveUp { failure, phase } => {
+            let message = if phase == Phase::Call && !failure.not_run {
+                text::failed_not_retried(connection, &failure)
+            } else {
+                text::failed(connection, &failure)
+            };
+            CallOutcome::Unavailable {
+                failure,
+                retry_in: None,
+                message,
+            }
+        }
+        Ended::Exhausted {
+            failure, decision, ..
+        } => exhausted(connection, failure, &decision).into(),
+    }
+}
+
+/// Turns how a listing ended into the caller's value.
+pub(crate) fn list_outcome(connection: &str, ended: Ended) -> Result<Vec<Tool>, Unavailable> {
+    match ended {
+        Ended::Replied(Response::Listed(tools)) => Ok(tools),
+        Ended::Replied(Response::Called(_)) => unreachable!("a list operation calls nothing"),
+        Ended::Refused(unavailable) => Err(unavailable),
+        Ended::Rejected(failure) | Ended::GaveUp { failure, .. } => Err(Unavailable {
+            message: text::failed(connection, &failure),
+            failure,
+            retry_in: None,
+        }),
+        Ended::Exhausted {
+            failure, decision, ..
+        } => Err(exhausted(connection, failure, &decision)),
+    }
+}
+
+fn exhausted(connection: &str, failure: Failure, decision: &Decision) -> Unavailable {
+    match decision {
+        Decision::Park { cooldown, .. } => Unavailable {
+            message: text::parked(connection, &failure, *cooldown),
+            retry_in: Some(*cooldown),
+            failure,
+        },
+        _ => Unavailable {
+            message: text::retired(connection, &failure),
+            retry_in: None,
+            failure,
+        },
+    }
+}
+
+/// Holds a call's admission slot; frees it (and counts the outcome) however
+/// the call ends, even if the caller stops waiting.
+pub(crate) struct SlotGuard {
+    actor: Addr<ConnectionActor>,
+    label: &'static str,
+    started: Instant,
+}
+
+impl SlotGuard {
+    pub(crate) fn new(actor: Addr<ConnectionActor>) -> Self {
+        SlotGuard {
+            actor,
+            label: "abandoned",
+            started: Instant::now(),
+        }
+    }
+
+    pub(crate) fn finish(&mut self, label: &'static str) {
+        self.label = label;
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.actor.do_send(Finished {
+            label: self.label,
+            held_slot: true,
+            elapsed: Some(self.started.elapsed()),
+        });
+    }
+}
+
+impl std::fmt::Debug for SlotGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotGuard")
+            .field("label", &self.label)
+            .finish()
+    }
+}

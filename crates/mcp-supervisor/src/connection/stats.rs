@@ -1,0 +1,53 @@
+//! Per-connection numbers for `/status` and `/metrics`, kept by the actor
+//! (its mailbox serializes every update, so plain fields suffice).
+
+use std::{collections::BTreeMap, time::Duration};
+
+/// Upper bounds (seconds) of the call-duration histogram buckets.
+pub const DURATION_BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
+];
+
+/// A cumulative-friendly histogram of call durations.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DurationHistogram {
+    /// `buckets[i]` counts calls that took at most `DURATION_BUCKETS[i]` seconds
+    /// and more than the previous bound (not cumulative; encoders sum them).
+    pub buckets: [u64; DURATION_BUCKETS.len()],
+    /// Calls longer than the last bound.
+    pub overflow: u64,
+    pub sum_seconds: f64,
+    pub count: u64,
+}
+
+impl DurationHistogram {
+    pub fn record(&mut self, duration: Duration) {
+        let seconds = duration.as_secs_f64();
+        self.sum_seconds += seconds;
+        self.count += 1;
+        match DURATION_BUCKETS.iter().position(|bound| seconds <= *bound) {
+            Some(index) => self.buckets[index] += 1,
+            None => self.overflow += 1,
+        }
+    }
+}
+
+/// Failures seen by attempts, by `FailureKind` wire name.
+pub type FailuresByKind = BTreeMap<&'static str, u64>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_land_in_their_bucket() {
+        let mut histogram = DurationHistogram::default();
+        histogram.record(Duration::from_micros(500));
+        histogram.record(Duration::from_millis(30));
+        histogram.record(Duration::from_secs(100));
+        assert_eq!(histogram.buckets[0], 1);
+        assert_eq!(histogram.buckets[4], 1, "30 ms is in the ≤50 ms bucket");
+        assert_eq!((histogram.overflow, histogram.count), (1, 3));
+        assert!((histogram.sum_seconds - 100.0305).abs() < 1e-9);
+    }
+}

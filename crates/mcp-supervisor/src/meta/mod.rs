@@ -1,0 +1,305 @@
+//! The five meta-tools (SPEC §9) for agents that discover tools on demand:
+//! `list_mcps`, `search_mcp_tools`, `get_mcp_tool_schema`, `describe_mcp`,
+//! `call_mcp`. Each answers a `CallToolResult`; errors are text results with
+//! `isError: true`, never a protocol error, so the agent can read and recover.
+//!
+//! Layout: [`search`] holds the pure search scoring; this file the tool
+//! definitions and the dispatcher over the registry's messages.
+
+pub mod search;
+
+use std::{sync::Arc, time::Duration};
+
+use actix::Addr;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+use crate::{
+    CallOutcome,
+    registry::{CallTool, ListConnections, ListTools, Registry},
+};
+
+/// The meta-tools' names.
+pub const LIST_MCPS: &str = "list_mcps";
+pub const SEARCH_MCP_TOOLS: &str = "search_mcp_tools";
+pub const GET_MCP_TOOL_SCHEMA: &str = "get_mcp_tool_schema";
+pub const DESCRIBE_MCP: &str = "describe_mcp";
+pub const CALL_MCP: &str = "call_mcp";
+
+/// How long `list_mcps` waits for catalogs still loading before showing
+/// `tool_count: null`: it must never block on a slow upstream.
+pub const CATALOG_WAIT: Duration = Duration::from_millis(250);
+
+/// Whether `name` is one of the meta-tools.
+pub fn is_meta_tool(name: &str) -> bool {
+    matches!(
+        name,
+        LIST_MCPS | SEARCH_MCP_TOOLS | GET_MCP_TOOL_SCHEMA | DESCRIBE_MCP | CALL_MCP
+    )
+}
+
+/// The meta-tools as MCP tool definitions (for `tools/list`).
+pub fn definitions() -> Vec<Tool> {
+    let connection =
+        json!({"type": "string", "description": "The MCP connection's name (see list_mcps)."});
+    let read_only = ToolAnnotations::new().read_only(true);
+    vec![
+        Tool::new(
+            LIST_MCPS,
+            "List the MCP connections available, with their purpose, state and tool count.",
+            schema(json!({}), &[]),
+        )
+        .annotate(read_only.clone()),
+        Tool::new(
+            SEARCH_MCP_TOOLS,
+            "Search one MCP connection's tools by keywords; returns matching tool names and descriptions.",
+            schema(
+                json!({
+                    "connection": connection,
+                    "query": {"type": "string", "description": "Keywords, separated by spaces."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "At most this many matches (default 8)."}
+                }),
+                &["connection", "query"],
+            ),
+        )
+        .annotate(read_only.clone()),
+        Tool::new(
+            GET_MCP_TOOL_SCHEMA,
+            "Get one tool's full description and input schema, to call it correctly.",
+            schema(
+                json!({"connection": connection, "tool": {"type": "string"}}),
+                &["connection", "tool"],
+            ),
+        )
+        .annotate(read_only.clone()),
+        Tool::new(
+            DESCRIBE_MCP,
+            "Describe one MCP connection: its purpose, state, and every tool with its description.",
+            schema(json!({"connection": connection}), &["connection"]),
+        )
+        .annotate(read_only),
+        Tool::new(
+            CALL_MCP,
+            "Call a tool on an MCP connection. `arguments` is a JSON object (or a string holding one).",
+            schema(
+                json!({
+                    "connection": connection,
+                    "tool": {"type": "string"},
+                    "arguments": {"description": "The tool's arguments: a JSON object, a string holding one, or null."}
+                }),
+                &["connection", "tool"],
+            ),
+        ),
+    ]
+}
+
+fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
+    let mut object = JsonObject::new();
+    object.insert("type".into(), json!("object"));
+    object.insert("properties".into(), properties);
+    if !required.is_empty() {
+        object.insert("required".into(), json!(required));
+    }
+    Arc::new(object)
+}
+
+/// Runs one meta-tool. Unknown names and bad arguments are error results.
+pub async fn call(
+    registry: &Addr<Registry>,
+    tool: &str,
+    arguments: Option<JsonObject>,
+) -> CallToolResult {
+    let arguments = arguments.unwrap_or_default();
+    let answer = match tool {
+        LIST_MCPS => list_mcps(registry).await,
+        SEARCH_MCP_TOOLS => search_mcp_tools(registry, &arguments).await,
+        GET_MCP_TOOL_SCHEMA => get_mcp_tool_schema(registry, &arguments).await,
+        DESCRIBE_MCP => describe_mcp(registry, &arguments).await,
+        CALL_MCP => return call_mcp(registry, &arguments).await,
+        other => Err(format!("Unknown meta-tool '{other}'.")),
+    };
+    match answer {
+        Ok(value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+        Err(message) => error(message),
+    }
+}
+
+fn error(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// Turns a supervisor outcome into what an agent sees: upstream results pass
+/// through unchanged; everything else is a text error with the §8 message.
+pub fn outcome_result(outcome: CallOutcome) -> CallToolResult {
+    match outcome {
+        CallOutcome::Success(result) | CallOutcome::ToolError(result) => result,
+        other => error(other.message().unwrap_or("The call failed.").to_owned()),
+    }
+}
+
+fn string_arg<'a>(arguments: &'a JsonObject, key: &str) -> Result<&'a str, String> {
+    arguments
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("Missing required string argument '{key}'."))
+}
+
+async fn list_mcps(registry: &Addr<Registry>) -> Result<Value, String> {
+    let connections = registry.send(ListConnections).await.map_err(stopped)?;
+    // Start (or join) every catalog load, but wait only a short bound.
+    let loads = connections.iter().map(|summary| {
+        let load = registry.send(ListTools {
+            connection: summary.name.clone(),
+        });
+        async move {
+            match tokio::time::timeout(CATALOG_WAIT, load).await {
+                Ok(Ok(Ok(catalog))) => Some(catalog.len()),
+                _ => None,
+            }
+        }
+    });
+    let counts = futures::future::join_all(loads).await;
+    // States after the loads: a connection that just connected shows `ready`.
+    let connections = registry.send(ListConnections).await.map_err(stopped)?;
+    let rows: Vec<Value> = connections
+        .into_iter()
+        .zip(counts)
+        .map(|(summary, count)| {
+            json!({
+                "id": summary.name,
+                "name": summary.name,
+                "description": summary.description,
+                "tool_count": count.or(summary.tool_count),
+                "state": summary.state,
+                "dead": summary.dead,
+            })
+        })
+        .collect();
+    Ok(json!({ "connections": rows }))
+}
+
+async fn catalog(
+    registry: &Addr<Registry>,
+    connection: &str,
+) -> Result<Arc<crate::registry::Catalog>, String> {
+    let known = registry.send(ListConnections).await.map_err(stopped)?;
+    if !known.iter().any(|summary| summary.name == connection) {
+        let names: Vec<String> = known.into_iter().map(|summary| summary.name).collect();
+        return Err(format!(
+            "Unknown MCP connection '{connection}'. Available connections: {}.",
+            names.join(", ")
+        ));
+    }
+    registry
+        .send(ListTools {
+            connection: connection.to_owned(),
+        })
+        .await
+        .map_err(stopped)?
+        .map_err(|unavailable| unavailable.message)
+}
+
+async fn search_mcp_tools(
+    registry: &Addr<Registry>,
+    arguments: &JsonObject,
+) -> Result<Value, String> {
+    let connection = string_arg(arguments, "connection")?;
+    let query = string_arg(arguments, "query")?;
+    let limit = arguments.get("limit").and_then(Value::as_i64);
+    let catalog = catalog(registry, connection).await?;
+    let matches: Vec<Value> = search::search(&catalog.tools, query, limit)
+        .into_iter()
+        .map(|tool| json!({"name": tool.name, "description": tool.description}))
+        .collect();
+    Ok(json!({"connection": connection, "query": query, "matches": matches}))
+}
+
+async fn get_mcp_tool_schema(
+    registry: &Addr<Registry>,
+    arguments: &JsonObject,
+) -> Result<Value, String> {
+    let connection = string_arg(arguments, "connection")?;
+    let tool_name = string_arg(arguments, "tool")?;
+    let catalog = catalog(registry, connection).await?;
+    let tool = catalog
+        .tool(tool_name)
+        .ok_or_else(|| unknown_tool(connection, tool_name))?;
+    Ok(json!({
+        "connection": connection,
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+        "annotations": tool.annotations,
+    }))
+}
+
+async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Result<Value, String> {
+    let connection = string_arg(arguments, "connection")?;
+    let catalog = catalog(registry, connection).await?;
+    let summary = registry
+        .send(ListConnections)
+        .await
+        .map_err(stopped)?
+        .into_iter()
+        .find(|summary| summary.name == connection);
+    let tools: Vec<Value> = catalog
+        .tools
+        .iter()
+        .map(|tool| json!({"name": tool.name, "description": tool.description}))
+        .collect();
+    Ok(json!({
+        "name": connection,
+        "description": summary.as_ref().and_then(|s| s.description.clone()),
+        "state": summary.as_ref().map(|s| s.state),
+        "tools": tools,
+    }))
+}
+
+fn unknown_tool(connection: &str, tool: &str) -> String {
+    format!(
+        "Unknown tool '{tool}' on MCP connection '{connection}'. Call search_mcp_tools, then \
+         get_mcp_tool_schema."
+    )
+}
+
+async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallToolResult {
+    let (connection, tool) = match (
+        string_arg(arguments, "connection"),
+        string_arg(arguments, "tool"),
+    ) {
+        (Ok(connection), Ok(tool)) => (connection, tool),
+        (Err(message), _) | (_, Err(message)) => return error(message),
+    };
+    let tool_arguments = match arguments.get("arguments") {
+        None | Some(Value::Null) => JsonObject::new(),
+        Some(Value::Object(object)) => object.clone(),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(object)) => object,
+            _ => return error(invalid_arguments(connection, tool)),
+        },
+        Some(_) => return error(invalid_arguments(connection, tool)),
+    };
+    let outcome = registry
+        .send(CallTool {
+            connection: connection.to_owned(),
+            tool: tool.to_owned(),
+            arguments: Some(tool_arguments),
+            timeout: None,
+        })
+        .await;
+    match outcome {
+        Ok(outcome) => outcome_result(outcome),
+        Err(mailbox) => error(stopped(mailbox)),
+    }
+}
+
+fn invalid_arguments(connection: &str, tool: &str) -> String {
+    format!(
+        "Invalid arguments for '{connection}'.{tool}: expected a JSON object of argument names to \
+         values, or none. Call get_mcp_tool_schema for the schema."
+    )
+}
+
+fn stopped(_: actix::MailboxError) -> String {
+    "The MCP supervisor is shutting down.".to_owned()
+}

@@ -1,0 +1,527 @@
+//! The registry's public messages (SPEC §3) and their handlers.
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use actix::{
+    ActorFutureExt, Context, Handler, Message, MessageResult, Recipient, ResponseActFuture,
+    ResponseFuture, WrapFuture,
+};
+use futures::future::join_all;
+use rmcp::model::JsonObject;
+
+use super::{
+    Catalog, Registry,
+    entries::{CatalogFetch, Entry, drain_catalog, stopped},
+    retry_safe,
+};
+use crate::{
+    CallOutcome, Failure, FailureKind, Unavailable,
+    config::{Config, RetryCalls},
+    connection::{CallCounts, CallRetry, ConnectionCall, ConnectionSnapshot, Snapshot, Stop},
+    events::ConnectionEvent,
+    policy::{Forget, PolicySnapshot, RegisterConnections, ResetConnection},
+};
+
+/// Call `tool` on `connection`. Always answered with a value.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "CallOutcome")]
+pub struct CallTool {
+    pub connection: String,
+    pub tool: String,
+    pub arguments: Option<JsonObject>,
+    /// Overrides the connection's `call_timeout` for this call.
+    pub timeout: Option<Duration>,
+}
+
+/// The connection's catalog (loaded on first request, then cached).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Arc<Catalog>, Unavailable>")]
+pub struct ListTools {
+    pub connection: String,
+}
+
+/// Every configured connection, in name order, with what agents need to pick one.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Vec<ConnectionSummary>")]
+pub struct ListConnections;
+
+/// One connection, as `list_mcps` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionSummary {
+    pub name: String,
+    /// The configured `notes`, shown to agents as the connection's purpose.
+    pub description: Option<String>,
+    /// `None` while the catalog is not loaded.
+    pub tool_count: Option<usize>,
+    pub state: &'static str,
+    /// Retired: it will not be retried.
+    pub dead: bool,
+}
+
+/// Per-connection status (SPEC §10 `/status`).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Vec<ConnectionStatus>")]
+pub struct Status;
+
+/// One connection's status. Never a URL, token, header or argument value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionStatus {
+    pub name: String,
+    pub transport: &'static str,
+    pub state: &'static str,
+    pub since: SystemTime,
+    pub tool_count: Option<usize>,
+    pub dead: bool,
+    pub last_failure: Option<(Failure, SystemTime)>,
+    /// Parks so far (counting or not).
+    pub parks: u64,
+    pub parked_until: Option<SystemTime>,
+    pub retired_reason: Option<String>,
+    pub restarts: u32,
+    pub in_flight: usize,
+    pub queued: usize,
+    pub calls: CallCounts,
+    pub durations: crate::connection::stats::DurationHistogram,
+    pub failures: crate::connection::stats::FailuresByKind,
+}
+
+/// Sends every future [`ConnectionEvent`] to `0`.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Subscribe(pub Recipient<ConnectionEvent>);
+
+/// Clears a connection's park or retirement and strikes; it reconnects on next use.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<(), UnknownConnection>")]
+pub struct Reset {
+    pub connection: String,
+}
+
+/// The named connection is not configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown MCP connection '{0}'")]
+pub struct UnknownConnection(pub String);
+
+/// Applies a new config: added connections start (lazily), removed ones stop,
+/// changed ones restart, unchanged ones are untouched (in-flight calls finish).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "ReloadReport")]
+pub struct Reload(pub Config);
+
+/// What a reload did, by connection name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+    pub unchanged: Vec<String>,
+}
+
+/// Connects and lists every connection (at most 6 at a time).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Vec<(String, Result<usize, Unavailable>)>")]
+pub struct Warmup;
+
+/// Stops every connection within `shutdown_timeout`; every pending caller
+/// gets an `Unavailable` value.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+impl Registry {
+    fn unknown_connection(&self, connection: &str) -> CallOutcome {
+        let names = self.names().join(", ");
+        CallOutcome::Rejected {
+            failure: Failure::new(FailureKind::Protocol, "unknown connection"),
+            message: format!(
+                "Unknown MCP connection '{connection}'. Available connections: {names}."
+            ),
+        }
+    }
+}
+
+fn unknown_tool(connection: &str, tool: &str) -> CallOutcome {
+    CallOutcome::Rejected {
+        failure: Failure::new(FailureKind::Protocol, "unknown tool"),
+        message: format!(
+            "Unknown tool '{tool}' on MCP connection '{connection}'. Call search_mcp_tools, \
+             then get_mcp_tool_schema."
+        ),
+    }
+}
+
+impl Handler<CallTool> for Registry {
+    type Result = ResponseFuture<CallOutcome>;
+
+    fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
+        let Some(entry) = self.entries.get(&msg.connection) else {
+            return Box::pin(std::future::ready(self.unknown_connection(&msg.connection)));
+        };
+        // Refused before any I/O: a tool outside the allowlist does not exist.
+        if !entry.config.allows_tool(&msg.tool) {
+            return Box::pin(std::future::ready(unknown_tool(&msg.connection, &msg.tool)));
+        }
+        let retry_calls = entry.config.retry_calls;
+        let timeout = msg.timeout.unwrap_or(entry.config.call_timeout);
+        let (Some(actor), Some(catalog)) = (
+            self.actor(&msg.connection, ctx),
+            self.catalog(&msg.connection, ctx),
+        ) else {
+            return Box::pin(std::future::ready(self.unknown_connection(&msg.connection)));
+        };
+        Box::pin(async move {
+            let catalog = match catalog.get(&msg.connection).await {
+                Ok(catalog) => catalog,
+                Err(unavailable) => return unavailable.into(),
+            };
+            let Some(tool) = catalog.tool(&msg.tool) else {
+                return unknown_tool(&msg.connection, &msg.tool);
+            };
+            let retry = match retry_calls {
+                RetryCalls::Always => CallRetry::Safe,
+                RetryCalls::Never => CallRetry::Never,
+                RetryCalls::Safe if retry_safe(tool) => CallRetry::Safe,
+                RetryCalls::Safe => CallRetry::OnlyIfNotRun,
+            };
+            let call = ConnectionCall {
+                tool: msg.tool,
+                arguments: msg.arguments,
+                timeout,
+                retry,
+            };
+            match actor.send(call).await {
+                Ok(outcome) => outcome,
+                // The actor died mid-call; the registry restarts it. The caller
+                // still gets a value.
+                Err(_) => stopped(&msg.connection).into(),
+            }
+        })
+    }
+}
+
+impl Handler<ListTools> for Registry {
+    type Result = ResponseFuture<Result<Arc<Catalog>, Unavailable>>;
+
+    fn handle(&mut self, msg: ListTools, ctx: &mut Context<Self>) -> Self::Result {
+        let fetch = self.catalog(&msg.connection, ctx);
+        Box::pin(async move {
+            match fetch {
+                Some(fetch) => fetch.get(&msg.connection).await,
+                None => Err(Unavailable {
+                    failure: Failure::new(FailureKind::Protocol, "unknown connection"),
+                    retry_in: None,
+                    message: format!("Unknown MCP connection '{}'.", msg.connection),
+                }),
+            }
+        })
+    }
+}
+
+impl Registry {
+    /// Snapshots of every connection (idle ones without asking an actor).
+    fn snapshots(
+        &mut self,
+    ) -> impl std::future::Future<Output = Vec<(Option<Arc<Catalog>>, u32, ConnectionSnapshot)>> + use<>
+    {
+        let asks: Vec<_> = self
+            .entries
+            .values()
+            .map(|entry| {
+                let actor = entry.actor.clone().filter(|actor| actor.connected());
+                let idle = idle_snapshot(entry);
+                let catalog = entry.loaded_catalog();
+                let restarts = entry.restarts;
+                async move {
+                    let snapshot = match actor {
+                        Some(actor) => actor.send(Snapshot).await.unwrap_or(idle),
+                        None => idle,
+                    };
+                    (catalog, restarts, snapshot)
+                }
+            })
+            .collect();
+        join_all(asks)
+    }
+}
+
+fn idle_snapshot(entry: &Entry) -> ConnectionSnapshot {
+    ConnectionSnapshot {
+        name: entry.config.name.clone(),
+        transport: entry.config.transport.kind(),
+        state: "idle",
+        since: SystemTime::now(),
+        last_failure: None,
+        parked_until: None,
+        retired_reason: None,
+        in_flight: 0,
+        queued: 0,
+        peak_in_flight: 0,
+        calls: CallCounts::default(),
+        durations: Default::default(),
+        failures: Default::default(),
+    }
+}
+
+impl Handler<ListConnections> for Registry {
+    type Result = ResponseFuture<Vec<ConnectionSummary>>;
+
+    fn handle(&mut self, _: ListConnections, _: &mut Context<Self>) -> Self::Result {
+        let notes: Vec<Option<String>> = self
+            .entries
+            .values()
+            .map(|entry| entry.config.notes.clone())
+            .collect();
+        let snapshots = self.snapshots();
+        Box::pin(async move {
+            snapshots
+                .await
+                .into_iter()
+                .zip(notes)
+                .map(|((catalog, _, snapshot), description)| ConnectionSummary {
+                    dead: snapshot.state == "retired",
+                    name: snapshot.name,
+                    description,
+                    tool_count: catalog.map(|catalog| catalog.len()),
+                    state: snapshot.state,
+                })
+                .collect()
+        })
+    }
+}
+
+impl Handler<Status> for Registry {
+    type Result = ResponseFuture<Vec<ConnectionStatus>>;
+
+    fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
+        let policy = self.policy.clone();
+        let snapshots = self.snapshots();
+        Box::pin(async move {
+            let snapshots = snapshots.await;
+            let parks = join_all(snapshots.iter().map(|(_, _, snapshot)| {
+                policy.send(PolicySnapshot {
+                    connection: snapshot.name.clone(),
+                })
+            }))
+            .await;
+            snapshots
+                .into_iter()
+                .zip(parks)
+                .map(|((catalog, restarts, s), parks)| ConnectionStatus {
+                    dead: s.state == "retired",
+                    tool_count: catalog.map(|catalog| catalog.len()),
+                    parks: parks.ok().flatten().map_or(0, |state| state.total_parks),
+                    restarts,
+                    name: s.name,
+                    transport: s.transport,
+                    state: s.state,
+                    since: s.since,
+                    last_failure: s.last_failure,
+                    parked_until: s.parked_until,
+                    retired_reason: s.retired_reason,
+                    in_flight: s.in_flight,
+                    queued: s.queued,
+                    calls: s.calls,
+                    durations: s.durations,
+                    failures: s.failures,
+                })
+                .collect()
+        })
+    }
+}
+
+impl Handler<Subscribe> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        self.subscribers.push(msg.0);
+    }
+}
+
+impl Handler<ConnectionEvent> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, event: ConnectionEvent, ctx: &mut Context<Self>) {
+        if let ConnectionEvent::ToolsChanged { connection } = &event {
+            self.tools_changed(connection, ctx);
+        }
+        self.subscribers.retain(|subscriber| subscriber.connected());
+        self.publish(&event);
+    }
+}
+
+impl Handler<Reset> for Registry {
+    type Result = Result<(), UnknownConnection>;
+
+    fn handle(&mut self, msg: Reset, _: &mut Context<Self>) -> Self::Result {
+        let entry = self
+            .entries
+            .get_mut(&msg.connection)
+            .ok_or_else(|| UnknownConnection(msg.connection.clone()))?;
+        if let Some(actor) = entry.actor.take() {
+            actor.do_send(Stop);
+        }
+        entry.catalog = drain_catalog(
+            std::mem::replace(&mut entry.catalog, super::entries::CatalogState::Unloaded),
+            &msg.connection,
+        );
+        entry.recent_restarts.clear();
+        self.policy.do_send(ResetConnection {
+            connection: msg.connection.clone(),
+        });
+        tracing::info!(connection = %msg.connection, "reset");
+        Ok(())
+    }
+}
+
+impl Handler<Reload> for Registry {
+    type Result = MessageResult<Reload>;
+
+    fn handle(&mut self, msg: Reload, _: &mut Context<Self>) -> Self::Result {
+        let new = msg.0;
+        let mut report = ReloadReport::default();
+        let old_names = self.names();
+        for name in &old_names {
+            if new.connection(name).is_none() {
+                if let Some(mut entry) = self.entries.remove(name) {
+                    stop_entry(&mut entry);
+                }
+                self.policy.do_send(Forget {
+                    connection: name.clone(),
+                });
+                report.removed.push(name.clone());
+            }
+        }
+        for connection in &new.connections {
+            match self.entries.get_mut(&connection.name) {
+                Some(entry) if *entry.config == *connection => {
+                    report.unchanged.push(connection.name.clone());
+                }
+                Some(entry) => {
+                    stop_entry(entry);
+                    *entry = Entry::new(connection.clone());
+                    self.policy.do_send(ResetConnection {
+                        connection: connection.name.clone(),
+                    });
+                    report.changed.push(connection.name.clone());
+                }
+                None => {
+                    self.entries
+                        .insert(connection.name.clone(), Entry::new(connection.clone()));
+                    report.added.push(connection.name.clone());
+                }
+            }
+        }
+        self.policy.do_send(RegisterConnections(self.names()));
+        self.config = Arc::new(new);
+        tracing::info!(
+            added = report.added.len(),
+            removed = report.removed.len(),
+            changed = report.changed.len(),
+            unchanged = report.unchanged.len(),
+            "config reloaded"
+        );
+        MessageResult(report)
+    }
+}
+
+fn stop_entry(entry: &mut Entry) {
+    if let Some(actor) = entry.actor.take() {
+        actor.do_send(Stop);
+    }
+    entry.catalog = drain_catalog(
+        std::mem::replace(&mut entry.catalog, super::entries::CatalogState::Unloaded),
+        &entry.config.name,
+    );
+}
+
+impl Handler<Warmup> for Registry {
+    type Result = ResponseFuture<Vec<(String, Result<usize, Unavailable>)>>;
+
+    fn handle(&mut self, _: Warmup, ctx: &mut Context<Self>) -> Self::Result {
+        use futures::StreamExt;
+        let fetches: Vec<(String, Option<CatalogFetch>)> = self
+            .names()
+            .into_iter()
+            .map(|name| {
+                let fetch = self.catalog(&name, ctx);
+                (name, fetch)
+            })
+            .collect();
+        Box::pin(async move {
+            futures::stream::iter(fetches)
+                .map(|(name, fetch)| async move {
+                    let result = match fetch {
+                        Some(fetch) => fetch.get(&name).await.map(|catalog| catalog.len()),
+                        None => Err(stopped(&name)),
+                    };
+                    (name, result)
+                })
+                .buffered(WARMUP_CONCURRENCY)
+                .collect()
+                .await
+        })
+    }
+}
+
+/// SPEC §9: warm up at most this many connections at a time.
+const WARMUP_CONCURRENCY: usize = 6;
+
+impl Handler<Shutdown> for Registry {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
+        self.shutting_down = true;
+        let bound = self.config.supervisor.shutdown_timeout;
+        let stops: Vec<_> = self
+            .entries
+            .values_mut()
+            .filter_map(|entry| {
+                entry.catalog = drain_catalog(
+                    std::mem::replace(&mut entry.catalog, super::entries::CatalogState::Unloaded),
+                    &entry.config.name,
+                );
+                entry.actor.take()
+            })
+            .map(|actor| async move {
+                let _ = actor.send(Stop).await;
+            })
+            .collect();
+        tracing::info!(connections = stops.len(), "shutting down");
+        Box::pin(
+            async move {
+                if tokio::time::timeout(bound, join_all(stops)).await.is_err() {
+                    tracing::warn!("shutdown bound reached; remaining sessions were cut off");
+                }
+            }
+            .into_actor(self)
+            .map(|(), _, ctx| {
+                use actix::ActorContext;
+                ctx.stop();
+            }),
+        )
+    }
+}
+
+/// Panics the named connection's actor (starting it first), to test
+/// supervision. Test builds only.
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct CrashConnection {
+    pub connection: String,
+}
+
+#[cfg(feature = "fault-injection")]
+impl Handler<CrashConnection> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: CrashConnection, ctx: &mut Context<Self>) {
+        if let Some(actor) = self.actor(&msg.connection, ctx) {
+            actor.do_send(crate::connection::InjectPanic);
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The registry actor: owns name → connection actor, starts connections lazily,
+//! caches their catalogs, publishes transitions, restarts crashed connection
+//! actors within a budget, and shuts everything down within a bound.
+//!
+//! Layout:
+//! - [`catalog`]: the allowlisted, cached tool list of one connection;
+//! - [`messages`]: the public API (`CallTool`, `ListTools`, `Status`, …);
+//! - `entries`: per-connection bookkeeping (actor, catalog loading, restarts).
+
+pub mod catalog;
+mod entries;
+pub mod messages;
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use actix::{Actor, Addr, AsyncContext, Context, Recipient};
+
+pub use catalog::{Catalog, retry_safe};
+pub use messages::*;
+
+use self::entries::Entry;
+use crate::{
+    config::Config,
+    connection::ConnectionDeps,
+    events::ConnectionEvent,
+    policy::{Cooldowns, PolicySettings, QuarantinePolicy, RegisterConnections, RetryBackoff},
+    session::shared_http_client,
+};
+
+/// How often the registry looks for connection actors that died.
+const HEALTH_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The supervisor's front door for other actors.
+#[derive(Debug)]
+pub struct Registry {
+    config: Arc<Config>,
+    policy: Addr<QuarantinePolicy>,
+    http: reqwest::Client,
+    entries: BTreeMap<String, Entry>,
+    subscribers: Vec<Recipient<ConnectionEvent>>,
+    shutting_down: bool,
+}
+
+impl Registry {
+    /// A registry for `config`; call `.start()` on it (inside an actix system).
+    pub fn new(config: Config) -> Self {
+        let policy = QuarantinePolicy::new(policy_settings(&config)).start();
+        let entries = config
+            .connections
+            .iter()
+            .map(|connection| (connection.name.clone(), Entry::new(connection.clone())))
+            .collect();
+        Registry {
+            config: Arc::new(config),
+            policy,
+            http: shared_http_client(),
+            entries,
+            subscribers: Vec::new(),
+            shutting_down: false,
+        }
+    }
+
+    fn deps(&self, ctx: &Context<Self>) -> ConnectionDeps {
+        ConnectionDeps {
+            policy: self.policy.clone(),
+            http: self.http.clone(),
+            events: Some(ctx.address().recipient()),
+            shutdown_timeout: self.config.supervisor.shutdown_timeout,
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.entries.keys().cloned().collect()
+    }
+
+    fn publish(&self, event: &ConnectionEvent) {
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+}
+
+impl Actor for Registry {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.policy.do_send(RegisterConnections(self.names()));
+        ctx.run_interval(HEALTH_CHECK_EVERY, |registry, ctx| {
+            registry.restart_dead(ctx)
+        });
+    }
+}
+
+/// The policy's timing, from the `[supervisor]` table.
+fn policy_settings(config: &Config) -> PolicySettings {
+    let quarantine = &config.supervisor.quarantine;
+    PolicySettings {
+        backoff: RetryBackoff::spec_default(),
+        // Config validation already enforces these invariants; fall back to
+        // the spec defaults rather than panic if that ever changes.
+        cooldowns: Cooldowns::try_new(
+            quarantine.base_cooldown,
+            quarantine.max_cooldown,
+            quarantine.retire_after,
+        )
+        .unwrap_or_else(|_| PolicySettings::spec_default().cooldowns),
+    }
+}

@@ -1,0 +1,171 @@
+//! The park sequence over real HTTP, with cooldowns injected through config
+//! (base 200 ms instead of 30 s): park, longer park, retire; a success resets;
+//! subscribers see each transition exactly once; parked/retired do no I/O.
+
+mod support;
+
+use std::time::Duration;
+
+use actix::Actor;
+use mcp_supervisor::{
+    CallOutcome, FailureKind,
+    events::ConnectionEvent,
+    registry::{Registry, Reset, Status},
+};
+use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
+use serde_json::json;
+use support::*;
+
+const QUARANTINE: &str =
+    "[supervisor.quarantine]\nbase_cooldown = \"200ms\"\nmax_cooldown = \"5s\"\nretire_after = 3\n";
+
+fn echo() -> Option<serde_json::Map<String, serde_json::Value>> {
+    args(&[("text", json!("hi"))])
+}
+
+/// Drops the noise of `Connecting`/`Ready`, keeps the transitions under test.
+fn transitions(log: &EventLog) -> Vec<String> {
+    log.events()
+        .into_iter()
+        .filter_map(|event| match event {
+            ConnectionEvent::Parked { cooldown, .. } => {
+                Some(format!("parked {}ms", cooldown.as_millis()))
+            }
+            ConnectionEvent::Revived { .. } => Some("revived".into()),
+            ConnectionEvent::Retired { reason, .. } => Some(format!("retired {reason}")),
+            ConnectionEvent::Ready { revived, .. } => Some(format!("ready revived={revived}")),
+            _ => None,
+        })
+        .collect()
+}
+
+fn parked_message(outcome: &CallOutcome) -> &str {
+    match outcome {
+        CallOutcome::Unavailable { message, .. } => message,
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+#[test]
+fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let registry = Registry::new(config(
+            &(QUARANTINE.to_owned() + &http_connection("a", &upstream.url(), "")),
+        ))
+        .start();
+        let log = EventLog::default();
+        log.subscribe(&registry).await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(503),
+        ));
+
+        let first = call(&registry, "a", "echo", echo()).await;
+        assert!(
+            parked_message(&first).contains("temporarily unavailable (kind=server, status=503)")
+        );
+        assert_eq!(upstream.requests("initialize"), 3);
+
+        // Parked: answered at once, nothing reaches the upstream.
+        let during = call(&registry, "a", "echo", echo()).await;
+        assert!(parked_message(&during).contains("temporarily unavailable"));
+        assert_eq!(upstream.requests("initialize"), 3);
+
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let second = call(&registry, "a", "echo", echo()).await;
+        assert!(parked_message(&second).contains("temporarily unavailable"));
+        assert_eq!(upstream.requests("initialize"), 6);
+
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let third = call(&registry, "a", "echo", echo()).await;
+        assert_eq!(
+            parked_message(&third),
+            "MCP connection 'a' is unavailable (kind=server, status=503); it will not be retried."
+        );
+        assert_eq!(upstream.requests("initialize"), 9);
+
+        // Retired: no I/O at all, even long after.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let after = call(&registry, "a", "echo", echo()).await;
+        assert!(parked_message(&after).contains("will not be retried"));
+        assert_eq!(upstream.requests("initialize"), 9);
+        assert_eq!(upstream.requests("tools/list"), 0);
+        assert_eq!(upstream.requests("tools/call"), 0);
+        let status = registry.send(Status).await.unwrap();
+        assert_eq!((status[0].state, status[0].dead), ("retired", true));
+        assert_eq!(status[0].retired_reason.as_deref(), Some("server"));
+
+        // Each transition published exactly once, in order.
+        mcp_test_support::eventually!(transitions(&log).len() >= 5);
+        assert_eq!(
+            transitions(&log),
+            vec![
+                "parked 200ms",
+                "revived",
+                "parked 400ms",
+                "revived",
+                "retired server"
+            ]
+        );
+
+        // Reset brings it back once the upstream is healthy.
+        upstream.faults().clear();
+        registry
+            .send(Reset {
+                connection: "a".into(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(text_of(&call(&registry, "a", "echo", echo()).await), "hi");
+    });
+}
+
+#[test]
+fn a_success_in_between_resets_the_park_count() {
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let registry = Registry::new(config(
+            &(QUARANTINE.to_owned() + &http_connection("a", &upstream.url(), "")),
+        ))
+        .start();
+        let log = EventLog::default();
+        log.subscribe(&registry).await;
+        assert_eq!(text_of(&call(&registry, "a", "echo", echo()).await), "hi");
+        for round in 0..3 {
+            // A read-only call failing 503 three times parks the connection.
+            upstream.faults().set(vec![FaultRule::always(
+                Match::tool("lookup"),
+                Fault::status(503),
+            )]);
+            let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+            let CallOutcome::Unavailable { failure, .. } = &outcome else {
+                panic!("{outcome:?}")
+            };
+            assert_eq!(failure.kind, FailureKind::Server, "round {round}");
+            upstream.faults().clear();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            // The revive succeeds: strikes reset.
+            assert_eq!(
+                text_of(&call(&registry, "a", "echo", echo()).await),
+                "hi",
+                "round {round}"
+            );
+        }
+        assert_eq!(upstream.tool_calls("lookup"), 9);
+        let parks: Vec<String> = transitions(&log)
+            .into_iter()
+            .filter(|t| t.starts_with("parked"))
+            .collect();
+        assert_eq!(
+            parks,
+            vec!["parked 200ms"; 3],
+            "never escalated: each park followed a success"
+        );
+    });
+}

@@ -1,0 +1,394 @@
+//! Calls through the registry and connection actors to the test server over
+//! real loopback HTTP: outcomes, request counts reaching the server, states.
+
+mod support;
+
+use std::time::Duration;
+
+use actix::Actor;
+use mcp_supervisor::{
+    CallOutcome, FailureKind,
+    registry::{ListConnections, ListTools, Registry, Shutdown, Status},
+};
+use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
+use serde_json::json;
+use support::*;
+
+async fn server() -> TestServer {
+    TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap()
+}
+
+fn echo_args() -> Option<serde_json::Map<String, serde_json::Value>> {
+    args(&[("text", json!("hi"))])
+}
+
+#[test]
+fn a_call_succeeds_and_the_catalog_is_loaded_once() {
+    run(|| async {
+        let upstream = server().await;
+        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
+        for _ in 0..3 {
+            let outcome = call(&registry, "a", "echo", echo_args()).await;
+            assert_eq!(text_of(&outcome), "hi");
+        }
+        assert_eq!(upstream.requests("initialize"), 1);
+        assert_eq!(upstream.requests("tools/list"), 1);
+        assert_eq!(upstream.tool_calls("echo"), 3);
+        let status = registry.send(Status).await.unwrap();
+        assert_eq!(status[0].state, "ready");
+        assert_eq!(status[0].calls.ok, 3);
+        registry.send(Shutdown).await.unwrap();
+    });
+}
+
+#[test]
+fn a_tool_error_is_a_value_not_a_failure() {
+    run(|| async {
+        let upstream = server().await;
+        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
+        let outcome = call(&registry, "a", "fail", args(&[("message", json!("nope"))])).await;
+        assert!(matches!(outcome, CallOutcome::ToolError(_)), "{outcome:?}");
+        assert_eq!(text_of(&outcome), "nope");
+        let status = registry.send(Status).await.unwrap();
+        assert_eq!((status[0].state, status[0].calls.tool_error), ("ready", 1));
+    });
+}
+
+#[test]
+fn unknown_connections_and_tools_are_refused_before_any_io() {
+    run(|| async {
+        let upstream = server().await;
+        let toml = http_connection("a", &upstream.url(), "allowed_tools = [\"echo\"]")
+            + &http_connection("b", &upstream.url(), "");
+        let registry = Registry::new(config(&toml)).start();
+        let outcome = call(&registry, "nope", "echo", None).await;
+        let CallOutcome::Rejected { message, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(
+            message,
+            "Unknown MCP connection 'nope'. Available connections: a, b."
+        );
+        // Outside the allowlist: refused with no I/O at all.
+        let outcome = call(&registry, "a", "add", None).await;
+        let CallOutcome::Rejected { message, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(
+            message,
+            "Unknown tool 'add' on MCP connection 'a'. Call search_mcp_tools, then get_mcp_tool_schema."
+        );
+        assert_eq!(upstream.requests("initialize"), 0);
+        // Not in the upstream's catalog: refused before any tools/call.
+        let outcome = call(&registry, "b", "no_such_tool", None).await;
+        assert!(
+            matches!(outcome, CallOutcome::Rejected { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(upstream.requests("tools/call"), 0);
+        // The allowlist is applied by us, whatever the server lists.
+        let catalog = registry
+            .send(ListTools {
+                connection: "a".into(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let names: Vec<_> = catalog.tools.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, vec!["echo"]);
+    });
+}
+
+#[test]
+fn permission_and_protocol_failures_are_rejections_and_keep_the_session() {
+    run(|| async {
+        let upstream = server().await;
+        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
+        assert_eq!(
+            text_of(&call(&registry, "a", "echo", echo_args()).await),
+            "hi"
+        );
+        upstream
+            .faults()
+            .push(FaultRule::once(Match::tool("echo"), Fault::status(403)));
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        let CallOutcome::Rejected { failure, message } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(
+            (failure.kind, failure.status),
+            (FailureKind::Permission, Some(403))
+        );
+        assert!(message.starts_with("MCP connection 'a' rejected this call (status=403)"));
+        // An upstream that refuses the request as invalid (400 + JSON-RPC error).
+        upstream.faults().push(FaultRule::once(
+            Match::tool("echo"),
+            Fault::status(400).with_jsonrpc_body(),
+        ));
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        let CallOutcome::Rejected { failure, message } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(
+            (failure.kind, failure.status),
+            (FailureKind::Protocol, Some(400))
+        );
+        assert!(
+            message.contains("rejected this call as invalid (status=400)"),
+            "{message}"
+        );
+        // Arguments the tool cannot take: rmcp's router answers a tool error.
+        let outcome = call(&registry, "a", "add", args(&[("a", json!("x"))])).await;
+        assert!(matches!(outcome, CallOutcome::ToolError(_)), "{outcome:?}");
+        // Same session throughout: no re-initialize, no retries.
+        assert_eq!(
+            text_of(&call(&registry, "a", "echo", echo_args()).await),
+            "hi"
+        );
+        assert_eq!(upstream.requests("initialize"), 1);
+        assert_eq!(upstream.tool_calls("echo"), 4);
+    });
+}
+
+#[test]
+fn a_503_on_a_read_only_call_is_retried_then_parks_and_the_park_does_no_io() {
+    run(|| async {
+        let upstream = server().await;
+        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
+        assert_eq!(
+            text_of(&call(&registry, "a", "echo", echo_args()).await),
+            "hi"
+        );
+        upstream
+            .faults()
+            .push(FaultRule::always(Match::tool("lookup"), Fault::status(503)));
+        let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        let CallOutcome::Unavailable {
+            failure,
+            retry_in,
+            message,
+        } = outcome
+        else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(
+            (failure.kind, failure.status),
+            (FailureKind::Server, Some(503))
+        );
+        assert_eq!(retry_in, Some(Duration::from_secs(30)));
+        assert_eq!(
+            message,
+            "MCP connection 'a' is temporarily unavailable (kind=server, status=503); \
+             retrying in about 30 seconds."
+        );
+        assert_eq!(
+            upstream.tool_calls("lookup"),
+            3,
+            "max_attempts reached the server"
+        );
+        let status = registry.send(Status).await.unwrap();
+        assert_eq!((status[0].state, status[0].parks), ("parked", 1));
+        assert!(status[0].parked_until.is_some());
+        // Parked: answered at once, nothing reaches the server.
+        let before = upstream.counts();
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(
+            matches!(outcome, CallOutcome::Unavailable { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(upstream.counts().requests, before.requests);
+    });
+}
+
+#[test]
+fn a_non_idempotent_call_that_times_out_runs_once_and_may_have_run() {
+    run(|| async {
+        let upstream = server().await;
+        let registry = Registry::new(config(&http_connection(
+            "a",
+            &upstream.url(),
+            "call_timeout = \"1500ms\"",
+        )))
+        .start();
+        upstream
+            .faults()
+            .push(FaultRule::always(Match::tool("delete_item"), Fault::Hang));
+        let outcome = call(&registry, "a", "delete_item", args(&[("id", json!("7"))])).await;
+        let CallOutcome::TimedOut {
+            message,
+            may_have_run,
+        } = outcome
+        else {
+            panic!("{outcome:?}")
+        };
+        assert!(may_have_run);
+        assert_eq!(
+            message,
+            "MCP connection 'a' did not answer 'delete_item' within 2 seconds; the call may have run."
+        );
+        assert_eq!(upstream.tool_calls("delete_item"), 1, "never duplicated");
+        mcp_test_support::eventually!(upstream.requests("notifications/cancelled") >= 1);
+    });
+}
+
+#[test]
+fn a_read_only_call_that_times_out_is_retried() {
+    run(|| async {
+        let upstream = server().await;
+        let registry = Registry::new(config(&http_connection(
+            "a",
+            &upstream.url(),
+            "call_timeout = \"6s\"",
+        )))
+        .start();
+        upstream
+            .faults()
+            .push(FaultRule::once(Match::tool("lookup"), Fault::Hang));
+        let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        assert_eq!(text_of(&outcome), "value-of-k");
+        assert_eq!(upstream.tool_calls("lookup"), 2);
+    });
+}
+
+#[test]
+fn peak_in_flight_equals_max_concurrent_calls_and_overflow_is_busy() {
+    run(|| async {
+        let upstream = server().await;
+        let registry = Registry::new(config(&http_connection(
+            "a",
+            &upstream.url(),
+            "max_concurrent_calls = 2\nmax_queued_calls = 3",
+        )))
+        .start();
+        // Load the catalog first so all calls race for slots, not the catalog.
+        assert_eq!(
+            text_of(&call(&registry, "a", "echo", echo_args()).await),
+            "hi"
+        );
+        let calls: Vec<_> = (0..8)
+            .map(|_| call(&registry, "a", "sleep", args(&[("ms", json!(400))])))
+            .collect();
+        let outcomes = futures::future::join_all(calls).await;
+        let busy = outcomes
+            .iter()
+            .filter(|o| matches!(o, CallOutcome::Busy { .. }))
+            .count();
+        let ok = outcomes
+            .iter()
+            .filter(|o| matches!(o, CallOutcome::Success(_)))
+            .count();
+        assert_eq!((ok, busy), (5, 3), "{outcomes:?}");
+        assert_eq!(upstream.in_flight_peak(), 2);
+        let CallOutcome::Busy { message } = outcomes
+            .iter()
+            .find(|o| matches!(o, CallOutcome::Busy { .. }))
+            .unwrap()
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            message,
+            "MCP connection 'a' is busy (3 calls waiting); retry shortly."
+        );
+    });
+}
+
+#[test]
+fn containment_one_broken_upstream_does_not_disturb_another() {
+    run(|| async {
+        let bad = server().await;
+        let good = server().await;
+        let toml =
+            http_connection("bad", &bad.url(), "") + &http_connection("good", &good.url(), "");
+        let registry = Registry::new(config(&toml)).start();
+        assert_eq!(
+            text_of(&call(&registry, "bad", "echo", echo_args()).await),
+            "hi"
+        );
+        bad.faults().push(FaultRule::always(
+            Match::tool("sleep"),
+            Fault::DropConnection,
+        ));
+        bad.faults()
+            .push(FaultRule::always(Match::tool("echo"), Fault::Garbage));
+        let bad_calls = async {
+            let mut outcomes = Vec::new();
+            for _ in 0..3 {
+                outcomes.push(call(&registry, "bad", "sleep", args(&[("ms", json!(50))])).await);
+                outcomes.push(call(&registry, "bad", "echo", echo_args()).await);
+            }
+            outcomes
+        };
+        let good_calls = async {
+            let mut outcomes = Vec::new();
+            for i in 0..20 {
+                outcomes.push(
+                    call(
+                        &registry,
+                        "good",
+                        "add",
+                        args(&[("a", json!(i)), ("b", json!(1))]),
+                    )
+                    .await,
+                );
+            }
+            outcomes
+        };
+        let (bad_outcomes, good_outcomes) = futures::join!(bad_calls, good_calls);
+        assert!(
+            bad_outcomes
+                .iter()
+                .all(|o| !matches!(o, CallOutcome::Success(_))),
+            "{bad_outcomes:?}"
+        );
+        for (i, outcome) in good_outcomes.iter().enumerate() {
+            assert_eq!(text_of(outcome), (i + 1).to_string());
+        }
+        let names: Vec<_> = registry
+            .send(ListConnections)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.name, c.state))
+            .collect();
+        assert_eq!(names[1], ("good".to_owned(), "ready"));
+    });
+}
+
+#[test]
+fn shutdown_with_a_hung_call_is_bounded_and_the_caller_gets_a_value() {
+    run(|| async {
+        let upstream = server().await;
+        let toml = "[supervisor]\nshutdown_timeout = \"1s\"\n".to_owned()
+            + &http_connection("a", &upstream.url(), "call_timeout = \"60s\"");
+        let registry = Registry::new(config(&toml)).start();
+        assert_eq!(
+            text_of(&call(&registry, "a", "echo", echo_args()).await),
+            "hi"
+        );
+        upstream
+            .faults()
+            .push(FaultRule::always(Match::tool("delete_item"), Fault::Hang));
+        let hung = actix_rt::spawn({
+            let registry = registry.clone();
+            async move { call(&registry, "a", "delete_item", args(&[("id", json!("1"))])).await }
+        });
+        mcp_test_support::eventually!(upstream.tool_calls("delete_item") == 1);
+        let started = std::time::Instant::now();
+        registry.send(Shutdown).await.unwrap();
+        let outcome = tokio::time::timeout(Duration::from_secs(5), hung)
+            .await
+            .expect("the hung caller is resolved")
+            .unwrap();
+        assert!(
+            started.elapsed()
+                < Duration::from_secs(1) + Duration::from_secs(1) + Duration::from_secs(3)
+        );
+        let CallOutcome::Unavailable { message, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert!(message.contains("was stopped"), "{message}");
+    });
+}

@@ -1,0 +1,260 @@
+//! Shared helpers for the supervisor's integration tests: configs pointing at
+//! test servers, running inside an actix system, collecting events.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::{
+    future::Future,
+    path::Path,
+    sync::{Arc, Mutex},
+};
+
+use actix::{Actor, Addr, Context, Handler};
+use mcp_supervisor::{
+    CallOutcome,
+    config::Config,
+    events::ConnectionEvent,
+    registry::{CallTool, Registry, Subscribe},
+};
+
+/// Runs `body` inside a fresh actix system (real time).
+pub fn run<F: Future<Output = ()> + 'static>(body: impl FnOnce() -> F) {
+    actix_rt::System::new().block_on(body());
+}
+
+/// A config from TOML text (no env, no token files).
+pub fn config(toml: &str) -> Config {
+    Config::from_toml_str(toml, Path::new("test.toml"), &|_| None)
+        .unwrap_or_else(|error| panic!("test config is valid: {error}"))
+}
+
+/// `[connections.NAME]` for an HTTP upstream at `url`, plus extra keys.
+pub fn http_connection(name: &str, url: &str, extra: &str) -> String {
+    format!("[connections.{name}]\ntransport = \"http\"\nurl = \"{url}\"\n{extra}\n")
+}
+
+pub fn args(
+    pairs: &[(&str, serde_json::Value)],
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    Some(
+        pairs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), value.clone()))
+            .collect(),
+    )
+}
+
+pub async fn call(
+    registry: &Addr<Registry>,
+    connection: &str,
+    tool: &str,
+    arguments: Option<serde_json::Map<String, serde_json::Value>>,
+) -> CallOutcome {
+    registry
+        .send(CallTool {
+            connection: connection.into(),
+            tool: tool.into(),
+            arguments,
+            timeout: None,
+        })
+        .await
+        .expect("the registry answers")
+}
+
+/// The text of a successful result's first content item.
+pub fn text_of(outcome: &CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Success(result) | CallOutcome::ToolError(result) => result
+            .content
+            .first()
+            .and_then(|content| content.as_text())
+            .map(|text| text.text.clone())
+            .unwrap_or_default(),
+        other => panic!("expected an upstream result, got {other:?}"),
+    }
+}
+
+/// Records every event it is sent.
+#[derive(Default, Clone)]
+pub struct EventLog(pub Arc<Mutex<Vec<ConnectionEvent>>>);
+
+impl EventLog {
+    pub fn events(&self) -> Vec<ConnectionEvent> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub async fn subscribe(&self, registry: &Addr<Registry>) {
+        let recorder = EventRecorder(self.clone()).start();
+        registry
+            .send(Subscribe(recorder.recipient()))
+            .await
+            .unwrap();
+    }
+}
+
+struct EventRecorder(EventLog);
+
+impl Actor for EventRecorder {
+    type Context = Context<Self>;
+}
+
+impl Handler<ConnectionEvent> for EventRecorder {
+    type Result = ();
+
+    fn handle(&mut self, event: ConnectionEvent, _: &mut Context<Self>) {
+        self.0.0.lock().unwrap().push(event);
+    }
+}
+
+// ---- Added for the interop tests (real third-party servers as child processes).
+
+/// A TOML basic string holding `text` (JSON string escapes are valid TOML).
+pub fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serializes")
+}
+
+/// `[connections.NAME]` for a stdio upstream running `command` with `args`, plus
+/// extra keys.
+pub fn stdio_connection(name: &str, command: &str, args: &[&str], extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|arg| toml_string(arg)).collect();
+    format!(
+        "[connections.{name}]\ntransport = \"stdio\"\ncommand = {}\nargs = [{}]\n{extra}\n",
+        toml_string(command),
+        args.join(", ")
+    )
+}
+
+/// The workspace root (two levels above this crate).
+pub fn repo_root() -> std::path::PathBuf {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    root.canonicalize()
+        .unwrap_or_else(|error| panic!("{}: {error}", root.display()))
+}
+
+/// `CallTool` with an explicit per-call timeout.
+pub async fn call_with_timeout(
+    registry: &Addr<Registry>,
+    connection: &str,
+    tool: &str,
+    arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    timeout: std::time::Duration,
+) -> CallOutcome {
+    registry
+        .send(CallTool {
+            connection: connection.into(),
+            tool: tool.into(),
+            arguments,
+            timeout: Some(timeout),
+        })
+        .await
+        .expect("the registry answers")
+}
+
+/// `future`'s output, or a panic naming `what` if it takes longer than `bound`
+/// (the "never hangs" half of a call's promise).
+pub async fn answered_within<T>(
+    bound: std::time::Duration,
+    what: &str,
+    future: impl Future<Output = T>,
+) -> T {
+    tokio::time::timeout(bound, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {bound:?}"))
+}
+
+/// A loopback TCP port that nothing listens on right now.
+pub fn free_loopback_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// A child process the test started (an upstream server): its stdout and stderr
+/// go to a temporary file (shown when something goes wrong), and it is killed
+/// and reaped when dropped, so a failing test leaves nothing behind.
+#[derive(Debug)]
+pub struct ChildProcess {
+    label: String,
+    child: Option<std::process::Child>,
+    log: tempfile::NamedTempFile,
+}
+
+impl ChildProcess {
+    /// Starts `command` (stdin closed, output captured).
+    pub fn spawn(label: &str, mut command: std::process::Command) -> Self {
+        let log = tempfile::NamedTempFile::new().expect("a temporary log file");
+        let stdout = log.reopen().expect("the log file reopens");
+        let stderr = log.reopen().expect("the log file reopens");
+        let child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|error| panic!("{label}: cannot start {command:?}: {error}"));
+        Self {
+            label: label.to_owned(),
+            child: Some(child),
+            log,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    /// What the process printed so far (for failure messages).
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    /// `Some(status)` once the process has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|child| child.try_wait().ok().flatten())
+    }
+
+    /// SIGKILL and reap (no-op when already gone).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits until `127.0.0.1:port` accepts connections; panics (with the
+    /// process's output) if the process exits first or `within` passes.
+    pub async fn wait_for_port(&mut self, port: u16, within: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            if let Some(status) = self.exited() {
+                panic!(
+                    "{} exited ({status}) before listening on port {port}; its output:\n{}",
+                    self.label,
+                    self.output()
+                );
+            }
+            if tokio::time::Instant::now() >= deadline {
+                panic!(
+                    "{} did not listen on port {port} within {within:?}; its output:\n{}",
+                    self.label,
+                    self.output()
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
