@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the pinned third-party MCP servers the test suite talks to, into
-# git-ignored folders under .tools/ (see docs/TESTING.md):
+# Installs the pinned third-party MCP servers the test suite talks to, and the
+# MCP conformance suite, into git-ignored folders under .tools/ (see docs/TESTING.md):
 #
-#   .tools/node   npm `@modelcontextprotocol/server-everything`, from the lock file
+#   .tools/node   npm `@modelcontextprotocol/server-everything` and
+#                 `@modelcontextprotocol/conformance`, from the lock file
 #                 scripts/node/package-lock.json (`npm ci`)
 #   .tools/venv   Python venv with the `mcp` SDK, from tests/interop/requirements.txt
 #
@@ -18,8 +19,9 @@ NODE_DIR="$TOOLS/node"
 VENV_DIR="$TOOLS/venv"
 NODE_PINS=(scripts/node/package.json scripts/node/package-lock.json)
 PY_PINS=tests/interop/requirements.txt
-# Paths the tests use (crates/mcp-supervisor/tests/interop.rs).
+# Paths the tests use (crates/mcp-supervisor/tests/interop.rs, tests/e2e/conformance.rs).
 EVERYTHING_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+CONFORMANCE_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 VENV_PYTHON="$VENV_DIR/bin/python"
 
 say() { echo "install-test-deps: $*"; }
@@ -50,19 +52,23 @@ if command -v flock >/dev/null 2>&1; then
     flock 9
 fi
 
-# --- server-everything (Node) -------------------------------------------------
-require node "Node.js >= 20 runs @modelcontextprotocol/server-everything"
-require npm "installs @modelcontextprotocol/server-everything"
+# --- server-everything and the conformance suite (Node) -----------------------
+require node "Node.js >= 20 runs @modelcontextprotocol/server-everything and /conformance"
+require npm "installs @modelcontextprotocol/server-everything and /conformance"
 node_version=$(node --version)
 node_major=${node_version#v}
 node_major=${node_major%%.*}
-((node_major >= 20)) || die "Node.js >= 20 is required (its dependencies need it); found $node_version"
+node_minor=${node_version#v*.}
+node_minor=${node_minor%%.*}
+# undici 7 (a dependency of the conformance suite) declares node >= 20.18.1.
+((node_major > 20 || (node_major == 20 && node_minor >= 18))) ||
+    die "Node.js >= 20.18 is required (the pinned dependencies need it); found $node_version"
 
 want=$(fingerprint "node $node_major" "${NODE_PINS[@]}")
-if fresh "$NODE_DIR/.stamp" "$want" "$EVERYTHING_ENTRY"; then
-    say "server-everything: up to date"
+if fresh "$NODE_DIR/.stamp" "$want" "$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY"; then
+    say "server-everything, conformance: up to date"
 else
-    say "server-everything: installing into $NODE_DIR (npm ci)"
+    say "server-everything, conformance: installing into $NODE_DIR (npm ci)"
     rm -rf "$NODE_DIR"
     mkdir -p "$NODE_DIR"
     cp "${NODE_PINS[@]}" "$NODE_DIR/"
@@ -71,9 +77,12 @@ else
         rm -rf "$NODE_DIR"
         die "npm ci failed for scripts/node/package-lock.json (see the npm output above)"
     fi
-    [[ -f "$EVERYTHING_ENTRY" ]] || die "npm ci succeeded but $EVERYTHING_ENTRY is missing"
+    for entry in "$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY"; do
+        [[ -f "$entry" ]] || die "npm ci succeeded but $entry is missing"
+    done
     echo "$want" >"$NODE_DIR/.stamp"
     say "server-everything: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json').version") at $EVERYTHING_ENTRY"
+    say "conformance: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/conformance/package.json').version") at $CONFORMANCE_ENTRY"
 fi
 
 # --- Python MCP SDK -----------------------------------------------------------

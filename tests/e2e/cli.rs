@@ -309,3 +309,42 @@ fn call_to_an_upstream_that_is_down_exits_1_with_a_value() {
         run.stderr
     );
 }
+
+#[test]
+fn check_connect_prints_a_line_per_connection() {
+    let upstream = HttpUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.toml");
+    fs::write(
+        &path,
+        format!(
+            "[supervisor]\nconnect_timeout = \"2s\"\n[supervisor.quarantine]\nbase_cooldown = \"1s\"\n\
+             [connections.up]\ntransport = \"http\"\nurl = \"{}\"\n\
+             [connections.down]\ntransport = \"http\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
+            upstream.url
+        ),
+    )
+    .unwrap();
+    let run = supervisor(
+        &["check", "--config", path.to_str().unwrap(), "--connect"],
+        &[],
+    );
+    assert_eq!(run.code, Some(1), "one connection is down: {run:?}");
+    assert!(run.stdout.contains("up\t7 tools"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("down\tunavailable: MCP connection 'down'"),
+        "{}",
+        run.stdout
+    );
+    let run = supervisor(
+        &[
+            "check",
+            "--config",
+            upstream.config(dir.path()).to_str().unwrap(),
+            "--connect",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+}

@@ -38,6 +38,9 @@ pub(crate) enum Command {
         /// The TOML config file.
         #[arg(long, short)]
         config: PathBuf,
+        /// Also connect to every upstream and list its tools (a line per connection).
+        #[arg(long)]
+        connect: bool,
     },
     /// List tools: every connection's count, or one connection's tools.
     Tools {

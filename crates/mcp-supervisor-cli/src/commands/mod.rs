@@ -13,7 +13,7 @@ use crate::{cli::Command, exit::Exit};
 /// Runs one subcommand to completion.
 pub(crate) fn run(command: Command) -> Result<(), Exit> {
     match command {
-        Command::Check { config } => check::run(&config),
+        Command::Check { config, connect } => check::run(&config, connect),
         Command::Import { file } => import::run(&file),
         Command::Serve { config, stdio } => serve::run(config, stdio),
         Command::Tools { config, connection } => oneshot::tools(&config, connection),

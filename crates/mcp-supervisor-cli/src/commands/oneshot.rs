@@ -3,23 +3,28 @@
 use std::{future::Future, path::Path};
 
 use actix::{Actor, Addr};
+use futures::StreamExt;
 use mcp_supervisor::{
     CallOutcome,
     config::Config,
-    registry::{CallTool, ListTools, Registry, Shutdown, Warmup},
+    registry::{CallTool, ListConnections, ListTools, Registry, Shutdown},
 };
 use serde_json::{Map, Value};
 
 use crate::exit::Exit;
 
-/// Loads the config, runs `body` against a started registry, always shuts
-/// the registry down (children stopped) before returning.
-fn with_registry<F, Fut>(config_path: &Path, body: F) -> Result<(), Exit>
+/// Loads and validates a config file (a bad one is a usage error, exit 2).
+pub(crate) fn load(config_path: &Path) -> Result<Config, Exit> {
+    Config::from_file(config_path).map_err(|error| Exit::Usage(error.to_string()))
+}
+
+/// Runs `body` against a registry started on `config`, always shutting the
+/// registry down (children stopped) before returning.
+pub(crate) fn with_registry<F, Fut>(config: Config, body: F) -> Result<(), Exit>
 where
     F: FnOnce(Addr<Registry>) -> Fut + 'static,
     Fut: Future<Output = Result<(), Exit>> + 'static,
 {
-    let config = Config::from_file(config_path).map_err(|error| Exit::Usage(error.to_string()))?;
     actix_rt::System::new().block_on(async move {
         let registry = Registry::new(config).start();
         let result = body(registry.clone()).await;
@@ -30,9 +35,9 @@ where
 
 /// `mcp-supervisor tools --config F [NAME]`.
 pub(crate) fn tools(config_path: &Path, connection: Option<String>) -> Result<(), Exit> {
-    with_registry(config_path, move |registry| async move {
+    with_registry(load(config_path)?, move |registry| async move {
         let Some(connection) = connection else {
-            return list_all(&registry).await;
+            return connect_all(&registry).await;
         };
         let catalog = registry
             .send(ListTools {
@@ -49,15 +54,25 @@ pub(crate) fn tools(config_path: &Path, connection: Option<String>) -> Result<()
     })
 }
 
-async fn list_all(registry: &Addr<Registry>) -> Result<(), Exit> {
-    let results = registry
-        .send(Warmup)
-        .await
-        .map_err(|_| Exit::Failed("the supervisor stopped unexpectedly".into()))?;
+/// Connects to every connection and lists its tools, at most 6 at a time
+/// (SPEC §9 warmup), printing one line per connection as each finishes.
+pub(crate) async fn connect_all(registry: &Addr<Registry>) -> Result<(), Exit> {
+    let stopped = |_| Exit::Failed("the supervisor stopped unexpectedly".into());
+    let connections = registry.send(ListConnections).await.map_err(stopped)?;
+    let mut results = futures::stream::iter(connections)
+        .map(|connection| async move {
+            let listed = registry
+                .send(ListTools {
+                    connection: connection.name.clone(),
+                })
+                .await;
+            (connection.name, listed)
+        })
+        .buffer_unordered(WARMUP_CONCURRENCY);
     let mut failed = 0;
-    for (name, result) in results {
-        match result {
-            Ok(count) => println!("{name}\t{count} tools"),
+    while let Some((name, listed)) = results.next().await {
+        match listed.map_err(stopped)? {
+            Ok(catalog) => println!("{name}\t{} tools", catalog.len()),
             Err(unavailable) => {
                 failed += 1;
                 println!("{name}\tunavailable: {}", unavailable.message);
@@ -70,6 +85,9 @@ async fn list_all(registry: &Addr<Registry>) -> Result<(), Exit> {
     Ok(())
 }
 
+/// SPEC §9: connect at most this many connections at a time.
+const WARMUP_CONCURRENCY: usize = 6;
+
 /// `mcp-supervisor call --config F NAME TOOL [JSON]`.
 pub(crate) fn call(
     config_path: &Path,
@@ -78,7 +96,7 @@ pub(crate) fn call(
     arguments: Option<String>,
 ) -> Result<(), Exit> {
     let arguments = parse_arguments(arguments.as_deref())?;
-    with_registry(config_path, move |registry| async move {
+    with_registry(load(config_path)?, move |registry| async move {
         let outcome = registry
             .send(CallTool {
                 connection,

@@ -1,0 +1,193 @@
+//! `mcp-bench`: measures the SPEC §12 performance targets (P1–P7) side by side
+//! in one run, prints a table and writes `docs/BENCHMARKS.md`.
+//!
+//! Every measured round runs in a worker process of its own (`mcp-bench worker
+//! SPEC`, the same binary), against upstreams that are separate processes
+//! (`mcp-test-server --http`, `mcp-supervisor serve`), so the client CPU
+//! (`getrusage`) and peak RSS (`VmHWM`) a worker reports are its own.
+//! Variants of a comparison alternate round by round.
+//!
+//! Layout:
+//! - [`scenarios`]: P1–P7, their variants and their rows;
+//! - [`worker`]: the client loops (supervised, raw rmcp, …) in a worker process;
+//! - [`procs`]: starting upstreams, the gateway, workers, the Python client;
+//! - [`measure`]: CPU, RSS, percentiles, machine facts;
+//! - [`report`]: the table and the markdown.
+
+mod measure;
+mod procs;
+mod report;
+mod scenarios;
+mod worker;
+
+use std::{path::PathBuf, time::Instant};
+
+use clap::{Parser, Subcommand};
+
+use crate::{
+    procs::Binaries,
+    report::{Report, RunInfo},
+    scenarios::{Bench, Settings},
+};
+
+/// Measures the SPEC §12 targets (P1–P7) side by side and writes docs/BENCHMARKS.md.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-bench")]
+struct Cli {
+    /// Short rounds (about a minute in all) instead of the full run.
+    #[arg(long)]
+    quick: bool,
+    /// Run only these benchmarks (e.g. `--only P1,P5`).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Override the rounds per variant.
+    #[arg(long)]
+    rounds: Option<u32>,
+    /// Override the measured seconds per round.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Where to write the report. Default: docs/BENCHMARKS.md for a run of
+    /// every benchmark, target/bench/BENCHMARKS.md for a partial (`--only`) run.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Do not write a report file.
+    #[arg(long)]
+    no_write: bool,
+    /// The command to record in the report (the Makefile passes `make bench …`).
+    #[arg(long)]
+    invoked_as: Option<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Runs one measured round (internal).
+    #[command(hide = true)]
+    Worker { spec: String },
+}
+
+const ALL: [&str; 7] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7"];
+
+fn main() {
+    let cli = Cli::parse();
+    if let Some(Command::Worker { spec }) = &cli.command {
+        if let Err(error) = worker::run(spec) {
+            eprintln!("mcp-bench worker: {error:#}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    if let Err(error) = run(cli) {
+        eprintln!("mcp-bench: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let only: Vec<String> = cli.only.iter().map(|id| id.trim().to_uppercase()).collect();
+    if let Some(unknown) = only.iter().find(|id| !ALL.contains(&id.as_str())) {
+        anyhow::bail!("unknown benchmark {unknown}; pick from {}", ALL.join(", "));
+    }
+    let selected: Vec<&str> = ALL
+        .iter()
+        .copied()
+        .filter(|id| only.is_empty() || only.iter().any(|o| o == id))
+        .collect();
+    let root = scenarios::workspace_root();
+    let scratch_parent = root.join("target/bench");
+    std::fs::create_dir_all(&scratch_parent)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("run-")
+        .tempdir_in(&scratch_parent)?;
+    let mut settings = Settings::new(cli.quick, root.clone(), scratch.path().to_owned());
+    if let Some(rounds) = cli.rounds {
+        settings.rounds = rounds.max(1);
+    }
+    if let Some(seconds) = cli.seconds {
+        settings.seconds = seconds;
+    }
+    let bins = Binaries::locate()?;
+    let machine = measure::Machine::detect();
+    let date = measure::utc_now();
+    let started = Instant::now();
+    eprintln!(
+        "mcp-bench: {} mode, {} round(s) × {:.1} s per variant; {} cores, load {}",
+        if cli.quick { "quick" } else { "full" },
+        settings.rounds,
+        settings.seconds,
+        machine.cores,
+        machine.loadavg_start
+    );
+
+    let mut report = Report::default();
+    {
+        let mut bench = Bench {
+            bins: &bins,
+            settings: &settings,
+            report: &mut report,
+        };
+        for id in &selected {
+            let outcome = match *id {
+                "P1" => bench.p1(),
+                "P2" => bench.p2(),
+                "P3" => bench.p3(),
+                "P4" => bench.p4(),
+                "P5" => bench.p5(),
+                "P6" => bench.p6(),
+                "P7" => bench.p7(),
+                _ => Ok(()),
+            };
+            if let Err(error) = outcome {
+                eprintln!("mcp-bench: {id} failed: {error:#}");
+                bench
+                    .report
+                    .failures
+                    .push(((*id).to_owned(), format!("{error:#}")));
+            }
+        }
+    }
+    report.print();
+
+    let command = cli.invoked_as.clone().unwrap_or_else(|| {
+        std::env::args()
+            .map(|arg| arg.replace(&root.display().to_string(), "."))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let run = RunInfo {
+        date,
+        command,
+        mode: if cli.quick { "quick" } else { "full" },
+        only: if only.is_empty() {
+            Vec::new()
+        } else {
+            selected.iter().map(|s| (*s).to_owned()).collect()
+        },
+        machine,
+        loadavg_end: measure::loadavg(),
+        duration_s: started.elapsed().as_secs_f64(),
+        rounds: settings.rounds,
+        seconds: settings.seconds,
+    };
+    if !cli.no_write {
+        let out = cli.out.clone().unwrap_or_else(|| {
+            if only.is_empty() {
+                root.join("docs/BENCHMARKS.md")
+            } else {
+                root.join("target/bench/BENCHMARKS.md")
+            }
+        });
+        report::write_markdown(&out, &report.markdown(&run))?;
+        println!("  Report written to {}", out.display());
+    }
+    let missed = report.rows.iter().any(|row| row.met == Some(false));
+    if !report.failures.is_empty() {
+        anyhow::bail!("{} benchmark(s) failed to run", report.failures.len());
+    }
+    if missed {
+        // A missed target is a finding, not a harness failure: the report says so.
+        eprintln!("mcp-bench: some targets are not met (see the table)");
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The processes a benchmark runs against: the in-repo upstream
+//! (`mcp-test-server --http`), the gateway (`mcp-supervisor serve`), and the
+//! harness's own worker processes (one per measured round).
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+
+use crate::{measure::LoopResult, worker::Spec};
+
+/// Where the release binaries live: beside this one, unless overridden.
+#[derive(Debug, Clone)]
+pub(crate) struct Binaries {
+    pub(crate) bench: PathBuf,
+    pub(crate) test_server: PathBuf,
+    pub(crate) supervisor: PathBuf,
+}
+
+impl Binaries {
+    pub(crate) fn locate() -> anyhow::Result<Self> {
+        let bench = std::env::current_exe().context("locating mcp-bench")?;
+        let dir = bench
+            .parent()
+            .context("mcp-bench has no parent directory")?
+            .to_owned();
+        let find = |env: &str, name: &str| -> anyhow::Result<PathBuf> {
+            let path = std::env::var_os(env)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| dir.join(name));
+            if !path.is_file() {
+                bail!(
+                    "{} not found; build it with `cargo build --release -p mcp-bench \
+                     -p mcp-test-support -p mcp-supervisor-cli --bins` (or set {env})",
+                    path.display()
+                );
+            }
+            Ok(path)
+        };
+        Ok(Binaries {
+            test_server: find("MCP_TEST_SERVER_BIN", "mcp-test-server")?,
+            supervisor: find("MCP_SUPERVISOR_BIN", "mcp-supervisor")?,
+            bench,
+        })
+    }
+}
+
+/// A child process killed (SIGTERM, then SIGKILL) and reaped on drop.
+#[derive(Debug)]
+pub(crate) struct Guarded {
+    child: Child,
+    /// What it announced on its first stdout line (a URL).
+    pub(crate) url: String,
+}
+
+impl Guarded {
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts a child and waits for the first stdout line containing `marker`,
+/// taking the `http://…` word of that line as its URL.
+fn start_announcing(mut command: Command, marker: &str, log: &Path) -> anyhow::Result<Guarded> {
+    let stderr =
+        std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .with_context(|| format!("spawning {command:?}"))?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let url = loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains(marker) => {
+                let url = line
+                    .split_whitespace()
+                    .find(|word| word.starts_with("http://"))
+                    .map(str::to_owned);
+                match url {
+                    Some(url) => break url,
+                    None => bail!("no URL in {line:?}"),
+                }
+            }
+            Some(Ok(_)) => continue,
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "{command:?} exited before announcing itself; see {}",
+                    log.display()
+                );
+            }
+        }
+    };
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Ok(Guarded { child, url })
+}
+
+/// `mcp-test-server --http 127.0.0.1:0` (with Nagle left on if `nodelay` is false).
+pub(crate) fn start_upstream(
+    bins: &Binaries,
+    nodelay: bool,
+    logs: &Path,
+) -> anyhow::Result<Guarded> {
+    let mut command = Command::new(&bins.test_server);
+    command
+        .args(["--http", "127.0.0.1:0"])
+        .env("MCP_TEST_SERVER_LOG", "error");
+    if !nodelay {
+        command.arg("--no-nodelay");
+    }
+    let log = logs.join(if nodelay {
+        "upstream.log"
+    } else {
+        "upstream-no-nodelay.log"
+    });
+    start_announcing(command, "listening on", &log)
+}
+
+/// `mcp-supervisor serve` with one connection `up` to `upstream_url`; the URL
+/// is the gateway's MCP endpoint.
+pub(crate) fn start_gateway(
+    bins: &Binaries,
+    upstream_url: &str,
+    dir: &Path,
+) -> anyhow::Result<Guarded> {
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n\n\
+             [admin]\nlisten = \"127.0.0.1:0\"\n\n\
+             [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n"
+        ),
+    )?;
+    let mut command = Command::new(&bins.supervisor);
+    command.arg("serve").arg("--config").arg(&config);
+    start_announcing(command, "gateway listening on", &dir.join("gateway.log"))
+}
+
+/// Runs one measured round in a fresh worker process (clean CPU and RSS).
+pub(crate) fn run_worker(bins: &Binaries, spec: &Spec) -> anyhow::Result<LoopResult> {
+    let json = serde_json::to_string(spec)?;
+    let output = Command::new(&bins.bench)
+        .arg("worker")
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running a worker")?;
+    if !output.status.success() {
+        bail!("worker {json} failed with {}", output.status);
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).with_context(|| format!("parsing worker output {last:?}"))
+}
+
+/// Runs the Python SDK client loop (`scripts/bench-python-client.py`).
+pub(crate) fn run_python(
+    python: &Path,
+    script: &Path,
+    url: &str,
+    seconds: f64,
+    warmup_seconds: f64,
+) -> anyhow::Result<LoopResult> {
+    let output = Command::new(python)
+        .arg(script)
+        .args(["--url", url])
+        .args(["--seconds", &seconds.to_string()])
+        .args(["--warmup-seconds", &warmup_seconds.to_string()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !output.status.success() {
+        bail!("{} failed with {}", script.display(), output.status);
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).with_context(|| format!("parsing python output {last:?}"))
+}

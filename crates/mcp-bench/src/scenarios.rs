@@ -1,0 +1,627 @@
+//! P1–P7 (SPEC §12): which variants run, interleaved how, and which rows of
+//! the table they produce.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::{
+    measure::Aggregate,
+    procs::{self, Binaries, Guarded},
+    report::{Detail, Report, Row},
+    worker::{Client, Spec, read_pids},
+};
+
+/// How long and how often.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) quick: bool,
+    /// Rounds per variant (variants alternate inside each round).
+    pub(crate) rounds: u32,
+    /// Measured seconds per round.
+    pub(crate) seconds: f64,
+    /// Unmeasured warmup seconds per round.
+    pub(crate) warmup: f64,
+    /// Timed calls to a parked connection (P6).
+    pub(crate) parked_calls: usize,
+    pub(crate) root: PathBuf,
+    pub(crate) scratch: PathBuf,
+}
+
+impl Settings {
+    pub(crate) fn new(quick: bool, root: PathBuf, scratch: PathBuf) -> Self {
+        if quick {
+            Settings {
+                quick,
+                rounds: 2,
+                seconds: 1.5,
+                warmup: 0.3,
+                parked_calls: 20_000,
+                root,
+                scratch,
+            }
+        } else {
+            Settings {
+                quick,
+                rounds: 5,
+                seconds: 4.0,
+                warmup: 0.5,
+                parked_calls: 100_000,
+                root,
+                scratch,
+            }
+        }
+    }
+}
+
+/// Everything the scenarios share.
+pub(crate) struct Bench<'a> {
+    pub(crate) bins: &'a Binaries,
+    pub(crate) settings: &'a Settings,
+    pub(crate) report: &'a mut Report,
+}
+
+fn loop_spec(client: Client, url: &str, tool: &str, arguments: serde_json::Value) -> Spec {
+    Spec::Loop {
+        client,
+        url: url.to_owned(),
+        tool: tool.to_owned(),
+        arguments,
+        callers: 1,
+        max_concurrent_calls: 4,
+        seconds: 1.0,
+        warmup_seconds: 0.3,
+        observe_pid: None,
+    }
+}
+
+fn echo() -> serde_json::Value {
+    json!({"text": "hello"})
+}
+
+/// Sets the timing of a loop spec from the settings.
+fn timed(mut spec: Spec, settings: &Settings) -> Spec {
+    if let Spec::Loop {
+        seconds,
+        warmup_seconds,
+        ..
+    } = &mut spec
+    {
+        *seconds = settings.seconds;
+        *warmup_seconds = settings.warmup;
+    }
+    spec
+}
+
+impl Bench<'_> {
+    /// Runs every variant `rounds` times, alternating (and rotating the order
+    /// each round so drift in machine load hits every variant alike).
+    fn interleave(&self, variants: &[(&str, Spec)], rounds: u32) -> anyhow::Result<Vec<Aggregate>> {
+        let mut aggregates = vec![Aggregate::default(); variants.len()];
+        for round in 0..rounds as usize {
+            for k in 0..variants.len() {
+                let i = (k + round) % variants.len();
+                let (name, spec) = &variants[i];
+                let result = procs::run_worker(self.bins, spec)
+                    .with_context(|| format!("{name}, round {}", round + 1))?;
+                eprintln!(
+                    "  {name:<44} round {}: {:>8.0} calls/s",
+                    round + 1,
+                    result.calls as f64 / result.elapsed_s.max(1e-9)
+                );
+                aggregates[i].add(result);
+            }
+        }
+        Ok(aggregates)
+    }
+
+    fn upstream(&self, nodelay: bool) -> anyhow::Result<Guarded> {
+        procs::start_upstream(self.bins, nodelay, &self.settings.scratch)
+    }
+
+    fn detail(&mut self, id: &str, variant: &str, aggregate: &mut Aggregate) {
+        self.report
+            .details
+            .push(Detail::from_aggregate(id, variant, aggregate));
+    }
+
+    /// P1: supervised vs raw rmcp (default client, and the best raw setup),
+    /// plus the Nagle trap.
+    pub(crate) fn p1(&mut self) -> anyhow::Result<()> {
+        eprintln!("P1: supervised call vs raw rmcp client");
+        let upstream = self.upstream(true)?;
+        let s = self.settings;
+        let variants = [
+            (
+                "raw rmcp, default client (from_uri)",
+                timed(
+                    loop_spec(Client::RawDefault, &upstream.url, "echo", echo()),
+                    s,
+                ),
+            ),
+            (
+                "raw rmcp, pooled reqwest client",
+                timed(
+                    loop_spec(Client::RawPooled, &upstream.url, "echo", echo()),
+                    s,
+                ),
+            ),
+            (
+                "supervised (Registry + CallTool)",
+                timed(
+                    loop_spec(Client::Supervised, &upstream.url, "echo", echo()),
+                    s,
+                ),
+            ),
+        ];
+        let mut aggs = self.interleave(&variants, s.rounds)?;
+        drop(upstream);
+        let [default, pooled, supervised] = &mut aggs[..] else {
+            unreachable!()
+        };
+        let ratio = supervised.throughput() / default.throughput();
+        self.report.rows.push(Row::ratio(
+            "P1",
+            "throughput: supervised vs rmcp default client",
+            format!("{:.0} calls/s", supervised.throughput()),
+            format!("{:.0} calls/s", default.throughput()),
+            ratio,
+            "≥ 1.3×",
+            ratio >= 1.3,
+        ));
+        let added = supervised.percentile_us(50.0) - pooled.percentile_us(50.0);
+        self.report.rows.push(Row {
+            id: "P1".into(),
+            scenario: "added p50: supervised vs best raw rmcp (pooled)".into(),
+            ours: format!("{:.0} µs", supervised.percentile_us(50.0)),
+            baseline: format!("{:.0} µs", pooled.percentile_us(50.0)),
+            ratio: format!("{added:+.0} µs"),
+            target: "≤ +50 µs".into(),
+            met: Some(added <= 50.0),
+        });
+        let cpu_ratio = supervised.cpu_per_call_us() / pooled.cpu_per_call_us();
+        self.report.rows.push(Row::info(
+            "P1",
+            "client CPU per call: supervised vs best raw rmcp",
+            format!("{:.0} µs", supervised.cpu_per_call_us()),
+            format!("{:.0} µs", pooled.cpu_per_call_us()),
+            format!("{cpu_ratio:.2}×"),
+        ));
+        for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
+            self.detail("P1", name, agg);
+        }
+
+        // The Nagle trap: an upstream that leaves Nagle on.
+        eprintln!("P1: Nagle trap (upstream without TCP_NODELAY)");
+        let upstream = self.upstream(false)?;
+        let variants = [
+            (
+                "raw rmcp, default client — no-nodelay upstream",
+                timed(
+                    loop_spec(Client::RawDefault, &upstream.url, "echo", echo()),
+                    s,
+                ),
+            ),
+            (
+                "supervised — no-nodelay upstream",
+                timed(
+                    loop_spec(Client::Supervised, &upstream.url, "echo", echo()),
+                    s,
+                ),
+            ),
+        ];
+        let mut aggs = self.interleave(&variants, s.rounds.min(2))?;
+        drop(upstream);
+        let [default, supervised] = &mut aggs[..] else {
+            unreachable!()
+        };
+        let ratio = supervised.throughput() / default.throughput();
+        self.report.rows.push(Row::ratio(
+            "P1",
+            "Nagle trap: supervised vs rmcp default client, upstream without TCP_NODELAY",
+            format!(
+                "{:.0} calls/s, p50 {:.0} µs",
+                supervised.throughput(),
+                supervised.percentile_us(50.0)
+            ),
+            format!(
+                "{:.0} calls/s, p50 {:.0} µs",
+                default.throughput(),
+                default.percentile_us(50.0)
+            ),
+            ratio,
+            "≥ 1.0× (reuse must not stall)",
+            ratio >= 1.0,
+        ));
+        for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
+            self.detail("P1", name, agg);
+        }
+        Ok(())
+    }
+
+    /// P2: 8 callers, a 10 ms tool, `max_concurrent_calls` 4 vs 1.
+    pub(crate) fn p2(&mut self) -> anyhow::Result<()> {
+        eprintln!("P2: 8 callers, 10 ms tool, max_concurrent_calls 4 vs 1");
+        let upstream = self.upstream(true)?;
+        let s = self.settings;
+        let spec = |max: usize| {
+            let mut spec = timed(
+                loop_spec(
+                    Client::Supervised,
+                    &upstream.url,
+                    "sleep",
+                    json!({"ms": 10}),
+                ),
+                s,
+            );
+            if let Spec::Loop {
+                callers,
+                max_concurrent_calls,
+                ..
+            } = &mut spec
+            {
+                *callers = 8;
+                *max_concurrent_calls = max;
+            }
+            spec
+        };
+        let variants = [
+            ("supervised, 8 callers, max_concurrent_calls = 1", spec(1)),
+            ("supervised, 8 callers, max_concurrent_calls = 4", spec(4)),
+        ];
+        let mut aggs = self.interleave(&variants, s.rounds)?;
+        drop(upstream);
+        let [one, four] = &mut aggs[..] else {
+            unreachable!()
+        };
+        let ratio = four.throughput() / one.throughput();
+        self.report.rows.push(Row::ratio(
+            "P2",
+            "throughput: max_concurrent_calls 4 vs 1 (8 callers, 10 ms tool)",
+            format!("{:.0} calls/s", four.throughput()),
+            format!("{:.0} calls/s", one.throughput()),
+            ratio,
+            "≥ 3.5×",
+            ratio >= 3.5,
+        ));
+        for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
+            self.detail("P2", name, agg);
+        }
+        Ok(())
+    }
+
+    /// P3: supervised vs the Python `mcp` SDK client loop, same upstream.
+    pub(crate) fn p3(&mut self) -> anyhow::Result<()> {
+        eprintln!("P3: supervised vs the Python mcp SDK client loop");
+        let s = self.settings;
+        let python = s.root.join(".tools/venv/bin/python");
+        let script = s.root.join("scripts/bench-python-client.py");
+        if !python.is_file() {
+            anyhow::bail!(
+                "{} is missing: run ./scripts/install-test-deps.sh (make bench does)",
+                python.display()
+            );
+        }
+        let upstream = self.upstream(true)?;
+        let supervised_spec = timed(
+            loop_spec(Client::Supervised, &upstream.url, "echo", echo()),
+            s,
+        );
+        let mut supervised = Aggregate::default();
+        let mut python_agg = Aggregate::default();
+        for round in 0..s.rounds {
+            // Alternate which goes first.
+            for k in 0..2 {
+                if (k + round) % 2 == 0 {
+                    let result =
+                        procs::run_python(&python, &script, &upstream.url, s.seconds, s.warmup)?;
+                    eprintln!(
+                        "  {:<44} round {}: {:>8.0} calls/s",
+                        "python mcp SDK client",
+                        round + 1,
+                        result.calls as f64 / result.elapsed_s.max(1e-9)
+                    );
+                    python_agg.add(result);
+                } else {
+                    let result = procs::run_worker(self.bins, &supervised_spec)?;
+                    eprintln!(
+                        "  {:<44} round {}: {:>8.0} calls/s",
+                        "supervised",
+                        round + 1,
+                        result.calls as f64 / result.elapsed_s.max(1e-9)
+                    );
+                    supervised.add(result);
+                }
+            }
+        }
+        drop(upstream);
+        let ratio = supervised.throughput() / python_agg.throughput();
+        self.report.rows.push(Row::ratio(
+            "P3",
+            "throughput: supervised vs Python mcp SDK client",
+            format!("{:.0} calls/s", supervised.throughput()),
+            format!("{:.0} calls/s", python_agg.throughput()),
+            ratio,
+            "≥ 8×",
+            ratio >= 8.0,
+        ));
+        let cpu_ratio = python_agg.cpu_per_call_us() / supervised.cpu_per_call_us();
+        self.report.rows.push(Row::ratio(
+            "P3",
+            "client CPU per call: Python ÷ supervised",
+            format!("{:.0} µs", supervised.cpu_per_call_us()),
+            format!("{:.0} µs", python_agg.cpu_per_call_us()),
+            cpu_ratio,
+            "≥ 15× less",
+            cpu_ratio >= 15.0,
+        ));
+        self.detail("P3", "supervised (Registry + CallTool)", &mut supervised);
+        self.detail(
+            "P3",
+            "python mcp 1.30 SDK client (ClientSession)",
+            &mut python_agg,
+        );
+        Ok(())
+    }
+
+    /// P4: 1,000 HTTP connections registered, connected, called once.
+    pub(crate) fn p4(&mut self) -> anyhow::Result<()> {
+        eprintln!("P4: 1,000 HTTP connections registered, connected, called once");
+        let upstream = self.upstream(true)?;
+        let spec = Spec::Fanout {
+            url: upstream.url.clone(),
+            connections: 1_000,
+        };
+        let runs = if self.settings.quick { 1 } else { 2 };
+        let mut worst_total: f64 = 0.0;
+        let mut worst_rss: u64 = 0;
+        let mut notes = Vec::new();
+        for run in 0..runs {
+            let result = procs::run_worker(self.bins, &spec)?;
+            eprintln!(
+                "  run {}: {:.2} s total, {} ok, peak RSS {:.1} MiB",
+                run + 1,
+                result.elapsed_s,
+                result.calls,
+                result.peak_rss_kib as f64 / 1024.0
+            );
+            worst_total = worst_total.max(result.elapsed_s);
+            worst_rss = worst_rss.max(result.peak_rss_kib);
+            notes.push(format!(
+                "run {}: warmup (connect + list, 6 at a time) {:.2} s, then 1,000 concurrent calls \
+                 {:.2} s; {} of 1,000 connected, {} calls ok; client CPU {:.2} s; peak RSS {:.1} MiB, \
+                 RSS after {:.1} MiB",
+                run + 1,
+                result.extra.get("warmup_s").copied().unwrap_or(0.0),
+                result.elapsed_s - result.extra.get("warmup_s").copied().unwrap_or(0.0),
+                result.extra.get("connected").copied().unwrap_or(0.0),
+                result.calls,
+                result.cpu_s,
+                result.peak_rss_kib as f64 / 1024.0,
+                result.extra.get("rss_after_kib").copied().unwrap_or(0.0) / 1024.0,
+            ));
+            if result.errors > 0 {
+                notes.push(format!("run {}: {} calls failed", run + 1, result.errors));
+            }
+        }
+        drop(upstream);
+        let rss_mb = worst_rss as f64 * 1024.0 / 1e6;
+        self.report.rows.push(Row {
+            id: "P4".into(),
+            scenario: "1,000 HTTP connections: peak RSS of the client process".into(),
+            ours: format!("{rss_mb:.0} MB ({:.0} MiB)", worst_rss as f64 / 1024.0),
+            baseline: "—".into(),
+            ratio: "—".into(),
+            target: "≤ 150 MB".into(),
+            met: Some(rss_mb <= 150.0),
+        });
+        self.report.rows.push(Row {
+            id: "P4".into(),
+            scenario: "1,000 HTTP connections: registered → connected → called once".into(),
+            ours: format!("{worst_total:.2} s"),
+            baseline: "—".into(),
+            ratio: "—".into(),
+            target: "≤ 3 s".into(),
+            met: Some(worst_total <= 3.0),
+        });
+        self.report.notes.push(("P4".into(), notes));
+        Ok(())
+    }
+
+    /// P5: rmcp client → gateway → upstream vs rmcp client → upstream.
+    pub(crate) fn p5(&mut self) -> anyhow::Result<()> {
+        eprintln!("P5: gateway hop");
+        let upstream = self.upstream(true)?;
+        let gateway = procs::start_gateway(self.bins, &upstream.url, &self.settings.scratch)?;
+        let s = self.settings;
+        let mut through = timed(
+            loop_spec(Client::RawPooled, &gateway.url, "up__echo", echo()),
+            s,
+        );
+        if let Spec::Loop { observe_pid, .. } = &mut through {
+            *observe_pid = Some(gateway.pid());
+        }
+        let variants = [
+            (
+                "rmcp client (pooled) → upstream",
+                timed(
+                    loop_spec(Client::RawPooled, &upstream.url, "echo", echo()),
+                    s,
+                ),
+            ),
+            ("rmcp client (pooled) → gateway → upstream", through),
+        ];
+        let mut aggs = self.interleave(&variants, s.rounds)?;
+        drop(gateway);
+        drop(upstream);
+        let [direct, hop] = &mut aggs[..] else {
+            unreachable!()
+        };
+        let added = hop.percentile_us(50.0) - direct.percentile_us(50.0);
+        self.report.rows.push(Row {
+            id: "P5".into(),
+            scenario: "gateway hop: added p50".into(),
+            ours: format!("{:.0} µs", hop.percentile_us(50.0)),
+            baseline: format!("{:.0} µs", direct.percentile_us(50.0)),
+            ratio: format!("{added:+.0} µs"),
+            target: "≤ +150 µs".into(),
+            met: Some(added <= 150.0),
+        });
+        let gateway_cpu = hop.observed_per_call_us().unwrap_or(f64::NAN);
+        self.report.rows.push(Row {
+            id: "P5".into(),
+            scenario: "gateway hop: gateway process CPU per call".into(),
+            ours: format!("{gateway_cpu:.0} µs"),
+            baseline: "—".into(),
+            ratio: "—".into(),
+            target: "≤ 200 µs".into(),
+            met: Some(gateway_cpu <= 200.0),
+        });
+        let ratio = hop.throughput() / direct.throughput();
+        self.report.rows.push(Row::ratio(
+            "P5",
+            "gateway hop: throughput through the gateway vs direct",
+            format!("{:.0} calls/s", hop.throughput()),
+            format!("{:.0} calls/s", direct.throughput()),
+            ratio,
+            "≥ 0.9×",
+            ratio >= 0.9,
+        ));
+        for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
+            self.detail("P5", name, agg);
+        }
+        Ok(())
+    }
+
+    /// P6: calls to a parked (and a retired) connection.
+    pub(crate) fn p6(&mut self) -> anyhow::Result<()> {
+        for retired in [false, true] {
+            let which = if retired { "retired" } else { "parked" };
+            eprintln!("P6: calls to a {which} connection");
+            let spec = Spec::Parked {
+                retired,
+                calls: self.settings.parked_calls,
+            };
+            let result = procs::run_worker(self.bins, &spec)?;
+            let attempts = result
+                .extra
+                .get("socket_attempts_during")
+                .copied()
+                .unwrap_or(f64::NAN);
+            let mut agg = Aggregate::default();
+            let extra = result.extra.clone();
+            let wrong = result.errors;
+            agg.add(result);
+            let p99 = agg.percentile_us(99.0);
+            let p50 = agg.percentile_us(50.0);
+            self.report.rows.push(Row {
+                id: "P6".into(),
+                scenario: format!("call to a {which} connection: p99, and socket attempts"),
+                ours: format!("p99 {p99:.1} µs (p50 {p50:.1} µs), {attempts:.0} attempts"),
+                baseline: "—".into(),
+                ratio: "—".into(),
+                target: "≤ 50 µs p99, zero I/O".into(),
+                met: Some(p99 <= 50.0 && attempts == 0.0 && wrong == 0),
+            });
+            self.detail("P6", &format!("supervised, {which} connection"), &mut agg);
+            self.report.notes.push((
+                "P6".into(),
+                vec![format!(
+                    "{which}: {} calls timed; upstream socket attempts while timing: {attempts:.0} \
+                     (before: {:.0}, from connecting until it {which}); read/write syscalls of the \
+                     client process while timing: {:.0} / {:.0}; calls not answered \
+                     `Unavailable`: {wrong}",
+                    agg.calls + wrong,
+                    extra
+                        .get("socket_attempts_before")
+                        .copied()
+                        .unwrap_or(f64::NAN),
+                    extra.get("io_syscr_during").copied().unwrap_or(f64::NAN),
+                    extra.get("io_syscw_during").copied().unwrap_or(f64::NAN),
+                )],
+            ));
+        }
+        Ok(())
+    }
+
+    /// P7: 100 stdio connections started, then shut down; no orphan.
+    pub(crate) fn p7(&mut self) -> anyhow::Result<()> {
+        eprintln!("P7: 100 stdio connections started then shut down");
+        let count = 100;
+        let dir = tempfile::Builder::new()
+            .prefix("p7-")
+            .tempdir_in(&self.settings.scratch)?;
+        let spec = Spec::Stdio {
+            server: self.bins.test_server.clone(),
+            count,
+            dir: dir.path().to_owned(),
+        };
+        let result = procs::run_worker(self.bins, &spec)?;
+        // After the worker exited: anything still alive is an orphan.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let pids = read_pids(dir.path(), count);
+        let orphans: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(
+                |pid| matches!(crate::measure::proc_state(*pid), Some((state, _)) if state != 'Z'),
+            )
+            .collect();
+        let get = |key: &str| result.extra.get(key).copied().unwrap_or(f64::NAN);
+        self.report.rows.push(Row {
+            id: "P7".into(),
+            scenario: "100 stdio connections: started (warmup) → shut down".into(),
+            ours: format!(
+                "{:.2} s ({:.2} s start, {:.2} s shutdown), {} orphans",
+                result.elapsed_s,
+                get("startup_s"),
+                get("shutdown_s"),
+                orphans.len()
+            ),
+            baseline: "—".into(),
+            ratio: "—".into(),
+            target: "≤ 15 s, no orphan".into(),
+            met: Some(
+                result.elapsed_s <= 15.0
+                    && orphans.is_empty()
+                    && get("alive_after_shutdown") == 0.0
+                    && result.calls as usize == count,
+            ),
+        });
+        self.report.notes.push((
+            "P7".into(),
+            vec![format!(
+                "{} of {count} connections started; {:.0} child processes running before shutdown; \
+                 after Shutdown answered: {:.0} still alive, {:.0} zombies (not yet reaped), {:.0} \
+                 live children of the worker; after the worker exited: {} alive (orphans); peak \
+                 RSS {:.1} MiB; client CPU {:.2} s",
+                result.calls,
+                get("children_running"),
+                get("alive_after_shutdown"),
+                get("zombies_after_shutdown"),
+                get("children_left"),
+                orphans.len(),
+                result.peak_rss_kib as f64 / 1024.0,
+                result.cpu_s,
+            )],
+        ));
+        for pid in orphans {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The workspace root (where `docs/`, `scripts/` and `.tools/` are).
+pub(crate) fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
