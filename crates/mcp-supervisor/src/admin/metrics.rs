@@ -171,26 +171,13 @@ mod tests {
     };
 
     use super::*;
-    use crate::connection::{CallCounts, stats::DurationHistogram};
+    use crate::connection::CallCounts;
 
     fn status(name: &str, state: &'static str) -> ConnectionStatus {
         ConnectionStatus {
-            name: name.into(),
-            transport: "http",
             state,
             since: SystemTime::UNIX_EPOCH,
-            tool_count: None,
-            dead: false,
-            last_failure: None,
-            parks: 0,
-            parked_until: None,
-            retired_reason: None,
-            restarts: 0,
-            in_flight: 0,
-            queued: 0,
-            calls: CallCounts::default(),
-            durations: DurationHistogram::default(),
-            failures: Default::default(),
+            ..ConnectionStatus::idle(name, "http")
         }
     }
 

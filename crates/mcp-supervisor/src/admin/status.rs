@@ -59,10 +59,7 @@ pub(crate) fn rfc3339(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        Failure, FailureKind,
-        connection::{CallCounts, stats::DurationHistogram},
-    };
+    use crate::{Failure, FailureKind, connection::CallCounts};
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
@@ -73,22 +70,8 @@ mod tests {
 
     fn idle(name: &str) -> ConnectionStatus {
         ConnectionStatus {
-            name: name.into(),
-            transport: "stdio",
-            state: "idle",
             since: at(NEW_YEAR_2026),
-            tool_count: None,
-            dead: false,
-            last_failure: None,
-            parks: 0,
-            parked_until: None,
-            retired_reason: None,
-            restarts: 0,
-            in_flight: 0,
-            queued: 0,
-            calls: CallCounts::default(),
-            durations: DurationHistogram::default(),
-            failures: Default::default(),
+            ..ConnectionStatus::idle(name, "stdio")
         }
     }
 

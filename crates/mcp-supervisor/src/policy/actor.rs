@@ -275,3 +275,17 @@ impl Handler<PolicySnapshot> for QuarantinePolicy {
 
 #[cfg(test)]
 mod tests;
+
+/// Replaces the timing settings (a reload changed `[supervisor.quarantine]`);
+/// strikes and running parks are kept.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct UpdateSettings(pub PolicySettings);
+
+impl Handler<UpdateSettings> for QuarantinePolicy {
+    type Result = ();
+
+    fn handle(&mut self, msg: UpdateSettings, _: &mut Context<Self>) {
+        self.settings = msg.0;
+    }
+}

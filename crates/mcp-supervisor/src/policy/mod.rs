@@ -12,7 +12,7 @@ pub mod schedule;
 
 pub use actor::{
     ConnectionPolicyState, Forget, PolicySnapshot, QuarantinePolicy, RegisterConnections,
-    ReportFailure, ReportIdleDeath, ReportSuccess, ResetConnection,
+    ReportFailure, ReportIdleDeath, ReportSuccess, ResetConnection, UpdateSettings,
 };
 pub use decide::{Decision, Phase, Situation, decide, decide_idle_death};
 pub use schedule::{Cooldowns, PolicySettings, RetryBackoff, ScheduleError};

@@ -22,7 +22,7 @@ use crate::{
     config::{Config, RetryCalls},
     connection::{CallCounts, CallRetry, ConnectionCall, ConnectionSnapshot, Snapshot, Stop},
     events::ConnectionEvent,
-    policy::{Forget, PolicySnapshot, RegisterConnections, ResetConnection},
+    policy::{Forget, PolicySnapshot, RegisterConnections, ResetConnection, UpdateSettings},
 };
 
 /// Call `tool` on `connection`. Always answered with a value.
@@ -86,6 +86,30 @@ pub struct ConnectionStatus {
     pub calls: CallCounts,
     pub durations: crate::connection::stats::DurationHistogram,
     pub failures: crate::connection::stats::FailuresByKind,
+}
+
+impl ConnectionStatus {
+    /// A connection that was never used: no session, no calls, no failures.
+    pub fn idle(name: &str, transport: &'static str) -> Self {
+        ConnectionStatus {
+            name: name.to_owned(),
+            transport,
+            state: "idle",
+            since: SystemTime::now(),
+            tool_count: None,
+            dead: false,
+            last_failure: None,
+            parks: 0,
+            parked_until: None,
+            retired_reason: None,
+            restarts: 0,
+            in_flight: 0,
+            queued: 0,
+            calls: CallCounts::default(),
+            durations: Default::default(),
+            failures: Default::default(),
+        }
+    }
 }
 
 /// Sends every future [`ConnectionEvent`] to `0`.
@@ -381,6 +405,12 @@ impl Handler<Reload> for Registry {
 
     fn handle(&mut self, msg: Reload, _: &mut Context<Self>) -> Self::Result {
         let new = msg.0;
+        if new.gateway != self.config.gateway || new.admin != self.config.admin {
+            tracing::warn!(
+                "[gateway] and [admin] changes take effect on restart; the running \
+                 endpoints keep their settings"
+            );
+        }
         let mut report = ReloadReport::default();
         let old_names = self.names();
         for name in &old_names {
@@ -415,6 +445,8 @@ impl Handler<Reload> for Registry {
             }
         }
         self.policy.do_send(RegisterConnections(self.names()));
+        self.policy
+            .do_send(UpdateSettings(super::policy_settings(&new)));
         self.config = Arc::new(new);
         tracing::info!(
             added = report.added.len(),
