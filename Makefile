@@ -35,6 +35,6 @@ fmt: ## Format the code
 	$(CARGO) fmt --all
 
 doc: ## Build the API docs (warnings are errors)
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p mcp-supervisor -p mcp-test-support
 
 ci: lint test ## What CI runs

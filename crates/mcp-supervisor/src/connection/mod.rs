@@ -1,8 +1,8 @@
 //! The connection actor: owns one connection's session for its whole life.
 //!
-//! Its mailbox serializes every state change (the [`Lifecycle`]) and the
-//! admission of calls. The I/O runs in operation futures ([`operation`]) that
-//! hold a [`Lease`] on the session and report back by message; they never touch
+//! Its mailbox serializes every state change (the `Lifecycle`) and the
+//! admission of calls. The I/O runs in operation futures (`operation`) that
+//! hold a `Lease` on the session and report back by message; they never touch
 //! the actor's state directly. A failure report goes through the actor, which
 //! disposes a broken session *before* anyone waits, asks the `QuarantinePolicy`,
 //! and applies its decision (park, retire) in one place.
