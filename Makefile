@@ -38,3 +38,13 @@ doc: ## Build the API docs (warnings are errors)
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p mcp-supervisor -p mcp-test-support
 
 ci: lint test ## What CI runs
+
+# `make bench [QUICK=1] [ONLY=P1,P5]`: the SPEC §12 targets side by side (crates/mcp-bench).
+QUICK ?=
+ONLY ?=
+BENCH_INVOKED := make bench$(if $(filter-out 0,$(QUICK)), QUICK=$(QUICK),)$(if $(ONLY), ONLY=$(ONLY),)
+.PHONY: bench
+bench: ## Benchmarks P1-P7 -> docs/BENCHMARKS.md (QUICK=1 ~1 min, ONLY=P1,P5)
+	./scripts/install-test-deps.sh
+	$(CARGO) build --release -p mcp-bench -p mcp-test-support -p mcp-supervisor-cli --bins
+	$(CARGO) run --release -q -p mcp-bench -- $(if $(filter-out 0,$(QUICK)),--quick,) $(if $(ONLY),--only $(ONLY),) --invoked-as "$(BENCH_INVOKED)"

@@ -12,6 +12,7 @@ from getrusage), samples_ns (per-call latency), peak_rss_kib (VmHWM).
 """
 
 import argparse
+import logging
 import asyncio
 import json
 import resource
@@ -81,6 +82,8 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds")
     parser.add_argument("--warmup-seconds", type=float, default=0.5, help="unmeasured seconds first")
     args = parser.parse_args()
+    # The SDK warns when the server answers the closing DELETE with 202; not our concern here.
+    logging.getLogger("mcp").setLevel(logging.ERROR)
     result = asyncio.run(main(args.url, args.seconds, args.warmup_seconds))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")

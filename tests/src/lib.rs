@@ -257,3 +257,50 @@ impl Drop for HttpUpstream {
         let _ = self.child.wait();
     }
 }
+
+/// A TOML basic string holding `value` (JSON string escapes are valid TOML).
+pub fn toml_string(value: &str) -> String {
+    serde_json::to_string(value).expect("a string serializes")
+}
+
+/// A `[connections.NAME]` table for a stdio upstream running `command args…`.
+pub fn stdio_connection(name: &str, command: &Path, args: &[&str], extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|arg| toml_string(arg)).collect();
+    format!(
+        "[connections.{name}]\ntransport = \"stdio\"\ncommand = {}\nargs = [{}]\n{extra}\n",
+        toml_string(&command.to_string_lossy()),
+        args.join(", ")
+    )
+}
+
+/// A file that `scripts/install-test-deps.sh` installs under `.tools/`
+/// (e.g. `venv/bin/python`). Missing, the test fails (it is never skipped)
+/// saying how to install it.
+pub fn installed_tool(relative: &str) -> PathBuf {
+    let path = repo_root().join(".tools").join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run ./scripts/install-test-deps.sh (make test does) to install \
+         the pinned test dependencies (see docs/TESTING.md)",
+        path.display()
+    );
+    path
+}
+
+/// Waits up to `bound` for `child` to exit; kills it (and reaps it) if it
+/// has not. Returns the exit status, or `None` if it had to be killed.
+pub fn wait_bounded(
+    child: &mut std::process::Child,
+    bound: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < bound {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}

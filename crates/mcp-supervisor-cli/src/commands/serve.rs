@@ -60,6 +60,14 @@ async fn bind(what: &str, address: std::net::SocketAddr) -> Result<TcpListener, 
 }
 
 async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), Exit> {
+    // Handlers first: from the moment a port answers, SIGTERM/SIGINT must mean
+    // a graceful shutdown and SIGHUP a reload, never the default action
+    // (termination without stopping the children).
+    let signal_error =
+        |error: std::io::Error| Exit::Failed(format!("cannot watch signals: {error}"));
+    let mut hangup = signal(SignalKind::hangup()).map_err(signal_error)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(signal_error)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(signal_error)?;
     let shutdown = CancellationToken::new();
     let admin = bind("admin API", config.admin.listen).await?;
     let gateway = if stdio {
@@ -114,11 +122,6 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     }
     tracing::info!(connections = config.connections.len(), "supervisor running");
 
-    let signal_error =
-        |error: std::io::Error| Exit::Failed(format!("cannot watch signals: {error}"));
-    let mut hangup = signal(SignalKind::hangup()).map_err(signal_error)?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(signal_error)?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(signal_error)?;
     loop {
         tokio::select! {
             _ = hangup.recv() => {
