@@ -109,6 +109,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let bins = Binaries::locate()?;
     let machine = measure::Machine::detect();
+    measure::note_load();
     let date = measure::utc_now();
     let started = Instant::now();
     eprintln!(
@@ -166,6 +167,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         },
         machine,
         loadavg_end: measure::loadavg(),
+        max_load: measure::max_load(),
         duration_s: started.elapsed().as_secs_f64(),
         rounds: settings.rounds,
         seconds: settings.seconds,

@@ -258,6 +258,25 @@ impl Machine {
     }
 }
 
+/// The highest 1-minute load average seen by [`note_load`], times 100.
+static MAX_LOAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Samples the 1-minute load average (called before every measured round),
+/// so the report can say whether other work competed for the CPU.
+pub(crate) fn note_load() {
+    let one = loadavg()
+        .split_whitespace()
+        .next()
+        .and_then(|one| one.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    MAX_LOAD.fetch_max((one * 100.0) as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The highest 1-minute load average sampled during the run.
+pub(crate) fn max_load() -> f64 {
+    MAX_LOAD.load(std::sync::atomic::Ordering::Relaxed) as f64 / 100.0
+}
+
 /// The 1/5/15-minute load averages.
 pub(crate) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")

@@ -141,8 +141,9 @@ pub(crate) fn start_upstream(
     start_announcing(command, "listening on", &log)
 }
 
-/// `mcp-supervisor serve` with one connection `up` to `upstream_url`; the URL
-/// is the gateway's MCP endpoint.
+/// `mcp-supervisor serve` with one connection `up` to `upstream_url` (8 calls
+/// in flight, like the 8 callers of the throughput run); the URL is the
+/// gateway's MCP endpoint.
 pub(crate) fn start_gateway(
     bins: &Binaries,
     upstream_url: &str,
@@ -154,7 +155,8 @@ pub(crate) fn start_gateway(
         format!(
             "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n\n\
              [admin]\nlisten = \"127.0.0.1:0\"\n\n\
-             [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n"
+             [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\
+             max_concurrent_calls = 8\n"
         ),
     )?;
     let mut command = Command::new(&bins.supervisor);
@@ -164,6 +166,7 @@ pub(crate) fn start_gateway(
 
 /// Runs one measured round in a fresh worker process (clean CPU and RSS).
 pub(crate) fn run_worker(bins: &Binaries, spec: &Spec) -> anyhow::Result<LoopResult> {
+    crate::measure::note_load();
     let json = serde_json::to_string(spec)?;
     let output = Command::new(&bins.bench)
         .arg("worker")
@@ -188,6 +191,7 @@ pub(crate) fn run_python(
     seconds: f64,
     warmup_seconds: f64,
 ) -> anyhow::Result<LoopResult> {
+    crate::measure::note_load();
     let output = Command::new(python)
         .arg(script)
         .args(["--url", url])

@@ -60,8 +60,13 @@ pub(crate) enum Spec {
         /// A process whose CPU is sampled around the loop (the gateway).
         observe_pid: Option<u32>,
     },
-    /// P4: `connections` HTTP connections to `url`, warmed up, called once each.
-    Fanout { url: String, connections: usize },
+    /// P4: `connections` HTTP connections to `url`, warmed up, called once
+    /// each, `call_concurrency` calls at a time.
+    Fanout {
+        url: String,
+        connections: usize,
+        call_concurrency: usize,
+    },
     /// P6: calls to a connection that is parked (or retired).
     Parked { retired: bool, calls: usize },
     /// P7: `count` stdio connections started (warmup) then shut down.
@@ -106,9 +111,11 @@ pub(crate) fn run(spec_json: &str) -> anyhow::Result<()> {
                 }
             }
         }
-        Spec::Fanout { url, connections } => {
-            actix_rt::System::new().block_on(fanout(url, connections))
-        }
+        Spec::Fanout {
+            url,
+            connections,
+            call_concurrency,
+        } => actix_rt::System::new().block_on(fanout(url, connections, call_concurrency)),
         Spec::Parked { retired, calls } => actix_rt::System::new().block_on(parked(retired, calls)),
         Spec::Stdio { server, count, dir } => {
             actix_rt::System::new().block_on(stdio(&server, count, &dir))
@@ -273,8 +280,13 @@ async fn raw_loop(pooled: bool, url: String, plan: Plan) -> anyhow::Result<LoopR
 }
 
 /// P4: one config, `connections` HTTP connections to the same upstream;
-/// warmed up (connect + list), then each called once, all at once.
-async fn fanout(url: String, connections: usize) -> anyhow::Result<LoopResult> {
+/// warmed up (connect + list), then each called once, `call_concurrency` at a time.
+async fn fanout(
+    url: String,
+    connections: usize,
+    call_concurrency: usize,
+) -> anyhow::Result<LoopResult> {
+    use futures::StreamExt;
     let mut toml = String::new();
     for n in 0..connections {
         toml.push_str(&format!(
@@ -288,6 +300,7 @@ async fn fanout(url: String, connections: usize) -> anyhow::Result<LoopResult> {
     let warm = registry.send(Warmup).await?;
     let warmed = start.elapsed();
     let connected = warm.iter().filter(|(_, result)| result.is_ok()).count();
+    let rss_warm = measure::status_field("/proc/self/status", "VmRSS:").unwrap_or(0);
     let calls = (0..connections).map(|n| {
         registry.send(CallTool {
             connection: format!("c{n}"),
@@ -296,7 +309,10 @@ async fn fanout(url: String, connections: usize) -> anyhow::Result<LoopResult> {
             timeout: None,
         })
     });
-    let outcomes = futures::future::join_all(calls).await;
+    let outcomes: Vec<_> = futures::stream::iter(calls)
+        .buffer_unordered(call_concurrency.max(1))
+        .collect()
+        .await;
     let elapsed = start.elapsed();
     let cpu = measure::process_cpu().saturating_sub(cpu_before);
     let ok = outcomes
@@ -316,6 +332,7 @@ async fn fanout(url: String, connections: usize) -> anyhow::Result<LoopResult> {
             ("warmup_s".to_owned(), warmed.as_secs_f64()),
             ("connected".to_owned(), connected as f64),
             ("rss_after_kib".to_owned(), rss_now as f64),
+            ("rss_after_warmup_kib".to_owned(), rss_warm as f64),
         ]
         .into_iter()
         .collect(),

@@ -11,6 +11,7 @@ use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
     routing::any,
+    serve::ListenerExt,
 };
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
@@ -51,6 +52,13 @@ pub async fn serve_http(
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
         .with_state(endpoint);
+    // TCP_NODELAY on every accepted socket: with keep-alive clients, Nagle
+    // on our side plus delayed ACKs on theirs stalls each answer ~40 ms.
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY on a gateway connection");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
