@@ -22,6 +22,7 @@ pub mod events;
 pub mod failure;
 pub mod gateway;
 pub mod http;
+mod listener;
 pub mod meta;
 pub mod outcome;
 pub mod policy;

@@ -13,7 +13,10 @@
 use std::{
     net::SocketAddr,
     path::PathBuf,
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -94,6 +97,8 @@ pub struct TestServer {
     addr: SocketAddr,
     control: ServerControl,
     options: TestServerOptions,
+    /// TCP connections accepted, over restarts.
+    accepted: Arc<AtomicU64>,
     /// `None` while stopped.
     running: Option<Running>,
 }
@@ -130,14 +135,22 @@ impl TestServer {
             .await
             .with_context(|| format!("binding {addr}"))?;
         let addr = listener.local_addr()?;
-        let running = serve(listener, control.clone(), &options);
+        let accepted = Arc::new(AtomicU64::new(0));
+        let running = serve(listener, control.clone(), &options, accepted.clone());
         tracing::debug!(%addr, "test MCP server listening");
         Ok(Self {
             addr,
             control,
             options,
+            accepted,
             running: Some(running),
         })
+    }
+
+    /// TCP connections accepted so far (over restarts): how a test tells
+    /// connection reuse from a connection per request.
+    pub fn connections_accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
     }
 
     /// `http://127.0.0.1:PORT/mcp`.
@@ -228,7 +241,12 @@ impl TestServer {
                 }
             }
         };
-        self.running = Some(serve(listener, self.control.clone(), &self.options));
+        self.running = Some(serve(
+            listener,
+            self.control.clone(),
+            &self.options,
+            self.accepted.clone(),
+        ));
         Ok(())
     }
 
@@ -268,7 +286,12 @@ struct AppState {
     bearer: Option<Arc<str>>,
 }
 
-fn serve(listener: TcpListener, control: ServerControl, options: &TestServerOptions) -> Running {
+fn serve(
+    listener: TcpListener,
+    control: ServerControl,
+    options: &TestServerOptions,
+    accepted: Arc<AtomicU64>,
+) -> Running {
     let shutdown = CancellationToken::new();
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
@@ -294,6 +317,7 @@ fn serve(listener: TcpListener, control: ServerControl, options: &TestServerOpti
         listener,
         router,
         options.nodelay,
+        accepted,
         shutdown.clone(),
     ));
     Running { accept, shutdown }
@@ -303,6 +327,7 @@ async fn accept_loop(
     listener: TcpListener,
     router: Router,
     nodelay: bool,
+    accept_count: Arc<AtomicU64>,
     shutdown: CancellationToken,
 ) {
     // Dropping this set (when the task ends or is aborted) aborts every
@@ -313,6 +338,7 @@ async fn accept_loop(
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
+                    accept_count.fetch_add(1, Ordering::Relaxed);
                     if nodelay && let Err(error) = stream.set_nodelay(true) {
                         tracing::debug!(%error, "cannot set TCP_NODELAY");
                     }

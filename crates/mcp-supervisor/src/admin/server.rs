@@ -23,7 +23,10 @@ use super::{
     reload::{ReloadError, Reloader, report_json},
     status::status_json,
 };
-use crate::registry::{ConnectionStatus, Registry, Reset, Status, UnknownConnection};
+use crate::{
+    listener::without_nagle,
+    registry::{ConnectionStatus, Registry, Reset, Status, UnknownConnection},
+};
 
 /// `/readyz` is ready only if the registry answers a status request this fast.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(1);
@@ -54,7 +57,7 @@ pub async fn serve_admin(
         tracing::info!(%address, "admin API listening");
     }
     let app = router(registry, reloader, shutdown.clone());
-    axum::serve(listener, app)
+    axum::serve(without_nagle(listener), app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }

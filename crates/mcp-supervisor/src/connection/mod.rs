@@ -38,7 +38,7 @@ use crate::{
     config::{ConnectionConfig, Transport},
     events::ConnectionEvent,
     failure::Failure,
-    http::HttpRecorder,
+    http::{HttpClients, HttpRecorder},
     outcome::messages as text,
     policy::{Decision, QuarantinePolicy},
     session::{Session, SessionEvent, SessionHandler, open_http},
@@ -49,7 +49,7 @@ use crate::{
 pub struct ConnectionDeps {
     pub policy: Addr<QuarantinePolicy>,
     /// The pooled HTTP client every HTTP connection shares.
-    pub http: reqwest::Client,
+    pub http: HttpClients,
     /// Where transitions are published (the registry).
     pub events: Option<Recipient<ConnectionEvent>>,
     /// Bound on a graceful session close at stop.
@@ -455,7 +455,7 @@ impl Actor for ConnectionActor {
 /// Builds a session for `config`'s transport, bounded by `connect_timeout`.
 async fn open_session(
     config: Arc<ConnectionConfig>,
-    http: reqwest::Client,
+    http: HttpClients,
     recorder: HttpRecorder,
     handler: SessionHandler,
 ) -> Result<Session, Failure> {

@@ -11,7 +11,6 @@ use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
     routing::any,
-    serve::ListenerExt,
 };
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
@@ -21,7 +20,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{GatewayHandler, GatewayState};
-use crate::config::{BearerToken, GatewaySettings};
+use crate::{
+    config::{BearerToken, GatewaySettings},
+    listener::without_nagle,
+};
 
 #[derive(Clone)]
 struct Endpoint {
@@ -52,14 +54,7 @@ pub async fn serve_http(
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
         .with_state(endpoint);
-    // TCP_NODELAY on every accepted socket: with keep-alive clients, Nagle
-    // on our side plus delayed ACKs on theirs stalls each answer ~40 ms.
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "could not set TCP_NODELAY on a gateway connection");
-        }
-    });
-    axum::serve(listener, router)
+    axum::serve(without_nagle(listener), router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
 }

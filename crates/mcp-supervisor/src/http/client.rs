@@ -1,6 +1,11 @@
 //! [`RecordingClient`]: rmcp's `StreamableHttpClient` over a shared `reqwest::Client`.
 
-use std::{borrow::Cow, collections::HashMap, sync::Arc, time::SystemTime};
+use std::{
+    borrow::Cow,
+    collections::HashMap,
+    sync::{Arc, OnceLock},
+    time::SystemTime,
+};
 
 use futures::{StreamExt, stream::BoxStream};
 use http::{
@@ -24,14 +29,16 @@ use sse_stream::{Sse, SseStream};
 
 use super::{
     recorder::{HttpObservation, HttpRecorder},
+    reuse::{HttpClients, OriginReuse},
     sse_limit::LimitedEvents,
 };
 use crate::failure::parse_retry_after;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
-/// rmcp's `StreamableHttpClient`, implemented over a (typically shared and
-/// pooled) `reqwest::Client`, recording every response on the connection.
+/// rmcp's `StreamableHttpClient`, implemented over the shared [`HttpClients`]
+/// (pooled, unless the upstream's origin stalls on reuse), recording every
+/// response on the connection.
 ///
 /// Differences from rmcp's bundled client, all deliberate:
 /// - every response's method, path, status and `Retry-After` goes to the
@@ -44,8 +51,21 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 ///   echo a credential) reaches a log line.
 #[derive(Clone)]
 pub struct RecordingClient {
-    http: reqwest::Client,
+    clients: HttpClients,
     recorder: HttpRecorder,
+    /// The session's endpoint, parsed once: rmcp passes the same URI string on
+    /// every request, and parsing it (twice: reqwest and the recorder's path)
+    /// was a measurable share of a call's CPU.
+    target: Arc<OnceLock<Arc<Target>>>,
+}
+
+/// A parsed endpoint and its origin's reuse state.
+struct Target {
+    uri: Arc<str>,
+    url: reqwest::Url,
+    /// The URL's path, never its query (which may carry an API key).
+    path: String,
+    origin: Arc<OriginReuse>,
 }
 
 impl std::fmt::Debug for RecordingClient {
@@ -55,9 +75,39 @@ impl std::fmt::Debug for RecordingClient {
 }
 
 impl RecordingClient {
-    /// Sends through `http` and records responses into `recorder`.
-    pub fn new(http: reqwest::Client, recorder: HttpRecorder) -> Self {
-        RecordingClient { http, recorder }
+    /// Sends through `clients` and records responses into `recorder`.
+    pub fn new(clients: HttpClients, recorder: HttpRecorder) -> Self {
+        RecordingClient {
+            clients,
+            recorder,
+            target: Arc::default(),
+        }
+    }
+
+    /// The parsed endpoint for `uri` (cached; `None` if it is not a URL).
+    fn target(&self, uri: &Arc<str>) -> Option<Arc<Target>> {
+        if let Some(target) = self.target.get()
+            && target.uri == *uri
+        {
+            return Some(target.clone());
+        }
+        let url = reqwest::Url::parse(uri).ok()?;
+        let target = Arc::new(Target {
+            uri: uri.clone(),
+            path: url.path().to_owned(),
+            origin: self.clients.origin(&url),
+            url,
+        });
+        // Only the first endpoint is cached; rmcp never changes it.
+        let _ = self.target.set(target.clone());
+        Some(target)
+    }
+
+    /// The path to record for `uri`.
+    fn path(&self, uri: &Arc<str>) -> String {
+        self.target(uri)
+            .map(|target| target.path.clone())
+            .unwrap_or_else(|| "/".to_owned())
     }
 
     /// The recorder this client writes to.
@@ -68,11 +118,18 @@ impl RecordingClient {
     fn request(
         &self,
         method: reqwest::Method,
-        uri: &str,
+        uri: &Arc<str>,
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> reqwest::RequestBuilder {
-        let mut request = self.http.request(method, uri);
+        let mut request = match self.target(uri) {
+            Some(target) => self
+                .clients
+                .for_origin(&target.origin)
+                .request(method, target.url.clone()),
+            // Not a URL: reqwest reports that as the request's error.
+            None => self.clients.pooled().request(method, uri.as_ref()),
+        };
         if let Some(token) = auth_token {
             // bearer_auth marks the header value sensitive, so reqwest's own
             // Debug output of the request redacts it.
@@ -89,7 +146,7 @@ impl RecordingClient {
     fn check_status(
         &self,
         method: &'static str,
-        uri: &str,
+        uri: &Arc<str>,
         response: &reqwest::Response,
         session_attached: bool,
     ) -> Result<(), HttpError> {
@@ -97,7 +154,7 @@ impl RecordingClient {
         let retry_after_raw = header_str(response.headers(), RETRY_AFTER);
         self.recorder.record(HttpObservation {
             method,
-            path: url_path(uri),
+            path: self.path(uri),
             status: status.as_u16(),
             retry_after: retry_after_raw
                 .as_deref()
@@ -134,7 +191,7 @@ impl RecordingClient {
     /// spec asks for. That is an expired session, not a bad request: report it
     /// as such so rmcp re-initializes (the request provably did not run).
     /// The body is only inspected (bounded), never kept.
-    async fn session_rejection(&self, uri: &str, response: reqwest::Response) -> HttpError {
+    async fn session_rejection(&self, uri: &Arc<str>, response: reqwest::Response) -> HttpError {
         let status = response.status();
         let retry_after = header_str(response.headers(), RETRY_AFTER);
         let body = read_bounded(response, SESSION_ERROR_PEEK)
@@ -145,7 +202,7 @@ impl RecordingClient {
             .contains("session");
         self.recorder.record(HttpObservation {
             method: "POST",
-            path: url_path(uri),
+            path: self.path(uri),
             status: status.as_u16(),
             retry_after: None,
             at: SystemTime::now(),
@@ -354,13 +411,6 @@ fn media_type_is(content_type: &str, expected: &str) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case(expected))
 }
 
-/// The path of a URL, never its query (which may carry an API key).
-fn url_path(uri: &str) -> String {
-    reqwest::Url::parse(uri)
-        .map(|url| url.path().to_owned())
-        .unwrap_or_else(|_| "/".to_owned())
-}
-
 /// Reads a whole body, refusing one larger than `limit` (a hostile upstream
 /// must not make us buffer gigabytes).
 async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, HttpError> {
@@ -398,10 +448,14 @@ mod tests {
 
     #[test]
     fn paths_drop_the_query() {
+        let client = RecordingClient::new(
+            HttpClients::new(reqwest::Client::new(), reqwest::Client::new()),
+            HttpRecorder::default(),
+        );
         assert_eq!(
-            url_path("https://h.example/mcp/v1?api_key=SECRET"),
+            client.path(&Arc::from("https://h.example/mcp/v1?api_key=SECRET")),
             "/mcp/v1"
         );
-        assert_eq!(url_path("not a url"), "/");
+        assert_eq!(client.path(&Arc::from("not a url")), "/");
     }
 }

@@ -8,7 +8,10 @@
 
 mod client;
 mod recorder;
+mod reuse;
 mod sse_limit;
 
 pub use client::RecordingClient;
 pub use recorder::{HttpObservation, HttpRecorder};
+pub use reuse::{HttpClients, OriginReuse, Reuse};
+pub(crate) use reuse::{PROBE_PINGS, stall_verdict};

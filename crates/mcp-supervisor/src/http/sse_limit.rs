@@ -1,13 +1,15 @@
 //! A byte-stream adaptor that bounds the size of one SSE event, so a hostile
-//! upstream cannot make us buffer an endless event.
+//! upstream cannot make us buffer an endless event, and that finishes reading
+//! a body its reader abandoned, so the connection can be reused.
 
 use std::{
     pin::Pin,
     task::{Context, Poll},
+    time::Duration,
 };
 
 use bytes::Bytes;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 
 /// Why the bounded body stream stopped.
 #[derive(Debug, thiserror::Error)]
@@ -21,24 +23,46 @@ pub(crate) enum BodyError<E> {
 }
 
 /// Wraps a body stream; yields an error once an event exceeds `limit` bytes.
-pub(crate) struct LimitedEvents<S> {
-    inner: S,
+///
+/// rmcp drops a POST's SSE body as soon as the response event arrived, usually
+/// before the chunked terminator was read, and hyper cannot pool a connection
+/// whose body was not read to the end: about one call in four then paid for a
+/// new TCP connection. Dropped early, this stream reads the rest of its body in
+/// the background instead, within [`DRAIN_WITHIN`] and [`DRAIN_CHUNKS`].
+pub(crate) struct LimitedEvents<S>
+where
+    S: Stream + Send + Unpin + 'static,
+{
+    /// `None` only after `drop` handed it to the drain.
+    inner: Option<S>,
     limit: usize,
     /// Bytes seen since the last event boundary (a blank line).
     current: usize,
     /// The previous byte was a `\n` (ignoring `\r`), so another `\n` ends an event.
     after_newline: bool,
     failed: bool,
+    /// The body was read to its end.
+    finished: bool,
 }
 
-impl<S> LimitedEvents<S> {
+/// How long an abandoned body may take to finish: a response's terminator is
+/// already on its way; a long-lived stream (the standalone GET) is cut off.
+const DRAIN_WITHIN: Duration = Duration::from_millis(100);
+/// How many more chunks an abandoned body may yield before it is cut off.
+const DRAIN_CHUNKS: usize = 64;
+
+impl<S> LimitedEvents<S>
+where
+    S: Stream + Send + Unpin + 'static,
+{
     pub(crate) fn new(inner: S, limit: usize) -> Self {
         LimitedEvents {
-            inner,
+            inner: Some(inner),
             limit,
             current: 0,
             after_newline: false,
             failed: false,
+            finished: false,
         }
     }
 
@@ -65,16 +89,19 @@ impl<S> LimitedEvents<S> {
 
 impl<S, E> Stream for LimitedEvents<S>
 where
-    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
     type Item = Result<Bytes, BodyError<E>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.failed {
+        if self.failed || self.finished {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut self.inner).poll_next(cx) {
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match Pin::new(inner).poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
                 if self.account(&chunk) {
                     Poll::Ready(Some(Ok(chunk)))
@@ -85,9 +112,41 @@ where
                 }
             }
             Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(BodyError::Body(error)))),
-            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(None) => {
+                self.finished = true;
+                Poll::Ready(None)
+            }
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+impl<S> Drop for LimitedEvents<S>
+where
+    S: Stream + Send + Unpin + 'static,
+{
+    fn drop(&mut self) {
+        // A failed stream's connection is not worth saving; outside a runtime
+        // there is nowhere to drain (and nothing will reuse the connection).
+        if self.finished || self.failed {
+            return;
+        }
+        let (Some(mut inner), Ok(runtime)) =
+            (self.inner.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        runtime.spawn(async move {
+            let drain = async {
+                let mut chunks = 0;
+                while chunks < DRAIN_CHUNKS && inner.next().await.is_some() {
+                    chunks += 1;
+                }
+            };
+            // Cut off or not, the body is dropped here; only a complete one
+            // returns its connection to the pool.
+            let _ = tokio::time::timeout(DRAIN_WITHIN, drain).await;
+        });
     }
 }
 
@@ -127,5 +186,40 @@ mod tests {
             16,
         );
         assert_eq!(ok, vec![true, false]);
+    }
+
+    /// A stream of `total` one-event chunks that counts how many were read.
+    fn counted(
+        total: usize,
+        read: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + Unpin + 'static {
+        let read = read.clone();
+        stream::iter(0..total).map(move |_| {
+            read.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(Bytes::from_static(b"data: 1\n\n"))
+        })
+    }
+
+    #[tokio::test]
+    async fn a_body_dropped_early_is_read_to_its_end_in_the_background() {
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut events = LimitedEvents::new(counted(5, &read), 64);
+        assert!(events.next().await.is_some_and(|item| item.is_ok()));
+        drop(events);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test]
+    async fn an_endless_abandoned_body_is_cut_off() {
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut events = LimitedEvents::new(counted(usize::MAX, &read), 64);
+        assert!(events.next().await.is_some());
+        drop(events);
+        tokio::time::sleep(DRAIN_WITHIN * 2).await;
+        assert_eq!(
+            read.load(std::sync::atomic::Ordering::SeqCst),
+            1 + DRAIN_CHUNKS
+        );
     }
 }

@@ -136,7 +136,8 @@ impl Registry {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
-        let result = listed.map(|tools| Arc::new(Catalog::new(&entry.config, tools)));
+        let schemas = &mut self.schemas;
+        let result = listed.map(|tools| Arc::new(Catalog::new(&entry.config, tools, schemas)));
         let next = match &result {
             Ok(catalog) => CatalogState::Loaded(catalog.clone()),
             Err(_) => CatalogState::Unloaded,

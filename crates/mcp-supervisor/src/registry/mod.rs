@@ -15,7 +15,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 
-pub use catalog::{Catalog, retry_safe};
+pub use catalog::{Catalog, SchemaInterner, retry_safe};
 pub use messages::*;
 
 use self::entries::Entry;
@@ -23,6 +23,7 @@ use crate::{
     config::Config,
     connection::ConnectionDeps,
     events::ConnectionEvent,
+    http::HttpClients,
     policy::{Cooldowns, PolicySettings, QuarantinePolicy, RegisterConnections, RetryBackoff},
     session::shared_http_client,
 };
@@ -35,8 +36,10 @@ const HEALTH_CHECK_EVERY: Duration = Duration::from_secs(1);
 pub struct Registry {
     config: Arc<Config>,
     policy: Addr<QuarantinePolicy>,
-    http: reqwest::Client,
+    http: HttpClients,
     entries: BTreeMap<String, Entry>,
+    /// Shares identical tool schemas across the cached catalogs.
+    schemas: SchemaInterner,
     subscribers: Vec<Recipient<ConnectionEvent>>,
     shutting_down: bool,
 }
@@ -55,6 +58,7 @@ impl Registry {
             policy,
             http: shared_http_client(),
             entries,
+            schemas: SchemaInterner::default(),
             subscribers: Vec::new(),
             shutting_down: false,
         }

@@ -4,7 +4,9 @@ use std::{collections::HashMap, time::Duration};
 
 use http::{HeaderName, HeaderValue};
 use rmcp::{
-    ServiceExt,
+    RoleClient, ServiceExt,
+    model::{ClientRequest, PingRequest},
+    service::RunningService,
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -17,22 +19,34 @@ use super::{Session, SessionHandler, classify_recorded, watch::Watched};
 use crate::{
     config::HttpTransport,
     failure::{Failure, FailureKind},
-    http::{HttpRecorder, RecordingClient},
+    http::{HttpClients, HttpRecorder, PROBE_PINGS, RecordingClient, Reuse, stall_verdict},
 };
 
-/// The one pooled HTTP client all HTTP connections share: keep-alive reuse is
-/// ~1.6× faster than a connection per call and far lighter for many upstreams.
-pub fn shared_http_client() -> reqwest::Client {
+/// The HTTP clients all HTTP connections share: one pooled (keep-alive reuse
+/// is ~1.6× faster than a connection per call and far lighter for many
+/// upstreams), and one without idle connections for origins where reuse
+/// stalls (see [`HttpClients`]).
+pub fn shared_http_client() -> HttpClients {
+    HttpClients::new(
+        client_builder()
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new()),
+        client_builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new()),
+    )
+}
+
+fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .tcp_nodelay(true)
-        .pool_idle_timeout(Duration::from_secs(60))
         // Deadlines are per operation (call_timeout etc.), enforced above the client.
         .connect_timeout(Duration::from_secs(30))
         // Never follow redirects: a redirect could carry the bearer token to
         // another origin, and an MCP endpoint has no business redirecting.
         .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
 }
 
 /// Connects and initializes a session to `transport`, within `deadline`.
@@ -41,7 +55,7 @@ pub fn shared_http_client() -> reqwest::Client {
 /// config (which derives `Debug`) is moved into rmcp and never logged.
 pub async fn open_http(
     transport: &HttpTransport,
-    client: reqwest::Client,
+    clients: HttpClients,
     recorder: HttpRecorder,
     handler: SessionHandler,
     deadline: Instant,
@@ -51,17 +65,56 @@ pub async fn open_http(
     if let Some(token) = &transport.auth {
         config = config.auth_header(token.expose());
     }
-    let client = RecordingClient::new(client, recorder.clone());
+    let origin = reqwest::Url::parse(&transport.url)
+        .ok()
+        .map(|url| (url.origin().ascii_serialization(), clients.origin(&url)));
+    let probe = origin.as_ref().and_then(|(_, reuse)| reuse.claim_probe());
+    let client = RecordingClient::new(clients, recorder.clone());
     let ended = CancellationToken::new();
     let rmcp_transport = Watched::new(
         StreamableHttpClientTransport::with_client(client, config),
         ended.clone(),
     );
-    match tokio::time::timeout_at(deadline, handler.serve(rmcp_transport)).await {
-        Ok(Ok(service)) => Ok(Session::new(service, Some(recorder), ended)),
-        Ok(Err(error)) => Err(classify_recorded(&error, Some(&recorder))),
-        Err(_) => Err(Failure::timeout("initialize did not complete in time")),
+    let service = match tokio::time::timeout_at(deadline, handler.serve(rmcp_transport)).await {
+        Ok(Ok(service)) => service,
+        Ok(Err(error)) => return Err(classify_recorded(&error, Some(&recorder))),
+        Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
+    };
+    if let Some(probe) = probe {
+        let verdict = probe_reuse(&service, deadline).await;
+        if verdict == Reuse::Stalls {
+            tracing::warn!(
+                origin = origin.as_ref().map_or("", |(name, _)| name.as_str()),
+                "upstream stalls on reused connections (Nagle with delayed ACK); \
+                 using a new connection per request to it"
+            );
+        }
+        probe.settle(verdict);
     }
+    Ok(Session::new(service, Some(recorder), ended))
+}
+
+/// Times up to [`PROBE_PINGS`] `ping`s on the new session's reused
+/// connection. Anything but a clear stall (including a ping error or the
+/// deadline) keeps reuse: a false "stalls" only costs speed, but so would
+/// probing every connect.
+async fn probe_reuse(
+    service: &RunningService<RoleClient, SessionHandler>,
+    deadline: Instant,
+) -> Reuse {
+    let mut round_trips = Vec::with_capacity(PROBE_PINGS);
+    while round_trips.len() < PROBE_PINGS {
+        let started = Instant::now();
+        let ping = service.send_request(ClientRequest::PingRequest(PingRequest::default()));
+        match tokio::time::timeout_at(deadline, ping).await {
+            Ok(Ok(_)) => round_trips.push(started.elapsed()),
+            Ok(Err(_)) | Err(_) => return Reuse::Works,
+        }
+        if let Some(verdict) = stall_verdict(&round_trips) {
+            return verdict;
+        }
+    }
+    Reuse::Works
 }
 
 fn header_map(transport: &HttpTransport) -> Result<HashMap<HeaderName, HeaderValue>, Failure> {

@@ -1,0 +1,223 @@
+//! Connection reuse per upstream origin, with a fallback for upstreams where
+//! reuse stalls.
+//!
+//! Reusing pooled TCP connections is much faster and lighter than a new
+//! connection per request, except against a server that leaves Nagle on
+//! (no `TCP_NODELAY`) and writes its response headers and body as two small
+//! segments: on a reused connection the body then waits for our delayed ACK,
+//! about 40 ms per request. A fresh connection starts in quick-ACK mode and
+//! escapes it, which is why rmcp's default (a connection per request) does not
+//! see the stall. We cannot fix third-party servers, so the first session to an
+//! origin probes it with a few `ping`s; if they stall, every later request to
+//! that origin goes through a client that never reuses connections.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU8, Ordering},
+    },
+    time::Duration,
+};
+
+/// The two HTTP clients all HTTP connections share, and what each origin
+/// was found to need.
+#[derive(Clone)]
+pub struct HttpClients {
+    pooled: reqwest::Client,
+    fresh: reqwest::Client,
+    origins: Arc<Mutex<HashMap<String, Arc<OriginReuse>>>>,
+}
+
+impl std::fmt::Debug for HttpClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClients").finish_non_exhaustive()
+    }
+}
+
+impl HttpClients {
+    /// Shares `pooled` for origins where reuse works and `fresh` (which should
+    /// not keep idle connections) for origins where it stalls.
+    pub fn new(pooled: reqwest::Client, fresh: reqwest::Client) -> Self {
+        HttpClients {
+            pooled,
+            fresh,
+            origins: Arc::default(),
+        }
+    }
+
+    /// The reuse state of `url`'s origin (scheme, host, port), created on
+    /// first use.
+    pub fn origin(&self, url: &reqwest::Url) -> Arc<OriginReuse> {
+        let key = url.origin().ascii_serialization();
+        let mut origins = self
+            .origins
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        origins.entry(key).or_default().clone()
+    }
+
+    /// The client to send a request to an origin in state `origin` with.
+    pub(crate) fn for_origin(&self, origin: &OriginReuse) -> &reqwest::Client {
+        match origin.verdict() {
+            Reuse::Stalls => &self.fresh,
+            Reuse::Unknown | Reuse::Works => &self.pooled,
+        }
+    }
+
+    /// The pooled client (for requests whose URL could not be parsed: reqwest
+    /// reports the error).
+    pub(crate) fn pooled(&self) -> &reqwest::Client {
+        &self.pooled
+    }
+}
+
+/// What is known about reusing connections to one origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Not probed yet (or being probed): reuse.
+    Unknown,
+    /// Probed: reused connections answer promptly.
+    Works,
+    /// Probed: reused connections stall; use a connection per request.
+    Stalls,
+}
+
+/// One origin's [`Reuse`] state, shared by every session to it.
+#[derive(Debug, Default)]
+pub struct OriginReuse {
+    state: AtomicU8,
+}
+
+const UNKNOWN: u8 = 0;
+const PROBING: u8 = 1;
+const WORKS: u8 = 2;
+const STALLS: u8 = 3;
+
+impl OriginReuse {
+    /// The current verdict.
+    pub fn verdict(&self) -> Reuse {
+        match self.state.load(Ordering::Relaxed) {
+            WORKS => Reuse::Works,
+            STALLS => Reuse::Stalls,
+            _ => Reuse::Unknown,
+        }
+    }
+
+    /// Claims the one probe of this origin; `None` when it was probed or is
+    /// being probed by another session.
+    pub(crate) fn claim_probe(self: &Arc<Self>) -> Option<ProbeClaim> {
+        self.state
+            .compare_exchange(UNKNOWN, PROBING, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()
+            .map(|_| ProbeClaim {
+                origin: self.clone(),
+                settled: false,
+            })
+    }
+}
+
+/// The right to probe an origin. Dropped unsettled (the probe was cut short),
+/// it hands the probe back so a later session tries again.
+pub(crate) struct ProbeClaim {
+    origin: Arc<OriginReuse>,
+    settled: bool,
+}
+
+impl ProbeClaim {
+    pub(crate) fn settle(mut self, verdict: Reuse) {
+        let state = match verdict {
+            Reuse::Works => WORKS,
+            Reuse::Stalls => STALLS,
+            Reuse::Unknown => UNKNOWN,
+        };
+        self.origin.state.store(state, Ordering::Release);
+        self.settled = true;
+    }
+}
+
+impl Drop for ProbeClaim {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.origin.state.store(UNKNOWN, Ordering::Release);
+        }
+    }
+}
+
+/// How many `ping`s a probe sends at most.
+pub(crate) const PROBE_PINGS: usize = 4;
+/// A loopback or LAN ping answered this late on a reused connection is the
+/// delayed-ACK stall (40 ms on Linux), not the server thinking.
+pub(crate) const STALL_THRESHOLD: Duration = Duration::from_millis(30);
+/// Stalled pings that settle the verdict. The first request after
+/// `initialize` often escapes (the connection is still in quick-ACK mode), so
+/// one fast ping proves nothing; two slow ones are the pattern.
+const STALLS_NEEDED: usize = 2;
+
+/// The verdict from the round-trip times of the pings sent so far, or `None`
+/// while more pings are needed.
+pub(crate) fn stall_verdict(round_trips: &[Duration]) -> Option<Reuse> {
+    let slow = round_trips
+        .iter()
+        .filter(|rtt| **rtt >= STALL_THRESHOLD)
+        .count();
+    let fast = round_trips.len() - slow;
+    if slow >= STALLS_NEEDED {
+        Some(Reuse::Stalls)
+    } else if fast > PROBE_PINGS - STALLS_NEEDED {
+        Some(Reuse::Works)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAST: Duration = Duration::from_micros(300);
+    const SLOW: Duration = Duration::from_millis(41);
+
+    #[test]
+    fn two_stalled_pings_mean_reuse_stalls() {
+        assert_eq!(stall_verdict(&[FAST, SLOW]), None);
+        assert_eq!(stall_verdict(&[FAST, SLOW, SLOW]), Some(Reuse::Stalls));
+        assert_eq!(stall_verdict(&[SLOW, SLOW]), Some(Reuse::Stalls));
+    }
+
+    #[test]
+    fn three_prompt_pings_mean_reuse_works() {
+        assert_eq!(stall_verdict(&[FAST, FAST]), None);
+        assert_eq!(stall_verdict(&[FAST, FAST, FAST]), Some(Reuse::Works));
+        assert_eq!(stall_verdict(&[FAST, SLOW, FAST, FAST]), Some(Reuse::Works));
+    }
+
+    #[test]
+    fn a_probe_is_claimed_once_and_handed_back_if_unsettled() {
+        let origin = Arc::new(OriginReuse::default());
+        let claim = origin.claim_probe().expect("first claim");
+        assert!(origin.claim_probe().is_none(), "one probe at a time");
+        drop(claim);
+        assert_eq!(origin.verdict(), Reuse::Unknown);
+        origin
+            .claim_probe()
+            .expect("claim again")
+            .settle(Reuse::Stalls);
+        assert_eq!(origin.verdict(), Reuse::Stalls);
+        assert!(
+            origin.claim_probe().is_none(),
+            "settled origins are not re-probed"
+        );
+    }
+
+    #[test]
+    fn origins_are_keyed_by_scheme_host_and_port() {
+        let clients = HttpClients::new(reqwest::Client::new(), reqwest::Client::new());
+        let url = |s: &str| reqwest::Url::parse(s).unwrap();
+        let a = clients.origin(&url("http://127.0.0.1:9000/mcp"));
+        let b = clients.origin(&url("http://127.0.0.1:9000/other?key=1"));
+        let c = clients.origin(&url("http://127.0.0.1:9001/mcp"));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+    }
+}

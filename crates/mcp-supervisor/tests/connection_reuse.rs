@@ -1,0 +1,108 @@
+//! Connection reuse over real loopback HTTP: calls share pooled connections,
+//! and an upstream that stalls on reuse (Nagle on, no `TCP_NODELAY`) is
+//! detected at connect and then served with a connection per request.
+
+use std::time::Duration;
+
+use mcp_supervisor::{
+    config::HttpTransport,
+    http::{HttpClients, HttpRecorder, Reuse},
+    session::{Session, SessionHandler, open_http, shared_http_client},
+};
+use mcp_test_support::{TestServer, TestServerOptions};
+use tokio::time::Instant;
+
+const GENEROUS: Duration = Duration::from_secs(20);
+const CALLS: u64 = 30;
+
+async fn open(server: &TestServer, clients: &HttpClients) -> Session {
+    let transport = HttpTransport {
+        url: server.url(),
+        auth: None,
+        headers: Vec::new(),
+    };
+    open_http(
+        &transport,
+        clients.clone(),
+        HttpRecorder::default(),
+        SessionHandler::default(),
+        Instant::now() + GENEROUS,
+    )
+    .await
+    .expect("session opens")
+}
+
+async fn call_echo_times(session: &Session, times: u64) {
+    for n in 0..times {
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), format!("call {n}").into());
+        let result = session
+            .call_tool("echo", Some(args), Instant::now() + GENEROUS)
+            .await
+            .expect("echo answers");
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+    }
+}
+
+fn verdict(server: &TestServer, clients: &HttpClients) -> Reuse {
+    clients
+        .origin(&reqwest::Url::parse(&server.url()).unwrap())
+        .verdict()
+}
+
+#[tokio::test]
+async fn calls_reuse_pooled_connections() {
+    let server = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    let clients = shared_http_client();
+    let session = open(&server, &clients).await;
+    assert_eq!(
+        verdict(&server, &clients),
+        Reuse::Works,
+        "loopback pings to a TCP_NODELAY server took >= 30 ms: is the machine overloaded?"
+    );
+    let before = server.connections_accepted();
+    call_echo_times(&session, CALLS).await;
+    let opened = server.connections_accepted() - before;
+    // One pooled connection carries the calls (the standalone GET stream
+    // holds another); a connection per call would be 30.
+    assert!(
+        opened <= 2,
+        "{opened} new TCP connections for {CALLS} sequential calls"
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
+    let server = TestServer::start(TestServerOptions {
+        nodelay: false,
+        ..TestServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let clients = shared_http_client();
+    let session = open(&server, &clients).await;
+    assert_eq!(verdict(&server, &clients), Reuse::Stalls);
+
+    let before = server.connections_accepted();
+    call_echo_times(&session, CALLS).await;
+    let opened = server.connections_accepted() - before;
+    assert!(
+        opened >= CALLS,
+        "{opened} new TCP connections for {CALLS} calls: reuse was not switched off"
+    );
+
+    // The verdict is per origin: a second session to it does not probe again
+    // and does not reuse either.
+    let pings_before = server.requests("ping");
+    let second = open(&server, &clients).await;
+    assert_eq!(
+        server.requests("ping"),
+        pings_before,
+        "the origin was probed again"
+    );
+    let before = server.connections_accepted();
+    call_echo_times(&second, 3).await;
+    assert!(server.connections_accepted() - before >= 3);
+}
