@@ -83,11 +83,25 @@ fn an_upstream_list_change_reaches_downstream_clients() {
         let before = names(client.list_all_tools().await.unwrap());
         assert!(before.contains(&"up__echo".to_owned()), "{before:?}");
         assert!(!before.contains(&"up__late_tool".to_owned()));
+        // Calls must not register the session again (each registration is one
+        // more copy of every notification).
+        for _ in 0..5 {
+            let mut call = rmcp::model::CallToolRequestParams::new("up__echo");
+            call.arguments = serde_json::json!({"text": "hi"}).as_object().cloned();
+            client.call_tool(call).await.unwrap();
+        }
 
         upstream.set_late_tool(true).await;
         eventually!(seen.0.load(Ordering::SeqCst) >= 1);
         let after = names(client.list_all_tools().await.unwrap());
         assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
+        // Duplicates would travel right behind the first on the same stream.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(
+            seen.0.load(Ordering::SeqCst),
+            1,
+            "one notification per change"
+        );
         shutdown.cancel();
     });
 }

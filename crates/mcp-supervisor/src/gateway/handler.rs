@@ -29,6 +29,10 @@ use crate::{
 /// left out of this listing (it appears once loaded and the list is re-read).
 pub const CATALOG_WAIT: Duration = Duration::from_secs(5);
 
+/// Downstream sessions remembered for `tools/list_changed`; more are served
+/// but not notified (a bound against clients that never close sessions).
+const MAX_DOWNSTREAM_SESSIONS: usize = 4096;
+
 /// State shared by every downstream session of the gateway.
 #[derive(Debug)]
 pub struct GatewayState {
@@ -58,13 +62,13 @@ impl GatewayState {
         matches!(self.expose, Expose::Meta | Expose::Both)
     }
 
+    /// Remembers a downstream session (once: when it is initialized). Peers
+    /// have no identity to compare, so registering on every request would
+    /// grow the list by one entry per call and send duplicate notifications.
     fn register(&self, peer: &Peer<RoleServer>) {
         let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
         peers.retain(|known| !known.is_transport_closed());
-        // Peers have no identity to compare; a session registers at most
-        // twice (initialized + first request), which only costs a duplicate
-        // notification, so keep the list short by skipping an obvious repeat.
-        if peers.len() < 4096 {
+        if peers.len() < MAX_DOWNSTREAM_SESSIONS {
             peers.push(peer.clone());
         }
     }
@@ -186,18 +190,16 @@ impl ServerHandler for GatewayHandler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.state.register(&context.peer);
         Ok(ListToolsResult::with_all_items(self.state.tools().await))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.state.register(&context.peer);
         let name = request.name.as_ref();
         if self.state.meta() && meta::is_meta_tool(name) {
             let result = meta::call(&self.state.registry, name, request.arguments).await;
