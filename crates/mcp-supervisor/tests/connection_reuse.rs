@@ -9,7 +9,7 @@ use mcp_supervisor::{
     http::{HttpClients, HttpRecorder, Reuse},
     session::{Session, SessionHandler, open_http, shared_http_client},
 };
-use mcp_test_support::{TestServer, TestServerOptions};
+use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
 use tokio::time::Instant;
 
 const GENEROUS: Duration = Duration::from_secs(20);
@@ -105,4 +105,35 @@ async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
     let before = server.connections_accepted();
     call_echo_times(&second, 3).await;
     assert!(server.connections_accepted() - before >= 3);
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_answers_ping_connects_without_waiting_out_the_deadline() {
+    let server = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    server
+        .faults()
+        .push(FaultRule::always(Match::method("ping"), Fault::Hang));
+    let clients = shared_http_client();
+    let started = std::time::Instant::now();
+    let session = open(&server, &clients).await;
+    // The probe gives up after one unanswered ping (0.5 s); the connect
+    // deadline is 20 s. The bound is generous for a slow machine.
+    assert!(
+        started.elapsed() < GENEROUS / 2,
+        "connect took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        server.requests("ping"),
+        1,
+        "one unanswered ping ends the probe"
+    );
+    assert_eq!(
+        verdict(&server, &clients),
+        Reuse::Works,
+        "no evidence of a stall"
+    );
+    call_echo_times(&session, 1).await;
 }

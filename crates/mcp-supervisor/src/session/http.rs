@@ -94,6 +94,9 @@ pub async fn open_http(
     Ok(Session::new(service, Some(recorder), ended))
 }
 
+/// How long one probe `ping` may take before the probe gives up (keeping reuse).
+const PING_PATIENCE: Duration = Duration::from_millis(500);
+
 /// Times up to [`PROBE_PINGS`] `ping`s on the new session's reused
 /// connection. Anything but a clear stall (including a ping error or the
 /// deadline) keeps reuse: a false "stalls" only costs speed, but so would
@@ -106,7 +109,9 @@ async fn probe_reuse(
     while round_trips.len() < PROBE_PINGS {
         let started = Instant::now();
         let ping = service.send_request(ClientRequest::PingRequest(PingRequest::default()));
-        match tokio::time::timeout_at(deadline, ping).await {
+        // A server that does not answer pings must not hold the connect up.
+        let patience = deadline.min(started + PING_PATIENCE);
+        match tokio::time::timeout_at(patience, ping).await {
             Ok(Ok(_)) => round_trips.push(started.elapsed()),
             Ok(Err(_)) | Err(_) => return Reuse::Works,
         }
