@@ -9,7 +9,7 @@ use std::{
 };
 
 use actix::Actor;
-use mcp_supervisor::registry::{ListConnections, Registry, Reset, Status};
+use mcp_supervisor::registry::{ListConnections, Registry, Status};
 use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
 use serde_json::json;
 use support::*;
@@ -85,13 +85,7 @@ fn the_canary_never_reaches_a_log_line_status_or_debug_output() {
         }
         // A wrong token: 401, retired.
         outcomes.push(call(&registry, "wrong", "echo", None).await);
-        registry
-            .send(Reset {
-                connection: "a".into(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+        reset(&registry, "a").await;
         outcomes.push(call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await);
 
         let status = registry.send(Status).await.unwrap();

@@ -114,6 +114,9 @@ const RECOVERY_BOUND: Duration = Duration::from_secs(60);
 /// How long a server may take to listen on its port.
 const LISTEN_BOUND: Duration = Duration::from_secs(60);
 
+/// A call's arguments.
+type Arguments = Option<serde_json::Map<String, serde_json::Value>>;
+
 fn with_settings(settings: &str, connection: &str) -> String {
     format!("{settings}\n{connection}")
 }
@@ -129,41 +132,98 @@ fn unique_marker() -> String {
     )
 }
 
-fn everything_stdio(name: &str, extra: &str) -> String {
-    stdio_connection(name, "node", &[&everything_entry(), "stdio"], extra)
-}
-
-fn python_stdio(name: &str, extra: &str) -> String {
-    stdio_connection(name, &venv_python(), &[&python_server_script()], extra)
-}
-
 fn mcp_url(port: u16) -> String {
     format!("http://127.0.0.1:{port}/mcp")
 }
 
-/// server-everything over streamable HTTP on `port` (it reads `PORT`; the
-/// endpoint is `/mcp`).
-async fn start_everything_http(port: u16) -> ChildProcess {
-    let mut command = Command::new("node");
-    command
-        .arg(everything_entry())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string());
-    let mut child = ChildProcess::spawn("server-everything (streamableHttp)", command);
-    child.wait_for_port(port, LISTEN_BOUND).await;
-    child
+/// The third-party servers under test; each runs over stdio and over
+/// streamable HTTP.
+#[derive(Clone, Copy, Debug)]
+enum Server {
+    /// `@modelcontextprotocol/server-everything`.
+    Everything,
+    /// `tests/interop/python_server.py`.
+    Python,
 }
 
-/// The Python SDK server over streamable HTTP on `127.0.0.1:port/mcp`.
-async fn start_python_http(port: u16) -> ChildProcess {
-    let mut command = Command::new(venv_python());
-    command
-        .arg(python_server_script())
-        .arg("--http")
-        .arg(port.to_string());
-    let mut child = ChildProcess::spawn("python_server.py --http", command);
-    child.wait_for_port(port, LISTEN_BOUND).await;
-    child
+/// How the supervisor reaches the server.
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    Stdio,
+    StreamableHttp,
+}
+
+impl Server {
+    /// The connection name of the tool checks.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Everything => "everything",
+            Self::Python => "python",
+        }
+    }
+
+    /// `[connections.NAME]` running this server as a stdio child, plus `extra`.
+    fn stdio(self, name: &str, extra: &str) -> String {
+        match self {
+            Self::Everything => {
+                stdio_connection(name, "node", &[&everything_entry(), "stdio"], extra)
+            }
+            Self::Python => {
+                stdio_connection(name, &venv_python(), &[&python_server_script()], extra)
+            }
+        }
+    }
+
+    /// This server over streamable HTTP on `127.0.0.1:port/mcp`, once it
+    /// listens (server-everything reads `PORT`; the Python server takes
+    /// `--http PORT`).
+    async fn start_http(self, port: u16) -> ChildProcess {
+        let (label, command) = match self {
+            Self::Everything => {
+                let mut command = Command::new("node");
+                command
+                    .arg(everything_entry())
+                    .arg("streamableHttp")
+                    .env("PORT", port.to_string());
+                ("server-everything (streamableHttp)", command)
+            }
+            Self::Python => {
+                let mut command = Command::new(venv_python());
+                command
+                    .arg(python_server_script())
+                    .arg("--http")
+                    .arg(port.to_string());
+                ("python_server.py --http", command)
+            }
+        };
+        let mut child = ChildProcess::spawn(label, command);
+        child.wait_for_port(port, LISTEN_BOUND).await;
+        child
+    }
+
+    /// The call the kill/restart tests make.
+    fn probe(self) -> Probe {
+        match self {
+            Self::Everything => Probe {
+                tool: "echo",
+                arguments: || args(&[("message", json!("still there?"))]),
+                expected: "Echo: still there?",
+            },
+            Self::Python => Probe {
+                tool: "greet",
+                arguments: || args(&[("name", json!("again"))]),
+                expected: "Hello, again!",
+            },
+        }
+    }
+
+    /// The tool checks of this server, on `connection`.
+    async fn exercise(self, registry: &Addr<Registry>, connection: &str) {
+        match self {
+            Self::Everything => exercise_everything(registry, connection).await,
+            Self::Python => exercise_python(registry, connection).await,
+        }
+    }
 }
 
 // ---- Registry helpers ----------------------------------------------------------
@@ -222,7 +282,7 @@ async fn bounded_call(
     registry: &Addr<Registry>,
     connection: &str,
     tool: &str,
-    arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    arguments: Arguments,
     timeout: Duration,
 ) -> CallOutcome {
     answered_within(
@@ -252,6 +312,33 @@ fn expect_tool_error(outcome: &CallOutcome, needle: &str) -> String {
     text
 }
 
+/// What a call of the tool checks must answer.
+#[derive(Debug)]
+enum Expect {
+    /// A success with exactly this text.
+    Success(&'static str),
+    /// A tool error whose text contains this.
+    ToolError(&'static str),
+}
+
+/// Makes each call (`tool`, `arguments`) in turn, within [`UP_CALL_TIMEOUT`],
+/// and checks its answer.
+async fn expect_answers(
+    registry: &Addr<Registry>,
+    connection: &str,
+    calls: Vec<(&str, Arguments, Expect)>,
+) {
+    for (tool, arguments, expect) in calls {
+        let outcome = bounded_call(registry, connection, tool, arguments, UP_CALL_TIMEOUT).await;
+        match expect {
+            Expect::Success(expected) => expect_success(&outcome, expected),
+            Expect::ToolError(needle) => {
+                expect_tool_error(&outcome, needle);
+            }
+        }
+    }
+}
+
 /// A tool missing from the upstream's catalog is refused with the §9 text,
 /// before any I/O: the connection's call counters (which count every call that
 /// reaches the connection actor) do not move.
@@ -276,6 +363,39 @@ async fn unknown_tool_is_refused_without_a_call(registry: &Addr<Registry>, conne
     );
 }
 
+/// The end of the tool checks: an unknown tool is refused without a call, and
+/// the connection is still ready, having counted `ok` successes and
+/// `tool_error` tool errors.
+async fn unknown_tool_refused_and_still_ready(
+    registry: &Addr<Registry>,
+    connection: &str,
+    ok: u64,
+    tool_error: u64,
+) {
+    unknown_tool_is_refused_without_a_call(registry, connection).await;
+
+    let status = connection_status(registry, connection).await;
+    assert_eq!(status.state, "ready");
+    assert_eq!((status.calls.ok, status.calls.tool_error), (ok, tool_error));
+}
+
+/// `server`'s tool checks over `transport`, on a registry of its own.
+async fn tool_checks(server: Server, transport: Transport) {
+    let name = server.name();
+    // An HTTP upstream lives until the checks are done.
+    let (_upstream, connection) = match transport {
+        Transport::Stdio => (None, server.stdio(name, "")),
+        Transport::StreamableHttp => {
+            let port = free_loopback_port();
+            let upstream = server.start_http(port).await;
+            (Some(upstream), http_connection(name, &mcp_url(port), ""))
+        }
+    };
+    let registry = Registry::new(config(&with_settings(RELAXED, &connection))).start();
+    server.exercise(&registry, name).await;
+    registry.send(Shutdown).await.unwrap();
+}
+
 // ---- server-everything ---------------------------------------------------------
 
 /// The checks run against server-everything on either transport.
@@ -288,24 +408,23 @@ async fn exercise_everything(registry: &Addr<Registry>, connection: &str) {
     // Its annotations reach us (the retry policy reads them).
     assert_eq!(read_only(&catalog, "echo"), Some(true));
 
-    let echo = bounded_call(
+    expect_answers(
         registry,
         connection,
-        "echo",
-        args(&[("message", json!("hello interop"))]),
-        UP_CALL_TIMEOUT,
+        vec![
+            (
+                "echo",
+                args(&[("message", json!("hello interop"))]),
+                Expect::Success("Echo: hello interop"),
+            ),
+            (
+                "get-sum",
+                args(&[("a", json!(2)), ("b", json!(3))]),
+                Expect::Success("The sum of 2 and 3 is 5."),
+            ),
+        ],
     )
     .await;
-    expect_success(&echo, "Echo: hello interop");
-    let sum = bounded_call(
-        registry,
-        connection,
-        "get-sum",
-        args(&[("a", json!(2)), ("b", json!(3))]),
-        UP_CALL_TIMEOUT,
-    )
-    .await;
-    expect_success(&sum, "The sum of 2 and 3 is 5.");
     // structuredContent passes through untouched.
     let structured = bounded_call(
         registry,
@@ -329,45 +448,35 @@ async fn exercise_everything(registry: &Addr<Registry>, connection: &str) {
     // Bad arguments: the TypeScript SDK validates them against the input schema
     // and answers a tool result with `isError: true` (not a JSON-RPC -32602
     // error), so they arrive as ToolError, and the session is kept.
-    let wrong_type = bounded_call(
+    expect_answers(
         registry,
         connection,
-        "get-sum",
-        args(&[("a", json!("two")), ("b", json!(3))]),
-        UP_CALL_TIMEOUT,
+        vec![
+            (
+                "get-sum",
+                args(&[("a", json!("two")), ("b", json!(3))]),
+                Expect::ToolError("Invalid arguments for tool get-sum"),
+            ),
+            (
+                "echo",
+                None,
+                Expect::ToolError("Invalid arguments for tool echo"),
+            ),
+        ],
     )
     .await;
-    expect_tool_error(&wrong_type, "Invalid arguments for tool get-sum");
-    let missing = bounded_call(registry, connection, "echo", None, UP_CALL_TIMEOUT).await;
-    expect_tool_error(&missing, "Invalid arguments for tool echo");
 
-    unknown_tool_is_refused_without_a_call(registry, connection).await;
-
-    let status = connection_status(registry, connection).await;
-    assert_eq!(status.state, "ready");
-    assert_eq!((status.calls.ok, status.calls.tool_error), (3, 2));
+    unknown_tool_refused_and_still_ready(registry, connection, 3, 2).await;
 }
 
 #[test]
 fn server_everything_over_stdio() {
-    let toml = with_settings(RELAXED, &everything_stdio("everything", ""));
-    run(|| async move {
-        let registry = Registry::new(config(&toml)).start();
-        exercise_everything(&registry, "everything").await;
-        registry.send(Shutdown).await.unwrap();
-    });
+    run(|| tool_checks(Server::Everything, Transport::Stdio));
 }
 
 #[test]
 fn server_everything_over_streamable_http() {
-    run(|| async {
-        let port = free_loopback_port();
-        let _upstream = start_everything_http(port).await;
-        let toml = with_settings(RELAXED, &http_connection("everything", &mcp_url(port), ""));
-        let registry = Registry::new(config(&toml)).start();
-        exercise_everything(&registry, "everything").await;
-        registry.send(Shutdown).await.unwrap();
-    });
+    run(|| tool_checks(Server::Everything, Transport::StreamableHttp));
 }
 
 // ---- The Python SDK server -----------------------------------------------------
@@ -381,76 +490,51 @@ async fn exercise_python(registry: &Addr<Registry>, connection: &str) {
     assert_eq!(read_only(&catalog, "server_pid"), Some(true));
     assert_eq!(read_only(&catalog, "divide"), None);
 
-    let greet = bounded_call(
+    expect_answers(
         registry,
         connection,
-        "greet",
-        args(&[("name", json!("Ada"))]),
-        UP_CALL_TIMEOUT,
+        vec![
+            (
+                "greet",
+                args(&[("name", json!("Ada"))]),
+                Expect::Success("Hello, Ada!"),
+            ),
+            (
+                "divide",
+                args(&[("a", json!(1)), ("b", json!(4))]),
+                Expect::Success("0.25"),
+            ),
+            // A tool that raises: FastMCP answers `isError: true` with the
+            // exception text.
+            (
+                "divide",
+                args(&[("a", json!(1)), ("b", json!(0))]),
+                Expect::ToolError("cannot divide by zero"),
+            ),
+            // Bad arguments: FastMCP validates with pydantic inside the tool call
+            // and also answers `isError: true` (not a JSON-RPC error), so
+            // ToolError again.
+            (
+                "divide",
+                args(&[("a", json!("one")), ("b", json!(2))]),
+                Expect::ToolError("validation error"),
+            ),
+            ("greet", None, Expect::ToolError("validation error")),
+        ],
     )
     .await;
-    expect_success(&greet, "Hello, Ada!");
-    let quarter = bounded_call(
-        registry,
-        connection,
-        "divide",
-        args(&[("a", json!(1)), ("b", json!(4))]),
-        UP_CALL_TIMEOUT,
-    )
-    .await;
-    expect_success(&quarter, "0.25");
 
-    // A tool that raises: FastMCP answers `isError: true` with the exception text.
-    let by_zero = bounded_call(
-        registry,
-        connection,
-        "divide",
-        args(&[("a", json!(1)), ("b", json!(0))]),
-        UP_CALL_TIMEOUT,
-    )
-    .await;
-    expect_tool_error(&by_zero, "cannot divide by zero");
-    // Bad arguments: FastMCP validates with pydantic inside the tool call and
-    // also answers `isError: true` (not a JSON-RPC error), so ToolError again.
-    let wrong_type = bounded_call(
-        registry,
-        connection,
-        "divide",
-        args(&[("a", json!("one")), ("b", json!(2))]),
-        UP_CALL_TIMEOUT,
-    )
-    .await;
-    expect_tool_error(&wrong_type, "validation error");
-    let missing = bounded_call(registry, connection, "greet", None, UP_CALL_TIMEOUT).await;
-    expect_tool_error(&missing, "validation error");
-
-    unknown_tool_is_refused_without_a_call(registry, connection).await;
-
-    let status = connection_status(registry, connection).await;
-    assert_eq!(status.state, "ready");
-    assert_eq!((status.calls.ok, status.calls.tool_error), (2, 3));
+    unknown_tool_refused_and_still_ready(registry, connection, 2, 3).await;
 }
 
 #[test]
 fn python_sdk_server_over_stdio() {
-    let toml = with_settings(RELAXED, &python_stdio("python", ""));
-    run(|| async move {
-        let registry = Registry::new(config(&toml)).start();
-        exercise_python(&registry, "python").await;
-        registry.send(Shutdown).await.unwrap();
-    });
+    run(|| tool_checks(Server::Python, Transport::Stdio));
 }
 
 #[test]
 fn python_sdk_server_over_streamable_http() {
-    run(|| async {
-        let port = free_loopback_port();
-        let _upstream = start_python_http(port).await;
-        let toml = with_settings(RELAXED, &http_connection("python", &mcp_url(port), ""));
-        let registry = Registry::new(config(&toml)).start();
-        exercise_python(&registry, "python").await;
-        registry.send(Shutdown).await.unwrap();
-    });
+    run(|| tool_checks(Server::Python, Transport::StreamableHttp));
 }
 
 // ---- Killing upstreams mid-run -------------------------------------------------
@@ -459,133 +543,139 @@ fn python_sdk_server_over_streamable_http() {
 #[derive(Clone, Copy)]
 struct Probe {
     tool: &'static str,
-    arguments: fn() -> Option<serde_json::Map<String, serde_json::Value>>,
+    arguments: fn() -> Arguments,
     expected: &'static str,
 }
 
-const EVERYTHING_PROBE: Probe = Probe {
-    tool: "echo",
-    arguments: || args(&[("message", json!("still there?"))]),
-    expected: "Echo: still there?",
-};
+impl Probe {
+    /// The probe call on `connection`, with a per-call budget of `timeout`.
+    async fn call(
+        self,
+        registry: &Addr<Registry>,
+        connection: &str,
+        timeout: Duration,
+    ) -> CallOutcome {
+        bounded_call(registry, connection, self.tool, (self.arguments)(), timeout).await
+    }
+}
 
-const PYTHON_PROBE: Probe = Probe {
-    tool: "greet",
-    arguments: || args(&[("name", json!("again"))]),
-    expected: "Hello, again!",
-};
-
-/// While the upstream is down: each call is answered, within its budget, with
-/// a value that says so (never a success, never a hang).
-async fn calls_while_down(registry: &Addr<Registry>, connection: &str, probe: Probe) {
+/// Four probe calls, 100 ms apart, each with the budget of a call to a killed
+/// upstream ([`DOWN_CALL_TIMEOUT`]): each is answered, within its budget, with a
+/// value that says so (never a hang): `Unavailable` or `TimedOut`, or, when
+/// `fresh_child_may_answer` (a stdio connection may already have started a new
+/// child), a success with the probe's text. Returns how many were `Unavailable`.
+async fn calls_after_the_kill(
+    registry: &Addr<Registry>,
+    connection: &str,
+    probe: Probe,
+    fresh_child_may_answer: bool,
+) -> usize {
     let mut unavailable = 0;
     for _ in 0..4 {
-        let outcome = bounded_call(
-            registry,
-            connection,
-            probe.tool,
-            (probe.arguments)(),
-            DOWN_CALL_TIMEOUT,
-        )
-        .await;
-        match outcome {
+        let outcome = probe.call(registry, connection, DOWN_CALL_TIMEOUT).await;
+        match &outcome {
             CallOutcome::Unavailable { .. } => unavailable += 1,
             CallOutcome::TimedOut { .. } => {}
-            other => panic!("the upstream is down, yet the call gave {other:?}"),
+            CallOutcome::Success(_) if fresh_child_may_answer => {
+                assert_eq!(text_of(&outcome), probe.expected);
+            }
+            other => panic!("after the kill, the call gave {other:?}"),
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(unavailable > 0, "no call was answered Unavailable");
-    let status = connection_status(registry, connection).await;
-    assert!(
-        status.calls.unavailable > 0 && status.last_failure.is_some(),
-        "{status:?}"
-    );
+    unavailable
 }
 
-/// Calls until one succeeds (no `Reset`: the connection revives by itself after
-/// its cooldown). Until then each call must be answered with `Unavailable`
-/// (parked, or the revive failed); anything else fails the test.
-async fn calls_until_recovered(registry: &Addr<Registry>, connection: &str, probe: Probe) {
+/// Calls `tool` every 200 ms until a call succeeds (no `Reset`: the connection
+/// revives by itself after its cooldown) and returns that success. Until then
+/// each call must be answered with `Unavailable` (parked, or the revive failed)
+/// or `TimedOut`; anything else, or no success within [`RECOVERY_BOUND`], fails
+/// the test, saying `when` it happened.
+async fn first_success(
+    registry: &Addr<Registry>,
+    connection: &str,
+    tool: &str,
+    arguments: fn() -> Arguments,
+    when: &str,
+) -> CallOutcome {
     let deadline = tokio::time::Instant::now() + RECOVERY_BOUND;
     let mut last = None;
     while tokio::time::Instant::now() < deadline {
-        let outcome = bounded_call(
-            registry,
-            connection,
-            probe.tool,
-            (probe.arguments)(),
-            UP_CALL_TIMEOUT,
-        )
-        .await;
+        let outcome = bounded_call(registry, connection, tool, arguments(), UP_CALL_TIMEOUT).await;
         match &outcome {
-            CallOutcome::Success(_) => {
-                assert_eq!(text_of(&outcome), probe.expected);
-                // And it stays up.
-                let again = bounded_call(
-                    registry,
-                    connection,
-                    probe.tool,
-                    (probe.arguments)(),
-                    UP_CALL_TIMEOUT,
-                )
-                .await;
-                expect_success(&again, probe.expected);
-                assert_eq!(connection_status(registry, connection).await.state, "ready");
-                return;
-            }
+            CallOutcome::Success(_) => return outcome,
             CallOutcome::Unavailable { .. } | CallOutcome::TimedOut { .. } => {}
-            other => panic!("while recovering, the call gave {other:?}"),
+            other => panic!("{when}, the call gave {other:?}"),
         }
         last = Some(outcome);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    panic!("no successful call within {RECOVERY_BOUND:?} of the restart; last: {last:?}");
+    panic!("no successful call within {RECOVERY_BOUND:?} ({when}); last: {last:?}");
+}
+
+/// Calls until one succeeds, with the probe's text; the next one succeeds too
+/// and the connection is ready.
+async fn calls_until_recovered(registry: &Addr<Registry>, connection: &str, probe: Probe) {
+    let outcome = first_success(
+        registry,
+        connection,
+        probe.tool,
+        probe.arguments,
+        "while recovering",
+    )
+    .await;
+    assert_eq!(text_of(&outcome), probe.expected);
+    // And it stays up.
+    let again = probe.call(registry, connection, UP_CALL_TIMEOUT).await;
+    expect_success(&again, probe.expected);
+    assert_eq!(connection_status(registry, connection).await.state, "ready");
+}
+
+/// `server` over streamable HTTP, and a registry (with [`FAST_RECOVERY`])
+/// whose connection `up` has served a first probe call: the port, the server
+/// process and the registry.
+async fn http_upstream_in_use(server: Server) -> (u16, ChildProcess, Addr<Registry>) {
+    let port = free_loopback_port();
+    let upstream = server.start_http(port).await;
+    let toml = with_settings(FAST_RECOVERY, &http_connection("up", &mcp_url(port), ""));
+    let registry = Registry::new(config(&toml)).start();
+    let probe = server.probe();
+    let first = probe.call(&registry, "up", UP_CALL_TIMEOUT).await;
+    expect_success(&first, probe.expected);
+    (port, upstream, registry)
 }
 
 /// An HTTP upstream killed mid-run: calls are answered with values while it is
 /// down; restarted on the same port, the connection revives on its own.
-async fn http_upstream_killed_and_restarted<F, Fut>(start: F, probe: Probe)
-where
-    F: Fn(u16) -> Fut,
-    Fut: std::future::Future<Output = ChildProcess>,
-{
-    let port = free_loopback_port();
-    let mut upstream = start(port).await;
-    let toml = with_settings(FAST_RECOVERY, &http_connection("up", &mcp_url(port), ""));
-    let registry = Registry::new(config(&toml)).start();
-    let first = bounded_call(
-        &registry,
-        "up",
-        probe.tool,
-        (probe.arguments)(),
-        UP_CALL_TIMEOUT,
-    )
-    .await;
-    expect_success(&first, probe.expected);
-
+async fn http_upstream_killed_and_restarted(server: Server) {
+    let (port, mut upstream, registry) = http_upstream_in_use(server).await;
     upstream.kill();
-    calls_while_down(&registry, "up", probe).await;
+    let unavailable = calls_after_the_kill(&registry, "up", server.probe(), false).await;
+    assert!(unavailable > 0, "no call was answered Unavailable");
     let status = connection_status(&registry, "up").await;
+    assert!(
+        status.calls.unavailable > 0 && status.last_failure.is_some(),
+        "{status:?}"
+    );
     assert_eq!(
         status.last_failure.map(|(failure, _)| failure.kind),
         Some(FailureKind::Transport),
         "connection refused is a transport failure"
     );
 
-    let _restarted = start(port).await;
-    calls_until_recovered(&registry, "up", probe).await;
+    let _restarted = server.start_http(port).await;
+    calls_until_recovered(&registry, "up", server.probe()).await;
     registry.send(Shutdown).await.unwrap();
 }
 
 #[test]
 fn server_everything_over_http_killed_then_restarted_recovers() {
-    run(|| http_upstream_killed_and_restarted(start_everything_http, EVERYTHING_PROBE));
+    run(|| http_upstream_killed_and_restarted(Server::Everything));
 }
 
 #[test]
 fn python_sdk_server_over_http_killed_then_restarted_recovers() {
-    run(|| http_upstream_killed_and_restarted(start_python_http, PYTHON_PROBE));
+    run(|| http_upstream_killed_and_restarted(Server::Python));
 }
 
 /// An HTTP upstream restarted while the connection is idle (no call sees it
@@ -593,39 +683,22 @@ fn python_sdk_server_over_http_killed_then_restarted_recovers() {
 /// Python SDK answers such a request 404 (as the MCP spec says; rmcp then
 /// re-initializes), server-everything answers 400 "No valid session ID". Either
 /// way the connection must come back without a `Reset`.
-async fn http_upstream_restarted_while_idle<F, Fut>(start: F, probe: Probe)
-where
-    F: Fn(u16) -> Fut,
-    Fut: std::future::Future<Output = ChildProcess>,
-{
-    let port = free_loopback_port();
-    let mut upstream = start(port).await;
-    let toml = with_settings(FAST_RECOVERY, &http_connection("up", &mcp_url(port), ""));
-    let registry = Registry::new(config(&toml)).start();
-    let first = bounded_call(
-        &registry,
-        "up",
-        probe.tool,
-        (probe.arguments)(),
-        UP_CALL_TIMEOUT,
-    )
-    .await;
-    expect_success(&first, probe.expected);
-
+async fn http_upstream_restarted_while_idle(server: Server) {
+    let (port, mut upstream, registry) = http_upstream_in_use(server).await;
     upstream.kill();
-    let _restarted = start(port).await;
-    calls_until_recovered(&registry, "up", probe).await;
+    let _restarted = server.start_http(port).await;
+    calls_until_recovered(&registry, "up", server.probe()).await;
     registry.send(Shutdown).await.unwrap();
 }
 
 #[test]
 fn server_everything_over_http_restarted_while_idle_recovers() {
-    run(|| http_upstream_restarted_while_idle(start_everything_http, EVERYTHING_PROBE));
+    run(|| http_upstream_restarted_while_idle(Server::Everything));
 }
 
 #[test]
 fn python_sdk_server_over_http_restarted_while_idle_recovers() {
-    run(|| http_upstream_restarted_while_idle(start_python_http, PYTHON_PROBE));
+    run(|| http_upstream_restarted_while_idle(Server::Python));
 }
 
 /// Processes (of this user) whose environment holds `INTEROP_MARKER=marker`:
@@ -686,50 +759,37 @@ async fn gone(pid: i32) -> bool {
     mcp_test_support::wait_until(Duration::from_secs(30), || !alive(pid)).await
 }
 
+/// SIGKILLs the stdio child `pid` and waits until it has been reaped.
+async fn kill_child(pid: i32) {
+    signal::kill(Pid::from_raw(pid), signal::Signal::SIGKILL).expect("kill the child");
+    assert!(gone(pid).await, "the killed child {pid} was not reaped");
+}
+
+/// A registry (with [`FAST_RECOVERY`]) whose connection `up` runs `server` as a
+/// stdio child marked with the returned marker (see [`the_child`]).
+fn marked_stdio_registry(server: Server) -> (String, Addr<Registry>) {
+    let marker = unique_marker();
+    let extra = format!("env = {{ INTEROP_MARKER = {} }}", toml_string(&marker));
+    let toml = with_settings(FAST_RECOVERY, &server.stdio("up", &extra));
+    (marker, Registry::new(config(&toml)).start())
+}
+
 /// A stdio upstream killed mid-run: calls are answered with values (the next
 /// one may already be served by a fresh child), and after the cooldown a call
 /// succeeds on a new child; the killed one does not linger, and shutdown leaves
 /// no child behind.
-async fn stdio_child_killed(connection_toml: impl Fn(&str) -> String, probe: Probe) {
-    let marker = unique_marker();
-    let extra = format!("env = {{ INTEROP_MARKER = {} }}", toml_string(&marker));
-    let toml = with_settings(FAST_RECOVERY, &connection_toml(&extra));
-    let registry = Registry::new(config(&toml)).start();
-    let first = bounded_call(
-        &registry,
-        "up",
-        probe.tool,
-        (probe.arguments)(),
-        UP_CALL_TIMEOUT,
-    )
-    .await;
+async fn stdio_child_killed(server: Server) {
+    let (marker, registry) = marked_stdio_registry(server);
+    let probe = server.probe();
+    let first = probe.call(&registry, "up", UP_CALL_TIMEOUT).await;
     expect_success(&first, probe.expected);
     let killed = the_child(&marker).await;
 
-    signal::kill(Pid::from_raw(killed), signal::Signal::SIGKILL).expect("kill the child");
-    assert!(
-        gone(killed).await,
-        "the killed child {killed} was not reaped"
-    );
+    kill_child(killed).await;
     // Every call gives a value. Which one depends on timing: `Unavailable`
     // (the death was noticed and the connection parked), `TimedOut`, or a
     // success from a fresh child once the cooldown has passed.
-    for _ in 0..4 {
-        let outcome = bounded_call(
-            &registry,
-            "up",
-            probe.tool,
-            (probe.arguments)(),
-            DOWN_CALL_TIMEOUT,
-        )
-        .await;
-        match &outcome {
-            CallOutcome::Success(_) => assert_eq!(text_of(&outcome), probe.expected),
-            CallOutcome::Unavailable { .. } | CallOutcome::TimedOut { .. } => {}
-            other => panic!("after the kill, the call gave {other:?}"),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    calls_after_the_kill(&registry, "up", probe, true).await;
     let status = connection_status(&registry, "up").await;
     assert!(status.last_failure.is_some(), "{status:?}");
 
@@ -743,25 +803,20 @@ async fn stdio_child_killed(connection_toml: impl Fn(&str) -> String, probe: Pro
 
 #[test]
 fn server_everything_over_stdio_killed_child_is_replaced() {
-    run(|| stdio_child_killed(|extra| everything_stdio("up", extra), EVERYTHING_PROBE));
+    run(|| stdio_child_killed(Server::Everything));
 }
 
 #[test]
 fn python_sdk_server_over_stdio_killed_child_is_replaced() {
-    run(|| async {
-        stdio_child_killed(|extra| python_stdio("up", extra), PYTHON_PROBE).await;
-    });
+    run(|| stdio_child_killed(Server::Python));
 }
 
 /// The Python server reports its own pid: the child the supervisor talks to is
 /// the one the test sees, and a revive really starts a new process.
 #[test]
 fn python_sdk_server_over_stdio_reports_a_new_pid_after_a_kill() {
-    let marker = unique_marker();
-    let extra = format!("env = {{ INTEROP_MARKER = {} }}", toml_string(&marker));
-    let toml = with_settings(FAST_RECOVERY, &python_stdio("up", &extra));
-    run(|| async move {
-        let registry = Registry::new(config(&toml)).start();
+    run(|| async {
+        let (marker, registry) = marked_stdio_registry(Server::Python);
         let pid_of = |outcome: &CallOutcome| -> i32 {
             text_of(outcome)
                 .trim()
@@ -771,28 +826,12 @@ fn python_sdk_server_over_stdio_reports_a_new_pid_after_a_kill() {
         let first = bounded_call(&registry, "up", "server_pid", None, UP_CALL_TIMEOUT).await;
         let killed = pid_of(&first);
         assert_eq!(the_child(&marker).await, killed);
-        signal::kill(Pid::from_raw(killed), signal::Signal::SIGKILL).expect("kill the child");
-        assert!(
-            gone(killed).await,
-            "the killed child {killed} was not reaped"
-        );
+        kill_child(killed).await;
 
-        let deadline = tokio::time::Instant::now() + RECOVERY_BOUND;
-        let fresh = loop {
-            // `server_pid` is read-only, so the supervisor may retry it on a
-            // rebuilt session within the call.
-            let outcome = bounded_call(&registry, "up", "server_pid", None, UP_CALL_TIMEOUT).await;
-            match &outcome {
-                CallOutcome::Success(_) => break pid_of(&outcome),
-                CallOutcome::Unavailable { .. } | CallOutcome::TimedOut { .. } => {}
-                other => panic!("after the kill, the call gave {other:?}"),
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no success within {RECOVERY_BOUND:?}; last: {outcome:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
+        // `server_pid` is read-only, so the supervisor may retry it on a
+        // rebuilt session within the call.
+        let fresh =
+            pid_of(&first_success(&registry, "up", "server_pid", || None, "after the kill").await);
         assert_ne!(fresh, killed);
         assert_eq!(the_child(&marker).await, fresh);
         registry.send(Shutdown).await.unwrap();

@@ -6,21 +6,26 @@ mod support;
 
 use std::time::Duration;
 
-use actix::Actor;
+use actix::Addr;
 use mcp_supervisor::{
     CallOutcome, FailureKind,
     events::ConnectionEvent,
-    registry::{Registry, Reset, Status},
+    registry::{Registry, Status},
 };
-use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
+use mcp_test_support::{Fault, FaultRule, Match, TestServer};
 use serde_json::json;
 use support::*;
 
 const QUARANTINE: &str =
     "[supervisor.quarantine]\nbase_cooldown = \"200ms\"\nmax_cooldown = \"5s\"\nretire_after = 3\n";
 
-fn echo() -> Option<serde_json::Map<String, serde_json::Value>> {
-    args(&[("text", json!("hi"))])
+/// A test server, a registry with [`QUARANTINE`] and connection `a` to it, and
+/// a log of the registry's events from the start.
+async fn parkable_connection() -> (TestServer, Addr<Registry>, EventLog) {
+    let (upstream, registry) = upstream_and_registry(QUARANTINE, "").await;
+    let log = EventLog::default();
+    log.subscribe(&registry).await;
+    (upstream, registry, log)
 }
 
 /// Drops the noise of `Connecting`/`Ready`, keeps the transitions under test.
@@ -39,8 +44,10 @@ fn transitions(log: &EventLog) -> Vec<String> {
         .collect()
 }
 
-fn parked_message(outcome: &CallOutcome) -> &str {
-    match outcome {
+/// The message of an `echo` call on `a` answered `Unavailable` (parked or
+/// retired); any other answer fails the test.
+async fn unavailable_echo(registry: &Addr<Registry>) -> String {
+    match call(registry, "a", "echo", echo_args()).await {
         CallOutcome::Unavailable { message, .. } => message,
         other => panic!("expected Unavailable, got {other:?}"),
     }
@@ -49,48 +56,38 @@ fn parked_message(outcome: &CallOutcome) -> &str {
 #[test]
 fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let registry = Registry::new(config(
-            &(QUARANTINE.to_owned() + &http_connection("a", &upstream.url(), "")),
-        ))
-        .start();
-        let log = EventLog::default();
-        log.subscribe(&registry).await;
+        let (upstream, registry, log) = parkable_connection().await;
         upstream.faults().push(FaultRule::always(
             Match::method("initialize"),
             Fault::status(503),
         ));
 
-        let first = call(&registry, "a", "echo", echo()).await;
-        assert!(
-            parked_message(&first).contains("temporarily unavailable (kind=server, status=503)")
-        );
+        let first = unavailable_echo(&registry).await;
+        assert!(first.contains("temporarily unavailable (kind=server, status=503)"));
         assert_eq!(upstream.requests("initialize"), 3);
 
         // Parked: answered at once, nothing reaches the upstream.
-        let during = call(&registry, "a", "echo", echo()).await;
-        assert!(parked_message(&during).contains("temporarily unavailable"));
+        let during = unavailable_echo(&registry).await;
+        assert!(during.contains("temporarily unavailable"));
         assert_eq!(upstream.requests("initialize"), 3);
 
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let second = call(&registry, "a", "echo", echo()).await;
-        assert!(parked_message(&second).contains("temporarily unavailable"));
+        let second = unavailable_echo(&registry).await;
+        assert!(second.contains("temporarily unavailable"));
         assert_eq!(upstream.requests("initialize"), 6);
 
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let third = call(&registry, "a", "echo", echo()).await;
+        let third = unavailable_echo(&registry).await;
         assert_eq!(
-            parked_message(&third),
+            third,
             "MCP connection 'a' is unavailable (kind=server, status=503); it will not be retried."
         );
         assert_eq!(upstream.requests("initialize"), 9);
 
         // Retired: no I/O at all, even long after.
         tokio::time::sleep(Duration::from_millis(600)).await;
-        let after = call(&registry, "a", "echo", echo()).await;
-        assert!(parked_message(&after).contains("will not be retried"));
+        let after = unavailable_echo(&registry).await;
+        assert!(after.contains("will not be retried"));
         assert_eq!(upstream.requests("initialize"), 9);
         assert_eq!(upstream.requests("tools/list"), 0);
         assert_eq!(upstream.requests("tools/call"), 0);
@@ -113,30 +110,16 @@ fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
 
         // Reset brings it back once the upstream is healthy.
         upstream.faults().clear();
-        registry
-            .send(Reset {
-                connection: "a".into(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(text_of(&call(&registry, "a", "echo", echo()).await), "hi");
+        reset(&registry, "a").await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
     });
 }
 
 #[test]
 fn a_success_in_between_resets_the_park_count() {
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let registry = Registry::new(config(
-            &(QUARANTINE.to_owned() + &http_connection("a", &upstream.url(), "")),
-        ))
-        .start();
-        let log = EventLog::default();
-        log.subscribe(&registry).await;
-        assert_eq!(text_of(&call(&registry, "a", "echo", echo()).await), "hi");
+        let (upstream, registry, log) = parkable_connection().await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
         for round in 0..3 {
             // A read-only call failing 503 three times parks the connection.
             upstream.faults().set(vec![FaultRule::always(
@@ -151,11 +134,7 @@ fn a_success_in_between_resets_the_park_count() {
             upstream.faults().clear();
             tokio::time::sleep(Duration::from_millis(300)).await;
             // The revive succeeds: strikes reset.
-            assert_eq!(
-                text_of(&call(&registry, "a", "echo", echo()).await),
-                "hi",
-                "round {round}"
-            );
+            assert_eq!(echo_text(&registry, "a").await, "hi", "round {round}");
         }
         assert_eq!(upstream.tool_calls("lookup"), 9);
         let parks: Vec<String> = transitions(&log)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use actix::Actor;
 use mcp_supervisor::{
-    CallOutcome, FailureKind,
+    CallOutcome, Failure, FailureKind,
     registry::{ListConnections, ListTools, Registry, Shutdown, Status},
 };
 use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
@@ -20,18 +20,20 @@ async fn server() -> TestServer {
         .unwrap()
 }
 
-fn echo_args() -> Option<serde_json::Map<String, serde_json::Value>> {
-    args(&[("text", json!("hi"))])
+/// The failure and message of a `Rejected` outcome; any other fails the test.
+fn rejection(outcome: CallOutcome) -> (Failure, String) {
+    let CallOutcome::Rejected { failure, message } = outcome else {
+        panic!("{outcome:?}")
+    };
+    (failure, message)
 }
 
 #[test]
 fn a_call_succeeds_and_the_catalog_is_loaded_once() {
     run(|| async {
-        let upstream = server().await;
-        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
+        let (upstream, registry) = upstream_and_registry("", "").await;
         for _ in 0..3 {
-            let outcome = call(&registry, "a", "echo", echo_args()).await;
-            assert_eq!(text_of(&outcome), "hi");
+            assert_eq!(echo_text(&registry, "a").await, "hi");
         }
         assert_eq!(upstream.requests("initialize"), 1);
         assert_eq!(upstream.requests("tools/list"), 1);
@@ -46,8 +48,7 @@ fn a_call_succeeds_and_the_catalog_is_loaded_once() {
 #[test]
 fn a_tool_error_is_a_value_not_a_failure() {
     run(|| async {
-        let upstream = server().await;
-        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
+        let (_upstream, registry) = upstream_and_registry("", "").await;
         let outcome = call(&registry, "a", "fail", args(&[("message", json!("nope"))])).await;
         assert!(matches!(outcome, CallOutcome::ToolError(_)), "{outcome:?}");
         assert_eq!(text_of(&outcome), "nope");
@@ -63,19 +64,13 @@ fn unknown_connections_and_tools_are_refused_before_any_io() {
         let toml = http_connection("a", &upstream.url(), "allowed_tools = [\"echo\"]")
             + &http_connection("b", &upstream.url(), "");
         let registry = Registry::new(config(&toml)).start();
-        let outcome = call(&registry, "nope", "echo", None).await;
-        let CallOutcome::Rejected { message, .. } = outcome else {
-            panic!("{outcome:?}")
-        };
+        let (_, message) = rejection(call(&registry, "nope", "echo", None).await);
         assert_eq!(
             message,
             "Unknown MCP connection 'nope'. Available connections: a, b."
         );
         // Outside the allowlist: refused with no I/O at all.
-        let outcome = call(&registry, "a", "add", None).await;
-        let CallOutcome::Rejected { message, .. } = outcome else {
-            panic!("{outcome:?}")
-        };
+        let (_, message) = rejection(call(&registry, "a", "add", None).await);
         assert_eq!(
             message,
             "Unknown tool 'add' on MCP connection 'a'. Call search_mcp_tools, then get_mcp_tool_schema."
@@ -104,19 +99,12 @@ fn unknown_connections_and_tools_are_refused_before_any_io() {
 #[test]
 fn permission_and_protocol_failures_are_rejections_and_keep_the_session() {
     run(|| async {
-        let upstream = server().await;
-        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
-        assert_eq!(
-            text_of(&call(&registry, "a", "echo", echo_args()).await),
-            "hi"
-        );
+        let (upstream, registry) = upstream_and_registry("", "").await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
         upstream
             .faults()
             .push(FaultRule::once(Match::tool("echo"), Fault::status(403)));
-        let outcome = call(&registry, "a", "echo", echo_args()).await;
-        let CallOutcome::Rejected { failure, message } = outcome else {
-            panic!("{outcome:?}")
-        };
+        let (failure, message) = rejection(call(&registry, "a", "echo", echo_args()).await);
         assert_eq!(
             (failure.kind, failure.status),
             (FailureKind::Permission, Some(403))
@@ -127,10 +115,7 @@ fn permission_and_protocol_failures_are_rejections_and_keep_the_session() {
             Match::tool("echo"),
             Fault::status(400).with_jsonrpc_body(),
         ));
-        let outcome = call(&registry, "a", "echo", echo_args()).await;
-        let CallOutcome::Rejected { failure, message } = outcome else {
-            panic!("{outcome:?}")
-        };
+        let (failure, message) = rejection(call(&registry, "a", "echo", echo_args()).await);
         assert_eq!(
             (failure.kind, failure.status),
             (FailureKind::Protocol, Some(400))
@@ -143,10 +128,7 @@ fn permission_and_protocol_failures_are_rejections_and_keep_the_session() {
         let outcome = call(&registry, "a", "add", args(&[("a", json!("x"))])).await;
         assert!(matches!(outcome, CallOutcome::ToolError(_)), "{outcome:?}");
         // Same session throughout: no re-initialize, no retries.
-        assert_eq!(
-            text_of(&call(&registry, "a", "echo", echo_args()).await),
-            "hi"
-        );
+        assert_eq!(echo_text(&registry, "a").await, "hi");
         assert_eq!(upstream.requests("initialize"), 1);
         assert_eq!(upstream.tool_calls("echo"), 4);
     });
@@ -155,12 +137,8 @@ fn permission_and_protocol_failures_are_rejections_and_keep_the_session() {
 #[test]
 fn a_503_on_a_read_only_call_is_retried_then_parks_and_the_park_does_no_io() {
     run(|| async {
-        let upstream = server().await;
-        let registry = Registry::new(config(&http_connection("a", &upstream.url(), ""))).start();
-        assert_eq!(
-            text_of(&call(&registry, "a", "echo", echo_args()).await),
-            "hi"
-        );
+        let (upstream, registry) = upstream_and_registry("", "").await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
         upstream
             .faults()
             .push(FaultRule::always(Match::tool("lookup"), Fault::status(503)));
@@ -205,13 +183,7 @@ fn a_503_on_a_read_only_call_is_retried_then_parks_and_the_park_does_no_io() {
 #[test]
 fn a_non_idempotent_call_that_times_out_runs_once_and_may_have_run() {
     run(|| async {
-        let upstream = server().await;
-        let registry = Registry::new(config(&http_connection(
-            "a",
-            &upstream.url(),
-            "call_timeout = \"1500ms\"",
-        )))
-        .start();
+        let (upstream, registry) = upstream_and_registry("", "call_timeout = \"1500ms\"").await;
         upstream
             .faults()
             .push(FaultRule::always(Match::tool("delete_item"), Fault::Hang));
@@ -236,13 +208,7 @@ fn a_non_idempotent_call_that_times_out_runs_once_and_may_have_run() {
 #[test]
 fn a_read_only_call_that_times_out_is_retried() {
     run(|| async {
-        let upstream = server().await;
-        let registry = Registry::new(config(&http_connection(
-            "a",
-            &upstream.url(),
-            "call_timeout = \"6s\"",
-        )))
-        .start();
+        let (upstream, registry) = upstream_and_registry("", "call_timeout = \"6s\"").await;
         upstream
             .faults()
             .push(FaultRule::once(Match::tool("lookup"), Fault::Hang));
@@ -255,18 +221,10 @@ fn a_read_only_call_that_times_out_is_retried() {
 #[test]
 fn peak_in_flight_equals_max_concurrent_calls_and_overflow_is_busy() {
     run(|| async {
-        let upstream = server().await;
-        let registry = Registry::new(config(&http_connection(
-            "a",
-            &upstream.url(),
-            "max_concurrent_calls = 2\nmax_queued_calls = 3",
-        )))
-        .start();
+        let (upstream, registry) =
+            upstream_and_registry("", "max_concurrent_calls = 2\nmax_queued_calls = 3").await;
         // Load the catalog first so all calls race for slots, not the catalog.
-        assert_eq!(
-            text_of(&call(&registry, "a", "echo", echo_args()).await),
-            "hi"
-        );
+        assert_eq!(echo_text(&registry, "a").await, "hi");
         let calls: Vec<_> = (0..8)
             .map(|_| call(&registry, "a", "sleep", args(&[("ms", json!(400))])))
             .collect();
@@ -303,10 +261,7 @@ fn containment_one_broken_upstream_does_not_disturb_another() {
         let toml =
             http_connection("bad", &bad.url(), "") + &http_connection("good", &good.url(), "");
         let registry = Registry::new(config(&toml)).start();
-        assert_eq!(
-            text_of(&call(&registry, "bad", "echo", echo_args()).await),
-            "hi"
-        );
+        assert_eq!(echo_text(&registry, "bad").await, "hi");
         bad.faults().push(FaultRule::always(
             Match::tool("sleep"),
             Fault::DropConnection,
@@ -360,14 +315,12 @@ fn containment_one_broken_upstream_does_not_disturb_another() {
 #[test]
 fn shutdown_with_a_hung_call_is_bounded_and_the_caller_gets_a_value() {
     run(|| async {
-        let upstream = server().await;
-        let toml = "[supervisor]\nshutdown_timeout = \"1s\"\n".to_owned()
-            + &http_connection("a", &upstream.url(), "call_timeout = \"60s\"");
-        let registry = Registry::new(config(&toml)).start();
-        assert_eq!(
-            text_of(&call(&registry, "a", "echo", echo_args()).await),
-            "hi"
-        );
+        let (upstream, registry) = upstream_and_registry(
+            "[supervisor]\nshutdown_timeout = \"1s\"\n",
+            "call_timeout = \"60s\"",
+        )
+        .await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
         upstream
             .faults()
             .push(FaultRule::always(Match::tool("delete_item"), Fault::Hang));

@@ -14,8 +14,10 @@ use mcp_supervisor::{
     CallOutcome,
     config::Config,
     events::ConnectionEvent,
-    registry::{CallTool, Registry, Subscribe},
+    registry::{CallTool, Registry, Reset, Subscribe},
 };
+use mcp_test_support::{TestServer, TestServerOptions};
+use serde_json::json;
 
 /// Runs `body` inside a fresh actix system (real time).
 pub fn run<F: Future<Output = ()> + 'static>(body: impl FnOnce() -> F) {
@@ -50,12 +52,23 @@ pub async fn call(
     tool: &str,
     arguments: Option<serde_json::Map<String, serde_json::Value>>,
 ) -> CallOutcome {
+    send_call(registry, connection, tool, arguments, None).await
+}
+
+/// `CallTool`, with the connection's call timeout unless `timeout` is given.
+async fn send_call(
+    registry: &Addr<Registry>,
+    connection: &str,
+    tool: &str,
+    arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    timeout: Option<std::time::Duration>,
+) -> CallOutcome {
     registry
         .send(CallTool {
             connection: connection.into(),
             tool: tool.into(),
             arguments,
-            timeout: None,
+            timeout,
         })
         .await
         .expect("the registry answers")
@@ -72,6 +85,40 @@ pub fn text_of(outcome: &CallOutcome) -> String {
             .unwrap_or_default(),
         other => panic!("expected an upstream result, got {other:?}"),
     }
+}
+
+/// A test server with default options, and a started registry whose only
+/// connection, `a`, points at it: `settings` (e.g. a `[supervisor]` table),
+/// then `[connections.a]` with `extra` keys.
+pub async fn upstream_and_registry(settings: &str, extra: &str) -> (TestServer, Addr<Registry>) {
+    let upstream = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    let toml = format!("{settings}{}", http_connection("a", &upstream.url(), extra));
+    let registry = Registry::new(config(&toml)).start();
+    (upstream, registry)
+}
+
+/// `{"text": "hi"}`, the arguments of the test server's `echo` calls.
+pub fn echo_args() -> Option<serde_json::Map<String, serde_json::Value>> {
+    args(&[("text", json!("hi"))])
+}
+
+/// The text `connection`'s `echo` answers to [`echo_args`] (`"hi"` when the call
+/// goes through; a panic when there is no upstream result).
+pub async fn echo_text(registry: &Addr<Registry>, connection: &str) -> String {
+    text_of(&call(registry, connection, "echo", echo_args()).await)
+}
+
+/// Sends `Reset` for `connection`, which must be known.
+pub async fn reset(registry: &Addr<Registry>, connection: &str) {
+    registry
+        .send(Reset {
+            connection: connection.into(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 /// Records every event it is sent.
@@ -139,15 +186,7 @@ pub async fn call_with_timeout(
     arguments: Option<serde_json::Map<String, serde_json::Value>>,
     timeout: std::time::Duration,
 ) -> CallOutcome {
-    registry
-        .send(CallTool {
-            connection: connection.into(),
-            tool: tool.into(),
-            arguments,
-            timeout: Some(timeout),
-        })
-        .await
-        .expect("the registry answers")
+    send_call(registry, connection, tool, arguments, Some(timeout)).await
 }
 
 /// `future`'s output, or a panic naming `what` if it takes longer than `bound`
