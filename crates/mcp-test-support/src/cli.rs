@@ -69,6 +69,10 @@ pub struct Args {
     /// HTTP mode: leave Nagle's algorithm on (no TCP_NODELAY).
     #[arg(long)]
     pub no_nodelay: bool,
+    /// Do not declare `tools.listChanged` (a server that never announces
+    /// tool changes).
+    #[arg(long)]
+    pub no_list_changed: bool,
 }
 
 /// Parses the command line, runs the server and exits the process.
@@ -119,6 +123,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         delay: Duration::from_millis(args.delay_ms),
         hang_tool: args.hang_tool.clone(),
         exit_on_tool: args.exit_on_tool.clone(),
+        no_list_changed: args.no_list_changed,
     };
     if let Some(addr) = args.http {
         return serve_http(addr, behavior, &args).await;

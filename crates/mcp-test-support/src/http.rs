@@ -97,8 +97,8 @@ pub struct TestServer {
     addr: SocketAddr,
     control: ServerControl,
     options: TestServerOptions,
-    /// TCP connections accepted, over restarts.
-    accepted: Arc<AtomicU64>,
+    /// Connection-level counts, over restarts.
+    tallies: Arc<HttpTallies>,
     /// `None` while stopped.
     running: Option<Running>,
 }
@@ -135,14 +135,14 @@ impl TestServer {
             .await
             .with_context(|| format!("binding {addr}"))?;
         let addr = listener.local_addr()?;
-        let accepted = Arc::new(AtomicU64::new(0));
-        let running = serve(listener, control.clone(), &options, accepted.clone());
+        let tallies = Arc::<HttpTallies>::default();
+        let running = serve(listener, control.clone(), &options, tallies.clone());
         tracing::debug!(%addr, "test MCP server listening");
         Ok(Self {
             addr,
             control,
             options,
-            accepted,
+            tallies,
             running: Some(running),
         })
     }
@@ -150,7 +150,13 @@ impl TestServer {
     /// TCP connections accepted so far (over restarts): how a test tells
     /// connection reuse from a connection per request.
     pub fn connections_accepted(&self) -> u64 {
-        self.accepted.load(Ordering::Relaxed)
+        self.tallies.accepted.load(Ordering::Relaxed)
+    }
+
+    /// `GET` requests to the MCP endpoint (standalone or resumed SSE streams)
+    /// so far, over restarts.
+    pub fn stream_gets(&self) -> u64 {
+        self.tallies.stream_gets.load(Ordering::Relaxed)
     }
 
     /// `http://127.0.0.1:PORT/mcp`.
@@ -245,7 +251,7 @@ impl TestServer {
             listener,
             self.control.clone(),
             &self.options,
-            self.accepted.clone(),
+            self.tallies.clone(),
         ));
         Ok(())
     }
@@ -276,6 +282,15 @@ async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(1024)
 }
 
+/// Counts below the JSON-RPC level, shared by every serving instance.
+#[derive(Debug, Default)]
+struct HttpTallies {
+    /// TCP connections accepted.
+    accepted: AtomicU64,
+    /// `GET` requests to the MCP endpoint.
+    stream_gets: AtomicU64,
+}
+
 /// Shared by every request of one serving instance.
 #[derive(Clone)]
 struct AppState {
@@ -284,13 +299,14 @@ struct AppState {
     /// Kept to expire sessions on demand.
     sessions: Arc<LocalSessionManager>,
     bearer: Option<Arc<str>>,
+    tallies: Arc<HttpTallies>,
 }
 
 fn serve(
     listener: TcpListener,
     control: ServerControl,
     options: &TestServerOptions,
-    accepted: Arc<AtomicU64>,
+    tallies: Arc<HttpTallies>,
 ) -> Running {
     let shutdown = CancellationToken::new();
     let sessions = Arc::new(LocalSessionManager::default());
@@ -311,13 +327,14 @@ fn serve(
         mcp,
         sessions,
         bearer: options.require_bearer.as_deref().map(Arc::from),
+        tallies: tallies.clone(),
     };
     let router = router(state);
     let accept = tokio::spawn(accept_loop(
         listener,
         router,
         options.nodelay,
-        accepted,
+        tallies,
         shutdown.clone(),
     ));
     Running { accept, shutdown }
@@ -327,7 +344,7 @@ async fn accept_loop(
     listener: TcpListener,
     router: Router,
     nodelay: bool,
-    accept_count: Arc<AtomicU64>,
+    tallies: Arc<HttpTallies>,
     shutdown: CancellationToken,
 ) {
     // Dropping this set (when the task ends or is aborted) aborts every
@@ -338,7 +355,7 @@ async fn accept_loop(
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    accept_count.fetch_add(1, Ordering::Relaxed);
+                    tallies.accepted.fetch_add(1, Ordering::Relaxed);
                     if nodelay && let Err(error) = stream.set_nodelay(true) {
                         tracing::debug!(%error, "cannot set TCP_NODELAY");
                     }
@@ -376,6 +393,9 @@ fn router(state: AppState) -> Router {
 async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Response {
     if request.method() != Method::POST {
         // SSE GET / session DELETE: never faulted, only authenticated.
+        if request.method() == Method::GET {
+            state.tallies.stream_gets.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(denied) = state.check_bearer(request.headers()) {
             return denied;
         }

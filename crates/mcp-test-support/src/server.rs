@@ -48,6 +48,9 @@ pub struct ServerBehavior {
     /// A call to this tool exits the whole process with [`EXIT_CODE`]
     /// while the call is in flight (meant for the stdio binary).
     pub exit_on_tool: Option<String>,
+    /// Do not declare `tools.listChanged` in `initialize` (a server that
+    /// never announces tool changes).
+    pub no_list_changed: bool,
 }
 
 /// Shared, cloneable state of one test server: counters, fault script,
@@ -326,17 +329,18 @@ impl TestMcpServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for TestMcpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "mcp-test-server",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions("Test server with predictable tools and injectable faults.")
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = if self.control.inner.behavior.no_list_changed {
+            capabilities.build()
+        } else {
+            capabilities.enable_tool_list_changed().build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "mcp-test-server",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions("Test server with predictable tools and injectable faults.")
     }
 
     async fn list_tools(

@@ -26,6 +26,7 @@ use rmcp::{
     },
 };
 use sse_stream::{Sse, SseStream};
+use tokio::sync::watch;
 
 use super::{
     recorder::{HttpObservation, HttpRecorder},
@@ -57,6 +58,22 @@ pub struct RecordingClient {
     /// every request, and parsing it (twice: reqwest and the recorder's path)
     /// was a measurable share of a call's CPU.
     target: Arc<OnceLock<Arc<Target>>>,
+    /// Whether to open the standalone GET stream: `Some(true)` yes, `Some(false)`
+    /// or a dropped sender no, `None` not decided yet (wait).
+    server_stream: watch::Receiver<Option<bool>>,
+}
+
+/// Decides, once, whether a [`RecordingClient`] opens its session's
+/// standalone GET stream (see [`RecordingClient::defer_server_stream`]).
+/// Dropped undecided, it means no.
+#[derive(Debug)]
+pub struct ServerStreamDecision(watch::Sender<Option<bool>>);
+
+impl ServerStreamDecision {
+    pub fn decide(self, open: bool) {
+        // No receiver left means the session is gone; nothing to open then.
+        let _ = self.0.send(Some(open));
+    }
 }
 
 /// A parsed endpoint and its origin's reuse state.
@@ -77,11 +94,34 @@ impl std::fmt::Debug for RecordingClient {
 impl RecordingClient {
     /// Sends through `clients` and records responses into `recorder`.
     pub fn new(clients: HttpClients, recorder: HttpRecorder) -> Self {
+        // The sender is dropped at once: the value stays `Some(true)`.
+        let (_, server_stream) = watch::channel(Some(true));
         RecordingClient {
             clients,
             recorder,
             target: Arc::default(),
+            server_stream,
         }
+    }
+
+    /// Holds the standalone GET stream (server-initiated messages outside any
+    /// request) back until the returned decision says whether to open it.
+    /// The stream costs a long-lived TCP connection and about 20 KiB per
+    /// session; it is only worth it when the upstream will send something
+    /// on it that we use.
+    pub fn defer_server_stream(&mut self) -> ServerStreamDecision {
+        let (decision, server_stream) = watch::channel(None);
+        self.server_stream = server_stream;
+        ServerStreamDecision(decision)
+    }
+
+    /// Waits for the decision on the standalone stream.
+    async fn server_stream_wanted(&self) -> bool {
+        let mut decision = self.server_stream.clone();
+        matches!(
+            decision.wait_for(Option::is_some).await.map(|open| *open),
+            Ok(Some(true))
+        )
     }
 
     /// The parsed endpoint for `uri` (cached; `None` if it is not a URL).
@@ -369,6 +409,11 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        // Resuming a request's stream (it carries the last event id) is never
+        // held back; only the standalone stream is optional.
+        if last_event_id.is_none() && !self.server_stream_wanted().await {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
         let mut request = self
             .request(reqwest::Method::GET, &uri, auth_token, custom_headers)
             .header(ACCEPT, ACCEPT_BOTH);

@@ -69,7 +69,8 @@ pub async fn open_http(
         .ok()
         .map(|url| (url.origin().ascii_serialization(), clients.origin(&url)));
     let probe = origin.as_ref().and_then(|(_, reuse)| reuse.claim_probe());
-    let client = RecordingClient::new(clients, recorder.clone());
+    let mut client = RecordingClient::new(clients, recorder.clone());
+    let server_stream = client.defer_server_stream();
     let ended = CancellationToken::new();
     let rmcp_transport = Watched::new(
         StreamableHttpClientTransport::with_client(client, config),
@@ -80,6 +81,10 @@ pub async fn open_http(
         Ok(Err(error)) => return Err(classify_recorded(&error, Some(&recorder))),
         Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
     };
+    // The standalone GET stream carries what the upstream sends outside any
+    // request; of that we only use `tools/list_changed`, which a server that
+    // does not declare `tools.listChanged` will not send.
+    server_stream.decide(announces_tool_changes(&service));
     if let Some(probe) = probe {
         let verdict = probe_reuse(&service, deadline).await;
         if verdict == Reuse::Stalls {
@@ -92,6 +97,13 @@ pub async fn open_http(
         probe.settle(verdict);
     }
     Ok(Session::new(service, Some(recorder), ended))
+}
+
+fn announces_tool_changes(service: &RunningService<RoleClient, SessionHandler>) -> bool {
+    service
+        .peer_info()
+        .and_then(|info| info.capabilities.tools.as_ref()?.list_changed)
+        .unwrap_or(false)
 }
 
 /// How long one probe `ping` may take before the probe gives up (keeping reuse).
