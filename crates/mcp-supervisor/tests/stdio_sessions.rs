@@ -555,22 +555,33 @@ fn link_or_copy(from: &Path, to: &Path) {
 }
 
 /// Helper process of [`kill_9_of_the_supervisor_leaves_no_child`]: holds
-/// stdio sessions to children that ignore stdin EOF and SIGTERM, writes their
+/// stdio sessions to children that ignore stdin EOF and SIGTERM and have each
+/// started a grandchild (`sleep 1000`, which ignores stdin), writes all their
 /// pids, then waits to be killed.
 #[tokio::test]
 async fn orphan_helper() {
     let Some(dir) = helper_dir(ORPHAN_HELPER) else {
         return;
     };
-    let args = ["--ignore-stdin-close", "--ignore-sigterm"];
     let mut sessions = Vec::new();
-    for _ in 0..2 {
-        sessions.push(open(&transport(test_server(), &args)).await);
+    let mut pids = Vec::new();
+    for n in 0..2 {
+        let pid_file = dir.join(format!("child{n}"));
+        let pid_file = pid_file.to_str().unwrap();
+        let args = [
+            "--ignore-stdin-close",
+            "--ignore-sigterm",
+            "--spawn-grandchild",
+            "--pid-file",
+            pid_file,
+        ];
+        let session = open(&transport(test_server(), &args)).await;
+        pids.push(session.child().unwrap().pid().to_string());
+        let grandchild = std::fs::read_to_string(format!("{pid_file}.child"))
+            .expect("the child wrote its grandchild's pid before answering initialize");
+        pids.push(grandchild.trim().to_owned());
+        sessions.push(session);
     }
-    let pids: Vec<String> = sessions
-        .iter()
-        .map(|session| session.child().unwrap().pid().to_string())
-        .collect();
     let tmp = dir.join("pids.tmp");
     std::fs::write(&tmp, pids.join(" ")).unwrap();
     std::fs::rename(&tmp, dir.join("pids")).unwrap();
@@ -610,10 +621,12 @@ async fn kill_9_of_the_supervisor_leaves_no_child() {
         .split_whitespace()
         .map(|pid| pid.parse().unwrap())
         .collect();
-    assert_eq!(pids.len(), 2);
+    assert_eq!(pids.len(), 4, "two children and their grandchildren");
     assert!(pids.iter().all(|pid| running(*pid)));
 
     // SIGKILL: no destructor, no close, no runtime shutdown in the helper.
+    // The children die of their parent-death signal; the grandchildren
+    // (which ignore stdin EOF) only through the guardian.
     helper.0.kill().unwrap();
     helper.0.wait().unwrap();
     assert_gone(&pids).await;

@@ -18,6 +18,7 @@
 
 mod command;
 mod group;
+mod guardian;
 mod stderr;
 
 use std::{io, process::Stdio};

@@ -8,11 +8,14 @@
 //! - [`ChildGroup`] is the handle the session keeps: it can tell whether any
 //!   process of the group still runs, and kills the group when dropped.
 //!
-//! Limits: the parent-death signal is armed for the direct child only (the
-//! kernel clears it on fork), so after `kill -9` of the supervisor a
-//! grandchild survives unless it exits on its own — which MCP servers do
-//! when stdin reaches EOF, and our end of it dies with us. A process that
-//! leaves the group (`setsid`, `setpgid`) is beyond any group kill.
+//! - The [`guardian`] process kills every group still registered if this
+//!   process dies without cleaning up: the parent-death signal is armed for
+//!   the direct child only (the kernel clears it on fork), so without it a
+//!   grandchild that ignores stdin EOF would survive `kill -9` of the
+//!   supervisor.
+//!
+//! Limit: a process that leaves the group (`setsid`, `setpgid`) is beyond
+//! any group kill.
 //!
 //! We do not use process-wrap's own `ProcessGroup` wrapper: its hooks are
 //! `#[instrument]`ed with the `Command` as a field, and a `Command`'s `Debug`
@@ -28,6 +31,8 @@ use nix::{
 };
 use process_wrap::tokio::{ChildWrapper, CommandWrap, CommandWrapper};
 use tokio::process::Command;
+
+use super::guardian;
 
 /// The identity of a stdio child's process group (the child is its leader,
 /// so the group id is the child's pid), and the means to end it.
@@ -46,6 +51,7 @@ impl ChildGroup {
     /// [`OwnGroup`]); `None` for a number no process can have.
     pub(super) fn new(pid: u32) -> Option<Self> {
         let pgid = Pid::from_raw(i32::try_from(pid).ok()?);
+        guardian::watch(pgid.as_raw());
         Some(ChildGroup { pid, pgid })
     }
 
@@ -89,6 +95,7 @@ impl Drop for ChildGroup {
         // The last line of defence: whatever path the session took (closed,
         // dropped, failed handshake), nothing of the group survives it.
         self.kill_group();
+        guardian::forget(self.pgid.as_raw());
     }
 }
 
