@@ -3,13 +3,15 @@
 
 use std::time::{Duration, SystemTime};
 
+mod support;
+
 use mcp_supervisor::{
-    config::HttpTransport,
     failure::{Failure, FailureKind},
     http::HttpRecorder,
-    session::{Session, SessionHandler, open_http, shared_http_client},
+    session::{Session, shared_http_client},
 };
 use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
+use support::open_http_session;
 use tokio::time::Instant;
 
 const GENEROUS: Duration = Duration::from_secs(20);
@@ -29,21 +31,11 @@ impl Fixture {
         }
     }
 
-    fn transport(&self) -> HttpTransport {
-        HttpTransport {
-            url: self.server.url(),
-            auth: None,
-            headers: Vec::new(),
-        }
-    }
-
     async fn open(&self) -> Result<Session, Failure> {
-        open_http(
-            &self.transport(),
+        open_http_session(
+            &self.server.url(),
             shared_http_client(),
             self.recorder.clone(),
-            SessionHandler::default(),
-            Instant::now() + GENEROUS,
         )
         .await
     }
@@ -221,17 +213,11 @@ async fn garbage_is_protocol() {
 #[tokio::test]
 async fn nothing_listening_is_transport_and_never_ran() {
     let fixture = Fixture::new().await;
-    let transport = fixture.transport();
+    let url = fixture.server.url();
     fixture.server.shutdown().await;
-    let failure = open_http(
-        &transport,
-        shared_http_client(),
-        HttpRecorder::default(),
-        SessionHandler::default(),
-        Instant::now() + GENEROUS,
-    )
-    .await
-    .unwrap_err();
+    let failure = open_http_session(&url, shared_http_client(), HttpRecorder::default())
+        .await
+        .unwrap_err();
     assert_failure(&failure, FailureKind::Transport, None);
     assert!(failure.not_run);
 }

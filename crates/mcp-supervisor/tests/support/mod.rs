@@ -12,9 +12,12 @@ use std::{
 use actix::{Actor, Addr, Context, Handler};
 use mcp_supervisor::{
     CallOutcome,
-    config::Config,
+    config::{Config, HttpTransport},
     events::ConnectionEvent,
+    failure::Failure,
+    http::{HttpClients, HttpRecorder},
     registry::{CallTool, Registry, Reset, Subscribe},
+    session::{Session, SessionHandler, open_http},
 };
 use mcp_test_support::{TestServer, TestServerOptions};
 use serde_json::json;
@@ -28,6 +31,29 @@ pub fn run<F: Future<Output = ()> + 'static>(body: impl FnOnce() -> F) {
 pub fn config(toml: &str) -> Config {
     Config::from_toml_str(toml, Path::new("test.toml"), &|_| None)
         .unwrap_or_else(|error| panic!("test config is valid: {error}"))
+}
+
+/// An HTTP session to `url` opened directly (no registry or actor), given
+/// 20 s to connect.
+pub async fn open_http_session(
+    url: &str,
+    clients: HttpClients,
+    recorder: HttpRecorder,
+) -> Result<Session, Failure> {
+    let transport = HttpTransport {
+        url: url.to_owned(),
+        auth: None,
+        headers: Vec::new(),
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    open_http(
+        &transport,
+        clients,
+        recorder,
+        SessionHandler::default(),
+        deadline,
+    )
+    .await
 }
 
 /// `[connections.NAME]` for an HTTP upstream at `url`, plus extra keys.

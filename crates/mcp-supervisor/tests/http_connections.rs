@@ -1,35 +1,33 @@
-//! Connection reuse over real loopback HTTP: calls share pooled connections,
-//! and an upstream that stalls on reuse (Nagle on, no `TCP_NODELAY`) is
-//! detected at connect and then served with a connection per request.
+//! The TCP connections an HTTP session uses, over real loopback HTTP:
+//! - calls share pooled connections, and an upstream that stalls on reuse
+//!   (Nagle on, no `TCP_NODELAY`) is detected at connect and then served with
+//!   a connection per request;
+//! - the standalone GET stream (server-initiated messages outside any
+//!   request) is opened only for upstreams that declare `tools.listChanged`:
+//!   it holds a connection per session, and `tools/list_changed` is all we
+//!   use it for.
+
+mod support;
 
 use std::time::Duration;
 
 use mcp_supervisor::{
-    config::HttpTransport,
     http::{HttpClients, HttpRecorder, Reuse},
-    session::{Session, SessionHandler, open_http, shared_http_client},
+    session::{Session, shared_http_client},
 };
-use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
+use mcp_test_support::{
+    Fault, FaultRule, Match, ServerBehavior, TestServer, TestServerOptions, eventually,
+};
+use support::open_http_session;
 use tokio::time::Instant;
 
 const GENEROUS: Duration = Duration::from_secs(20);
 const CALLS: u64 = 30;
 
 async fn open(server: &TestServer, clients: &HttpClients) -> Session {
-    let transport = HttpTransport {
-        url: server.url(),
-        auth: None,
-        headers: Vec::new(),
-    };
-    open_http(
-        &transport,
-        clients.clone(),
-        HttpRecorder::default(),
-        SessionHandler::default(),
-        Instant::now() + GENEROUS,
-    )
-    .await
-    .expect("session opens")
+    open_http_session(&server.url(), clients.clone(), HttpRecorder::default())
+        .await
+        .expect("session opens")
 }
 
 async fn call_echo_times(session: &Session, times: u64) {
@@ -136,4 +134,35 @@ async fn an_upstream_that_never_answers_ping_connects_without_waiting_out_the_de
         "no evidence of a stall"
     );
     call_echo_times(&session, 1).await;
+}
+
+async fn announcing_server(announces_tool_changes: bool) -> TestServer {
+    TestServer::start(TestServerOptions {
+        behavior: ServerBehavior {
+            no_list_changed: !announces_tool_changes,
+            ..ServerBehavior::default()
+        },
+        ..TestServerOptions::default()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn an_upstream_that_announces_tool_changes_gets_the_standalone_stream() {
+    let server = announcing_server(true).await;
+    let session = open(&server, &shared_http_client()).await;
+    call_echo_times(&session, 1).await;
+    eventually!(server.stream_gets() == 1);
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_announces_tool_changes_does_not() {
+    let server = announcing_server(false).await;
+    let session = open(&server, &shared_http_client()).await;
+    call_echo_times(&session, 1).await;
+    // rmcp asks for the stream right after `initialize`; give a wrong
+    // decision time to show.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.stream_gets(), 0);
 }
