@@ -75,6 +75,16 @@ pub(crate) fn proc_state(pid: u32) -> Option<(char, u32)> {
     Some((state, ppid))
 }
 
+/// Whether `pid` is the supervisor's stdio guardian (a `/bin/sh` loop that
+/// outlives the supervisor only to kill its children's groups).
+pub(crate) fn is_guardian(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+        cmdline
+            .split(|byte| *byte == 0)
+            .any(|arg| arg == b"mcp-supervisor-guardian")
+    })
+}
+
 /// Pids of the live (non-zombie) processes whose parent is `parent`.
 pub(crate) fn live_children(parent: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

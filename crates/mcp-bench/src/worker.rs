@@ -469,7 +469,11 @@ async fn stdio(server: &Path, count: usize, dir: &Path) -> anyhow::Result<LoopRe
     let warm = registry.send(Warmup).await?;
     let started = start.elapsed();
     let connected = warm.iter().filter(|(_, result)| result.is_ok()).count();
-    let children_running = measure::live_children(std::process::id()).len();
+    // The guardian is one process for all stdio children, not a server.
+    let children_running = measure::live_children(std::process::id())
+        .into_iter()
+        .filter(|pid| !measure::is_guardian(*pid))
+        .count();
     registry.send(Shutdown).await?;
     let elapsed = start.elapsed();
     let cpu = measure::process_cpu().saturating_sub(cpu_before);
