@@ -47,4 +47,4 @@ BENCH_INVOKED := make bench$(if $(filter-out 0,$(QUICK)), QUICK=$(QUICK),)$(if $
 bench: ## Benchmarks P1-P7 -> docs/BENCHMARKS.md (QUICK=1 ~1 min, ONLY=P1,P5)
 	./scripts/install-test-deps.sh
 	$(CARGO) build --release -p mcp-bench -p mcp-test-support -p mcp-supervisor-cli --bins
-	$(CARGO) run --release -q -p mcp-bench -- $(if $(filter-out 0,$(QUICK)),--quick,) $(if $(ONLY),--only $(ONLY),) --invoked-as "$(BENCH_INVOKED)"
+	$(or $(CARGO_TARGET_DIR),target)/release/mcp-bench $(if $(filter-out 0,$(QUICK)),--quick,) $(if $(ONLY),--only $(ONLY),) --invoked-as "$(BENCH_INVOKED)"
