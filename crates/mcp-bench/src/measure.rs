@@ -121,6 +121,34 @@ pub(crate) struct LoopResult {
     pub(crate) extra: std::collections::BTreeMap<String, f64>,
 }
 
+impl LoopResult {
+    /// A scenario that is not a call loop (P4, P6, P7): `ok` of `total`
+    /// succeeded in `elapsed` using `cpu`, with its own numbers in `extra`;
+    /// the peak RSS is read now.
+    pub(crate) fn scenario<K: Into<String>>(
+        ok: usize,
+        total: usize,
+        elapsed: Duration,
+        cpu: Duration,
+        samples_ns: Vec<u64>,
+        extra: impl IntoIterator<Item = (K, f64)>,
+    ) -> Self {
+        LoopResult {
+            calls: ok as u64,
+            errors: total.saturating_sub(ok) as u64,
+            elapsed_s: elapsed.as_secs_f64(),
+            cpu_s: cpu.as_secs_f64(),
+            samples_ns,
+            peak_rss_kib: peak_rss_kib(),
+            observed_cpu_s: None,
+            extra: extra
+                .into_iter()
+                .map(|(key, value)| (key.into(), value))
+                .collect(),
+        }
+    }
+}
+
 /// Several rounds of one variant, merged.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Aggregate {

@@ -320,23 +320,19 @@ async fn fanout(
         .filter(|outcome| matches!(outcome, Ok(CallOutcome::Success(_))))
         .count();
     let rss_now = measure::status_field("/proc/self/status", "VmRSS:").unwrap_or(0);
-    let result = LoopResult {
-        calls: ok as u64,
-        errors: (connections - ok) as u64,
-        elapsed_s: elapsed.as_secs_f64(),
-        cpu_s: cpu.as_secs_f64(),
-        samples_ns: Vec::new(),
-        peak_rss_kib: measure::peak_rss_kib(),
-        observed_cpu_s: None,
-        extra: [
-            ("warmup_s".to_owned(), warmed.as_secs_f64()),
-            ("connected".to_owned(), connected as f64),
-            ("rss_after_kib".to_owned(), rss_now as f64),
-            ("rss_after_warmup_kib".to_owned(), rss_warm as f64),
-        ]
-        .into_iter()
-        .collect(),
-    };
+    let result = LoopResult::scenario(
+        ok,
+        connections,
+        elapsed,
+        cpu,
+        Vec::new(),
+        [
+            ("warmup_s", warmed.as_secs_f64()),
+            ("connected", connected as f64),
+            ("rss_after_kib", rss_now as f64),
+            ("rss_after_warmup_kib", rss_warm as f64),
+        ],
+    );
     let _ = registry.send(Shutdown).await;
     Ok(result)
 }
@@ -393,7 +389,7 @@ async fn parked(retired: bool, calls: usize) -> anyhow::Result<LoopResult> {
     let io_before = proc_io();
     let cpu_before = measure::process_cpu();
     let mut samples = Vec::with_capacity(calls);
-    let mut wrong = 0u64;
+    let mut wrong = 0usize;
     let start = Instant::now();
     for _ in 0..calls {
         let began = Instant::now();
@@ -424,16 +420,15 @@ async fn parked(retired: bool, calls: usize) -> anyhow::Result<LoopResult> {
             extra.insert(format!("io_{key}_during"), after - before);
         }
     }
-    Ok(LoopResult {
-        calls: samples.len() as u64 - wrong,
-        errors: wrong,
-        elapsed_s: elapsed.as_secs_f64(),
-        cpu_s: cpu.as_secs_f64(),
-        samples_ns: samples,
-        peak_rss_kib: measure::peak_rss_kib(),
-        observed_cpu_s: None,
+    let total = samples.len();
+    Ok(LoopResult::scenario(
+        total - wrong,
+        total,
+        elapsed,
+        cpu,
+        samples,
         extra,
-    })
+    ))
 }
 
 /// `/proc/self/io` counters (read/write syscalls and bytes).
@@ -487,26 +482,22 @@ async fn stdio(server: &Path, count: usize, dir: &Path) -> anyhow::Result<LoopRe
         .filter(|pid| matches!(measure::proc_state(**pid), Some(('Z', _))))
         .count();
     let children_left = measure::live_children(std::process::id()).len();
-    Ok(LoopResult {
-        calls: connected as u64,
-        errors: (count - connected) as u64,
-        elapsed_s: elapsed.as_secs_f64(),
-        cpu_s: cpu.as_secs_f64(),
-        samples_ns: Vec::new(),
-        peak_rss_kib: measure::peak_rss_kib(),
-        observed_cpu_s: None,
-        extra: [
-            ("startup_s".to_owned(), started.as_secs_f64()),
-            ("shutdown_s".to_owned(), (elapsed - started).as_secs_f64()),
-            ("children_running".to_owned(), children_running as f64),
-            ("pids_written".to_owned(), pids.len() as f64),
-            ("alive_after_shutdown".to_owned(), alive as f64),
-            ("zombies_after_shutdown".to_owned(), zombies as f64),
-            ("children_left".to_owned(), children_left as f64),
-        ]
-        .into_iter()
-        .collect(),
-    })
+    Ok(LoopResult::scenario(
+        connected,
+        count,
+        elapsed,
+        cpu,
+        Vec::new(),
+        [
+            ("startup_s", started.as_secs_f64()),
+            ("shutdown_s", (elapsed - started).as_secs_f64()),
+            ("children_running", children_running as f64),
+            ("pids_written", pids.len() as f64),
+            ("alive_after_shutdown", alive as f64),
+            ("zombies_after_shutdown", zombies as f64),
+            ("children_left", children_left as f64),
+        ],
+    ))
 }
 
 /// The pids the stdio children wrote.

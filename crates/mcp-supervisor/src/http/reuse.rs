@@ -49,12 +49,20 @@ impl HttpClients {
     /// The reuse state of `url`'s origin (scheme, host, port), created on
     /// first use.
     pub fn origin(&self, url: &reqwest::Url) -> Arc<OriginReuse> {
-        let key = url.origin().ascii_serialization();
+        let name = url.origin().ascii_serialization();
         let mut origins = self
             .origins
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        origins.entry(key).or_default().clone()
+        origins
+            .entry(name.clone())
+            .or_insert_with(|| {
+                Arc::new(OriginReuse {
+                    name,
+                    state: AtomicU8::new(UNKNOWN),
+                })
+            })
+            .clone()
     }
 
     /// The client to send a request to an origin in state `origin` with.
@@ -84,8 +92,10 @@ pub enum Reuse {
 }
 
 /// One origin's [`Reuse`] state, shared by every session to it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct OriginReuse {
+    /// `scheme://host:port`: no path, query or credentials, safe to log.
+    name: String,
     state: AtomicU8,
 }
 
@@ -95,6 +105,11 @@ const WORKS: u8 = 2;
 const STALLS: u8 = 3;
 
 impl OriginReuse {
+    /// `scheme://host:port` of the origin.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The current verdict.
     pub fn verdict(&self) -> Reuse {
         match self.state.load(Ordering::Relaxed) {
@@ -194,7 +209,8 @@ mod tests {
 
     #[test]
     fn a_probe_is_claimed_once_and_handed_back_if_unsettled() {
-        let origin = Arc::new(OriginReuse::default());
+        let origin = HttpClients::new(reqwest::Client::new(), reqwest::Client::new())
+            .origin(&reqwest::Url::parse("http://127.0.0.1:9/").unwrap());
         let claim = origin.claim_probe().expect("first claim");
         assert!(origin.claim_probe().is_none(), "one probe at a time");
         drop(claim);

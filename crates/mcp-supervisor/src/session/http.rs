@@ -19,7 +19,9 @@ use super::{Session, SessionHandler, classify_recorded, watch::Watched};
 use crate::{
     config::HttpTransport,
     failure::{Failure, FailureKind},
-    http::{HttpClients, HttpRecorder, PROBE_PINGS, RecordingClient, Reuse, stall_verdict},
+    http::{
+        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, RecordingClient, Reuse, stall_verdict,
+    },
 };
 
 /// The HTTP clients all HTTP connections share: one pooled (keep-alive reuse
@@ -67,8 +69,8 @@ pub async fn open_http(
     }
     let origin = reqwest::Url::parse(&transport.url)
         .ok()
-        .map(|url| (url.origin().ascii_serialization(), clients.origin(&url)));
-    let probe = origin.as_ref().and_then(|(_, reuse)| reuse.claim_probe());
+        .map(|url| clients.origin(&url));
+    let probe = origin.as_ref().and_then(OriginReuse::claim_probe);
     let mut client = RecordingClient::new(clients, recorder.clone());
     let server_stream = client.defer_server_stream();
     let ended = CancellationToken::new();
@@ -89,7 +91,7 @@ pub async fn open_http(
         let verdict = probe_reuse(&service, deadline).await;
         if verdict == Reuse::Stalls {
             tracing::warn!(
-                origin = origin.as_ref().map_or("", |(name, _)| name.as_str()),
+                origin = origin.as_ref().map_or("", |origin| origin.name()),
                 "upstream stalls on reused connections (Nagle with delayed ACK); \
                  using a new connection per request to it"
             );
