@@ -5,7 +5,8 @@
 #   .tools/node   npm `@modelcontextprotocol/server-everything` and
 #                 `@modelcontextprotocol/conformance`, from the lock file
 #                 scripts/node/package-lock.json (`npm ci`)
-#   .tools/venv   Python venv with the `mcp` SDK, from tests/interop/requirements.txt
+#   .tools/venv   Python venv with the `mcp` SDK 1.x, from tests/interop/requirements.txt
+#   .tools/venv2  Python venv with the `mcp` SDK 2.x, from tests/interop/requirements-v2.txt
 #
 # Idempotent and fast on re-runs: each part writes a stamp (a hash of its pins and
 # of the runtime version) when it is complete, and is skipped while the stamp
@@ -17,12 +18,13 @@ cd "$(dirname "$0")/.."
 TOOLS=.tools
 NODE_DIR="$TOOLS/node"
 VENV_DIR="$TOOLS/venv"
+VENV2_DIR="$TOOLS/venv2"
 NODE_PINS=(scripts/node/package.json scripts/node/package-lock.json)
 PY_PINS=tests/interop/requirements.txt
+PY2_PINS=tests/interop/requirements-v2.txt
 # Paths the tests use (crates/mcp-supervisor/tests/interop.rs, tests/e2e/conformance.rs).
 EVERYTHING_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 CONFORMANCE_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-VENV_PYTHON="$VENV_DIR/bin/python"
 
 say() { echo "install-test-deps: $*"; }
 die() {
@@ -85,33 +87,39 @@ else
     say "conformance: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/conformance/package.json').version") at $CONFORMANCE_ENTRY"
 fi
 
-# --- Python MCP SDK -----------------------------------------------------------
+# --- Python MCP SDK, 1.x and 2.x ---------------------------------------------
 require python3 "Python >= 3.10 runs tests/interop/python_server.py"
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
     die "Python >= 3.10 is required by the mcp SDK; found $(python3 --version 2>&1)"
 py_version=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
-want=$(fingerprint "python $py_version" "$PY_PINS")
-if fresh "$VENV_DIR/.stamp" "$want" "$VENV_PYTHON"; then
-    say "python mcp SDK: up to date"
-else
-    say "python mcp SDK: installing into $VENV_DIR (pip, $PY_PINS)"
-    rm -rf "$VENV_DIR"
-    python3 -m venv "$VENV_DIR" || {
-        rm -rf "$VENV_DIR"
+# install_venv DIR PINS CHECK: a venv at DIR from the pinned PINS, where
+# `python -c CHECK` must succeed.
+install_venv() {
+    local dir=$1 pins=$2 check=$3 python="$1/bin/python" want
+    want=$(fingerprint "python $py_version" "$pins")
+    if fresh "$dir/.stamp" "$want" "$python"; then
+        say "python mcp SDK ($pins): up to date"
+        return
+    fi
+    say "python mcp SDK: installing into $dir (pip, $pins)"
+    rm -rf "$dir"
+    python3 -m venv "$dir" || {
+        rm -rf "$dir"
         die "python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)"
     }
-    if ! "$VENV_PYTHON" -m pip install --quiet --disable-pip-version-check --no-input \
-        -r "$PY_PINS"; then
-        rm -rf "$VENV_DIR"
-        die "pip install -r $PY_PINS failed (see the pip output above)"
+    if ! "$python" -m pip install --quiet --disable-pip-version-check --no-input -r "$pins"; then
+        rm -rf "$dir"
+        die "pip install -r $pins failed (see the pip output above)"
     fi
-    if ! "$VENV_PYTHON" -c 'import mcp.server.fastmcp'; then
-        rm -rf "$VENV_DIR"
-        die "the mcp SDK installed but 'import mcp.server.fastmcp' fails"
+    if ! "$python" -c "$check"; then
+        rm -rf "$dir"
+        die "the mcp SDK installed into $dir but 'python -c \"$check\"' fails"
     fi
-    echo "$want" >"$VENV_DIR/.stamp"
-    say "python mcp SDK: $("$VENV_PYTHON" -m pip show mcp 2>/dev/null | sed -n 's/^Version: //p') in $VENV_DIR"
-fi
+    echo "$want" >"$dir/.stamp"
+    say "python mcp SDK: $("$python" -m pip show mcp 2>/dev/null | sed -n 's/^Version: //p') in $dir"
+}
+install_venv "$VENV_DIR" "$PY_PINS" 'import mcp.server.fastmcp'
+install_venv "$VENV2_DIR" "$PY2_PINS" 'from mcp import Client'
 
 echo "test dependencies: ok"

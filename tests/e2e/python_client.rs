@@ -1,6 +1,9 @@
-//! The official Python MCP SDK (`mcp` 1.30.0, `.tools/venv`) as a downstream
-//! client of the gateway: `tests/interop/python_client.py` lists the tools and
-//! calls namespaced tools and meta-tools over streamable HTTP.
+//! The official Python MCP SDK as a downstream client of the gateway, over
+//! streamable HTTP: 1.x (`mcp` 1.30.0, `.tools/venv`,
+//! `tests/interop/python_client.py`) and 2.x (`mcp` 2.3.0, `.tools/venv2`,
+//! `tests/interop/python_client_v2.py`, whose default `Client(url)` speaks
+//! protocol 2026-07-28). Each script lists the tools and calls namespaced
+//! tools and meta-tools.
 
 use std::{
     process::{Command, Stdio},
@@ -10,14 +13,37 @@ use std::{
 use e2e::{Run, Served, bin, installed_tool, repo_root, stdio_connection, wait_bounded};
 use serde_json::{Value, json};
 
+/// Which SDK client runs, and how it connects.
+#[derive(Debug, Clone, Copy)]
+enum Sdk {
+    /// `mcp` 1.30.0's `ClientSession` (protocol 2025-11-25).
+    V1,
+    /// `mcp` 2.3.0's `Client(url)` with its default `mode="auto"`.
+    V2Auto,
+    /// `mcp` 2.3.0's `Client(url, mode="legacy")` (the `initialize` handshake).
+    V2Legacy,
+}
+
 /// Runs the client script against `url` with `TOOL ARGS_JSON` pairs.
 fn python_client(url: &str, calls: &[(&str, Value)]) -> Run {
-    let python = installed_tool("venv/bin/python");
+    sdk_client(Sdk::V1, url, calls)
+}
+
+fn sdk_client(sdk: Sdk, url: &str, calls: &[(&str, Value)]) -> Run {
+    let (venv, script, mode) = match sdk {
+        Sdk::V1 => ("venv", "python_client.py", None),
+        Sdk::V2Auto => ("venv2", "python_client_v2.py", Some("auto")),
+        Sdk::V2Legacy => ("venv2", "python_client_v2.py", Some("legacy")),
+    };
+    let python = installed_tool(&format!("{venv}/bin/python"));
     let dir = tempfile::tempdir().unwrap();
     let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let mut command = Command::new(python);
+    command.arg(repo_root().join("tests/interop").join(script));
+    if let Some(mode) = mode {
+        command.args(["--mode", mode]);
+    }
     command
-        .arg(repo_root().join("tests/interop/python_client.py"))
         .arg(url)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout).unwrap())
@@ -136,4 +162,40 @@ fn python_sdk_client_gets_a_protocol_error_for_an_unknown_tool() {
     assert_eq!(run.code, Some(0), "{run:?}");
     let output: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(output["calls"][0]["text"][0], "still here");
+}
+
+/// `mcp` 2.x's default client negotiates 2026-07-28, where every result must
+/// carry `resultType`: results forwarded from a 2025-era upstream lack it, and
+/// the SDK refuses them (`CallToolResult.resultType Field required`). Both a
+/// namespaced tool and `call_mcp` forward an upstream result.
+#[test]
+fn python_sdk_2_default_client_calls_forwarded_results() {
+    let config = format!(
+        "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"both\"\n{}",
+        stdio_connection("demo", &bin("mcp-demo-server"), &[], ""),
+    );
+    let served = Served::start(&config);
+    let calls = [
+        ("demo__echo", json!({"text": "from the 2.x SDK"})),
+        (
+            "call_mcp",
+            json!({"connection": "demo", "tool": "add", "arguments": {"a": 20, "b": 22}}),
+        ),
+        ("list_mcps", json!({})),
+    ];
+    for (sdk, protocol) in [(Sdk::V2Auto, "2026-07-28"), (Sdk::V2Legacy, "2025-11-25")] {
+        let run = sdk_client(sdk, &served.gateway_url, &calls);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "{sdk:?}: {run:?}\nsupervisor:\n{}",
+            served.stderr()
+        );
+        let output: Value = serde_json::from_str(&run.stdout).expect("the script prints JSON");
+        assert_eq!(output["protocol_version"], protocol, "{sdk:?}");
+        let calls = output["calls"].as_array().unwrap();
+        assert_eq!(calls[0]["text"][0], "from the 2.x SDK", "{sdk:?}");
+        assert_eq!(calls[1]["text"][0], "42", "{sdk:?}");
+        assert_eq!(calls[2]["is_error"], false, "{sdk:?}");
+    }
 }

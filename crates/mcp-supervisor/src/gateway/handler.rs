@@ -12,8 +12,8 @@ use actix::Addr;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+        PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, Peer, RequestContext},
 };
@@ -164,6 +164,16 @@ impl GatewayHandler {
     }
 }
 
+/// A tool result as the downstream session's protocol needs it. Results from
+/// a 2025-era upstream carry no `resultType`, which protocol 2026-07-28
+/// requires on every result (clients such as the Python SDK 2.x refuse one
+/// without it); an absent field means `complete`. rmcp removes `complete`
+/// again for a downstream session on an older protocol version.
+fn downstream(mut result: CallToolResult) -> CallToolResponse {
+    result.result_type.get_or_insert(ResultType::COMPLETE);
+    result.into()
+}
+
 fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool '{name}'."), None)
 }
@@ -203,7 +213,7 @@ impl ServerHandler for GatewayHandler {
         let name = request.name.as_ref();
         if self.state.meta() && meta::is_meta_tool(name) {
             let result = meta::call(&self.state.registry, name, request.arguments).await;
-            return Ok(result.into());
+            return Ok(downstream(result));
         }
         if !self.state.namespaced() {
             return Err(unknown_tool(name));
@@ -222,7 +232,7 @@ impl ServerHandler for GatewayHandler {
             })
             .await
             .map_err(|_| ErrorData::internal_error("the supervisor is shutting down", None))?;
-        Ok(meta::outcome_result(outcome).into())
+        Ok(downstream(meta::outcome_result(outcome)))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
