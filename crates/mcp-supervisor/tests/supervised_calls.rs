@@ -205,16 +205,84 @@ fn a_non_idempotent_call_that_times_out_runs_once_and_may_have_run() {
     });
 }
 
+/// An attempt that is still running is not a failure: a read-only tool slower
+/// than a third of the deadline gets the whole of it and runs once (with equal
+/// attempt shares it was cut at 1 s and re-sent until the deadline passed).
 #[test]
-fn a_read_only_call_that_times_out_is_retried() {
+fn a_slow_read_only_call_gets_the_whole_deadline_and_runs_once() {
     run(|| async {
-        let (upstream, registry) = upstream_and_registry("", "call_timeout = \"6s\"").await;
+        let (upstream, registry) = upstream_and_registry("", "call_timeout = \"3s\"").await;
+        let slow = args(&[("key", json!("k")), ("ms", json!(1800))]);
+        let outcome = call(&registry, "a", "lookup", slow).await;
+        assert_eq!(text_of(&outcome), "value-of-k");
+        assert_eq!(
+            upstream.tool_calls("lookup"),
+            1,
+            "never re-sent while running"
+        );
+        assert_eq!(upstream.completed_calls("lookup"), 1);
+        assert_eq!(upstream.requests("notifications/cancelled"), 0);
+    });
+}
+
+/// A hung read-only call is not retried: it holds the whole deadline, so there
+/// is no time left for another attempt, and it runs once.
+#[test]
+fn a_hung_read_only_call_times_out_at_the_deadline_and_runs_once() {
+    run(|| async {
+        let (upstream, registry) = upstream_and_registry("", "call_timeout = \"1500ms\"").await;
         upstream
             .faults()
             .push(FaultRule::once(Match::tool("lookup"), Fault::Hang));
+        let started = std::time::Instant::now();
+        let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        assert!(
+            matches!(outcome, CallOutcome::TimedOut { .. }),
+            "{outcome:?}"
+        );
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(2500),
+            "answered after {elapsed:?}"
+        );
+        assert_eq!(upstream.tool_calls("lookup"), 1);
+    });
+}
+
+/// A retry follows a failed attempt, with the time left.
+#[test]
+fn a_read_only_call_whose_attempt_failed_is_retried() {
+    run(|| async {
+        let (upstream, registry) = upstream_and_registry("", "call_timeout = \"6s\"").await;
+        upstream.faults().push(FaultRule::once(
+            Match::tool("lookup"),
+            Fault::DropConnection,
+        ));
         let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
         assert_eq!(text_of(&outcome), "value-of-k");
         assert_eq!(upstream.tool_calls("lookup"), 2);
+    });
+}
+
+/// Listing follows the same rule: a `tools/list` slower than a third of
+/// `list_timeout` is answered, once, on the same session.
+#[test]
+fn a_slow_tool_listing_gets_the_whole_deadline_and_is_sent_once() {
+    run(|| async {
+        let (upstream, registry) = upstream_and_registry("", "list_timeout = \"3s\"").await;
+        upstream.faults().push(FaultRule::once(
+            Match::method("tools/list"),
+            Fault::delay(Duration::from_millis(1500)),
+        ));
+        let listed = registry
+            .send(ListTools {
+                connection: "a".into(),
+            })
+            .await
+            .unwrap();
+        assert!(listed.is_ok(), "{listed:?}");
+        assert_eq!(upstream.requests("tools/list"), 1);
+        assert_eq!(upstream.requests("initialize"), 1, "the session is kept");
     });
 }
 

@@ -207,6 +207,9 @@ pub struct SleepArgs {
 pub struct LookupArgs {
     /// Key to look up.
     pub key: String,
+    /// Milliseconds the lookup takes (a slow read-only tool); 0 when absent.
+    #[serde(default)]
+    pub ms: u64,
 }
 
 /// Arguments of `delete_item`.
@@ -286,10 +289,11 @@ impl TestMcpServer {
     }
 
     #[tool(
-        description = "Look a key up (read-only, safe to retry).",
+        description = "Look a key up (read-only, safe to retry); takes `ms` milliseconds when given.",
         annotations(read_only_hint = true)
     )]
-    async fn lookup(&self, Parameters(LookupArgs { key }): Parameters<LookupArgs>) -> String {
+    async fn lookup(&self, Parameters(LookupArgs { key, ms }): Parameters<LookupArgs>) -> String {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
         format!("value-of-{key}")
     }
 

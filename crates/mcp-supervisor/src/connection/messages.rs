@@ -111,7 +111,6 @@ impl ConnectionActor {
             request,
             deadline: Instant::now() + timeout,
             budget: timeout,
-            max_attempts: self.config.max_attempts,
             stop: self.stop.clone(),
         }
     }

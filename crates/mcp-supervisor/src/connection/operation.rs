@@ -96,7 +96,6 @@ pub(crate) struct Operation {
     pub(crate) request: Request,
     pub(crate) deadline: Instant,
     pub(crate) budget: Duration,
-    pub(crate) max_attempts: u32,
     /// Cancelled when the connection stops: every operation answers at once.
     pub(crate) stop: CancellationToken,
 }
@@ -123,10 +122,10 @@ impl Operation {
             let (failure, failed_phase, generation) = match lease {
                 Err(LeaseError::Refused(unavailable)) => return Ended::Refused(unavailable),
                 Err(LeaseError::ConnectFailed(failure)) => (failure, Phase::Connect, None),
-                Ok(lease) => match self
-                    .perform(&lease.session, self.attempt_deadline(attempt, retry))
-                    .await
-                {
+                // Every attempt may run to the operation's deadline: one that
+                // is still running has not failed, so a retry only follows a
+                // failure (docs/DECISIONS.md #11).
+                Ok(lease) => match self.perform(&lease.session, self.deadline).await {
                     Ok(response) => {
                         self.actor.do_send(AttemptSucceeded);
                         return Ended::Replied(response);
@@ -182,22 +181,6 @@ impl Operation {
                 retry_in: None,
             })),
         }
-    }
-
-    /// When this attempt must answer. An operation that may be retried gives
-    /// each remaining attempt an equal share of the time left, so a hung attempt
-    /// leaves room for the next; one that will not be retried gets it all.
-    fn attempt_deadline(&self, attempt: u32, retry: CallRetry) -> Instant {
-        if retry != CallRetry::Safe {
-            return self.deadline;
-        }
-        let attempts_left = self
-            .max_attempts
-            .saturating_sub(attempt)
-            .saturating_add(1)
-            .max(1);
-        let remaining = self.deadline.saturating_duration_since(Instant::now());
-        Instant::now() + remaining / attempts_left
     }
 
     async fn perform(
