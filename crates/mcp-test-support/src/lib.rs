@@ -41,9 +41,12 @@
 //! - [`binary`]: locating the built binary from other crates' tests.
 //! - [`wait`]: [`wait_until`] and the [`eventually!`] assertion.
 //! - `counters`: what reached the server ([`Counts`]).
+//! - [`conformance`]: the `mcp-conformance-server` upstream, with every
+//!   fixture the official MCP conformance suite calls.
 
 pub mod binary;
 pub mod cli;
+pub mod conformance;
 mod counters;
 pub mod fault;
 pub mod http;
