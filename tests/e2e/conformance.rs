@@ -1,10 +1,15 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
-//! pinned in `scripts/node/package.json`) against the gateway of a real
-//! `mcp-supervisor serve` with stdio upstreams and `expose = "both"`.
+//! pinned in `scripts/node/package.json`, run on the Node 22 the install
+//! script puts in `.tools/`) against our conformance upstream
+//! (`mcp-conformance-server`) directly, and through the gateway of a real
+//! `mcp-supervisor serve` with `prefix = "auto"`, over an HTTP and a stdio
+//! upstream, for `--suite all` and `--requirements 2026-07-28`.
 //!
-//! The core scenarios must pass. Every other scenario passes or is listed, with
-//! its reason, in `tests/conformance/expected-failures.txt`; a listed scenario
-//! that passes fails the test as well, so the list stays honest.
+//! The promise: **every scenario that passes directly passes through the
+//! gateway.** A scenario that fails through the gateway only is a test
+//! failure unless `tests/conformance/expected-failures.txt` lists it with a
+//! reason; a listed scenario that passes through the gateway fails the test
+//! too, so the list stays honest.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -13,67 +18,93 @@ use std::{
     time::Duration,
 };
 
-use e2e::{Served, bin, installed_tool, repo_root, stdio_connection, wait_bounded};
+use e2e::{HttpUpstream, Served, bin, installed_tool, repo_root, stdio_connection, wait_bounded};
 use serde_json::Value;
 
-/// Must pass, and may never be listed as expected failures.
-const REQUIRED: [&str; 4] = [
-    "server-initialize",
-    "ping",
-    "tools-list",
-    "dns-rebinding-protection",
-];
-
-/// The whole suite takes a few seconds; this only stops a hung run.
+/// A run of the suite takes about 15 s; this only stops a hung run.
 const SUITE_BOUND: Duration = Duration::from_secs(600);
 
 const EXPECTED_FAILURES: &str = "tests/conformance/expected-failures.txt";
 
-#[derive(Debug)]
+/// The conformance upstream's binary.
+const UPSTREAM: &str = "mcp-conformance-server";
+
+#[derive(Debug, Clone, PartialEq)]
 enum Verdict {
     Passed,
     /// The failing (or warning) checks, one line each.
     Failed(Vec<String>),
 }
 
+/// Which scenarios a run covers.
+#[derive(Debug, Clone, Copy)]
+enum Selection {
+    /// `--suite all`: every scenario, both protocol generations.
+    All,
+    /// `--requirements 2026-07-28`: what that revision requires.
+    Requirements2026,
+}
+
+impl Selection {
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Selection::All => &["--suite", "all"],
+            Selection::Requirements2026 => &["--requirements", "2026-07-28"],
+        }
+    }
+}
+
+/// How the gateway reaches the conformance upstream.
+#[derive(Debug, Clone, Copy)]
+enum Upstream {
+    Http,
+    Stdio,
+}
+
 #[test]
-fn gateway_passes_the_mcp_conformance_suite_except_the_listed_scenarios() {
-    let entry = installed_tool("node/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+fn suite_all_through_the_gateway_over_http() {
+    through_the_gateway(Selection::All, Upstream::Http);
+}
+
+#[test]
+fn suite_all_through_the_gateway_over_stdio() {
+    through_the_gateway(Selection::All, Upstream::Stdio);
+}
+
+#[test]
+fn requirements_2026_through_the_gateway_over_http() {
+    through_the_gateway(Selection::Requirements2026, Upstream::Http);
+}
+
+#[test]
+fn requirements_2026_through_the_gateway_over_stdio() {
+    through_the_gateway(Selection::Requirements2026, Upstream::Stdio);
+}
+
+fn through_the_gateway(selection: Selection, upstream: Upstream) {
     let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
 
-    let config = format!(
-        "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"both\"\n{}{}",
-        stdio_connection("test", &bin("mcp-test-server"), &[], ""),
-        stdio_connection("demo", &bin("mcp-demo-server"), &[], ""),
+    let direct_server = HttpUpstream::start_binary(UPSTREAM, &[]);
+    let direct = run_suite(selection, &direct_server.url);
+    assert!(
+        direct.len() >= 40,
+        "too few scenarios ran directly ({:?}); the suite's output format may have changed",
+        direct.keys().collect::<Vec<_>>()
     );
+
+    // The gateway's upstream: its own instance, so the two runs share no state.
+    let http_upstream =
+        matches!(upstream, Upstream::Http).then(|| HttpUpstream::start_binary(UPSTREAM, &[]));
+    let connection = match &http_upstream {
+        Some(server) => format!(
+            "[connections.conformance]\ntransport = \"http\"\nurl = \"{}\"\n",
+            server.url
+        ),
+        None => stdio_connection("conformance", &bin(UPSTREAM), &[], ""),
+    };
+    let config = format!("[gateway]\nlisten = \"127.0.0.1:0\"\nprefix = \"auto\"\n{connection}");
     let mut served = Served::start(&config);
-
-    let results = tempfile::tempdir().unwrap();
-    let log = results.path().join("conformance.log");
-    let mut suite = Command::new("node")
-        .arg(&entry)
-        .args(["server", "--suite", "all", "--url", &served.gateway_url])
-        .arg("--output-dir")
-        .arg(results.path().join("runs"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("node runs the conformance suite (Node.js >= 20 on PATH)");
-    let status = wait_bounded(&mut suite, SUITE_BOUND);
-    let output = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(
-        status.is_some(),
-        "the conformance suite did not finish within {SUITE_BOUND:?}:\n{output}"
-    );
-
-    let verdicts = verdicts(&output, &results.path().join("runs"));
-    assert!(
-        verdicts.len() >= 20 && REQUIRED.iter().all(|name| verdicts.contains_key(*name)),
-        "could not read the suite's results (scenarios found: {:?}):\n{output}",
-        verdicts.keys().collect::<Vec<_>>()
-    );
+    let gateway = run_suite(selection, &served.gateway_url);
     assert!(
         matches!(served.child.try_wait(), Ok(None)),
         "the supervisor exited during the suite:\n{}",
@@ -81,49 +112,84 @@ fn gateway_passes_the_mcp_conformance_suite_except_the_listed_scenarios() {
     );
 
     let mut problems = Vec::new();
-    for name in REQUIRED {
-        if expected.contains_key(name) {
-            problems.push(format!(
-                "{name}: a required scenario is listed in {EXPECTED_FAILURES}"
-            ));
-        }
-        if let Some(Verdict::Failed(checks)) = verdicts.get(name) {
-            problems.push(format!(
-                "{name}: required scenario failed:\n    {}",
+    for (name, verdict) in &gateway {
+        let listed = expected.contains_key(name);
+        match (verdict, direct.get(name), listed) {
+            (Verdict::Failed(checks), Some(Verdict::Passed), false) => problems.push(format!(
+                "{name}: passes directly but fails through the gateway:\n    {}",
                 checks.join("\n    ")
-            ));
-        }
-    }
-    for (name, verdict) in &verdicts {
-        match (verdict, expected.contains_key(name)) {
-            (Verdict::Failed(checks), false) if !REQUIRED.contains(&name.as_str()) => {
-                problems.push(format!(
-                    "{name}: failed, and is not in {EXPECTED_FAILURES}:\n    {}",
-                    checks.join("\n    ")
-                ));
-            }
-            (Verdict::Passed, true) => problems.push(format!(
-                "{name}: passes now; remove it from {EXPECTED_FAILURES}"
+            )),
+            (Verdict::Passed, _, true) => problems.push(format!(
+                "{name}: passes through the gateway now; remove it from {EXPECTED_FAILURES}"
             )),
             _ => {}
         }
     }
-    for name in expected.keys() {
-        if !verdicts.contains_key(name) {
-            problems.push(format!(
-                "{name}: listed in {EXPECTED_FAILURES} but the suite has no such scenario"
-            ));
+    for name in direct.keys() {
+        if !gateway.contains_key(name) {
+            problems.push(format!("{name}: ran directly but not through the gateway"));
         }
     }
     assert!(
         problems.is_empty(),
-        "conformance: {} problem(s):\n{}\n\nsuite output:\n{output}",
+        "conformance ({selection:?}, {upstream:?} upstream): {} problem(s):\n{}\n\nsupervisor:\n{}",
         problems.len(),
-        problems.join("\n")
+        problems.join("\n"),
+        served.stderr()
     );
-
     // Still serving after the whole suite.
     assert_eq!(served.terminate(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn the_expected_failures_name_real_scenarios() {
+    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
+    let listed = Command::new(node())
+        .arg(suite())
+        .arg("list")
+        .output()
+        .expect("node runs the conformance suite");
+    let listing = String::from_utf8_lossy(&listed.stdout);
+    for name in expected.keys() {
+        assert!(
+            listing.contains(&format!("- {name} ")),
+            "{name} is listed in {EXPECTED_FAILURES} but the suite has no such scenario"
+        );
+    }
+}
+
+fn node() -> std::path::PathBuf {
+    installed_tool("node/node_modules/.bin/node")
+}
+
+fn suite() -> std::path::PathBuf {
+    installed_tool("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+}
+
+/// Runs the suite's server scenarios of `selection` against `url`.
+fn run_suite(selection: Selection, url: &str) -> BTreeMap<String, Verdict> {
+    let results = tempfile::tempdir().unwrap();
+    let log = results.path().join("conformance.log");
+    let mut run = Command::new(node())
+        .arg(suite())
+        .arg("server")
+        .args(selection.args())
+        .args(["--url", url])
+        .arg("--output-dir")
+        .arg(results.path().join("runs"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the suite's Node runs");
+    let status = wait_bounded(&mut run, SUITE_BOUND);
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        status.is_some(),
+        "the conformance suite did not finish within {SUITE_BOUND:?}:\n{output}"
+    );
+    verdicts(&output, &results.path().join("runs"))
 }
 
 /// `scenario-name  # reason` per line; `#` lines and blank lines are skipped.
@@ -164,6 +230,7 @@ fn verdicts(output: &str, runs: &Path) -> BTreeMap<String, Verdict> {
         if !in_summary {
             continue;
         }
+        let line = line.trim_start();
         if let Some(rest) = line.strip_prefix("✓ ").or(line.strip_prefix("✗ "))
             && let Some((name, _counts)) = rest.split_once(": ")
         {

@@ -202,7 +202,8 @@ impl Drop for Served {
     }
 }
 
-/// A standalone `mcp-test-server --http` on a free port, killed on drop.
+/// A standalone `mcp-test-server --http` (or another of our test servers) on
+/// a free port, killed on drop.
 #[derive(Debug)]
 pub struct HttpUpstream {
     child: std::process::Child,
@@ -216,8 +217,14 @@ impl HttpUpstream {
     }
 
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::start_binary("mcp-test-server", extra)
+    }
+
+    /// Starts test server binary `name` with `--http 127.0.0.1:0` and `extra`
+    /// flags; it must print `listening on URL` first.
+    pub fn start_binary(name: &str, extra: &[&str]) -> Self {
         use std::io::{BufRead, BufReader};
-        let mut child = std::process::Command::new(bin("mcp-test-server"))
+        let mut child = std::process::Command::new(bin(name))
             .args(["--http", "127.0.0.1:0"])
             .args(extra)
             .stdout(std::process::Stdio::piped())

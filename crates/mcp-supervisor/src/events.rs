@@ -1,12 +1,19 @@
-//! Transitions of a connection's state, published to subscribers (SPEC §7).
+//! What happens to a connection, published to subscribers: its state
+//! transitions (docs/ARCHITECTURE.md, "A connection's state machine") and what
+//! its upstream announces outside any request.
+
+// Logging is deprecated by SEP-2577 (protocol 2026-07-28); 2025-era servers
+// still log, and the gateway relays it.
+#![allow(deprecated)]
 
 use std::time::Duration;
 
 use actix::Message;
+use rmcp::model::LoggingMessageNotificationParam;
 
-use crate::failure::Failure;
+use crate::{failure::Failure, session::ListKind};
 
-/// One state transition of one connection. Each is published exactly once.
+/// One event of one connection. Each is published exactly once.
 #[derive(Message, Debug, Clone, PartialEq)]
 #[rtype(result = "()")]
 #[non_exhaustive]
@@ -35,8 +42,15 @@ pub enum ConnectionEvent {
     Restarted { connection: String, restarts: u32 },
     /// The connection was stopped (shutdown, or removed by a reload).
     Stopped { connection: String },
-    /// The upstream's tool list changed; the cached catalog was dropped.
-    ToolsChanged { connection: String },
+    /// The upstream's list of `list` changed; the catalog is being reloaded.
+    ListChanged { connection: String, list: ListKind },
+    /// The upstream says a resource it serves changed (`resources/updated`).
+    ResourceUpdated { connection: String, uri: String },
+    /// The upstream logged a message (`notifications/message`).
+    Log {
+        connection: String,
+        message: LoggingMessageNotificationParam,
+    },
 }
 
 impl ConnectionEvent {
@@ -50,7 +64,9 @@ impl ConnectionEvent {
             | ConnectionEvent::Retired { connection, .. }
             | ConnectionEvent::Restarted { connection, .. }
             | ConnectionEvent::Stopped { connection }
-            | ConnectionEvent::ToolsChanged { connection } => connection,
+            | ConnectionEvent::ListChanged { connection, .. }
+            | ConnectionEvent::ResourceUpdated { connection, .. }
+            | ConnectionEvent::Log { connection, .. } => connection,
         }
     }
 }

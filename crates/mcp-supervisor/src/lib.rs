@@ -30,4 +30,4 @@ pub mod registry;
 pub mod session;
 
 pub use failure::{Failure, FailureKind, classify};
-pub use outcome::{CallOutcome, Unavailable};
+pub use outcome::{CallOutcome, Forwarded, Unavailable};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ErrorData, ServerResult};
 
 use crate::failure::Failure;
 
@@ -31,6 +31,22 @@ pub enum CallOutcome {
     Busy { message: String },
     /// No answer within the call's deadline.
     TimedOut { message: String, may_have_run: bool },
+}
+
+/// How a request forwarded upstream as it is (the gateway's proxying) ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+// Nearly always `Answered`, moved a few times: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub enum Forwarded {
+    /// The upstream's answer.
+    Answered(ServerResult),
+    /// The upstream refused the request with this JSON-RPC error, passed on
+    /// as it is (a resource that does not exist, bad arguments, …).
+    Error(ErrorData),
+    /// The supervisor answers instead: unavailable, busy, timed out, or a
+    /// rejection in the supervisor's words. Never `Success`/`ToolError`.
+    Refused(CallOutcome),
 }
 
 /// Why a connection cannot serve an operation now (also the error of `ListTools`).
@@ -101,6 +117,11 @@ pub mod messages {
             failure.status_label(),
             rounded_secs(remaining)
         )
+    }
+
+    /// The downstream client cancelled the request before it was answered.
+    pub fn cancelled(name: &str, what: &str) -> String {
+        format!("MCP connection '{name}': the client cancelled '{what}' before it was answered.")
     }
 
     /// `MCP connection '{name}' is unavailable (…); it will not be retried.`

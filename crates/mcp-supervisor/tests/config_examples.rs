@@ -83,6 +83,7 @@ fn example_mentions_every_key() {
         "listen",
         "path",
         "expose",
+        "prefix",
         "auth",
         "kind",
         "token_env",

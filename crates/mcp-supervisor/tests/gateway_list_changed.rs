@@ -10,7 +10,7 @@ use std::sync::{
 
 use actix::Actor;
 use mcp_supervisor::{
-    config::Expose,
+    config::{Expose, Prefix},
     gateway::{GatewayState, ListChangedForwarder, serve_http},
     http::{HttpRecorder, RecordingClient},
     registry::{Registry, Subscribe},
@@ -49,7 +49,7 @@ fn an_upstream_list_change_reaches_downstream_clients() {
             .unwrap();
         let config = config(&http_connection("up", &upstream.url(), ""));
         let registry = Registry::new(config.clone()).start();
-        let state = GatewayState::new(registry.clone(), Expose::Namespaced);
+        let state = GatewayState::new(registry.clone(), Expose::Namespaced, Prefix::Always);
         let forwarder = ListChangedForwarder::new(state.clone()).start();
         registry
             .send(Subscribe(forwarder.recipient()))

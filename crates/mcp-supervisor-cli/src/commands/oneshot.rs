@@ -1,13 +1,13 @@
 //! `tools` and `call`: start the supervisor, do one thing, shut down cleanly.
 
-use std::{future::Future, path::Path};
+use std::{future::Future, path::Path, sync::Arc};
 
 use actix::{Actor, Addr};
 use futures::StreamExt;
 use mcp_supervisor::{
     CallOutcome,
     config::Config,
-    registry::{CallTool, ListConnections, ListTools, Registry, Shutdown},
+    registry::{CallTool, Catalog, ListConnections, ListTools, Registry, Shutdown},
 };
 use serde_json::{Map, Value};
 
@@ -37,7 +37,7 @@ where
 pub(crate) fn tools(config_path: &Path, connection: Option<String>) -> Result<(), Exit> {
     with_registry(load(config_path)?, move |registry| async move {
         let Some(connection) = connection else {
-            return connect_all(&registry).await;
+            return connect_all(&registry).await.map(drop);
         };
         let catalog = registry
             .send(ListTools {
@@ -55,8 +55,9 @@ pub(crate) fn tools(config_path: &Path, connection: Option<String>) -> Result<()
 }
 
 /// Connects to every connection and lists its tools, at most 6 at a time
-/// (SPEC §9 warmup), printing one line per connection as each finishes.
-pub(crate) async fn connect_all(registry: &Addr<Registry>) -> Result<(), Exit> {
+/// (the registry's warmup bound), printing one line per connection as each
+/// finishes; answers every catalog, in name order.
+pub(crate) async fn connect_all(registry: &Addr<Registry>) -> Result<Vec<Arc<Catalog>>, Exit> {
     let stopped = |_| Exit::Failed("the supervisor stopped unexpectedly".into());
     let connections = registry.send(ListConnections).await.map_err(stopped)?;
     let mut results = futures::stream::iter(connections)
@@ -70,9 +71,13 @@ pub(crate) async fn connect_all(registry: &Addr<Registry>) -> Result<(), Exit> {
         })
         .buffer_unordered(WARMUP_CONCURRENCY);
     let mut failed = 0;
+    let mut catalogs = Vec::new();
     while let Some((name, listed)) = results.next().await {
         match listed.map_err(stopped)? {
-            Ok(catalog) => println!("{name}\t{} tools", catalog.len()),
+            Ok(catalog) => {
+                println!("{name}\t{} tools", catalog.len());
+                catalogs.push(catalog);
+            }
             Err(unavailable) => {
                 failed += 1;
                 println!("{name}\tunavailable: {}", unavailable.message);
@@ -82,10 +87,11 @@ pub(crate) async fn connect_all(registry: &Addr<Registry>) -> Result<(), Exit> {
     if failed > 0 {
         return Err(Exit::Failed(format!("{failed} connection(s) unavailable")));
     }
-    Ok(())
+    catalogs.sort_by(|a, b| a.connection.cmp(&b.connection));
+    Ok(catalogs)
 }
 
-/// SPEC §9: connect at most this many connections at a time.
+/// Connect at most this many connections at a time (as the registry's warmup).
 const WARMUP_CONCURRENCY: usize = 6;
 
 /// `mcp-supervisor call --config F NAME TOOL [JSON]`.

@@ -77,7 +77,11 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     };
 
     let registry = Registry::new(config.clone()).start();
-    let state = GatewayState::new(registry.clone(), config.gateway.expose);
+    let state = GatewayState::new(
+        registry.clone(),
+        config.gateway.expose,
+        config.gateway.prefix,
+    );
     let forwarder = ListChangedForwarder::new(state.clone()).start();
     let _ = registry.send(Subscribe(forwarder.recipient())).await;
     let reloader = Reloader::new(source, registry.clone());
@@ -99,7 +103,7 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
                 "gateway listening on http://{}{} (expose = {})\n{announce}",
                 local(&listener),
                 config.gateway.path,
-                config.gateway.expose.as_str()
+                mcp_supervisor::config::Choice::as_str(config.gateway.expose)
             );
             let settings = config.gateway.clone();
             let token = shutdown.clone();

@@ -32,9 +32,10 @@ use std::path::Path;
 pub use error::{ConfigError, Location};
 pub use import::{ImportError, import_mcp_servers};
 pub use model::{
-    AdminSettings, BearerToken, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
+    AdminSettings, BearerToken, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, GatewaySettings, HttpTransport,
-    QuarantineSettings, RestartBudget, RetryCalls, StdioTransport, SupervisorSettings, Transport,
+    Prefix, QuarantineSettings, RestartBudget, RetryCalls, StdioTransport, SupervisorSettings,
+    Transport,
 };
 pub use summary::summary;
 

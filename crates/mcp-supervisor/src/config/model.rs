@@ -120,6 +120,8 @@ pub struct GatewaySettings {
     pub path: String,
     /// Which tools downstream clients see.
     pub expose: Expose,
+    /// Whether upstream names get a `{connection}__` prefix.
+    pub prefix: Prefix,
     /// Downstream bearer token; `None` means no auth.
     pub auth: Option<BearerToken>,
     /// Accepted `Host` header names (DNS-rebinding protection), lowercased,
@@ -138,6 +140,7 @@ impl Default for GatewaySettings {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 7300)),
             path: "/mcp".to_owned(),
             expose: Expose::Namespaced,
+            prefix: Prefix::Always,
             auth: None,
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
@@ -157,13 +160,69 @@ pub enum Expose {
     Both,
 }
 
-impl Expose {
-    /// The config spelling: `"namespaced"`, `"meta"` or `"both"`.
-    pub fn as_str(self) -> &'static str {
+impl Choice for Expose {
+    const ALL: &'static [Self] = &[Self::Namespaced, Self::Meta, Self::Both];
+
+    fn as_str(self) -> &'static str {
         match self {
             Self::Namespaced => "namespaced",
             Self::Meta => "meta",
             Self::Both => "both",
+        }
+    }
+}
+
+/// `gateway.prefix`: whether upstream tool and prompt names get a
+/// `{connection}__` prefix downstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prefix {
+    /// Always `{connection}__{name}`.
+    #[default]
+    Always,
+    /// No prefix while exactly one connection is configured; `Always` otherwise.
+    Auto,
+    /// Names pass through unchanged; two connections offering the same name
+    /// is an error (docs/CONFIG.md).
+    Never,
+}
+
+impl Choice for Prefix {
+    const ALL: &'static [Self] = &[Self::Always, Self::Auto, Self::Never];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::Auto => "auto",
+            Self::Never => "never",
+        }
+    }
+}
+
+/// A config value chosen from a fixed vocabulary of strings.
+pub trait Choice: Copy + 'static {
+    /// Every value, in the order error messages list them.
+    const ALL: &'static [Self];
+    /// The config spelling.
+    fn as_str(self) -> &'static str;
+
+    /// The value spelled `text`, if any.
+    fn parse(text: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.as_str() == text)
+    }
+
+    /// `"a", "b" or "c"`, for error messages.
+    fn expected() -> String {
+        let quoted: Vec<String> = Self::ALL
+            .iter()
+            .map(|value| format!("\"{}\"", value.as_str()))
+            .collect();
+        match quoted.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
         }
     }
 }
@@ -352,9 +411,10 @@ pub enum RetryCalls {
     Never,
 }
 
-impl RetryCalls {
-    /// The config spelling: `"safe"`, `"always"` or `"never"`.
-    pub fn as_str(self) -> &'static str {
+impl Choice for RetryCalls {
+    const ALL: &'static [Self] = &[Self::Safe, Self::Always, Self::Never];
+
+    fn as_str(self) -> &'static str {
         match self {
             Self::Safe => "safe",
             Self::Always => "always",

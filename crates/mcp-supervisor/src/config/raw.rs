@@ -65,6 +65,7 @@ pub(crate) struct RawGateway {
     pub(crate) listen: Option<String>,
     pub(crate) path: Option<String>,
     pub(crate) expose: Option<String>,
+    pub(crate) prefix: Option<String>,
     pub(crate) auth: Option<RawAuth>,
     pub(crate) allowed_hosts: Option<Vec<String>>,
     pub(crate) max_body_bytes: Option<i64>,

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Config, ConnectionConfig, Transport, redact_url};
+use super::model::{Choice, Config, ConnectionConfig, Transport, redact_url};
 
 /// One line for the gateway, one for admin, then one per connection in name
 /// order. Deterministic: the same config always gives the same text.
@@ -17,10 +17,11 @@ pub fn summary(config: &Config) -> String {
     // `writeln!` into a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(
         out,
-        "gateway  listen={} path={} expose={} auth={} allowed_hosts={} max_body_bytes={}",
+        "gateway  listen={} path={} expose={} prefix={} auth={} allowed_hosts={} max_body_bytes={}",
         g.listen,
         g.path,
         g.expose.as_str(),
+        g.prefix.as_str(),
         if g.auth.is_some() { "bearer" } else { "none" },
         g.allowed_hosts.join(","),
         g.max_body_bytes,

@@ -51,6 +51,7 @@ fn empty_file_is_all_defaults() {
     assert_eq!(g.listen.to_string(), "127.0.0.1:7300");
     assert_eq!(g.path, "/mcp");
     assert_eq!(g.expose, Expose::Namespaced);
+    assert_eq!(g.prefix, Prefix::Always);
     assert!(g.auth.is_none());
     assert_eq!(g.allowed_hosts, ["localhost", "127.0.0.1", "[::1]"]);
     assert_eq!(g.max_body_bytes, 4 * 1024 * 1024);
@@ -243,6 +244,7 @@ fn gateway_and_admin_settings() {
         listen = "[::1]:0"
         path = "/"
         expose = "both"
+        prefix = "auto"
         allowed_hosts = ["Example.COM"]
         max_body_bytes = 1024
         auth = { kind = "bearer", token = "t0k" }
@@ -254,6 +256,7 @@ fn gateway_and_admin_settings() {
     assert_eq!(config.gateway.listen.to_string(), "[::1]:0");
     assert_eq!(config.gateway.path, "/");
     assert_eq!(config.gateway.expose, Expose::Both);
+    assert_eq!(config.gateway.prefix, Prefix::Auto);
     assert_eq!(config.gateway.allowed_hosts, ["example.com"]);
     assert_eq!(config.gateway.max_body_bytes, 1024);
     assert_eq!(
@@ -372,7 +375,11 @@ fn rule_violations_name_the_key() {
         ),
         (
             "[gateway]\nexpose = \"all\"",
-            "gateway.expose: unknown value \"all\"",
+            "gateway.expose: unknown value \"all\"; expected \"namespaced\", \"meta\" or \"both\"",
+        ),
+        (
+            "[gateway]\nprefix = \"sometimes\"",
+            "gateway.prefix: unknown value \"sometimes\"; expected \"always\", \"auto\" or \"never\"",
         ),
         (
             "connections = 3",
@@ -578,7 +585,7 @@ fn summary_lists_everything_in_order() {
     )
     .unwrap();
     let expected = "\
-gateway  listen=127.0.0.1:7300 path=/mcp expose=namespaced auth=bearer allowed_hosts=localhost,127.0.0.1,[::1] max_body_bytes=4194304
+gateway  listen=127.0.0.1:7300 path=/mcp expose=namespaced prefix=always auth=bearer allowed_hosts=localhost,127.0.0.1,[::1] max_body_bytes=4194304
 admin    listen=127.0.0.1:7301
 connections: 2
   cli  stdio  command=srv args=2 env=K cwd=/tmp tools=none concurrency=1 queue=64 retry=safe

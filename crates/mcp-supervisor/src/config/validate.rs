@@ -14,9 +14,9 @@ use secrecy::{ExposeSecret, SecretString};
 use super::error::ConfigError;
 use super::keypath::KeyPath;
 use super::model::{
-    AdminSettings, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONCURRENT_CALLS,
-    DEFAULT_MAX_QUEUED_CALLS, Expose, GatewaySettings, HttpTransport, QuarantineSettings,
-    RestartBudget, RetryCalls, StdioTransport, SupervisorSettings, Transport,
+    AdminSettings, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, GatewaySettings, HttpTransport,
+    QuarantineSettings, RestartBudget, RetryCalls, StdioTransport, SupervisorSettings, Transport,
 };
 use super::raw::{
     RawAdmin, RawConfig, RawConnection, RawGateway, RawQuarantine, RawRestartBudget, RawSupervisor,
@@ -217,21 +217,8 @@ impl<'a> Validator<'a> {
             }
             None => d.path,
         };
-        let expose = match raw.expose.as_deref() {
-            None => d.expose,
-            Some("namespaced") => Expose::Namespaced,
-            Some("meta") => Expose::Meta,
-            Some("both") => Expose::Both,
-            Some(other) => {
-                return Err(self.invalid(
-                    &key.key("expose"),
-                    format!(
-                        "unknown value {}; expected \"namespaced\", \"meta\" or \"both\"",
-                        short_quote(other)
-                    ),
-                ));
-            }
-        };
+        let expose = self.choice(&key.key("expose"), raw.expose.as_deref(), d.expose)?;
+        let prefix = self.choice(&key.key("prefix"), raw.prefix.as_deref(), d.prefix)?;
         let auth = raw
             .auth
             .map(|auth| self.bearer(&key.key("auth"), auth))
@@ -251,9 +238,32 @@ impl<'a> Validator<'a> {
             listen,
             path,
             expose,
+            prefix,
             auth,
             allowed_hosts,
             max_body_bytes,
+        })
+    }
+
+    /// A value from `T`'s vocabulary, `default` when absent.
+    fn choice<T: Choice>(
+        &self,
+        key: &KeyPath,
+        raw: Option<&str>,
+        default: T,
+    ) -> Result<T, ConfigError> {
+        let Some(text) = raw else {
+            return Ok(default);
+        };
+        T::parse(text).ok_or_else(|| {
+            self.invalid(
+                key,
+                format!(
+                    "unknown value {}; expected {}",
+                    short_quote(text),
+                    T::expected()
+                ),
+            )
         })
     }
 
@@ -321,21 +331,11 @@ impl<'a> Validator<'a> {
             .allowed_tools
             .map(|tools| self.allowed_tools(&key.key("allowed_tools"), tools))
             .transpose()?;
-        let retry_calls = match raw.retry_calls.as_deref() {
-            None => RetryCalls::default(),
-            Some("safe") => RetryCalls::Safe,
-            Some("always") => RetryCalls::Always,
-            Some("never") => RetryCalls::Never,
-            Some(other) => {
-                return Err(self.invalid(
-                    &key.key("retry_calls"),
-                    format!(
-                        "unknown value {}; expected \"safe\", \"always\" or \"never\"",
-                        short_quote(other)
-                    ),
-                ));
-            }
-        };
+        let retry_calls = self.choice(
+            &key.key("retry_calls"),
+            raw.retry_calls.as_deref(),
+            RetryCalls::default(),
+        )?;
         Ok(ConnectionConfig {
             transport,
             allowed_tools,

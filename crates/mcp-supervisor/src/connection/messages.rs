@@ -6,19 +6,20 @@ use actix::{
     ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseFuture,
     WrapFuture,
 };
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject};
 use tokio::time::Instant;
 
 use super::{
     ConnectionActor, Lease, LeaseAttempt, LeaseError, Reply,
     lifecycle::Lifecycle,
-    operation::{self, CallRetry, Operation, Request, SlotGuard},
+    operation::{self, CallRetry, Ended, Operation, Request, SlotGuard},
 };
 use crate::{
-    CallOutcome, Unavailable,
+    CallOutcome, Forwarded, Unavailable,
     failure::Failure,
     outcome::messages as text,
     policy::{Decision, Phase, ReportFailure, ReportSuccess},
+    session::{DownstreamLink, Surface},
 };
 
 /// Call one tool on this connection. Always answered with a value.
@@ -32,9 +33,26 @@ pub struct CallTool {
     pub retry: CallRetry,
 }
 
-/// List the upstream's tools (all pages), as a connect-phase operation.
+/// Send one request upstream as it is (the gateway's proxying): admitted,
+/// deadline-bound, classified and retried like a call. Always answered.
 #[derive(Message, Debug, Clone)]
-#[rtype(result = "Result<Vec<Tool>, Unavailable>")]
+#[rtype(result = "Forwarded")]
+pub struct Forward {
+    pub request: ClientRequest,
+    /// The request's whole budget (queueing and retries included).
+    pub timeout: Duration,
+    pub retry: CallRetry,
+    /// Where the upstream's progress and requests for it go.
+    pub link: Option<DownstreamLink>,
+    /// Pass the upstream's JSON-RPC errors on as they are (otherwise they
+    /// become the supervisor's `Rejected` texts, as for tools).
+    pub pass_errors: bool,
+}
+
+/// List what the upstream offers (every list, all pages), as a
+/// connect-phase operation.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Surface, Unavailable>")]
 pub struct ListTools {
     pub timeout: Duration,
 }
@@ -120,56 +138,194 @@ impl Handler<CallTool> for ConnectionActor {
     type Result = ResponseFuture<CallOutcome>;
 
     fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(refusal) = self.refuses_now() {
-            self.counts.unavailable += 1;
-            return Box::pin(std::future::ready(refusal.into()));
-        }
-        let admit = self.admission.admit();
-        let first = match &admit {
-            super::admission::Admit::Busy { queued } => {
-                self.counts.busy += 1;
-                let message = text::busy(self.name(), *queued);
-                return Box::pin(std::future::ready(CallOutcome::Busy { message }));
-            }
-            super::admission::Admit::Now => Some(self.lease(ctx)),
-            super::admission::Admit::Queued(_) => None,
-        };
-        let tool = msg.tool.clone();
-        let op = self.operation(
-            ctx,
-            Request::Call {
-                tool: msg.tool,
-                arguments: msg.arguments,
-                retry: msg.retry,
-            },
-            msg.timeout,
-        );
+        let mut params = CallToolRequestParams::new(msg.tool.clone());
+        params.arguments = msg.arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let tool = msg.tool;
+        let admitted = self.admit(ctx, request, msg.timeout, msg.retry, None);
         Box::pin(async move {
-            if let super::admission::Admit::Queued(slot) = admit {
-                // Waiting for a slot spends the call's own budget.
-                if !matches!(tokio::time::timeout_at(op.deadline, slot).await, Ok(Ok(()))) {
-                    let queued_out = CallOutcome::Busy {
-                        message: text::busy(&op.connection, 0),
-                    };
-                    op.actor.do_send(Finished {
-                        label: queued_out.label(),
-                        held_slot: false,
-                        elapsed: Some(op.budget),
-                    });
-                    return queued_out;
+            match admitted {
+                Admitted::Answer(outcome) => outcome,
+                Admitted::Run(run) => {
+                    run.finish(|op, ended| {
+                        operation::call_outcome(&op.connection, &tool, op.budget, ended)
+                    })
+                    .await
                 }
             }
-            let mut slot = SlotGuard::new(op.actor.clone());
-            let ended = op.run(first).await;
-            let outcome = operation::call_outcome(&op.connection, &tool, op.budget, ended);
-            slot.finish(outcome.label());
-            outcome
+        })
+    }
+}
+
+impl Handler<Forward> for ConnectionActor {
+    type Result = ResponseFuture<Forwarded>;
+
+    fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
+        let label = label_of(&msg.request);
+        let pass_errors = msg.pass_errors;
+        let admitted = self.admit(ctx, msg.request, msg.timeout, msg.retry, msg.link);
+        Box::pin(async move {
+            match admitted {
+                Admitted::Answer(outcome) => Forwarded::Refused(outcome),
+                Admitted::Run(run) => {
+                    run.finish(|op, ended| {
+                        operation::forwarded(&op.connection, &label, op.budget, ended, pass_errors)
+                    })
+                    .await
+                }
+            }
+        })
+    }
+}
+
+/// What a request is called in the supervisor's texts: the tool for a call,
+/// otherwise the method.
+fn label_of(request: &ClientRequest) -> String {
+    match request {
+        ClientRequest::CallToolRequest(call) => call.params.name.to_string(),
+        other => other.method().to_owned(),
+    }
+}
+
+/// A request past the mailbox: answered at once, or to run.
+// Built and matched once per request; boxing `Run` would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Admitted {
+    Answer(CallOutcome),
+    Run(Run),
+}
+
+/// An admitted request: its operation, its first lease attempt, and its
+/// queue slot if it must wait for one.
+struct Run {
+    op: Operation,
+    first: Option<LeaseAttempt>,
+    queued: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// `tools/call`s are counted in the call statistics.
+    is_call: bool,
+}
+
+impl Run {
+    /// Waits for a slot if queued, runs the operation, and turns how it ended
+    /// into the answer with `outcome`. The slot is freed however it ends.
+    async fn finish<T>(self, outcome: impl FnOnce(&Operation, Ended) -> T) -> T
+    where
+        T: From<CallOutcome> + Counted,
+    {
+        let Run {
+            op,
+            first,
+            queued,
+            is_call,
+        } = self;
+        if let Some(slot) = queued {
+            // Waiting for a slot spends the request's own budget.
+            if !matches!(tokio::time::timeout_at(op.deadline, slot).await, Ok(Ok(()))) {
+                let queued_out = CallOutcome::Busy {
+                    message: text::busy(&op.connection, 0),
+                };
+                op.actor.do_send(Finished {
+                    label: if is_call {
+                        queued_out.label()
+                    } else {
+                        NOT_COUNTED
+                    },
+                    held_slot: false,
+                    elapsed: is_call.then_some(op.budget),
+                });
+                return queued_out.into();
+            }
+        }
+        let mut slot = SlotGuard::new(op.actor.clone(), is_call);
+        let ended = op.run(first).await;
+        let answer = outcome(&op, ended);
+        slot.finish(answer.label());
+        answer
+    }
+}
+
+/// An answer whose kind is counted in `/status` and the metrics.
+pub(super) trait Counted {
+    fn label(&self) -> &'static str;
+}
+
+impl Counted for CallOutcome {
+    fn label(&self) -> &'static str {
+        CallOutcome::label(self)
+    }
+}
+
+impl Counted for Forwarded {
+    fn label(&self) -> &'static str {
+        match self {
+            Forwarded::Answered(rmcp::model::ServerResult::CallToolResult(result)) => {
+                CallOutcome::from_result(result.clone()).label()
+            }
+            Forwarded::Answered(_) => "ok",
+            Forwarded::Error(_) => "rejected",
+            Forwarded::Refused(outcome) => outcome.label(),
+        }
+    }
+}
+
+impl From<CallOutcome> for Forwarded {
+    fn from(outcome: CallOutcome) -> Self {
+        Forwarded::Refused(outcome)
+    }
+}
+
+/// The label of answers that are not counted (requests other than calls).
+pub(super) const NOT_COUNTED: &str = "not_counted";
+
+impl ConnectionActor {
+    /// Admission in the mailbox: refused (parked, retired), busy, queued,
+    /// or run now with a lease attempt.
+    fn admit(
+        &mut self,
+        ctx: &mut Context<Self>,
+        request: ClientRequest,
+        timeout: Duration,
+        retry: CallRetry,
+        link: Option<DownstreamLink>,
+    ) -> Admitted {
+        let is_call = matches!(request, ClientRequest::CallToolRequest(_));
+        if let Some(refusal) = self.refuses_now() {
+            if is_call {
+                self.counts.unavailable += 1;
+            }
+            return Admitted::Answer(refusal.into());
+        }
+        let (first, queued) = match self.admission.admit() {
+            super::admission::Admit::Busy { queued } => {
+                if is_call {
+                    self.counts.busy += 1;
+                }
+                let message = text::busy(self.name(), queued);
+                return Admitted::Answer(CallOutcome::Busy { message });
+            }
+            super::admission::Admit::Now => (Some(self.lease(ctx)), None),
+            super::admission::Admit::Queued(slot) => (None, Some(slot)),
+        };
+        let op = self.operation(
+            ctx,
+            Request::Send {
+                request,
+                retry,
+                link,
+            },
+            timeout,
+        );
+        Admitted::Run(Run {
+            op,
+            first,
+            queued,
+            is_call,
         })
     }
 }
 
 impl Handler<ListTools> for ConnectionActor {
-    type Result = ResponseFuture<Result<Vec<Tool>, Unavailable>>;
+    type Result = ResponseFuture<Result<Surface, Unavailable>>;
 
     fn handle(&mut self, msg: ListTools, ctx: &mut Context<Self>) -> Self::Result {
         if let Some(refusal) = self.refuses_now() {

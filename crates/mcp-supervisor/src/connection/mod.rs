@@ -24,8 +24,8 @@ pub(crate) use lifecycle::{Lease, LeaseError};
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub use messages::{
-    CallCounts, CallTool as ConnectionCall, ConnectionSnapshot, ListTools as ConnectionList,
-    RetireNow, Snapshot, Stop,
+    CallCounts, CallTool as ConnectionCall, ConnectionSnapshot, Forward as ConnectionForward,
+    ListTools as ConnectionList, RetireNow, Snapshot, Stop,
 };
 pub use operation::CallRetry;
 
@@ -263,19 +263,25 @@ impl ConnectionActor {
         ctx: &mut Context<Self>,
     ) {
         let connection = self.config.name.clone();
-        let recipient = self.deps.events.clone();
+        let Some(recipient) = self.deps.events.clone() else {
+            return;
+        };
         ctx.spawn(
             async move {
                 while let Some(event) = events.recv().await {
-                    match event {
-                        SessionEvent::ToolListChanged => {
-                            if let Some(recipient) = &recipient {
-                                recipient.do_send(ConnectionEvent::ToolsChanged {
-                                    connection: connection.clone(),
-                                });
-                            }
+                    let connection = connection.clone();
+                    recipient.do_send(match event {
+                        SessionEvent::ListChanged(list) => {
+                            ConnectionEvent::ListChanged { connection, list }
                         }
-                    }
+                        SessionEvent::ResourceUpdated { uri } => {
+                            ConnectionEvent::ResourceUpdated { connection, uri }
+                        }
+                        SessionEvent::Log(message) => ConnectionEvent::Log {
+                            connection,
+                            message,
+                        },
+                    });
                 }
             }
             .into_actor(self),
@@ -460,14 +466,16 @@ async fn open_session(
     handler: SessionHandler,
 ) -> Result<Session, Failure> {
     let deadline = Instant::now() + config.connect_timeout;
-    match &config.transport {
+    let session = match &config.transport {
         Transport::Http(http_transport) => {
             open_http(http_transport, http, recorder, handler, deadline).await
         }
         Transport::Stdio(stdio) => {
             crate::session::open_stdio(&config.name, stdio, handler, deadline).await
         }
-    }
+    }?;
+    session.disable_response_cache().await;
+    Ok(session)
 }
 
 /// Used by `ResponseActFuture` handlers below.

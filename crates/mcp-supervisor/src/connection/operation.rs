@@ -1,4 +1,5 @@
-//! One operation (a call or a tool listing) and its attempts, run outside the
+//! One operation (a request sent upstream, or a listing of what the upstream
+//! offers) and its attempts, run outside the
 //! actor so the mailbox stays free. Each attempt: get a session (or join the
 //! rebuild in progress), do the request by the deadline, and on failure let
 //! the actor dispose, consult the policy and tell us what next.
@@ -6,7 +7,7 @@
 use std::{sync::Arc, time::Duration};
 
 use actix::Addr;
-use rmcp::model::{CallToolResult, JsonObject, Tool};
+use rmcp::model::{ClientRequest, ErrorData, ServerResult};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -17,9 +18,9 @@ use super::{
 use crate::{
     CallOutcome, Unavailable,
     failure::{Failure, FailureKind},
-    outcome::messages as text,
+    outcome::{Forwarded, messages as text},
     policy::{Decision, Phase},
-    session::Session,
+    session::{DownstreamLink, SendError, Session, Surface},
 };
 
 /// May this call be repeated after it may have reached the server?
@@ -34,28 +35,40 @@ pub enum CallRetry {
 }
 
 #[derive(Debug, Clone)]
+// One per operation, and nearly always `Send`: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Request {
-    Call {
-        tool: String,
-        arguments: Option<JsonObject>,
+    /// A request sent upstream as it is (a `tools/call`, a `resources/read`, …).
+    Send {
+        request: ClientRequest,
         retry: CallRetry,
+        /// Where its progress and server-to-client requests go (gateway only).
+        link: Option<DownstreamLink>,
     },
+    /// List what the upstream offers (connect phase).
     List,
 }
 
 impl Request {
     fn phase(&self) -> Phase {
         match self {
-            Request::Call { .. } => Phase::Call,
-            // Listing tools describes the connection, like initialize (SPEC §6).
+            Request::Send { .. } => Phase::Call,
+            // Listing describes the connection, like initialize (docs/DECISIONS.md).
             Request::List => Phase::Connect,
         }
     }
 
     fn retry(&self) -> CallRetry {
         match self {
-            Request::Call { retry, .. } => *retry,
+            Request::Send { retry, .. } => *retry,
             Request::List => CallRetry::Safe,
+        }
+    }
+
+    fn link(&self) -> Option<&DownstreamLink> {
+        match self {
+            Request::Send { link, .. } => link.as_ref(),
+            Request::List => None,
         }
     }
 }
@@ -63,8 +76,8 @@ impl Request {
 /// What an operation produced.
 #[derive(Debug)]
 pub(crate) enum Response {
-    Called(CallToolResult),
-    Listed(Vec<Tool>),
+    Sent(ServerResult),
+    Listed(Surface),
 }
 
 /// How an operation ended.
@@ -72,7 +85,13 @@ pub(crate) enum Response {
 pub(crate) enum Ended {
     Replied(Response),
     /// Permission or protocol failure of this request; the session is kept.
-    Rejected(Failure),
+    /// `upstream` is the upstream's own JSON-RPC error, when it sent one.
+    Rejected {
+        failure: Failure,
+        upstream: Option<ErrorData>,
+    },
+    /// The downstream client cancelled the request.
+    Cancelled,
     /// The connection refuses work (parked, retired, stopped).
     Refused(Unavailable),
     /// Stopped without parking: not safe to repeat, or out of time.
@@ -119,18 +138,21 @@ impl Operation {
                 Some(attempt) => attempt.resolve(self.stopped()).await,
                 None => self.acquire().await,
             };
-            let (failure, failed_phase, generation) = match lease {
+            let (failure, upstream, failed_phase, generation) = match lease {
                 Err(LeaseError::Refused(unavailable)) => return Ended::Refused(unavailable),
-                Err(LeaseError::ConnectFailed(failure)) => (failure, Phase::Connect, None),
+                Err(LeaseError::ConnectFailed(failure)) => (failure, None, Phase::Connect, None),
                 // Every attempt may run to the operation's deadline: one that
                 // is still running has not failed, so a retry only follows a
                 // failure (docs/DECISIONS.md #11).
-                Ok(lease) => match self.perform(&lease.session, self.deadline).await {
+                Ok(lease) => match self.perform(&lease.session).await {
                     Ok(response) => {
                         self.actor.do_send(AttemptSucceeded);
                         return Ended::Replied(response);
                     }
-                    Err(failure) => (failure, phase, Some(lease.generation)),
+                    Err(SendError::Cancelled) => return Ended::Cancelled,
+                    Err(SendError::Failed { failure, upstream }) => {
+                        (failure, upstream, phase, Some(lease.generation))
+                    }
                 },
             };
             let report = AttemptFailed {
@@ -156,7 +178,7 @@ impl Operation {
                         phase: failed_phase,
                     };
                 }
-                Decision::Reject => return Ended::Rejected(failure),
+                Decision::Reject => return Ended::Rejected { failure, upstream },
                 Decision::Park { .. } | Decision::Retire => {
                     return Ended::Exhausted {
                         failure,
@@ -183,19 +205,20 @@ impl Operation {
         }
     }
 
-    async fn perform(
-        &self,
-        session: &Arc<Session>,
-        deadline: Instant,
-    ) -> Result<Response, Failure> {
+    async fn perform(&self, session: &Arc<Session>) -> Result<Response, SendError> {
         match &self.request {
-            Request::Call {
-                tool, arguments, ..
-            } => session
-                .call_tool(tool, arguments.clone(), deadline)
+            Request::Send { request, .. } => session
+                .send(request.clone(), self.request.link(), self.deadline)
                 .await
-                .map(Response::Called),
-            Request::List => session.list_tools(deadline).await.map(Response::Listed),
+                .map(Response::Sent),
+            Request::List => session
+                .list_surface(self.deadline)
+                .await
+                .map(Response::Listed)
+                .map_err(|failure| SendError::Failed {
+                    failure,
+                    upstream: None,
+                }),
         }
     }
 
@@ -220,26 +243,63 @@ pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
     }
 }
 
-/// Turns how a call ended into the caller's value.
+/// Turns how a `tools/call` ended into the caller's value.
 pub(crate) fn call_outcome(
     connection: &str,
     tool: &str,
     budget: Duration,
     ended: Ended,
 ) -> CallOutcome {
-    match ended {
-        Ended::Replied(Response::Called(result)) => CallOutcome::from_result(result),
-        Ended::Replied(Response::Listed(_)) => unreachable!("a call operation lists nothing"),
-        Ended::Rejected(failure) => CallOutcome::Rejected {
+    match forwarded(connection, tool, budget, ended, false) {
+        Forwarded::Answered(ServerResult::CallToolResult(result)) => {
+            CallOutcome::from_result(result)
+        }
+        Forwarded::Refused(outcome) => outcome,
+        // Errors are not passed on here, and any other answer to a
+        // `tools/call` is malformed.
+        Forwarded::Answered(_) | Forwarded::Error(_) => {
+            let failure = Failure::new(FailureKind::Protocol, "unexpected result for tools/call");
+            CallOutcome::Rejected {
+                message: text::rejected(connection, &failure),
+                failure,
+            }
+        }
+    }
+}
+
+/// Turns how a forwarded request ended into the caller's value. `label`
+/// names it in texts (the tool, or the method). With `pass_errors`, the
+/// upstream's own JSON-RPC rejection is passed on as it is; otherwise it
+/// becomes the supervisor's `Rejected` text (what agents get for tools).
+pub(crate) fn forwarded(
+    connection: &str,
+    label: &str,
+    budget: Duration,
+    ended: Ended,
+    pass_errors: bool,
+) -> Forwarded {
+    let refused = match ended {
+        Ended::Replied(Response::Sent(result)) => return Forwarded::Answered(result),
+        Ended::Replied(Response::Listed(_)) => unreachable!("a request lists nothing"),
+        Ended::Rejected {
+            upstream: Some(error),
+            ..
+        } if pass_errors => return Forwarded::Error(error),
+        Ended::Rejected { failure, .. } => CallOutcome::Rejected {
             message: text::rejected(connection, &failure),
             failure,
+        },
+        Ended::Cancelled => CallOutcome::Unavailable {
+            failure: Failure::transport("cancelled by the client"),
+            retry_in: None,
+            message: text::cancelled(connection, label),
         },
         Ended::Refused(unavailable) => unavailable.into(),
         Ended::GaveUp { failure, phase } | Ended::Exhausted { failure, phase, .. }
             if failure.kind == FailureKind::Timeout && phase == Phase::Call =>
         {
             CallOutcome::TimedOut {
-                message: text::timed_out(connection, tool, budget),
+                message: text::timed_out(connection, label, budget),
                 may_have_run: !failure.not_run,
             }
         }
@@ -258,16 +318,22 @@ pub(crate) fn call_outcome(
         Ended::Exhausted {
             failure, decision, ..
         } => exhausted(connection, failure, &decision).into(),
-    }
+    };
+    Forwarded::Refused(refused)
 }
 
 /// Turns how a listing ended into the caller's value.
-pub(crate) fn list_outcome(connection: &str, ended: Ended) -> Result<Vec<Tool>, Unavailable> {
+pub(crate) fn list_outcome(connection: &str, ended: Ended) -> Result<Surface, Unavailable> {
     match ended {
-        Ended::Replied(Response::Listed(tools)) => Ok(tools),
-        Ended::Replied(Response::Called(_)) => unreachable!("a list operation calls nothing"),
+        Ended::Replied(Response::Listed(surface)) => Ok(surface),
+        Ended::Replied(Response::Sent(_)) => unreachable!("a list operation sends nothing"),
         Ended::Refused(unavailable) => Err(unavailable),
-        Ended::Rejected(failure) | Ended::GaveUp { failure, .. } => Err(Unavailable {
+        Ended::Cancelled => Err(Unavailable {
+            failure: Failure::transport("cancelled"),
+            retry_in: None,
+            message: text::stopped(connection),
+        }),
+        Ended::Rejected { failure, .. } | Ended::GaveUp { failure, .. } => Err(Unavailable {
             message: text::failed(connection, &failure),
             failure,
             retry_in: None,
@@ -293,20 +359,23 @@ fn exhausted(connection: &str, failure: Failure, decision: &Decision) -> Unavail
     }
 }
 
-/// Holds a call's admission slot; frees it (and counts the outcome) however
-/// the call ends, even if the caller stops waiting.
+/// Holds a request's admission slot; frees it (and counts a call's outcome)
+/// however the request ends, even if the caller stops waiting.
 pub(crate) struct SlotGuard {
     actor: Addr<ConnectionActor>,
     label: &'static str,
     started: Instant,
+    /// A `tools/call`: its outcome and duration are counted.
+    counted: bool,
 }
 
 impl SlotGuard {
-    pub(crate) fn new(actor: Addr<ConnectionActor>) -> Self {
+    pub(crate) fn new(actor: Addr<ConnectionActor>, counted: bool) -> Self {
         SlotGuard {
             actor,
             label: "abandoned",
             started: Instant::now(),
+            counted,
         }
     }
 
@@ -318,9 +387,13 @@ impl SlotGuard {
 impl Drop for SlotGuard {
     fn drop(&mut self) {
         self.actor.do_send(Finished {
-            label: self.label,
+            label: if self.counted {
+                self.label
+            } else {
+                super::messages::NOT_COUNTED
+            },
             held_slot: true,
-            elapsed: Some(self.started.elapsed()),
+            elapsed: self.counted.then(|| self.started.elapsed()),
         });
     }
 }

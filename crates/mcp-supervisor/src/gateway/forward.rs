@@ -1,12 +1,15 @@
-//! Forwards upstream tool-list changes to downstream clients: an actor
-//! subscribed to the registry's events.
+//! Relays what happens to the upstreams to downstream clients: an actor
+//! subscribed to the registry's events. List changes (and connections
+//! coming and going) become `list_changed` notifications, resource updates
+//! go to the sessions subscribed to them, log messages to every session that
+//! wants their level; a new upstream session gets the subscriptions again.
 
 use std::sync::Arc;
 
 use actix::{Actor, AsyncContext, Context, Handler, WrapFuture};
 
-use super::handler::GatewayState;
-use crate::events::ConnectionEvent;
+use super::state::GatewayState;
+use crate::{events::ConnectionEvent, session::ListKind};
 
 /// Subscribe it to the registry (`Subscribe(addr.recipient())`).
 #[derive(Debug)]
@@ -28,18 +31,39 @@ impl Handler<ConnectionEvent> for ListChangedForwarder {
     type Result = ();
 
     fn handle(&mut self, event: ConnectionEvent, ctx: &mut Context<Self>) {
-        // The exposed tool set changes when an upstream's list changes, or a
-        // connection goes away (retired, removed by a reload, restarted).
-        let changes_tools = matches!(
-            event,
-            ConnectionEvent::ToolsChanged { .. }
-                | ConnectionEvent::Retired { .. }
-                | ConnectionEvent::Stopped { .. }
-                | ConnectionEvent::Restarted { .. }
-        );
-        if changes_tools {
-            let state = self.state.clone();
-            ctx.spawn(async move { state.notify_tools_changed().await }.into_actor(self));
+        let state = self.state.clone();
+        match event {
+            ConnectionEvent::ListChanged { list, .. } => {
+                ctx.spawn(async move { state.notify_list_changed(list).await }.into_actor(self));
+            }
+            // A connection going away (retired, removed by a reload,
+            // restarted) changes every list the gateway exposes.
+            ConnectionEvent::Retired { .. }
+            | ConnectionEvent::Stopped { .. }
+            | ConnectionEvent::Restarted { .. } => {
+                ctx.spawn(
+                    async move {
+                        for list in ListKind::ALL {
+                            state.notify_list_changed(list).await;
+                        }
+                    }
+                    .into_actor(self),
+                );
+            }
+            ConnectionEvent::ResourceUpdated { connection, uri } => {
+                ctx.spawn(
+                    async move { state.notify_resource_updated(&connection, &uri).await }
+                        .into_actor(self),
+                );
+            }
+            ConnectionEvent::Log {
+                connection,
+                message,
+            } => state.log(&connection, message),
+            ConnectionEvent::Ready { connection, .. } => {
+                ctx.spawn(async move { state.resubscribe(&connection).await }.into_actor(self));
+            }
+            _ => {}
         }
     }
 }

@@ -1,176 +1,102 @@
 //! The gateway's rmcp `ServerHandler`: one MCP server in front of every
-//! supervised upstream. Upstream results pass through unchanged; supervisor
-//! outcomes become text results with `isError: true` and the §8 messages.
+//! supervised upstream, a transparent proxy for tools, prompts, resources,
+//! completion and logging. Each request is routed by the merged view
+//! ([`Directory`]) to its connection and goes through the supervisor like a
+//! call; the upstream's answer passes through unchanged apart from what the
+//! downstream protocol needs (exposed names, `resultType`), and the upstream's
+//! JSON-RPC errors pass through as they are. Supervisor outcomes become text
+//! results with `isError: true` for tools (the §8 texts, docs/ARCHITECTURE.md)
+//! and JSON-RPC errors carrying the same texts for everything else.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, RwLock},
-    time::Duration,
-};
+// Logging and resource subscriptions are deprecated by SEP-2577 (protocol
+// 2026-07-28); 2025-era clients and servers use them, and the gateway relays them.
+#![allow(deprecated)]
 
-use actix::Addr;
+use std::sync::Arc;
+
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-        PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+        CompleteRequest, CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequest,
+        GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+        InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        ListToolsResult, PaginatedRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+        ReadResourceResponse, Reference, ResourceContents, ResultType, ServerConfig, ServerResult,
+        SetLevelRequest, SetLevelRequestParams, SubscribeRequestParams, ToolsCapability,
+        UnsubscribeRequestParams,
     },
-    service::{NotificationContext, Peer, RequestContext},
+    service::{NotificationContext, RequestContext},
 };
 
-use super::naming;
-use crate::{
-    config::Expose,
-    meta,
-    registry::{CallTool, ListConnections, ListTools, Registry},
+use super::{
+    directory::{Directory, Target},
+    downstream::{DownstreamRequest, DownstreamSession},
+    paging,
+    state::{CATALOG_WAIT, GatewayState},
 };
-
-/// How long `tools/list` waits for one upstream's catalog; a slower one is
-/// left out of this listing (it appears once loaded and the list is re-read).
-pub const CATALOG_WAIT: Duration = Duration::from_secs(5);
-
-/// Downstream sessions remembered for `tools/list_changed`; more are served
-/// but not notified (a bound against clients that never close sessions).
-const MAX_DOWNSTREAM_SESSIONS: usize = 4096;
-
-/// State shared by every downstream session of the gateway.
-#[derive(Debug)]
-pub struct GatewayState {
-    registry: Addr<Registry>,
-    expose: Expose,
-    /// Exposed name → (connection, tool), refreshed by every listing.
-    index: RwLock<HashMap<String, (String, String)>>,
-    /// Downstream sessions, for forwarding `tools/list_changed`.
-    peers: Mutex<Vec<Peer<RoleServer>>>,
-}
-
-impl GatewayState {
-    pub fn new(registry: Addr<Registry>, expose: Expose) -> Arc<Self> {
-        Arc::new(GatewayState {
-            registry,
-            expose,
-            index: RwLock::new(HashMap::new()),
-            peers: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn namespaced(&self) -> bool {
-        matches!(self.expose, Expose::Namespaced | Expose::Both)
-    }
-
-    fn meta(&self) -> bool {
-        matches!(self.expose, Expose::Meta | Expose::Both)
-    }
-
-    /// Remembers a downstream session (once: when it is initialized). Peers
-    /// have no identity to compare, so registering on every request would
-    /// grow the list by one entry per call and send duplicate notifications.
-    fn register(&self, peer: &Peer<RoleServer>) {
-        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
-        peers.retain(|known| !known.is_transport_closed());
-        if peers.len() < MAX_DOWNSTREAM_SESSIONS {
-            peers.push(peer.clone());
-        }
-    }
-
-    /// Tells every downstream session that the tool list changed.
-    pub async fn notify_tools_changed(&self) {
-        let peers: Vec<Peer<RoleServer>> = {
-            let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
-            peers.retain(|peer| !peer.is_transport_closed());
-            peers.clone()
-        };
-        for peer in peers {
-            // A downstream that went away just misses the notification.
-            let _ = peer.notify_tool_list_changed().await;
-        }
-    }
-
-    /// Every exposed tool, refreshing the name index.
-    async fn tools(&self) -> Vec<Tool> {
-        let mut tools = Vec::new();
-        if self.namespaced() {
-            tools.extend(self.namespaced_tools().await);
-        }
-        if self.meta() {
-            tools.extend(meta::definitions());
-        }
-        tools
-    }
-
-    async fn namespaced_tools(&self) -> Vec<Tool> {
-        let Ok(connections) = self.registry.send(ListConnections).await else {
-            return Vec::new();
-        };
-        let loads = connections.into_iter().filter(|c| !c.dead).map(|summary| {
-            let load = self.registry.send(ListTools {
-                connection: summary.name.clone(),
-            });
-            async move {
-                match tokio::time::timeout(CATALOG_WAIT, load).await {
-                    Ok(Ok(Ok(catalog))) => Some(catalog),
-                    _ => None,
-                }
-            }
-        });
-        let catalogs = futures::future::join_all(loads).await;
-        let mut index = HashMap::new();
-        let mut tools = Vec::new();
-        for catalog in catalogs.into_iter().flatten() {
-            for tool in &catalog.tools {
-                let name = naming::namespaced(&catalog.connection, &tool.name);
-                index.insert(
-                    name.clone(),
-                    (catalog.connection.clone(), tool.name.to_string()),
-                );
-                let mut exposed = tool.clone();
-                exposed.name = name.into();
-                tools.push(exposed);
-            }
-        }
-        *self.index.write().unwrap_or_else(|p| p.into_inner()) = index;
-        tools
-    }
-
-    /// (connection, tool) behind an exposed name. A name not in the index
-    /// (the client called without listing, or the list changed) triggers one
-    /// fresh listing; a name still unknown after it is not a tool.
-    async fn resolve(&self, name: &str) -> Option<(String, String)> {
-        if let Some(found) = self.lookup(name) {
-            return Some(found);
-        }
-        self.namespaced_tools().await;
-        self.lookup(name)
-    }
-
-    fn lookup(&self, name: &str) -> Option<(String, String)> {
-        self.index
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
-    }
-}
+use crate::{CallOutcome, FailureKind, Forwarded, meta};
 
 /// One downstream session's handler (rmcp makes one per session).
 #[derive(Debug, Clone)]
 pub struct GatewayHandler {
     state: Arc<GatewayState>,
+    session: Arc<DownstreamSession>,
 }
 
 impl GatewayHandler {
     pub fn new(state: Arc<GatewayState>) -> Self {
-        GatewayHandler { state }
+        GatewayHandler {
+            state,
+            session: Arc::default(),
+        }
+    }
+
+    /// What this gateway is, given the upstreams in `directory`.
+    fn info(&self, directory: &Directory) -> ServerConfig {
+        let mut capabilities = directory.capabilities.clone();
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(true);
+        capabilities.tools = Some(tools);
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "mcp-supervisor",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Sends `request` to `target`'s connection on behalf of the downstream
+    /// request of `context`.
+    async fn forward(
+        &self,
+        target: &Target,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Forwarded {
+        let link = DownstreamRequest::link(context);
+        self.state
+            .forward(&target.connection, request, Some(link))
+            .await
     }
 }
 
-/// A tool result as the downstream session's protocol needs it. Results from
-/// a 2025-era upstream carry no `resultType`, which protocol 2026-07-28
+const INSTRUCTIONS: &str = "Tools, prompts and resources of several MCP servers, supervised. \
+     Upstream names may carry a {connection}__ prefix; the meta-tools (list_mcps, \
+     search_mcp_tools, get_mcp_tool_schema, describe_mcp, call_mcp) discover and call tools \
+     on demand.";
+
+/// A result as the downstream session's protocol needs it: results from a
+/// 2025-era upstream carry no `resultType`, which protocol 2026-07-28
 /// requires on every result (clients such as the Python SDK 2.x refuse one
 /// without it); an absent field means `complete`. rmcp removes `complete`
 /// again for a downstream session on an older protocol version.
+fn complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
+}
+
 fn downstream(mut result: CallToolResult) -> CallToolResponse {
-    result.result_type.get_or_insert(ResultType::COMPLETE);
+    complete(&mut result.result_type);
     result.into()
 }
 
@@ -178,64 +104,346 @@ fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool '{name}'."), None)
 }
 
+fn unknown_prompt(name: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Unknown prompt '{name}'."), None)
+}
+
+fn unknown_resource(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(
+        format!("Resource not found: {uri}"),
+        Some(serde_json::json!({ "uri": uri })),
+    )
+}
+
+/// JSON-RPC code for the supervisor's refusals of non-tool requests (an
+/// implementation-defined server error): the connection is unavailable,
+/// busy, or rejected the request in the supervisor's words.
+const SUPERVISOR_REFUSED: ErrorCode = ErrorCode(-32000);
+/// JSON-RPC code for a request that was not answered in time (the code the
+/// MCP SDKs use for a request timeout).
+const TIMED_OUT: ErrorCode = ErrorCode(-32001);
+
+/// The answer to a non-tool request: the upstream's result of the expected
+/// kind, the upstream's own error, or the supervisor's refusal as an error
+/// carrying its message.
+fn answer<T>(
+    forwarded: Forwarded,
+    pick: impl FnOnce(ServerResult) -> Option<T>,
+) -> Result<T, ErrorData> {
+    match forwarded {
+        Forwarded::Answered(result) => pick(result).ok_or_else(|| {
+            ErrorData::internal_error("the upstream answered with an unexpected result", None)
+        }),
+        Forwarded::Error(error) => Err(error),
+        Forwarded::Refused(outcome) => Err(refusal(&outcome)),
+    }
+}
+
+fn refusal(outcome: &CallOutcome) -> ErrorData {
+    let message = outcome
+        .message()
+        .unwrap_or("The request failed.")
+        .to_owned();
+    let code = match outcome {
+        CallOutcome::TimedOut { .. } => TIMED_OUT,
+        CallOutcome::Rejected { failure, .. } if failure.kind == FailureKind::Protocol => {
+            ErrorCode::INVALID_PARAMS
+        }
+        _ => SUPERVISOR_REFUSED,
+    };
+    ErrorData::new(code, message, None)
+}
+
+/// The supervisor's answer to a tool call that produced no upstream result.
+fn tool_refusal(forwarded: Forwarded) -> CallToolResponse {
+    let outcome = match forwarded {
+        Forwarded::Answered(ServerResult::CallToolResult(result)) => {
+            return downstream(result);
+        }
+        Forwarded::Refused(outcome) => outcome,
+        Forwarded::Answered(_) | Forwarded::Error(_) => CallOutcome::Rejected {
+            failure: crate::Failure::new(FailureKind::Protocol, "unexpected result"),
+            message: "The upstream answered the call with an unexpected result.".to_owned(),
+        },
+    };
+    downstream(meta::outcome_result(outcome))
+}
+
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "mcp-supervisor",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(
-            "Tools of several MCP servers, supervised. Namespaced tools are named \
-             {connection}__{tool}; the meta-tools (list_mcps, search_mcp_tools, \
-             get_mcp_tool_schema, describe_mcp, call_mcp) discover and call tools on demand.",
-        )
+        match self.session.info() {
+            Some(info) => info.clone(),
+            None => self.info(&self.state.current()),
+        }
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // Capabilities are what the upstreams offer together, so learn them
+        // first (bounded: a slow upstream is left out, not waited for).
+        let directory = self.state.refresh(CATALOG_WAIT).await;
+        self.session.set_info(self.info(&directory));
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.session.set_peer(&context.peer);
+        self.state.register(&self.session);
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.state.tools().await))
+        let mut tools = Vec::new();
+        if self.state.namespaced() {
+            tools.extend(self.state.refresh(CATALOG_WAIT).await.tools.iter().cloned());
+        }
+        if self.state.meta() {
+            tools.extend(meta::definitions());
+        }
+        let (page, next) = paging::page("tools", &tools, cursor(&request))?;
+        let mut result = ListToolsResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.as_ref();
-        if self.state.meta() && meta::is_meta_tool(name) {
-            let result = meta::call(&self.state.registry, name, request.arguments).await;
+        let name = request.name.to_string();
+        if self.state.meta() && meta::is_meta_tool(&name) {
+            let result = meta::call(&self.state.registry, &name, request.arguments).await;
             return Ok(downstream(result));
         }
         if !self.state.namespaced() {
-            return Err(unknown_tool(name));
+            return Err(unknown_tool(&name));
         }
-        let Some((connection, tool)) = self.state.resolve(name).await else {
-            return Err(unknown_tool(name));
+        let Some(target) = self.state.route(|d| d.tool(&name).cloned()).await else {
+            return Err(unknown_tool(&name));
         };
-        let outcome = self
-            .state
-            .registry
-            .send(CallTool {
-                connection,
-                tool,
-                arguments: request.arguments,
-                timeout: None,
-            })
-            .await
-            .map_err(|_| ErrorData::internal_error("the supervisor is shutting down", None))?;
-        Ok(downstream(meta::outcome_result(outcome)))
+        let mut params = request;
+        params.name = target.name.clone().into();
+        params.meta = None;
+        let call = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        Ok(tool_refusal(self.forward(&target, call, &context).await))
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.state.register(&context.peer);
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let (page, next) = paging::page("prompts", &directory.prompts, cursor(&request))?;
+        let mut result = ListPromptsResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
     }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request.name.clone();
+        let Some(target) = self.state.route(|d| d.prompt(&name).cloned()).await else {
+            return Err(unknown_prompt(&name));
+        };
+        let mut params = request;
+        params.name = target.name.clone();
+        params.meta = None;
+        let get = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        answer(
+            self.forward(&target, get, &context).await,
+            |result| match result {
+                ServerResult::GetPromptResult(mut result) => {
+                    complete(&mut result.result_type);
+                    Some(GetPromptResponse::Complete(result))
+                }
+                _ => None,
+            },
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let (page, next) = paging::page("resources", &directory.resources, cursor(&request))?;
+        let mut result = ListResourcesResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let (page, next) = paging::page(
+            "resources/templates",
+            &directory.templates,
+            cursor(&request),
+        )?;
+        let mut result = ListResourceTemplatesResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let exposed = request.uri.clone();
+        let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
+            return Err(unknown_resource(&exposed));
+        };
+        let mut params = request;
+        params.uri = target.name.clone();
+        params.meta = None;
+        let read = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        answer(
+            self.forward(&target, read, &context).await,
+            |result| match result {
+                ServerResult::ReadResourceResult(mut result) => {
+                    complete(&mut result.result_type);
+                    // Contents name the URI the client asked for.
+                    for contents in &mut result.contents {
+                        if let ResourceContents::TextResourceContents { uri, .. }
+                        | ResourceContents::BlobResourceContents { uri, .. } = contents
+                            && *uri == target.name
+                        {
+                            uri.clone_from(&exposed);
+                        }
+                    }
+                    Some(ReadResourceResponse::Complete(result))
+                }
+                _ => None,
+            },
+        )
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let exposed = request.uri;
+        let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
+            return Err(unknown_resource(&exposed));
+        };
+        let forwarded = self.state.subscribe(&self.session, &exposed, &target).await;
+        answer(forwarded, |_| Some(()))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let exposed = request.uri;
+        let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
+            return Err(unknown_resource(&exposed));
+        };
+        let forwarded = self
+            .state
+            .unsubscribe(&self.session, &exposed, &target)
+            .await;
+        answer(forwarded, |_| Some(()))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let mut params = request;
+        params.meta = None;
+        let target = match &mut params.r#ref {
+            Reference::Prompt(prompt) => {
+                let name = prompt.name.clone();
+                let target = self.state.route(|d| d.prompt(&name).cloned()).await;
+                let target = target.ok_or_else(|| unknown_prompt(&name))?;
+                prompt.name = target.name.clone();
+                target
+            }
+            Reference::Resource(resource) => {
+                let uri = resource.uri.clone();
+                let target = self
+                    .state
+                    .route(|d| d.template(&uri).cloned().or_else(|| d.resource(&uri)))
+                    .await;
+                let target = target.ok_or_else(|| unknown_resource(&uri))?;
+                resource.uri = target.name.clone();
+                target
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "unsupported completion reference",
+                    None,
+                ));
+            }
+        };
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        answer(
+            self.forward(&target, request, &context).await,
+            |result| match result {
+                ServerResult::CompleteResult(mut result) => {
+                    complete(&mut result.result_type);
+                    Some(result)
+                }
+                _ => None,
+            },
+        )
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // This session gets what it asked for; every upstream that logs is
+        // asked for at least that (several clients: the latest request wins
+        // upstream, and each session is filtered to its own level here).
+        self.session.set_log_level(request.level);
+        let sets = self
+            .state
+            .logging_connections()
+            .into_iter()
+            .map(|connection| {
+                let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(
+                    SetLevelRequestParams::new(request.level),
+                ));
+                let state = self.state.clone();
+                async move {
+                    if let Forwarded::Refused(outcome) =
+                        state.forward(&connection, request, None).await
+                    {
+                        tracing::debug!(
+                            connection,
+                            reason = outcome.message(),
+                            "logging/setLevel not applied"
+                        );
+                    }
+                }
+            });
+        futures::future::join_all(sets).await;
+        Ok(())
+    }
+}
+
+fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {
+    request.as_ref().and_then(|params| params.cursor.as_deref())
 }

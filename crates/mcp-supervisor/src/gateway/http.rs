@@ -19,7 +19,7 @@ use rmcp::transport::{
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::{GatewayHandler, GatewayState};
+use super::{handler::GatewayHandler, state::GatewayState};
 use crate::{
     config::{BearerToken, GatewaySettings},
     listener::without_nagle,

@@ -1,20 +1,34 @@
 //! The gateway: one MCP endpoint (streamable HTTP or stdio) re-exposing every
-//! supervised upstream (SPEC §10).
+//! supervised upstream as a transparent proxy (docs/ARCHITECTURE.md, "The
+//! gateway").
 //!
 //! Layout:
-//! - [`naming`]: `{connection}__{tool}` names, shortened deterministically;
-//! - [`handler`]: the rmcp `ServerHandler` (listing, calls, meta-tools);
+//! - [`naming`]: exposed names (`{connection}__{name}` or plain, by `prefix`)
+//!   and prefixed resource URIs;
+//! - [`directory`]: the merged view of every upstream, with the routes back;
+//! - [`paging`]: downstream cursors;
+//! - [`state`]: what every downstream session shares (the view, sessions,
+//!   subscriptions, notifications);
+//! - [`downstream`]: one downstream session, and one forwarded request's
+//!   link back to its client (progress, sampling, elicitation, roots);
+//! - [`handler`]: the rmcp `ServerHandler`;
 //! - [`http`]: the HTTP endpoint with bearer auth, Host allowlist, body limit;
-//! - [`forward`]: forwards `tools/list_changed` from upstreams downstream.
+//! - [`forward`]: relays what upstreams announce (list changes, resource
+//!   updates, logs) to downstream sessions.
 
+pub mod directory;
+pub mod downstream;
 pub mod forward;
 pub mod handler;
 pub mod http;
 pub mod naming;
+pub mod paging;
+pub mod state;
 
 pub use forward::ListChangedForwarder;
-pub use handler::{GatewayHandler, GatewayState};
+pub use handler::GatewayHandler;
 pub use http::serve_http;
+pub use state::GatewayState;
 
 use rmcp::ServiceExt;
 

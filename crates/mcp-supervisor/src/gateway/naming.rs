@@ -1,5 +1,58 @@
-//! Namespaced tool names: `{connection}__{tool}`, shortened deterministically
-//! when longer than MCP's 128-character limit.
+//! Exposed names: `{connection}__{name}` for tools and prompts (shortened
+//! deterministically when longer than MCP's 128-character limit) unless the
+//! `prefix` setting leaves them plain, and the prefixed form of a resource URI
+//! that two connections both serve.
+
+use crate::config::Prefix;
+
+/// How names are exposed for the connections configured now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Naming {
+    prefixed: bool,
+}
+
+impl Naming {
+    /// `prefix` resolved for `connections` configured connections: `auto`
+    /// prefixes unless exactly one is configured.
+    pub fn new(prefix: Prefix, connections: usize) -> Self {
+        let prefixed = match prefix {
+            Prefix::Always => true,
+            Prefix::Auto => connections != 1,
+            Prefix::Never => false,
+        };
+        Naming { prefixed }
+    }
+
+    /// Whether names carry their connection's prefix.
+    pub fn prefixed(self) -> bool {
+        self.prefixed
+    }
+
+    /// The exposed name of tool or prompt `name` of `connection`.
+    pub fn exposed(self, connection: &str, name: &str) -> String {
+        if self.prefixed {
+            namespaced(connection, name)
+        } else {
+            name.to_owned()
+        }
+    }
+}
+
+/// The scheme of the prefixed form of a resource URI or template that two
+/// connections both serve: `mcp-supervisor://{connection}/{original}`.
+pub const URI_PREFIX_SCHEME: &str = "mcp-supervisor://";
+
+/// The prefixed form of resource `uri` (or URI template) of `connection`.
+pub fn prefixed_uri(connection: &str, uri: &str) -> String {
+    format!("{URI_PREFIX_SCHEME}{connection}/{uri}")
+}
+
+/// (connection, original URI) of a prefixed URI; `None` for any other URI.
+pub fn split_prefixed_uri(uri: &str) -> Option<(&str, &str)> {
+    let rest = uri.strip_prefix(URI_PREFIX_SCHEME)?;
+    let (connection, original) = rest.split_once('/')?;
+    (!connection.is_empty() && !original.is_empty()).then_some((connection, original))
+}
 
 /// MCP clients accept tool names up to this length.
 pub const MAX_TOOL_NAME: usize = 128;
@@ -35,6 +88,30 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn prefix_modes() {
+        let exposed =
+            |prefix, connections| Naming::new(prefix, connections).exposed("gh", "search");
+        assert_eq!(exposed(Prefix::Always, 1), "gh__search");
+        assert_eq!(exposed(Prefix::Auto, 1), "search");
+        assert_eq!(exposed(Prefix::Auto, 2), "gh__search");
+        assert_eq!(exposed(Prefix::Auto, 0), "gh__search");
+        assert_eq!(exposed(Prefix::Never, 2), "search");
+    }
+
+    #[test]
+    fn prefixed_uris_round_trip() {
+        let uri = prefixed_uri("a-1", "test://static/resource?x=1");
+        assert_eq!(uri, "mcp-supervisor://a-1/test://static/resource?x=1");
+        assert_eq!(
+            split_prefixed_uri(&uri),
+            Some(("a-1", "test://static/resource?x=1"))
+        );
+        assert_eq!(split_prefixed_uri("test://static/resource"), None);
+        assert_eq!(split_prefixed_uri("mcp-supervisor://a"), None);
+        assert_eq!(split_prefixed_uri("mcp-supervisor:///x"), None);
+    }
 
     #[test]
     fn short_names_are_plain() {

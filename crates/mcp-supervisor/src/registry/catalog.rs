@@ -1,28 +1,46 @@
-//! A connection's catalog: its tool list after our allowlist, cached.
+//! A connection's catalog: what its upstream offers (tools after our
+//! allowlist, prompts, resources, resource templates, capabilities), cached.
 
 use std::{
     collections::HashMap,
     sync::{Arc, Weak},
 };
 
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool};
 
-use crate::config::ConnectionConfig;
+use crate::{config::ConnectionConfig, session::Surface};
 
-/// The tools of one connection that agents may use.
+/// What one connection offers agents.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Catalog {
     pub connection: String,
     /// Allowlisted tools, in the upstream's order.
     pub tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
+    /// Prompts, resources and resource templates, as listed (the tool
+    /// allowlist does not apply to them).
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+    /// What the upstream declared at initialize.
+    pub capabilities: ServerCapabilities,
+    /// The upstream's instructions, if it gave any.
+    pub instructions: Option<String>,
 }
 
 impl Catalog {
     /// Applies `config`'s allowlist to what the upstream listed. The upstream is
     /// never trusted to filter: a tool not allowed here does not exist for agents.
     /// Schemas identical to ones already cached are shared through `schemas`.
-    pub fn new(config: &ConnectionConfig, listed: Vec<Tool>, schemas: &mut SchemaInterner) -> Self {
+    pub fn new(config: &ConnectionConfig, listed: Surface, schemas: &mut SchemaInterner) -> Self {
+        let Surface {
+            tools: listed,
+            prompts,
+            resources,
+            templates,
+            capabilities,
+            instructions,
+        } = listed;
         let tools: Vec<Tool> = listed
             .into_iter()
             .filter(|tool| config.allows_tool(&tool.name))
@@ -41,13 +59,23 @@ impl Catalog {
             connection: config.name.clone(),
             tools,
             by_name,
+            prompts,
+            resources,
+            templates,
+            capabilities,
+            instructions,
         }
+    }
+
+    pub fn prompt(&self, name: &str) -> Option<&Prompt> {
+        self.prompts.iter().find(|prompt| prompt.name == name)
     }
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.by_name.get(name).map(|&index| &self.tools[index])
     }
 
+    /// Number of tools.
     pub fn len(&self) -> usize {
         self.tools.len()
     }
@@ -89,6 +117,7 @@ impl SchemaInterner {
     }
 
     /// Distinct schemas currently shared.
+    /// Number of tools.
     pub fn len(&self) -> usize {
         self.schemas
             .values()

@@ -132,12 +132,12 @@ impl Registry {
         ));
     }
 
-    fn catalog_loaded(&mut self, name: &str, listed: Result<Vec<rmcp::model::Tool>, Unavailable>) {
+    fn catalog_loaded(&mut self, name: &str, listed: Result<crate::session::Surface, Unavailable>) {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
         let schemas = &mut self.schemas;
-        let result = listed.map(|tools| Arc::new(Catalog::new(&entry.config, tools, schemas)));
+        let result = listed.map(|surface| Arc::new(Catalog::new(&entry.config, surface, schemas)));
         let next = match &result {
             Ok(catalog) => CatalogState::Loaded(catalog.clone()),
             Err(_) => CatalogState::Unloaded,
@@ -149,9 +149,9 @@ impl Registry {
         }
     }
 
-    /// The upstream said its tools changed: drop the cache and reload now, so
-    /// the next caller (and the gateway's listing) sees the new list.
-    pub(super) fn tools_changed(&mut self, name: &str, ctx: &mut Context<Self>) {
+    /// The upstream said one of its lists changed: reload the catalog now, so
+    /// the next caller (and the gateway's listing) sees the new lists.
+    pub(super) fn list_changed(&mut self, name: &str, ctx: &mut Context<Self>) {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };

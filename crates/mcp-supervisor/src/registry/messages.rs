@@ -9,8 +9,10 @@ use actix::{
     ActorFutureExt, Context, Handler, Message, MessageResult, Recipient, ResponseActFuture,
     ResponseFuture, WrapFuture,
 };
-use futures::future::join_all;
-use rmcp::model::JsonObject;
+use futures::{FutureExt, future::BoxFuture, future::join_all};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, ServerResult,
+};
 
 use super::{
     Catalog, Registry,
@@ -18,11 +20,12 @@ use super::{
     retry_safe,
 };
 use crate::{
-    CallOutcome, Failure, FailureKind, Unavailable,
+    CallOutcome, Failure, FailureKind, Forwarded, Unavailable,
     config::{Config, RetryCalls},
-    connection::{CallCounts, CallRetry, ConnectionCall, ConnectionSnapshot, Snapshot, Stop},
+    connection::{CallCounts, CallRetry, ConnectionForward, ConnectionSnapshot, Snapshot, Stop},
     events::ConnectionEvent,
     policy::{Forget, PolicySnapshot, RegisterConnections, ResetConnection, UpdateSettings},
+    session::DownstreamLink,
 };
 
 /// Call `tool` on `connection`. Always answered with a value.
@@ -34,6 +37,19 @@ pub struct CallTool {
     pub arguments: Option<JsonObject>,
     /// Overrides the connection's `call_timeout` for this call.
     pub timeout: Option<Duration>,
+}
+
+/// Send `request` to `connection` as it is: the gateway's proxying of any
+/// request (a `tools/call`, `resources/read`, `prompts/get`, …). Admitted,
+/// deadline-bound (`call_timeout`), classified and retried like a call;
+/// reads are retry-safe. Always answered.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Forwarded")]
+pub struct Forward {
+    pub connection: String,
+    pub request: ClientRequest,
+    /// Where the upstream's progress and server-to-client requests go.
+    pub link: Option<DownstreamLink>,
 }
 
 /// The connection's catalog (loaded on first request, then cached).
@@ -181,48 +197,109 @@ impl Handler<CallTool> for Registry {
     type Result = ResponseFuture<CallOutcome>;
 
     fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        let Some(entry) = self.entries.get(&msg.connection) else {
-            return Box::pin(std::future::ready(self.unknown_connection(&msg.connection)));
-        };
-        // Refused before any I/O: a tool outside the allowlist does not exist.
-        if !entry.config.allows_tool(&msg.tool) {
-            return Box::pin(std::future::ready(unknown_tool(&msg.connection, &msg.tool)));
-        }
-        let retry_calls = entry.config.retry_calls;
-        let timeout = msg.timeout.unwrap_or(entry.config.call_timeout);
-        let (Some(actor), Some(catalog)) = (
-            self.actor(&msg.connection, ctx),
-            self.catalog(&msg.connection, ctx),
-        ) else {
-            return Box::pin(std::future::ready(self.unknown_connection(&msg.connection)));
-        };
+        let mut params = CallToolRequestParams::new(msg.tool);
+        params.arguments = msg.arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let connection = msg.connection.clone();
+        let forwarded = self.forward(msg.connection, request, msg.timeout, None, ctx);
         Box::pin(async move {
-            let catalog = match catalog.get(&msg.connection).await {
-                Ok(catalog) => catalog,
-                Err(unavailable) => return unavailable.into(),
-            };
-            let Some(tool) = catalog.tool(&msg.tool) else {
-                return unknown_tool(&msg.connection, &msg.tool);
-            };
-            let retry = match retry_calls {
-                RetryCalls::Always => CallRetry::Safe,
-                RetryCalls::Never => CallRetry::Never,
-                RetryCalls::Safe if retry_safe(tool) => CallRetry::Safe,
-                RetryCalls::Safe => CallRetry::OnlyIfNotRun,
-            };
-            let call = ConnectionCall {
-                tool: msg.tool,
-                arguments: msg.arguments,
-                timeout,
-                retry,
-            };
-            match actor.send(call).await {
-                Ok(outcome) => outcome,
-                // The actor died mid-call; the registry restarts it. The caller
-                // still gets a value.
-                Err(_) => stopped(&msg.connection).into(),
+            match forwarded.await {
+                Forwarded::Answered(ServerResult::CallToolResult(result)) => {
+                    CallOutcome::from_result(result)
+                }
+                Forwarded::Refused(outcome) => outcome,
+                // Tool calls never pass errors on, and answer only CallToolResults.
+                Forwarded::Answered(_) | Forwarded::Error(_) => CallOutcome::Rejected {
+                    failure: Failure::new(FailureKind::Protocol, "unexpected result"),
+                    message: format!(
+                        "MCP connection '{connection}' answered the call with an unexpected result."
+                    ),
+                },
             }
         })
+    }
+}
+
+impl Handler<Forward> for Registry {
+    type Result = ResponseFuture<Forwarded>;
+
+    fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
+        Box::pin(self.forward(msg.connection, msg.request, None, msg.link, ctx))
+    }
+}
+
+impl Registry {
+    /// Routes one request to its connection's actor (started lazily). A
+    /// `tools/call` is checked against the allowlist and the catalog first
+    /// (a tool outside them does not exist), and is retried only when safe;
+    /// every other request is a read or idempotent, so retry-safe.
+    fn forward(
+        &mut self,
+        connection: String,
+        request: ClientRequest,
+        timeout: Option<Duration>,
+        link: Option<DownstreamLink>,
+        ctx: &mut Context<Self>,
+    ) -> BoxFuture<'static, Forwarded> {
+        let Some(entry) = self.entries.get(&connection) else {
+            return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
+                .boxed();
+        };
+        let timeout = timeout.unwrap_or(entry.config.call_timeout);
+        let retry_calls = entry.config.retry_calls;
+        let tool = match &request {
+            ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
+            _ => None,
+        };
+        // Refused before any I/O: a tool outside the allowlist does not exist.
+        if let Some(tool) = &tool
+            && !entry.config.allows_tool(tool)
+        {
+            return std::future::ready(Forwarded::Refused(unknown_tool(&connection, tool))).boxed();
+        }
+        let Some(actor) = self.actor(&connection, ctx) else {
+            return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
+                .boxed();
+        };
+        let catalog = match tool {
+            Some(_) => self.catalog(&connection, ctx),
+            None => None,
+        };
+        async move {
+            let retry = match (&tool, catalog) {
+                (Some(tool), Some(catalog)) => {
+                    let catalog = match catalog.get(&connection).await {
+                        Ok(catalog) => catalog,
+                        Err(unavailable) => return Forwarded::Refused(unavailable.into()),
+                    };
+                    let Some(tool) = catalog.tool(tool) else {
+                        return Forwarded::Refused(unknown_tool(&connection, tool));
+                    };
+                    match retry_calls {
+                        RetryCalls::Always => CallRetry::Safe,
+                        RetryCalls::Never => CallRetry::Never,
+                        RetryCalls::Safe if retry_safe(tool) => CallRetry::Safe,
+                        RetryCalls::Safe => CallRetry::OnlyIfNotRun,
+                    }
+                }
+                (Some(_), None) => return Forwarded::Refused(stopped(&connection).into()),
+                (None, _) => CallRetry::Safe,
+            };
+            let forward = ConnectionForward {
+                request,
+                timeout,
+                retry,
+                link,
+                pass_errors: tool.is_none(),
+            };
+            match actor.send(forward).await {
+                Ok(forwarded) => forwarded,
+                // The actor died mid-request; the registry restarts it. The
+                // caller still gets a value.
+                Err(_) => Forwarded::Refused(stopped(&connection).into()),
+            }
+        }
+        .boxed()
     }
 }
 
@@ -368,8 +445,8 @@ impl Handler<ConnectionEvent> for Registry {
     type Result = ();
 
     fn handle(&mut self, event: ConnectionEvent, ctx: &mut Context<Self>) {
-        if let ConnectionEvent::ToolsChanged { connection } = &event {
-            self.tools_changed(connection, ctx);
+        if let ConnectionEvent::ListChanged { connection, .. } = &event {
+            self.list_changed(connection, ctx);
         }
         self.subscribers.retain(|subscriber| subscriber.connected());
         self.publish(&event);

@@ -1,25 +1,60 @@
-//! Our rmcp `ClientHandler`: identifies us to the upstream and forwards the
-//! notifications the supervisor acts on.
+//! Our rmcp `ClientHandler`: identifies us to the upstream, declares what a
+//! downstream client may answer (sampling, elicitation, roots), and passes on
+//! what the upstream sends us: notifications to whoever owns the session,
+//! progress and server-to-client requests to the downstream request they
+//! belong to (see [`super::relay`]).
+
+// Sampling, roots and logging are deprecated by SEP-2577 (protocol
+// 2026-07-28), but 2025-era servers and clients use them: we relay them.
+#![allow(deprecated)]
+
+use std::sync::Arc;
 
 use rmcp::{
-    ClientHandler,
-    model::{ClientConfig, Implementation},
-    service::{NotificationContext, RoleClient},
+    ClientHandler, ErrorData,
+    model::{
+        ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
+        CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
+        ElicitResult, ErrorCode, Implementation, ListRootsRequest, ListRootsResult,
+        LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
+        ResourceUpdatedNotificationParam, ServerRequest,
+    },
+    service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient},
 };
 use tokio::sync::mpsc;
 
-/// What an upstream told us outside any request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SessionEvent {
-    /// `notifications/tools/list_changed`: the catalog must be reloaded.
-    ToolListChanged,
+use super::relay::Links;
+
+/// Which of an upstream's lists changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
 }
 
-/// Handler for one session; cheap, holds only where to send events.
+impl ListKind {
+    pub const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
+}
+
+/// What an upstream told us outside any request.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// `notifications/{tools,prompts,resources}/list_changed`: reload that list.
+    ListChanged(ListKind),
+    /// `notifications/resources/updated` for a subscribed URI.
+    ResourceUpdated { uri: String },
+    /// `notifications/message`: a log message.
+    Log(LoggingMessageNotificationParam),
+}
+
+/// Handler for one session: where to send events, and the links of the
+/// session's forwarded requests in flight.
 #[derive(Debug, Clone, Default)]
 pub struct SessionHandler {
     events: Option<mpsc::UnboundedSender<SessionEvent>>,
+    links: Arc<Links>,
 }
 
 impl SessionHandler {
@@ -27,7 +62,12 @@ impl SessionHandler {
     pub fn new(events: mpsc::UnboundedSender<SessionEvent>) -> Self {
         SessionHandler {
             events: Some(events),
+            links: Arc::default(),
         }
+    }
+
+    pub(crate) fn links(&self) -> &Arc<Links> {
+        &self.links
     }
 
     fn emit(&self, event: SessionEvent) {
@@ -36,17 +76,143 @@ impl SessionHandler {
             let _ = events.send(event);
         }
     }
+
+    /// Hands a server-to-client request to the downstream of the request it
+    /// arrived for: over streamable HTTP the POST's stream names it; without
+    /// that (stdio), the most recently sent request in flight is the best
+    /// guess. With none in flight the upstream gets an error at once.
+    async fn ask(
+        &self,
+        request: ServerRequest,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
+        let method = server_request_method(&request);
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => self.links.by_request(id),
+            _ => None,
+        };
+        let Some(downstream) = origin.or_else(|| self.links.most_recent()) else {
+            return Err(ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("no client is waiting on a request of this session to answer {method}"),
+                None,
+            ));
+        };
+        downstream.request(request).await
+    }
+}
+
+/// The method of a server-to-client request, for messages.
+fn server_request_method(request: &ServerRequest) -> &'static str {
+    match request {
+        ServerRequest::PingRequest(_) => "ping",
+        ServerRequest::CreateMessageRequest(_) => "sampling/createMessage",
+        ServerRequest::ListRootsRequest(_) => "roots/list",
+        ServerRequest::ElicitRequest(_) => "elicitation/create",
+        ServerRequest::CustomRequest(_) => "a custom request",
+        _ => "a request",
+    }
+}
+
+/// The answer a downstream gave, as the result type the upstream expects.
+fn expect<T>(
+    answer: Result<ClientResult, ErrorData>,
+    pick: impl FnOnce(ClientResult) -> Option<T>,
+) -> Result<T, ErrorData> {
+    pick(answer?).ok_or_else(|| {
+        ErrorData::internal_error("the client answered with an unexpected result", None)
+    })
 }
 
 impl ClientHandler for SessionHandler {
     fn get_info(&self) -> ClientConfig {
+        // Declared so servers show the tools that need them; answered by the
+        // downstream client of the request in flight (or refused with an error).
+        let capabilities = ClientCapabilities::builder()
+            .enable_roots()
+            .enable_sampling()
+            .enable_elicitation()
+            .build();
+        // Offer the newest version with an `initialize` handshake: a 2025-era
+        // server must not be offered a version it may refuse.
         ClientConfig::new(
-            Default::default(),
+            capabilities,
             Implementation::new("mcp-supervisor", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        expect(self.ask(request, &context).await, |answer| match answer {
+            ClientResult::CreateMessageResult(result) => Some(*result),
+            _ => None,
+        })
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        expect(self.ask(request, &context).await, |answer| match answer {
+            ClientResult::ElicitResult(result) => Some(result),
+            _ => None,
+        })
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        expect(self.ask(request, &context).await, |answer| match answer {
+            ClientResult::ListRootsResult(result) => Some(result),
+            _ => None,
+        })
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // Progress of a request no longer in flight has no one to go to.
+        if let Some(downstream) = self.links.by_token(&params.progress_token) {
+            downstream.progress(params);
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.emit(SessionEvent::Log(params));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.emit(SessionEvent::ResourceUpdated { uri: params.uri });
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.emit(SessionEvent::ToolListChanged);
+        self.emit(SessionEvent::ListChanged(ListKind::Tools));
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.emit(SessionEvent::ListChanged(ListKind::Prompts));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.emit(SessionEvent::ListChanged(ListKind::Resources));
     }
 }

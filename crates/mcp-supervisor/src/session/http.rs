@@ -84,9 +84,9 @@ pub async fn open_http(
         Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
     };
     // The standalone GET stream carries what the upstream sends outside any
-    // request; of that we only use `tools/list_changed`, which a server that
-    // does not declare `tools.listChanged` will not send.
-    server_stream.decide(announces_tool_changes(&service));
+    // request: list changes, resource updates, log messages. A server that
+    // declares none of those will not send anything on it.
+    server_stream.decide(announces_anything(&service));
     if let Some(probe) = probe {
         let verdict = probe_reuse(&service, deadline).await;
         if verdict == Reuse::Stalls {
@@ -101,11 +101,23 @@ pub async fn open_http(
     Ok(Session::new(service, Some(recorder), ended))
 }
 
-fn announces_tool_changes(service: &RunningService<RoleClient, SessionHandler>) -> bool {
-    service
-        .peer_info()
-        .and_then(|info| info.capabilities.tools.as_ref()?.list_changed)
-        .unwrap_or(false)
+fn announces_anything(service: &RunningService<RoleClient, SessionHandler>) -> bool {
+    let Some(info) = service.peer_info() else {
+        return false;
+    };
+    let capabilities = &info.capabilities;
+    let tools = capabilities
+        .tools
+        .as_ref()
+        .and_then(|tools| tools.list_changed);
+    let prompts = capabilities
+        .prompts
+        .as_ref()
+        .and_then(|prompts| prompts.list_changed);
+    let resources = capabilities.resources.as_ref().map(|resources| {
+        resources.list_changed.unwrap_or(false) || resources.subscribe.unwrap_or(false)
+    });
+    [tools, prompts, resources].contains(&Some(true)) || capabilities.logging.is_some()
 }
 
 /// How long one probe `ping` may take before the probe gives up (keeping reuse).

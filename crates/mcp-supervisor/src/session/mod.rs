@@ -4,27 +4,36 @@
 //!
 //! Layout:
 //! - [`handler`]: our rmcp `ClientHandler`, which forwards upstream
-//!   notifications (`tools/list_changed`) to whoever owns the session;
+//!   notifications (list changes, resource updates, logs) to whoever owns the
+//!   session, and progress and server-to-client requests to the downstream
+//!   request they belong to;
+//! - [`relay`]: the links between forwarded requests and their downstream;
 //! - [`http`]: building a session over streamable HTTP with [`RecordingClient`];
 //! - [`stdio`]: starting a child process and building a session over its stdio.
 
 pub mod handler;
 pub mod http;
+pub mod relay;
 pub mod stdio;
 mod watch;
 
 use std::time::Duration;
 
 use rmcp::{
-    RoleClient,
-    model::{CallToolRequestParams, CallToolResult, JsonObject, Tool},
-    service::RunningService,
+    ErrorData, RoleClient, ServiceError,
+    model::{
+        CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+        ClientRequest, JsonObject, Prompt, Resource, ResourceTemplate, ServerCapabilities,
+        ServerResult, Tool,
+    },
+    service::{ClientCacheConfig, PeerRequestOptions, RunningService},
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use handler::{SessionEvent, SessionHandler};
+pub use handler::{ListKind, SessionEvent, SessionHandler};
 pub use http::{open_http, shared_http_client};
+pub use relay::{Downstream, DownstreamLink};
 pub use stdio::{ChildGroup, open_stdio};
 
 use crate::{
@@ -85,8 +94,7 @@ impl Session {
         self.child.as_ref()
     }
 
-    /// Calls `tool`, answering by `deadline`. If the deadline passes, the call
-    /// future is dropped, which makes rmcp send `notifications/cancelled` upstream.
+    /// Calls `tool`, answering by `deadline` (see [`Session::send`]).
     pub async fn call_tool(
         &self,
         tool: &str,
@@ -95,22 +103,134 @@ impl Session {
     ) -> Result<CallToolResult, Failure> {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
-        match tokio::time::timeout_at(deadline, self.service.call_tool(params)).await {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.send(request, None, deadline).await {
+            Ok(ServerResult::CallToolResult(result)) => Ok(result),
+            Ok(_) => Err(unexpected("tools/call")),
+            Err(SendError::Failed { failure, .. }) => Err(failure),
+            Err(SendError::Cancelled) => Err(Failure::transport("cancelled")),
+        }
+    }
+
+    /// Sends `request` upstream as it is and answers by `deadline`. With a
+    /// `link`, the upstream's progress and server-to-client requests for it go
+    /// to that downstream, and its cancellation cancels the request. A
+    /// request that runs out of time, or is cancelled, is cancelled upstream
+    /// (`notifications/cancelled`) too.
+    pub async fn send(
+        &self,
+        request: ClientRequest,
+        link: Option<&DownstreamLink>,
+        deadline: Instant,
+    ) -> Result<ServerResult, SendError> {
+        let method = request.method().to_owned();
+        let peer = self.service.peer();
+        let sent = peer.send_request_with_option(request, PeerRequestOptions::no_options());
+        let handle = match tokio::time::timeout_at(deadline, sent).await {
+            Ok(Ok(handle)) => handle,
+            Ok(Err(error)) => return Err(self.send_failure(&error)),
+            Err(_) => return Err(timed_out(&method)),
+        };
+        let id = handle.id.clone();
+        let _link = link.map(|link| {
+            self.service
+                .service()
+                .links()
+                .register(id.clone(), handle.progress_token.clone(), link)
+        });
+        let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
+        let outcome = tokio::select! {
+            answer = tokio::time::timeout_at(deadline, handle.await_response()) => answer,
+            () = cancelled.cancelled() => {
+                self.cancel_request(id, "cancelled by the client");
+                return Err(SendError::Cancelled);
+            }
+        };
+        match outcome {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(self.classify(&error)),
-            Err(_) => Err(Failure::timeout(format!(
-                "no answer to tools/call '{tool}' in time"
-            ))),
+            Ok(Err(error)) => Err(self.send_failure(&error)),
+            Err(_) => {
+                self.cancel_request(id, "timed out");
+                Err(timed_out(&method))
+            }
+        }
+    }
+
+    /// Tells the upstream we gave up on request `id` (best effort, in the
+    /// background: the caller answers now).
+    fn cancel_request(&self, id: rmcp::model::RequestId, reason: &str) {
+        let peer = self.service.peer().clone();
+        let params = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
+        tokio::spawn(async move {
+            let _ = peer.notify_cancelled(params).await;
+        });
+    }
+
+    fn send_failure(&self, error: &ServiceError) -> SendError {
+        let upstream = match error {
+            ServiceError::McpError(data) => Some(data.clone()),
+            _ => None,
+        };
+        SendError::Failed {
+            failure: self.classify(error),
+            upstream,
         }
     }
 
     /// Lists every tool (all pages), answering by `deadline`.
     pub async fn list_tools(&self, deadline: Instant) -> Result<Vec<Tool>, Failure> {
-        match tokio::time::timeout_at(deadline, self.service.list_all_tools()).await {
-            Ok(Ok(tools)) => Ok(tools),
+        Ok(self.list_surface(deadline).await?.tools)
+    }
+
+    /// Lists what the upstream offers (every page of every list its
+    /// capabilities declare), answering by `deadline`.
+    pub async fn list_surface(&self, deadline: Instant) -> Result<Surface, Failure> {
+        let peer = self.service.peer();
+        let info = self.service.peer_info();
+        let capabilities = info
+            .as_ref()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default();
+        let listing = async {
+            let tools = match capabilities.tools {
+                Some(_) => peer.list_all_tools().await?,
+                None => Vec::new(),
+            };
+            let prompts = match capabilities.prompts {
+                Some(_) => optional(peer.list_all_prompts().await)?,
+                None => Vec::new(),
+            };
+            let (resources, templates) = match capabilities.resources {
+                Some(_) => (
+                    optional(peer.list_all_resources().await)?,
+                    optional(peer.list_all_resource_templates().await)?,
+                ),
+                None => (Vec::new(), Vec::new()),
+            };
+            Ok::<_, ServiceError>(Surface {
+                tools,
+                prompts,
+                resources,
+                templates,
+                capabilities: capabilities.clone(),
+                instructions: info.as_ref().and_then(|info| info.instructions.clone()),
+            })
+        };
+        match tokio::time::timeout_at(deadline, listing).await {
+            Ok(Ok(surface)) => Ok(surface),
             Ok(Err(error)) => Err(self.classify(&error)),
-            Err(_) => Err(Failure::timeout("no answer to tools/list in time")),
+            Err(_) => Err(Failure::timeout("no answer to the listing in time")),
         }
+    }
+
+    /// rmcp caches list and read results, and serves a stale one when the
+    /// upstream fails: a supervisor must see every failure, and the gateway
+    /// keeps its own last good catalog.
+    pub(crate) async fn disable_response_cache(&self) {
+        self.service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
     }
 
     /// Whether the session's service loop has ended (stream closed, child exited).
@@ -153,6 +273,56 @@ impl Session {
     /// error itself lost the status.
     fn classify(&self, error: &(dyn std::error::Error + 'static)) -> Failure {
         classify_recorded(error, self.recorder.as_ref())
+    }
+}
+
+/// What an upstream offers: its lists, capabilities and instructions.
+#[derive(Debug, Clone, Default)]
+pub struct Surface {
+    pub tools: Vec<Tool>,
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+    pub capabilities: ServerCapabilities,
+    pub instructions: Option<String>,
+}
+
+/// Why a forwarded request has no result.
+#[derive(Debug, Clone)]
+pub enum SendError {
+    /// It failed; `upstream` is the upstream's own JSON-RPC error, if it
+    /// answered with one (the gateway passes it on unchanged).
+    Failed {
+        failure: Failure,
+        upstream: Option<ErrorData>,
+    },
+    /// The downstream client cancelled it.
+    Cancelled,
+}
+
+fn timed_out(method: &str) -> SendError {
+    SendError::Failed {
+        failure: Failure::timeout(format!("no answer to {method} in time")),
+        upstream: None,
+    }
+}
+
+fn unexpected(method: &str) -> Failure {
+    Failure::new(
+        crate::FailureKind::Protocol,
+        format!("unexpected result type for {method}"),
+    )
+}
+
+/// A list the server declared but does not serve (method not found) is empty.
+fn optional<T>(listed: Result<Vec<T>, ServiceError>) -> Result<Vec<T>, ServiceError> {
+    match listed {
+        Err(ServiceError::McpError(error))
+            if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
+        {
+            Ok(Vec::new())
+        }
+        other => other,
     }
 }
 

@@ -1,0 +1,218 @@
+//! The gateway's downstream side: one [`DownstreamSession`] per client
+//! session (its peer, the log level it asked for, the resources it
+//! subscribed to), and one [`DownstreamRequest`] per request forwarded
+//! upstream, which carries the upstream's progress back to the client and
+//! lets the client answer the upstream's sampling, elicitation and roots
+//! requests made while it runs.
+
+// Sampling, roots and logging are deprecated by SEP-2577 (protocol
+// 2026-07-28), but 2025-era clients and servers use them: we relay them.
+#![allow(deprecated)]
+
+use std::{
+    collections::HashSet,
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use futures::future::BoxFuture;
+use rmcp::{
+    ErrorData, RoleServer,
+    model::{
+        ClientResult, ErrorCode, GetExtensions, LoggingLevel, LoggingMessageNotificationParam,
+        ProgressNotificationParam, ProgressToken, RequestId, ServerConfig, ServerRequest,
+    },
+    service::{OriginatingRequestId, Peer, RequestContext},
+};
+use tokio::sync::mpsc;
+
+use crate::session::{Downstream, DownstreamLink};
+
+/// One downstream client session.
+#[derive(Debug, Default)]
+pub struct DownstreamSession {
+    /// Known once the client is initialized (never for a 2026-07-28
+    /// stateless request, which has no session).
+    peer: OnceLock<Peer<RoleServer>>,
+    /// What this session was told at `initialize`, so every later
+    /// `get_info` agrees with it.
+    info: OnceLock<ServerConfig>,
+    /// The level set with `logging/setLevel`; `None`: everything.
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// Exposed URIs this session subscribed to.
+    subscriptions: Mutex<HashSet<String>>,
+}
+
+impl DownstreamSession {
+    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.get()
+    }
+
+    pub(super) fn set_peer(&self, peer: &Peer<RoleServer>) {
+        let _ = self.peer.set(peer.clone());
+    }
+
+    pub(super) fn info(&self) -> Option<&ServerConfig> {
+        self.info.get()
+    }
+
+    pub(super) fn set_info(&self, info: ServerConfig) -> &ServerConfig {
+        self.info.get_or_init(|| info)
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.peer().is_none_or(Peer::is_transport_closed)
+    }
+
+    pub(super) fn set_log_level(&self, level: LoggingLevel) {
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
+    }
+
+    /// Whether a message at `level` is wanted here.
+    pub(super) fn wants(&self, level: LoggingLevel) -> bool {
+        let wanted = *self.log_level.lock().unwrap_or_else(|p| p.into_inner());
+        wanted.is_none_or(|wanted| severity(level) >= severity(wanted))
+    }
+
+    /// Records a subscription; `true` if it is new for this session.
+    pub(super) fn subscribe(&self, uri: &str) -> bool {
+        self.subscriptions().insert(uri.to_owned())
+    }
+
+    /// Forgets a subscription; `true` if this session had it.
+    pub(super) fn unsubscribe(&self, uri: &str) -> bool {
+        self.subscriptions().remove(uri)
+    }
+
+    pub(super) fn subscribed(&self, uri: &str) -> bool {
+        self.subscriptions().contains(uri)
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.subscriptions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends a log message (in the background; a closed session misses it).
+    pub(super) fn log(&self, message: LoggingMessageNotificationParam) {
+        if let Some(peer) = self.peer().cloned()
+            && self.wants(message.level)
+        {
+            tokio::spawn(async move {
+                let _ = peer.notify_logging_message(message).await;
+            });
+        }
+    }
+}
+
+/// RFC 5424 order, least severe first.
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// The downstream of one forwarded request.
+#[derive(Debug)]
+pub struct DownstreamRequest {
+    peer: Peer<RoleServer>,
+    /// The downstream request's id: server-to-client requests made for it
+    /// ride that request's stream.
+    id: RequestId,
+    /// Progress in arrival order, to the task that sends it downstream with
+    /// the client's own token (`None`: the client asked for no progress).
+    progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+}
+
+impl DownstreamRequest {
+    /// The link for the request `context` belongs to.
+    pub fn link(context: &RequestContext<RoleServer>) -> DownstreamLink {
+        let progress = context.meta.get_progress_token().map(|token| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(relay_progress(context.peer.clone(), token, rx));
+            tx
+        });
+        let downstream = DownstreamRequest {
+            peer: context.peer.clone(),
+            id: context.id.clone(),
+            progress,
+        };
+        DownstreamLink::new(Arc::new(downstream), context.ct.clone())
+    }
+}
+
+/// Sends progress downstream one at a time (so it stays in order) with the
+/// client's token, until the request ends.
+async fn relay_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+) {
+    while let Some(mut params) = progress.recv().await {
+        params.progress_token = token.clone();
+        if peer.notify_progress(params).await.is_err() {
+            return;
+        }
+    }
+}
+
+impl Downstream for DownstreamRequest {
+    fn progress(&self, progress: ProgressNotificationParam) {
+        if let Some(relay) = &self.progress {
+            let _ = relay.send(progress);
+        }
+    }
+
+    fn request(
+        &self,
+        request: ServerRequest,
+    ) -> BoxFuture<'static, Result<ClientResult, ErrorData>> {
+        let peer = self.peer.clone();
+        let id = self.id.clone();
+        Box::pin(async move {
+            if let Some(missing) = missing_capability(&peer, &request) {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("the client connected to the gateway does not support {missing}"),
+                    None,
+                ));
+            }
+            let mut request = request;
+            request.extensions_mut().insert(OriginatingRequestId(id));
+            // A task of its own: rmcp tags what a task sends with the request
+            // that task serves, which here would be the upstream's request,
+            // and the downstream session would route it to the wrong stream.
+            let sent = tokio::spawn(async move { peer.send_request(request).await });
+            match sent.await {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(rmcp::ServiceError::McpError(error))) => Err(error),
+                Ok(Err(error)) => Err(ErrorData::internal_error(
+                    format!("the client did not answer: {error}"),
+                    None,
+                )),
+                Err(_) => Err(ErrorData::internal_error("the gateway stopped", None)),
+            }
+        })
+    }
+}
+
+/// The capability `request` needs that the downstream client did not declare.
+fn missing_capability(peer: &Peer<RoleServer>, request: &ServerRequest) -> Option<&'static str> {
+    let info = peer.peer_info();
+    let capabilities = info.as_ref().map(|info| &info.capabilities);
+    let has =
+        |present: fn(&rmcp::model::ClientCapabilities) -> bool| capabilities.is_some_and(present);
+    match request {
+        ServerRequest::CreateMessageRequest(_) if !has(|c| c.sampling.is_some()) => {
+            Some("sampling")
+        }
+        ServerRequest::ElicitRequest(_) if !has(|c| c.elicitation.is_some()) => Some("elicitation"),
+        ServerRequest::ListRootsRequest(_) if !has(|c| c.roots.is_some()) => Some("roots"),
+        _ => None,
+    }
+}

@@ -1,0 +1,363 @@
+//! What every downstream session of the gateway shares: the merged view of
+//! the upstreams (with each connection's last good catalog, so a listing
+//! never waits on a sick upstream that answered before), the downstream
+//! sessions to notify, and the upstream resource subscriptions they hold.
+
+// Logging is deprecated by SEP-2577 (protocol 2026-07-28); 2025-era servers
+// and clients use it, and the gateway relays it.
+#![allow(deprecated)]
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use actix::Addr;
+use rmcp::model::{
+    ClientRequest, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+    SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+};
+
+use super::{
+    directory::{Directory, Target},
+    downstream::DownstreamSession,
+    naming::Naming,
+};
+use crate::{
+    Forwarded,
+    config::{Expose, Prefix},
+    registry::{Catalog, Forward, ListConnections, ListTools, Registry},
+    session::{DownstreamLink, ListKind},
+};
+
+/// How long a listing waits for a connection's catalog it has never seen
+/// (the first listing after start); a slower one is left out until loaded.
+pub const CATALOG_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a listing waits for a fresh catalog when it holds a last good
+/// one: enough for the registry to answer from its cache, never enough to
+/// wait on an upstream.
+const FRESH_WAIT: Duration = Duration::from_millis(100);
+
+/// Downstream sessions remembered for notifications; more are served but
+/// not notified (a bound against clients that never close sessions).
+const MAX_DOWNSTREAM_SESSIONS: usize = 4096;
+
+/// State shared by every downstream session of the gateway.
+#[derive(Debug)]
+pub struct GatewayState {
+    pub(super) registry: Addr<Registry>,
+    pub(super) expose: Expose,
+    prefix: Prefix,
+    view: Mutex<View>,
+    sessions: Mutex<Vec<Arc<DownstreamSession>>>,
+    /// Upstream subscriptions: (connection, URI there) → the exposed URI and
+    /// how many downstream sessions hold it. Subscribed upstream once.
+    subscriptions: Mutex<HashMap<(String, String), (String, usize)>>,
+}
+
+#[derive(Debug, Default)]
+struct View {
+    directory: Arc<Directory>,
+    /// The last catalog each connection answered with.
+    catalogs: HashMap<String, Arc<Catalog>>,
+    /// Clashes already reported, so each is logged once.
+    reported: HashSet<String>,
+}
+
+impl GatewayState {
+    pub fn new(registry: Addr<Registry>, expose: Expose, prefix: Prefix) -> Arc<Self> {
+        Arc::new(GatewayState {
+            registry,
+            expose,
+            prefix,
+            view: Mutex::new(View::default()),
+            sessions: Mutex::new(Vec::new()),
+            subscriptions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub(super) fn namespaced(&self) -> bool {
+        matches!(self.expose, Expose::Namespaced | Expose::Both)
+    }
+
+    pub(super) fn meta(&self) -> bool {
+        matches!(self.expose, Expose::Meta | Expose::Both)
+    }
+
+    fn view(&self) -> std::sync::MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The merged view as last built.
+    pub(super) fn current(&self) -> Arc<Directory> {
+        self.view().directory.clone()
+    }
+
+    /// Rebuilds the merged view from every live connection's catalog: a fresh
+    /// one when the registry has it at once, else the last good one, else (a
+    /// connection never listed) whatever arrives within `first_wait`.
+    pub(super) async fn refresh(&self, first_wait: Duration) -> Arc<Directory> {
+        let Ok(connections) = self.registry.send(ListConnections).await else {
+            return self.current();
+        };
+        let configured = connections.len();
+        let loads = connections.into_iter().filter(|c| !c.dead).map(|summary| {
+            let last = self.view().catalogs.get(&summary.name).cloned();
+            let wait = if last.is_some() {
+                FRESH_WAIT
+            } else {
+                first_wait
+            };
+            let load = self.registry.send(ListTools {
+                connection: summary.name,
+            });
+            async move {
+                match tokio::time::timeout(wait, load).await {
+                    Ok(Ok(Ok(catalog))) => Some(catalog),
+                    _ => last,
+                }
+            }
+        });
+        let mut catalogs: Vec<Arc<Catalog>> = futures::future::join_all(loads)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        catalogs.sort_by(|a, b| a.connection.cmp(&b.connection));
+        let mut directory = Directory::build(Naming::new(self.prefix, configured), &catalogs);
+        let mut view = self.view();
+        // A name once listed stays routable while its connection exists: a
+        // call to it answers with the supervisor's value, not "unknown tool".
+        directory.merge_routes_from(&view.directory);
+        for clash in &directory.clashes {
+            if view.reported.insert(clash.to_string()) {
+                tracing::error!(
+                    "gateway.prefix = \"never\", but {clash}; only the one of '{}' is exposed",
+                    clash.kept
+                );
+            }
+        }
+        for catalog in catalogs {
+            view.catalogs.insert(catalog.connection.clone(), catalog);
+        }
+        let directory = Arc::new(directory);
+        view.directory = directory.clone();
+        directory
+    }
+
+    /// Routes an exposed name with `find`, refreshing the view once if the
+    /// name is not known yet (the client did not list, or the list changed).
+    pub(super) async fn route<T>(&self, find: impl Fn(&Directory) -> Option<T>) -> Option<T> {
+        if let Some(found) = find(&self.current()) {
+            return Some(found);
+        }
+        find(&*self.refresh(CATALOG_WAIT).await)
+    }
+
+    /// Sends `request` to `connection` through the registry (admission,
+    /// deadline, classification, park/retire, like any call).
+    pub(super) async fn forward(
+        &self,
+        connection: &str,
+        request: ClientRequest,
+        link: Option<DownstreamLink>,
+    ) -> Forwarded {
+        let forward = Forward {
+            connection: connection.to_owned(),
+            request,
+            link,
+        };
+        match self.registry.send(forward).await {
+            Ok(forwarded) => forwarded,
+            Err(_) => Forwarded::Refused(crate::CallOutcome::Unavailable {
+                failure: crate::Failure::transport("the supervisor is shutting down"),
+                retry_in: None,
+                message: crate::outcome::messages::stopped(connection),
+            }),
+        }
+    }
+
+    /// Connections whose upstream offers logging.
+    pub(super) fn logging_connections(&self) -> Vec<String> {
+        let view = self.view();
+        let mut names: Vec<String> = view
+            .catalogs
+            .values()
+            .filter(|catalog| catalog.capabilities.logging.is_some())
+            .map(|catalog| catalog.connection.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    // ---- downstream sessions -------------------------------------------
+
+    /// Remembers an initialized downstream session, for notifications.
+    pub(super) fn register(&self, session: &Arc<DownstreamSession>) {
+        let mut sessions = self.sessions();
+        sessions.retain(|known| !known.is_closed());
+        if sessions.len() < MAX_DOWNSTREAM_SESSIONS
+            && !sessions.iter().any(|known| Arc::ptr_eq(known, session))
+        {
+            sessions.push(session.clone());
+        }
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Vec<Arc<DownstreamSession>>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The live downstream sessions.
+    fn live_sessions(&self) -> Vec<Arc<DownstreamSession>> {
+        let mut sessions = self.sessions();
+        sessions.retain(|session| !session.is_closed());
+        sessions.clone()
+    }
+
+    /// Tells every downstream session that a list changed.
+    pub async fn notify_list_changed(&self, list: ListKind) {
+        for session in self.live_sessions() {
+            let Some(peer) = session.peer() else { continue };
+            // A downstream that went away just misses the notification.
+            let _ = match list {
+                ListKind::Tools => peer.notify_tool_list_changed().await,
+                ListKind::Prompts => peer.notify_prompt_list_changed().await,
+                ListKind::Resources => peer.notify_resource_list_changed().await,
+            };
+        }
+    }
+
+    /// Tells the downstream sessions subscribed to it that `uri` of
+    /// `connection` changed, under the URI they subscribed with.
+    pub async fn notify_resource_updated(&self, connection: &str, uri: &str) {
+        let exposed = {
+            let subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+            match subscriptions.get(&(connection.to_owned(), uri.to_owned())) {
+                Some((exposed, _)) => exposed.clone(),
+                None => return,
+            }
+        };
+        for session in self.live_sessions() {
+            if !session.subscribed(&exposed) {
+                continue;
+            }
+            if let Some(peer) = session.peer() {
+                let params = ResourceUpdatedNotificationParam::new(exposed.clone());
+                let _ = peer.notify_resource_updated(params).await;
+            }
+        }
+    }
+
+    /// Relays an upstream's log message to every downstream session that
+    /// wants its level, naming the connection in `logger`.
+    pub fn log(&self, connection: &str, mut message: LoggingMessageNotificationParam) {
+        message.logger = Some(match message.logger.take() {
+            Some(logger) => format!("{connection}/{logger}"),
+            None => connection.to_owned(),
+        });
+        for session in self.live_sessions() {
+            session.log(message.clone());
+        }
+    }
+
+    // ---- resource subscriptions ------------------------------------------
+
+    /// Subscribes `session` to `exposed` (`target` upstream). The upstream is
+    /// asked once, when the first session subscribes.
+    pub(super) async fn subscribe(
+        &self,
+        session: &DownstreamSession,
+        exposed: &str,
+        target: &Target,
+    ) -> Forwarded {
+        if !session.subscribe(exposed) {
+            return already_done();
+        }
+        let key = (target.connection.clone(), target.name.clone());
+        let first = {
+            let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = subscriptions
+                .entry(key.clone())
+                .or_insert_with(|| (exposed.to_owned(), 0));
+            entry.1 += 1;
+            entry.1 == 1
+        };
+        if !first {
+            return already_done();
+        }
+        let forwarded = self
+            .forward(&target.connection, subscribe_request(&target.name), None)
+            .await;
+        if !matches!(forwarded, Forwarded::Answered(_)) {
+            session.unsubscribe(exposed);
+            self.release(&key);
+        }
+        forwarded
+    }
+
+    /// Unsubscribes `session` from `exposed`; the upstream is told when the
+    /// last session lets go.
+    pub(super) async fn unsubscribe(
+        &self,
+        session: &DownstreamSession,
+        exposed: &str,
+        target: &Target,
+    ) -> Forwarded {
+        if !session.unsubscribe(exposed) {
+            return already_done();
+        }
+        let key = (target.connection.clone(), target.name.clone());
+        if !self.release(&key) {
+            return already_done();
+        }
+        let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(
+            UnsubscribeRequestParams::new(target.name.clone()),
+        ));
+        self.forward(&target.connection, request, None).await
+    }
+
+    /// Drops one holder of a subscription; `true` when it was the last.
+    fn release(&self, key: &(String, String)) -> bool {
+        let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = subscriptions.get_mut(key) else {
+            return false;
+        };
+        entry.1 = entry.1.saturating_sub(1);
+        if entry.1 == 0 {
+            subscriptions.remove(key);
+            return true;
+        }
+        false
+    }
+
+    /// A new upstream session of `connection` knows none of the
+    /// subscriptions the old one had: subscribe again.
+    pub async fn resubscribe(&self, connection: &str) {
+        let uris: Vec<String> = {
+            let subscriptions = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+            subscriptions
+                .keys()
+                .filter(|(name, _)| name == connection)
+                .map(|(_, uri)| uri.clone())
+                .collect()
+        };
+        for uri in uris {
+            let _ = self
+                .forward(connection, subscribe_request(&uri), None)
+                .await;
+        }
+    }
+}
+
+fn subscribe_request(uri: &str) -> ClientRequest {
+    ClientRequest::SubscribeRequest(SubscribeRequest::new(SubscribeRequestParams::new(
+        uri.to_owned(),
+    )))
+}
+
+/// The empty answer of a subscription change that needed no upstream request.
+fn already_done() -> Forwarded {
+    Forwarded::Answered(rmcp::model::ServerResult::empty(()))
+}
