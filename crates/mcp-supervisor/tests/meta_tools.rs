@@ -194,3 +194,52 @@ fn call_mcp_errors_are_the_exact_texts() {
         );
     });
 }
+
+/// `describe_mcp` tells an agent about a connection's prompts and resources
+/// too (used with prompts/get and resources/read, not call_mcp).
+#[test]
+fn describe_mcp_lists_prompts_and_resources() {
+    run(|| async {
+        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        let upstream =
+            ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), ConformanceServer::new())
+                .await
+                .unwrap();
+        let registry = Registry::new(config(&http_connection("c", &upstream.url(), ""))).start();
+        let described = json_of(
+            &meta::call(
+                &registry,
+                "describe_mcp",
+                object(json!({"connection": "c"})),
+            )
+            .await,
+        );
+        let names = |key: &str, field: &str| -> Vec<String> {
+            described[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|item| item[field].as_str().map(str::to_owned))
+                .collect()
+        };
+        assert!(
+            names("prompts", "name").contains(&"test_simple_prompt".to_owned()),
+            "{described}"
+        );
+        let with_args = described["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|prompt| prompt["name"] == "test_prompt_with_arguments")
+            .unwrap();
+        assert_eq!(with_args["arguments"], json!(["arg1", "arg2"]));
+        assert!(
+            names("resources", "uri").contains(&"test://static-text".to_owned()),
+            "{described}"
+        );
+        assert!(
+            names("resources", "uriTemplate").contains(&"test://template/{id}/data".to_owned()),
+            "{described}"
+        );
+    });
+}

@@ -74,7 +74,8 @@ pub fn definitions() -> Vec<Tool> {
         .annotate(read_only.clone()),
         Tool::new(
             DESCRIBE_MCP,
-            "Describe one MCP connection: its purpose, state, and every tool with its description.",
+            "Describe one MCP connection: its purpose, state, every tool with its description, and \
+             the prompts and resources it offers (use those with prompts/get and resources/read).",
             schema(json!({"connection": connection}), &["connection"]),
         )
         .annotate(read_only),
@@ -247,11 +248,38 @@ async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Resu
         .iter()
         .map(|tool| json!({"name": tool.name, "description": tool.description}))
         .collect();
+    // Prompts and resources are used with the MCP methods (prompts/get,
+    // resources/read), not through call_mcp; listed so an agent knows they exist.
+    let prompts: Vec<Value> = catalog
+        .prompts
+        .iter()
+        .map(|prompt| {
+            let arguments: Vec<&str> = prompt
+                .arguments
+                .iter()
+                .flatten()
+                .map(|argument| argument.name.as_str())
+                .collect();
+            json!({"name": prompt.name, "description": prompt.description, "arguments": arguments})
+        })
+        .collect();
+    let resources: Vec<Value> = catalog
+        .resources
+        .iter()
+        .map(|resource| {
+            json!({"uri": resource.uri, "name": resource.name, "description": resource.description})
+        })
+        .chain(catalog.templates.iter().map(|template| {
+            json!({"uriTemplate": template.uri_template, "name": template.name, "description": template.description})
+        }))
+        .collect();
     Ok(json!({
         "name": connection,
         "description": summary.as_ref().and_then(|s| s.description.clone()),
         "state": summary.as_ref().map(|s| s.state),
         "tools": tools,
+        "prompts": prompts,
+        "resources": resources,
     }))
 }
 
