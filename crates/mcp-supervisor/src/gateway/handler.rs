@@ -18,15 +18,15 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-        CompleteRequest, CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequest,
-        GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-        InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-        ListToolsResult, PaginatedRequestParams, ReadResourceRequest, ReadResourceRequestParams,
-        ReadResourceResponse, Reference, ResourceContents, ResultType, ServerConfig, ServerResult,
-        SetLevelRequest, SetLevelRequestParams, SubscribeRequestParams, ToolsCapability,
-        UnsubscribeRequestParams,
+        CompleteRequest, CompleteRequestParams, CompleteResult, DiscoverResult, ErrorCode,
+        GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequest,
+        ReadResourceRequestParams, ReadResourceResponse, Reference, ResourceContents, ResultType,
+        ServerConfig, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequestParams,
+        SubscriptionFilter, ToolsCapability, UnsubscribeRequestParams,
     },
-    service::{NotificationContext, RequestContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
 use super::{
@@ -188,6 +188,58 @@ impl ServerHandler for GatewayHandler {
         self.session.set_info(self.info(&directory));
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        // As at `initialize`: capabilities are what the upstreams offer.
+        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let info = self.session.set_info(self.info(&directory));
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info.clone(),
+        ))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Everything asked for; rmcp keeps only what the capabilities offer.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        // The stream's resource subscriptions are held upstream like a legacy
+        // session's, in a session of the stream's own.
+        let session = Arc::new(DownstreamSession::default());
+        let uris: Vec<String> = subscription
+            .accepted()
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        let mut held = Vec::new();
+        for uri in uris {
+            if let Some(target) = self.state.route(|d| d.resource(&uri)).await
+                && matches!(
+                    self.state.subscribe(&session, &uri, &target).await,
+                    Forwarded::Answered(_)
+                )
+            {
+                held.push((uri, target));
+            }
+        }
+        self.state.add_listener(subscription.sink(), &session);
+        subscription.cancelled().await;
+        self.state.remove_listener(subscription.sink());
+        for (uri, target) in held {
+            let _ = self.state.unsubscribe(&session, &uri, &target).await;
+        }
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

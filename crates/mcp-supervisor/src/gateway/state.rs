@@ -14,9 +14,12 @@ use std::{
 };
 
 use actix::Addr;
-use rmcp::model::{
-    ClientRequest, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
-    SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+use rmcp::{
+    model::{
+        ClientRequest, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+        SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+    },
+    service::SubscriptionSink,
 };
 
 use super::{
@@ -52,6 +55,9 @@ pub struct GatewayState {
     prefix: Prefix,
     view: Mutex<View>,
     sessions: Mutex<Vec<Arc<DownstreamSession>>>,
+    /// `subscriptions/listen` streams of 2026-07-28 clients, each with the
+    /// resource URIs it subscribed to (kept in a session of its own).
+    listeners: Mutex<Vec<(SubscriptionSink, Arc<DownstreamSession>)>>,
     /// Upstream subscriptions: (connection, URI there) → the exposed URI and
     /// how many downstream sessions hold it. Subscribed upstream once.
     subscriptions: Mutex<HashMap<(String, String), (String, usize)>>,
@@ -74,6 +80,7 @@ impl GatewayState {
             prefix,
             view: Mutex::new(View::default()),
             sessions: Mutex::new(Vec::new()),
+            listeners: Mutex::new(Vec::new()),
             subscriptions: Mutex::new(HashMap::new()),
         })
     }
@@ -216,7 +223,23 @@ impl GatewayState {
         sessions.clone()
     }
 
-    /// Tells every downstream session that a list changed.
+    /// A `subscriptions/listen` stream to notify until it ends.
+    pub(super) fn add_listener(&self, sink: &SubscriptionSink, session: &Arc<DownstreamSession>) {
+        self.listeners().push((sink.clone(), session.clone()));
+    }
+
+    pub(super) fn remove_listener(&self, sink: &SubscriptionSink) {
+        self.listeners()
+            .retain(|(known, _)| known.id() != sink.id());
+    }
+
+    fn listeners(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Vec<(SubscriptionSink, Arc<DownstreamSession>)>> {
+        self.listeners.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tells every downstream session and listen stream that a list changed.
     pub async fn notify_list_changed(&self, list: ListKind) {
         for session in self.live_sessions() {
             let Some(peer) = session.peer() else { continue };
@@ -225,6 +248,20 @@ impl GatewayState {
                 ListKind::Tools => peer.notify_tool_list_changed().await,
                 ListKind::Prompts => peer.notify_prompt_list_changed().await,
                 ListKind::Resources => peer.notify_resource_list_changed().await,
+            };
+        }
+        let sinks: Vec<SubscriptionSink> = self
+            .listeners()
+            .iter()
+            .map(|(sink, _)| sink.clone())
+            .collect();
+        for sink in sinks {
+            // A stream that did not ask for this list refuses it; one that
+            // ended is removed by its own `listen`.
+            let _ = match list {
+                ListKind::Tools => sink.notify_tool_list_changed().await,
+                ListKind::Prompts => sink.notify_prompt_list_changed().await,
+                ListKind::Resources => sink.notify_resource_list_changed().await,
             };
         }
     }
@@ -247,6 +284,15 @@ impl GatewayState {
                 let params = ResourceUpdatedNotificationParam::new(exposed.clone());
                 let _ = peer.notify_resource_updated(params).await;
             }
+        }
+        let sinks: Vec<SubscriptionSink> = self
+            .listeners()
+            .iter()
+            .filter(|(_, session)| session.subscribed(&exposed))
+            .map(|(sink, _)| sink.clone())
+            .collect();
+        for sink in sinks {
+            let _ = sink.notify_resource_updated(exposed.clone()).await;
         }
     }
 
