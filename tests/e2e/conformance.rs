@@ -85,10 +85,11 @@ fn through_the_gateway(selection: Selection, upstream: Upstream) {
     let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
 
     let direct_server = HttpUpstream::start_binary(UPSTREAM, &[]);
-    let direct = run_suite(selection, &direct_server.url);
+    let (direct, output) = run_suite(selection, &direct_server.url);
     assert!(
         direct.len() >= 40,
-        "too few scenarios ran directly ({:?}); the suite's output format may have changed",
+        "too few scenarios ran directly ({:?}); the suite's output format may have \
+         changed:\n{output}",
         direct.keys().collect::<Vec<_>>()
     );
 
@@ -104,7 +105,7 @@ fn through_the_gateway(selection: Selection, upstream: Upstream) {
     };
     let config = format!("[gateway]\nlisten = \"127.0.0.1:0\"\nprefix = \"auto\"\n{connection}");
     let mut served = Served::start(&config);
-    let gateway = run_suite(selection, &served.gateway_url);
+    let (gateway, _) = run_suite(selection, &served.gateway_url);
     assert!(
         matches!(served.child.try_wait(), Ok(None)),
         "the supervisor exited during the suite:\n{}",
@@ -166,8 +167,9 @@ fn suite() -> std::path::PathBuf {
     installed_tool("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 }
 
-/// Runs the suite's server scenarios of `selection` against `url`.
-fn run_suite(selection: Selection, url: &str) -> BTreeMap<String, Verdict> {
+/// Runs the suite's server scenarios of `selection` against `url`: every
+/// scenario's verdict, and the suite's output.
+fn run_suite(selection: Selection, url: &str) -> (BTreeMap<String, Verdict>, String) {
     let results = tempfile::tempdir().unwrap();
     let log = results.path().join("conformance.log");
     let mut run = Command::new(node())
@@ -189,7 +191,8 @@ fn run_suite(selection: Selection, url: &str) -> BTreeMap<String, Verdict> {
         status.is_some(),
         "the conformance suite did not finish within {SUITE_BOUND:?}:\n{output}"
     );
-    verdicts(&output, &results.path().join("runs"))
+    let verdicts = verdicts(&output, &results.path().join("runs"));
+    (verdicts, output)
 }
 
 /// `scenario-name  # reason` per line; `#` lines and blank lines are skipped.

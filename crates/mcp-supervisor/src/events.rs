@@ -46,10 +46,12 @@ pub enum ConnectionEvent {
     ListChanged { connection: String, list: ListKind },
     /// The upstream says a resource it serves changed (`resources/updated`).
     ResourceUpdated { connection: String, uri: String },
-    /// The upstream logged a message (`notifications/message`).
+    /// The upstream logged a message (`notifications/message`); `reached`
+    /// are the downstream sessions (opaque keys) that already have it.
     Log {
         connection: String,
         message: LoggingMessageNotificationParam,
+        reached: Vec<usize>,
     },
 }
 

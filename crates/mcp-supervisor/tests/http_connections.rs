@@ -50,7 +50,7 @@ fn verdict(server: &TestServer, clients: &HttpClients) -> Reuse {
 
 #[tokio::test]
 async fn calls_reuse_pooled_connections() {
-    let server = TestServer::start(TestServerOptions::default())
+    let server = TestServer::start(TestServerOptions::legacy())
         .await
         .unwrap();
     let clients = shared_http_client();
@@ -75,7 +75,7 @@ async fn calls_reuse_pooled_connections() {
 async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
     let server = TestServer::start(TestServerOptions {
         nodelay: false,
-        ..TestServerOptions::default()
+        ..TestServerOptions::legacy()
     })
     .await
     .unwrap();
@@ -107,7 +107,7 @@ async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
 
 #[tokio::test]
 async fn an_upstream_that_never_answers_ping_connects_without_waiting_out_the_deadline() {
-    let server = TestServer::start(TestServerOptions::default())
+    let server = TestServer::start(TestServerOptions::legacy())
         .await
         .unwrap();
     server
@@ -142,7 +142,7 @@ async fn announcing_server(announces_tool_changes: bool) -> TestServer {
             no_list_changed: !announces_tool_changes,
             ..ServerBehavior::default()
         },
-        ..TestServerOptions::default()
+        ..TestServerOptions::legacy()
     })
     .await
     .unwrap()

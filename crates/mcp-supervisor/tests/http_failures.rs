@@ -24,7 +24,7 @@ struct Fixture {
 impl Fixture {
     async fn new() -> Self {
         Fixture {
-            server: TestServer::start(TestServerOptions::default())
+            server: TestServer::start(TestServerOptions::legacy())
                 .await
                 .unwrap(),
             recorder: HttpRecorder::default(),

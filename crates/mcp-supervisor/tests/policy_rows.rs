@@ -19,7 +19,7 @@ use support::*;
 
 /// One connection `a` to a fresh test server, with `extra` connection keys.
 async fn setup(extra: &str) -> (TestServer, Addr<Registry>) {
-    let upstream = TestServer::start(TestServerOptions::default())
+    let upstream = TestServer::start(TestServerOptions::legacy())
         .await
         .unwrap();
     let registry = Registry::new(config(&http_connection("a", &upstream.url(), extra))).start();

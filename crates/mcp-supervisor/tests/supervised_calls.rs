@@ -15,7 +15,7 @@ use serde_json::json;
 use support::*;
 
 async fn server() -> TestServer {
-    TestServer::start(TestServerOptions::default())
+    TestServer::start(TestServerOptions::legacy())
         .await
         .unwrap()
 }

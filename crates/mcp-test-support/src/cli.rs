@@ -73,6 +73,10 @@ pub struct Args {
     /// tool changes).
     #[arg(long)]
     pub no_list_changed: bool,
+    /// Answer like a 2025-era server: refuse `server/discover`, so clients
+    /// open a session with `initialize`.
+    #[arg(long)]
+    pub legacy_only: bool,
 }
 
 /// Parses the command line, runs the server and exits the process.
@@ -133,6 +137,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("opening count file {}", path.display()))?,
         None => ServerControl::new(behavior),
     };
+    control.set_legacy_only(args.legacy_only);
     let options = StdioOptions {
         exit_after: args.exit_after,
         garbage_on_tool: args.garbage_on_tool.clone(),
@@ -154,6 +159,7 @@ async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> 
         require_bearer: args.require_bearer.clone(),
         behavior,
         count_file: args.count_file.clone(),
+        legacy_only: args.legacy_only,
     };
     let server = TestServer::start_on(addr, options).await?;
     late_tool_on_signals(server.control().clone())?;

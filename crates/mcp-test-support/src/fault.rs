@@ -431,6 +431,30 @@ mod tests {
     }
 
     #[test]
+    fn methods_other_than_tools_call_are_matched_by_method() {
+        let faults = FaultHandle::default();
+        faults.push(FaultRule::always(
+            Match::method("resources/read"),
+            Fault::Hang,
+        ));
+        faults.push(FaultRule::once(
+            Match::method("prompts/get"),
+            Fault::status(503),
+        ));
+        let read = RequestInfo::parse(
+            br#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"test://doc/readme"}}"#,
+        );
+        let get = RequestInfo::parse(
+            br#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greet"}}"#,
+        );
+        assert_eq!(read.tool, None);
+        assert_eq!(faults.take(&read), Some(Fault::Hang));
+        assert_eq!(faults.take(&get), Some(Fault::status(503)));
+        assert_eq!(faults.take(&get), None, "used up");
+        assert_eq!(faults.take(&read), Some(Fault::Hang));
+    }
+
+    #[test]
     fn parses_method_id_and_tool() {
         let info = RequestInfo::parse(
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{}}}"#,

@@ -73,6 +73,21 @@ pub struct TestServerOptions {
     pub behavior: ServerBehavior,
     /// Also append one line per received request to this file.
     pub count_file: Option<PathBuf>,
+    /// Answer like a 2025-era server (no `server/discover`, so clients use
+    /// `initialize` and a session); see [`ServerControl::set_legacy_only`].
+    pub legacy_only: bool,
+}
+
+impl TestServerOptions {
+    /// The defaults, as a 2025-era server: for tests of what a session
+    /// (`initialize`, `Mcp-Session-Id`, an expired session's 404, the
+    /// standalone GET stream) does.
+    pub fn legacy() -> Self {
+        TestServerOptions {
+            legacy_only: true,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for TestServerOptions {
@@ -82,6 +97,7 @@ impl Default for TestServerOptions {
             require_bearer: None,
             behavior: ServerBehavior::default(),
             count_file: None,
+            legacy_only: false,
         }
     }
 }
@@ -131,6 +147,7 @@ impl TestServer {
                 .with_context(|| format!("opening count file {}", path.display()))?,
             None => ServerControl::new(options.behavior.clone()),
         };
+        control.set_legacy_only(options.legacy_only);
         let listener = bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;

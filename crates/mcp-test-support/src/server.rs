@@ -1,8 +1,16 @@
 //! The MCP server itself: a fixed set of tools with known behavior, built
-//! on rmcp's `ServerHandler` and tool router, plus the shared control state
-//! tests use to observe and steer it.
+//! on rmcp's `ServerHandler` and tool router, a small resource and prompt
+//! surface (two documents, one template, one prompt with a completable
+//! argument), plus the shared control state tests use to observe and steer
+//! it.
+
+// Sampling and resource subscriptions are deprecated by SEP-2577 (protocol
+// 2026-07-28); 2025-era clients and servers use them, and the supervisor
+// relays them, so the test server offers them.
+#![allow(deprecated)]
 
 use std::{
+    collections::BTreeSet,
     path::Path,
     sync::{
         Arc, Mutex,
@@ -15,11 +23,18 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext, wrapper::Parameters},
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+        CompleteResult, CompletionInfo, ContentBlock, CreateMessageRequestParams, DiscoverResult,
+        ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+        ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
+        ResourceTemplate, ResourceUpdatedNotificationParam, Role, SamplingMessage,
+        ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+        UnsubscribeRequestParams,
     },
     schemars,
-    service::{NotificationContext, Peer, RequestContext},
+    service::{NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink},
     tool, tool_handler, tool_router,
 };
 use serde::Deserialize;
@@ -32,6 +47,42 @@ use crate::{
 /// Name of the tool that is hidden until [`ServerControl::set_late_tool`]
 /// enables it.
 pub const LATE_TOOL: &str = "late_tool";
+
+/// Name of the tool that asks the client for sampling; hidden until
+/// [`ServerControl::set_sampling_tool`] enables it (so the default tool
+/// count stays what other tests expect).
+pub const SAMPLING_TOOL: &str = "ask_sampling";
+
+/// The static resources: URI and text.
+pub const RESOURCES: [(&str, &str); 2] = [
+    ("test://doc/readme", "Read me first."),
+    ("test://doc/changelog", "Nothing changed yet."),
+];
+
+/// The resource template; any `{name}` without `/` reads as
+/// [`template_text`].
+pub const RESOURCE_TEMPLATE: &str = "test://doc/{name}";
+
+/// The prompt; its required argument is [`PROMPT_ARGUMENT`].
+pub const PROMPT: &str = "greet";
+
+/// The argument of [`PROMPT`], completed from [`PROMPT_COMPLETIONS`].
+pub const PROMPT_ARGUMENT: &str = "name";
+
+/// What `completion/complete` offers for [`PROMPT_ARGUMENT`] (filtered by
+/// the typed prefix).
+pub const PROMPT_COMPLETIONS: [&str; 3] = ["alice", "albert", "bob"];
+
+/// The text of a resource read through [`RESOURCE_TEMPLATE`] that is not
+/// one of [`RESOURCES`].
+pub fn template_text(name: &str) -> String {
+    format!("Document {name}.")
+}
+
+/// The text of the only message of [`PROMPT`].
+pub fn prompt_text(name: &str) -> String {
+    format!("Say hello to {name}.")
+}
 
 /// Exit code of the process when `exit_on_tool` (or the stdio
 /// `--exit-after`) fires, so a test can tell it from a crash.
@@ -48,8 +99,9 @@ pub struct ServerBehavior {
     /// A call to this tool exits the whole process with [`EXIT_CODE`]
     /// while the call is in flight (meant for the stdio binary).
     pub exit_on_tool: Option<String>,
-    /// Do not declare `tools.listChanged` in `initialize` (a server that
-    /// never announces tool changes).
+    /// Do not declare `tools.listChanged` nor `resources.subscribe` in
+    /// `initialize` (a server that never announces changes, so a client has
+    /// no reason to open the standalone stream).
     pub no_list_changed: bool,
 }
 
@@ -67,9 +119,25 @@ struct ControlInner {
     behavior: ServerBehavior,
     /// Whether `late_tool` is listed and callable.
     late_tool: AtomicBool,
+    /// Whether [`SAMPLING_TOOL`] is listed and callable.
+    sampling_tool: AtomicBool,
+    /// Whether `server/discover` is refused, like a 2025-era server.
+    legacy_only: AtomicBool,
     /// Every initialized client session, to send `tools/list_changed` to.
     /// Closed ones are pruned on each notification round.
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Sessions that subscribed to resources, with the URIs they hold.
+    subscribers: Mutex<Vec<Subscriber>>,
+    /// Open `subscriptions/listen` streams (protocol 2026-07-28 clients,
+    /// which have no session): list changes and resource updates go there.
+    listeners: Mutex<Vec<SubscriptionSink>>,
+}
+
+/// One session's resource subscriptions.
+#[derive(Debug)]
+struct Subscriber {
+    peer: Peer<RoleServer>,
+    uris: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl ServerControl {
@@ -94,7 +162,11 @@ impl ServerControl {
                 faults: FaultHandle::default(),
                 behavior,
                 late_tool: AtomicBool::new(false),
+                sampling_tool: AtomicBool::new(false),
+                legacy_only: AtomicBool::new(false),
                 peers: Mutex::new(Vec::new()),
+                subscribers: Mutex::new(Vec::new()),
+                listeners: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -143,9 +215,95 @@ impl ServerControl {
     /// sent `notifications/tools/list_changed`; this returns once they are
     /// handed to the sessions.
     pub async fn set_late_tool(&self, enabled: bool) {
-        if self.inner.late_tool.swap(enabled, Ordering::SeqCst) == enabled {
-            return;
+        if self.inner.late_tool.swap(enabled, Ordering::SeqCst) != enabled {
+            self.notify_tools_changed().await;
         }
+    }
+
+    /// Whether [`SAMPLING_TOOL`] is currently listed.
+    pub fn sampling_tool_enabled(&self) -> bool {
+        self.inner.sampling_tool.load(Ordering::SeqCst)
+    }
+
+    /// Lists (or hides) [`SAMPLING_TOOL`], like [`set_late_tool`](Self::set_late_tool).
+    /// Enable it before a client lists the tools to have it in the first
+    /// listing.
+    pub async fn set_sampling_tool(&self, enabled: bool) {
+        if self.inner.sampling_tool.swap(enabled, Ordering::SeqCst) != enabled {
+            self.notify_tools_changed().await;
+        }
+    }
+
+    /// Whether the server answers like a 2025-era server (see
+    /// [`set_legacy_only`](Self::set_legacy_only)).
+    pub fn legacy_only(&self) -> bool {
+        self.inner.legacy_only.load(Ordering::SeqCst)
+    }
+
+    /// `true`: the server answers like a 2025-era server, which knows no
+    /// `server/discover` (a JSON-RPC error, `-32600`, with HTTP 200), so a
+    /// client falls back to `initialize` and a session on protocol
+    /// 2025-11-25 or older: the session may send the client requests
+    /// (sampling) and the client may use `resources/subscribe`, which
+    /// protocol 2026-07-28 removed. Applies to sessions started afterwards.
+    pub fn set_legacy_only(&self, legacy: bool) {
+        self.inner.legacy_only.store(legacy, Ordering::SeqCst);
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to every live
+    /// session subscribed to it (`resources/subscribe`) and every open
+    /// `subscriptions/listen` stream that asked for it; returns how many
+    /// were sent.
+    pub async fn notify_resource_updated(&self, uri: &str) -> usize {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut subscribers = self.lock_subscribers();
+            subscribers.retain(|subscriber| !subscriber.peer.is_transport_closed());
+            subscribers
+                .iter()
+                .filter(|subscriber| lock(&subscriber.uris).contains(uri))
+                .map(|subscriber| subscriber.peer.clone())
+                .collect()
+        };
+        let mut sent = 0;
+        for peer in peers {
+            let params = ResourceUpdatedNotificationParam::new(uri.to_owned());
+            match peer.notify_resource_updated(params).await {
+                Ok(()) => sent += 1,
+                Err(error) => {
+                    tracing::debug!(%error, "cannot send resources/updated to a client");
+                }
+            }
+        }
+        for listener in self.listeners() {
+            let wanted = listener
+                .accepted()
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|wanted| wanted == uri));
+            if !wanted {
+                continue;
+            }
+            match listener.notify_resource_updated(uri.to_owned()).await {
+                Ok(()) => sent += 1,
+                Err(error) => {
+                    tracing::debug!(%error, "cannot send resources/updated to a listener");
+                }
+            }
+        }
+        sent
+    }
+
+    /// Open `subscriptions/listen` streams.
+    pub fn listening(&self) -> usize {
+        lock(&self.inner.listeners).len()
+    }
+
+    fn listeners(&self) -> Vec<SubscriptionSink> {
+        lock(&self.inner.listeners).clone()
+    }
+
+    /// Tells every connected client that the tool list changed.
+    async fn notify_tools_changed(&self) {
         let peers = {
             let mut peers = self.lock_peers();
             peers.retain(|peer| !peer.is_transport_closed());
@@ -154,6 +312,14 @@ impl ServerControl {
         for peer in peers {
             if let Err(error) = peer.notify_tool_list_changed().await {
                 tracing::debug!(%error, "cannot send tools/list_changed to a client");
+            }
+        }
+        for listener in self.listeners() {
+            if listener.accepted().tools_list_changed != Some(true) {
+                continue;
+            }
+            if let Err(error) = listener.notify_tool_list_changed().await {
+                tracing::debug!(%error, "cannot send tools/list_changed to a listener");
             }
         }
     }
@@ -169,8 +335,23 @@ impl ServerControl {
     }
 
     fn lock_peers(&self) -> std::sync::MutexGuard<'_, Vec<Peer<RoleServer>>> {
-        self.inner.peers.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner.peers)
     }
+
+    fn lock_subscribers(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
+        lock(&self.inner.subscribers)
+    }
+
+    /// Remembers a session's subscription set (once per session).
+    fn register_subscriber(&self, peer: Peer<RoleServer>, uris: Arc<Mutex<BTreeSet<String>>>) {
+        let mut subscribers = self.lock_subscribers();
+        subscribers.retain(|subscriber| !subscriber.peer.is_transport_closed());
+        subscribers.push(Subscriber { peer, uris });
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Default for ServerControl {
@@ -228,6 +409,13 @@ pub struct SetValueArgs {
     pub value: String,
 }
 
+/// Arguments of [`SAMPLING_TOOL`].
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct AskSamplingArgs {
+    /// The user message to ask the client's model about.
+    pub prompt: String,
+}
+
 /// Arguments of `fail`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct FailArgs {
@@ -247,6 +435,10 @@ pub struct TestMcpServer {
     /// request if that is handled first (notifications and requests are
     /// handled concurrently).
     registered: Arc<AtomicBool>,
+    /// URIs this session subscribed to.
+    subscriptions: Arc<Mutex<BTreeSet<String>>>,
+    /// Whether `subscriptions` is registered with the control state.
+    subscriber: Arc<AtomicBool>,
 }
 
 impl TestMcpServer {
@@ -256,6 +448,8 @@ impl TestMcpServer {
             control,
             tool_router: Self::tool_router(),
             registered: Arc::new(AtomicBool::new(false)),
+            subscriptions: Arc::default(),
+            subscriber: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -266,8 +460,37 @@ impl TestMcpServer {
     }
 
     fn tool_visible(&self, name: &str) -> bool {
-        name != LATE_TOOL || self.control.late_tool_enabled()
+        match name {
+            LATE_TOOL => self.control.late_tool_enabled(),
+            SAMPLING_TOOL => self.control.sampling_tool_enabled(),
+            _ => true,
+        }
     }
+}
+
+/// The contents of a resource, or `resource_not_found` naming the URI.
+fn read(uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let text = match RESOURCES.iter().find(|(known, _)| *known == uri) {
+        Some((_, text)) => (*text).to_owned(),
+        None => match template_name(uri) {
+            Some(name) => template_text(name),
+            None => {
+                return Err(ErrorData::resource_not_found(
+                    format!("Resource not found: {uri}"),
+                    Some(serde_json::json!({ "uri": uri })),
+                ));
+            }
+        },
+    };
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::text(text, uri).with_mime_type("text/plain"),
+    ]))
+}
+
+/// The `{name}` of a URI [`RESOURCE_TEMPLATE`] expands to.
+fn template_name(uri: &str) -> Option<&str> {
+    let name = uri.strip_prefix("test://doc/")?;
+    (!name.is_empty() && !name.contains(['/', '?', '#'])).then_some(name)
 }
 
 #[tool_router]
@@ -328,16 +551,57 @@ impl TestMcpServer {
     async fn late_tool(&self) -> String {
         "late".to_owned()
     }
+
+    #[tool(
+        description = "Ask the client's model (sampling/createMessage) about `prompt`; answers \
+                       the text it sampled, or a tool error carrying why it could not."
+    )]
+    async fn ask_sampling(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(AskSamplingArgs { prompt }): Parameters<AskSamplingArgs>,
+    ) -> CallToolResult {
+        let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
+        let asked = tokio::time::timeout(SAMPLING_PATIENCE, peer.create_message(params)).await;
+        match asked {
+            Ok(Ok(result)) => {
+                let text = result
+                    .message
+                    .content
+                    .first()
+                    .and_then(|content| content.as_text())
+                    .map(|text| text.text.clone())
+                    .unwrap_or_default();
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            Ok(Err(error)) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "sampling failed: {error}"
+            ))]),
+            Err(_) => CallToolResult::error(vec![ContentBlock::text(
+                "sampling failed: the client did not answer in time",
+            )]),
+        }
+    }
 }
+
+/// How long [`SAMPLING_TOOL`] waits for the client's answer.
+const SAMPLING_PATIENCE: Duration = Duration::from_secs(60);
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for TestMcpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .enable_completions();
         let capabilities = if self.control.inner.behavior.no_list_changed {
             capabilities.build()
         } else {
-            capabilities.enable_tool_list_changed().build()
+            capabilities
+                .enable_tool_list_changed()
+                .enable_resources_subscribe()
+                .build()
         };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -404,5 +668,209 @@ impl ServerHandler for TestMcpServer {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.register(&context.peer);
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        if self.control.legacy_only() {
+            // What a 2025-era server says to a request before `initialize`.
+            return Err(ErrorData::new(
+                ErrorCode::INVALID_REQUEST,
+                "Bad Request: Server not initialized",
+                None,
+            ));
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Everything asked for; rmcp narrows it to the declared capabilities.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = subscription.sink().clone();
+        lock(&self.control.inner.listeners).push(sink.clone());
+        subscription.cancelled().await;
+        lock(&self.control.inner.listeners).retain(|open| open.id() != sink.id());
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = RESOURCES
+            .iter()
+            .map(|(uri, _)| {
+                let name = uri.rsplit('/').next().unwrap_or(uri);
+                Resource::new(*uri, name).with_mime_type("text/plain")
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(RESOURCE_TEMPLATE, "doc")
+                .with_description("Any document by name")
+                .with_mime_type("text/plain"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        read(&request.uri).map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        read(&request.uri)?;
+        lock(&self.subscriptions).insert(request.uri);
+        if !self.subscriber.swap(true, Ordering::SeqCst) {
+            self.control
+                .register_subscriber(context.peer.clone(), self.subscriptions.clone());
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        lock(&self.subscriptions).remove(&request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let argument = PromptArgument::new(PROMPT_ARGUMENT)
+            .with_description("Who to greet")
+            .with_required(true);
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            PROMPT,
+            Some("Greet someone by name"),
+            Some(vec![argument]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != PROMPT {
+            return Err(ErrorData::invalid_params(
+                format!("unknown prompt `{}`", request.name),
+                None,
+            ));
+        }
+        let name = request
+            .arguments
+            .as_ref()
+            .and_then(|arguments| arguments.get(PROMPT_ARGUMENT))
+            .and_then(|name| name.as_str())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(format!("missing argument `{PROMPT_ARGUMENT}`"), None)
+            })?;
+        let message = PromptMessage::new_text(Role::User, prompt_text(name));
+        Ok(GetPromptResult::new(vec![message])
+            .with_description("A greeting")
+            .into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let candidates: Vec<String> = match &request.r#ref {
+            Reference::Prompt(prompt)
+                if prompt.name == PROMPT && request.argument.name == PROMPT_ARGUMENT =>
+            {
+                PROMPT_COMPLETIONS.iter().map(|&c| c.to_owned()).collect()
+            }
+            Reference::Resource(resource)
+                if resource.uri == RESOURCE_TEMPLATE && request.argument.name == "name" =>
+            {
+                RESOURCES
+                    .iter()
+                    .filter_map(|(uri, _)| template_name(uri).map(str::to_owned))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let values: Vec<String> = candidates
+            .into_iter()
+            .filter(|candidate| candidate.starts_with(request.argument.value.as_str()))
+            .collect();
+        let total = u32::try_from(values.len()).unwrap_or(u32::MAX);
+        let mut completion = CompletionInfo::new(values)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        completion.total = Some(total);
+        completion.has_more = Some(false);
+        Ok(CompleteResult::new(completion))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources_read_by_uri_and_template() {
+        let text = |uri: &str| match read(uri).unwrap().contents.as_slice() {
+            [
+                ResourceContents::TextResourceContents {
+                    uri: named, text, ..
+                },
+            ] => {
+                assert_eq!(named, uri);
+                text.clone()
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(text("test://doc/readme"), "Read me first.");
+        assert_eq!(text("test://doc/notes"), template_text("notes"));
+        for unknown in ["test://doc/", "test://doc/a/b", "test://other/x"] {
+            let error = read(unknown).unwrap_err();
+            assert_eq!(error.code, ErrorCode::RESOURCE_NOT_FOUND, "{unknown}");
+            assert_eq!(error.data, Some(serde_json::json!({ "uri": unknown })));
+        }
+    }
+
+    #[test]
+    fn the_hidden_tools_stay_hidden_until_enabled() {
+        let control = ServerControl::default();
+        let server = TestMcpServer::new(control.clone());
+        assert!(server.tool_visible("echo"));
+        assert!(!server.tool_visible(LATE_TOOL));
+        assert!(!server.tool_visible(SAMPLING_TOOL));
+        control.inner.sampling_tool.store(true, Ordering::SeqCst);
+        assert!(server.tool_visible(SAMPLING_TOOL));
+        assert!(server.tool_router.get(SAMPLING_TOOL).is_some());
     }
 }

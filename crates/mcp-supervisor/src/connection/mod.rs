@@ -77,6 +77,9 @@ pub struct ConnectionActor {
     recorder: HttpRecorder,
     /// Cancelled at stop: every running operation answers at once.
     stop: tokio_util::sync::CancellationToken,
+    /// The protocol version the upstream agreed to last time, so a rebuilt
+    /// session starts the same way without probing again.
+    protocol: Option<rmcp::model::ProtocolVersion>,
 }
 
 impl ConnectionActor {
@@ -96,6 +99,7 @@ impl ConnectionActor {
             strikes_pending: false,
             recorder: HttpRecorder::default(),
             stop: tokio_util::sync::CancellationToken::new(),
+            protocol: None,
         }
     }
 
@@ -203,7 +207,7 @@ impl ConnectionActor {
             self.config.clone(),
             self.deps.http.clone(),
             self.recorder.clone(),
-            SessionHandler::new(events_tx),
+            SessionHandler::new(events_tx).knowing(self.protocol.clone()),
         );
         ctx.spawn(
             open.into_actor(self)
@@ -231,6 +235,9 @@ impl ConnectionActor {
         match result {
             Ok(session) => {
                 self.generation += 1;
+                if let Some(version) = session.protocol_version() {
+                    self.protocol = Some(version);
+                }
                 let lease = Lease {
                     session: Arc::new(session),
                     generation: self.generation,
@@ -277,9 +284,10 @@ impl ConnectionActor {
                         SessionEvent::ResourceUpdated { uri } => {
                             ConnectionEvent::ResourceUpdated { connection, uri }
                         }
-                        SessionEvent::Log(message) => ConnectionEvent::Log {
+                        SessionEvent::Log { message, reached } => ConnectionEvent::Log {
                             connection,
                             message,
+                            reached,
                         },
                     });
                 }
@@ -475,6 +483,7 @@ async fn open_session(
         }
     }?;
     session.disable_response_cache().await;
+    session.start_listening().await;
     Ok(session)
 }
 

@@ -250,18 +250,22 @@ impl Directory {
             .map(|connection| Target::new(connection, uri))
     }
 
-    /// Every route of tools and prompts, for keeping names routable once known.
-    pub fn merge_routes_from(&mut self, older: &Directory) {
-        for (name, target) in &older.tool_routes {
-            self.tool_routes
-                .entry(name.clone())
-                .or_insert_with(|| target.clone());
+    /// Adds the routes of `catalogs` without listing them: connections that
+    /// are retired keep their names routable, so a request for one is
+    /// answered with the supervisor's value rather than "unknown". Names
+    /// already routed keep their route.
+    pub fn route_also(&mut self, naming: Naming, catalogs: &[Arc<Catalog>]) {
+        let hidden = Directory::build(naming, catalogs);
+        for (name, target) in hidden.tool_routes {
+            self.tool_routes.entry(name).or_insert(target);
         }
-        for (name, target) in &older.prompt_routes {
-            self.prompt_routes
-                .entry(name.clone())
-                .or_insert_with(|| target.clone());
+        for (name, target) in hidden.prompt_routes {
+            self.prompt_routes.entry(name).or_insert(target);
         }
+        for (uri, target) in hidden.resource_routes {
+            self.resource_routes.entry(uri).or_insert(target);
+        }
+        self.template_routes.extend(hidden.template_routes);
     }
 }
 

@@ -18,12 +18,14 @@ use futures::future::BoxFuture;
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        ClientResult, ErrorCode, GetExtensions, LoggingLevel, LoggingMessageNotificationParam,
-        ProgressNotificationParam, ProgressToken, RequestId, ServerConfig, ServerRequest,
+        ClientCapabilities, ClientResult, ErrorCode, GetExtensions, LoggingLevel,
+        LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
+        ServerConfig, ServerRequest,
     },
     service::{OriginatingRequestId, Peer, RequestContext},
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::session::{Downstream, DownstreamLink};
 
@@ -59,6 +61,11 @@ impl DownstreamSession {
         self.info.get_or_init(|| info)
     }
 
+    /// An opaque key telling this session apart (see `Downstream::log`).
+    pub(super) fn key(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+
     pub(super) fn is_closed(&self) -> bool {
         self.peer().is_none_or(Peer::is_transport_closed)
     }
@@ -91,15 +98,27 @@ impl DownstreamSession {
         self.subscriptions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sends a log message (in the background; a closed session misses it).
-    pub(super) fn log(&self, message: LoggingMessageNotificationParam) {
-        if let Some(peer) = self.peer().cloned()
-            && self.wants(message.level)
-        {
-            tokio::spawn(async move {
-                let _ = peer.notify_logging_message(message).await;
-            });
+    /// Sends a log message (in the background; a closed session misses it);
+    /// whether it was sent.
+    pub(super) fn log(&self, message: LoggingMessageNotificationParam) -> bool {
+        let Some(peer) = self.peer().cloned() else {
+            return false;
+        };
+        if !self.wants(message.level) {
+            return false;
         }
+        tokio::spawn(async move {
+            let _ = peer.notify_logging_message(message).await;
+        });
+        true
+    }
+}
+
+/// A relayed log message's `logger`: the connection, then the upstream's own.
+pub(super) fn logger(connection: &str, upstream: Option<String>) -> String {
+    match upstream {
+        Some(logger) => format!("{connection}/{logger}"),
+        None => connection.to_owned(),
     }
 }
 
@@ -124,25 +143,99 @@ pub struct DownstreamRequest {
     /// The downstream request's id: server-to-client requests made for it
     /// ride that request's stream.
     id: RequestId,
+    /// What the client declared it can answer.
+    capabilities: Option<ClientCapabilities>,
     /// Progress in arrival order, to the task that sends it downstream with
     /// the client's own token (`None`: the client asked for no progress).
     progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+    /// How the upstream's questions reach the client.
+    asking: Asking,
+    /// The connection the request went to (log messages name it).
+    connection: String,
+    /// The log level a 2026-07-28 request asked for (`None`: no logs).
+    log_level: Option<LoggingLevel>,
+    /// A 2025 client's session: log messages go there, at its level.
+    session: Option<Arc<DownstreamSession>>,
+}
+
+/// How a client is asked what an upstream wants to know.
+#[derive(Debug)]
+enum Asking {
+    /// A 2025-era client: a server-to-client request on its session.
+    Request,
+    /// A 2026-07-28 client has no session to receive one: the question goes
+    /// to the gateway's handler, which answers the client's request with
+    /// `input_required` and hands the answer back when the client retries
+    /// (see `mrtr`).
+    Question(mpsc::UnboundedSender<Question>),
+}
+
+/// A question an upstream asks a 2026-07-28 client, and where its answer goes.
+#[derive(Debug)]
+pub struct Question {
+    pub request: ServerRequest,
+    pub answer: oneshot::Sender<Result<ClientResult, ErrorData>>,
 }
 
 impl DownstreamRequest {
-    /// The link for the request `context` belongs to.
-    pub fn link(context: &RequestContext<RoleServer>) -> DownstreamLink {
+    /// The link for the request `context` belongs to, asking the client with
+    /// server-to-client requests.
+    pub fn link(
+        context: &RequestContext<RoleServer>,
+        connection: &str,
+        session: &Arc<DownstreamSession>,
+    ) -> DownstreamLink {
+        Self::build(
+            context,
+            connection,
+            Asking::Request,
+            context.ct.clone(),
+            Some(session),
+        )
+    }
+
+    /// The link for a request of a 2026-07-28 client: questions arrive on the
+    /// returned channel; `cancelled` cancels the forwarded request (it may
+    /// outlive the client's first request, see `mrtr`).
+    pub fn questioning(
+        context: &RequestContext<RoleServer>,
+        connection: &str,
+        cancelled: CancellationToken,
+    ) -> (DownstreamLink, mpsc::UnboundedReceiver<Question>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Self::build(context, connection, Asking::Question(tx), cancelled, None),
+            rx,
+        )
+    }
+
+    fn build(
+        context: &RequestContext<RoleServer>,
+        connection: &str,
+        asking: Asking,
+        cancelled: CancellationToken,
+        session: Option<&Arc<DownstreamSession>>,
+    ) -> DownstreamLink {
         let progress = context.meta.get_progress_token().map(|token| {
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(relay_progress(context.peer.clone(), token, rx));
             tx
         });
+        let capabilities = context.client_capabilities();
+        let log_level = context.meta.log_level();
         let downstream = DownstreamRequest {
             peer: context.peer.clone(),
             id: context.id.clone(),
+            capabilities: capabilities.clone(),
             progress,
+            asking,
+            connection: connection.to_owned(),
+            log_level,
+            session: session.cloned(),
         };
-        DownstreamLink::new(Arc::new(downstream), context.ct.clone())
+        DownstreamLink::new(Arc::new(downstream), cancelled)
+            .with_capabilities(capabilities)
+            .with_log_level(log_level)
     }
 }
 
@@ -168,45 +261,84 @@ impl Downstream for DownstreamRequest {
         }
     }
 
+    fn log(&self, mut message: LoggingMessageNotificationParam) -> Option<usize> {
+        message.logger = Some(logger(&self.connection, message.logger.take()));
+        // A 2025 client gets log messages on its session, at its level; a
+        // 2026-07-28 one on the requests that asked for them.
+        if let Some(session) = &self.session {
+            return session.log(message).then(|| session.key());
+        }
+        let wanted = self.log_level?;
+        if severity(message.level) >= severity(wanted) {
+            let peer = self.peer.clone();
+            tokio::spawn(async move {
+                let _ = peer.notify_logging_message(message).await;
+            });
+        }
+        None
+    }
+
     fn request(
         &self,
         request: ServerRequest,
     ) -> BoxFuture<'static, Result<ClientResult, ErrorData>> {
-        let peer = self.peer.clone();
-        let id = self.id.clone();
-        Box::pin(async move {
-            if let Some(missing) = missing_capability(&peer, &request) {
-                return Err(ErrorData::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!("the client connected to the gateway does not support {missing}"),
-                    None,
-                ));
+        if let Some(missing) = missing_capability(self.capabilities.as_ref(), &request) {
+            return Box::pin(std::future::ready(Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("the client connected to the gateway does not support {missing}"),
+                None,
+            ))));
+        }
+        match &self.asking {
+            Asking::Request => {
+                Box::pin(ask_by_request(self.peer.clone(), self.id.clone(), request))
             }
-            let mut request = request;
-            request.extensions_mut().insert(OriginatingRequestId(id));
-            // A task of its own: rmcp tags what a task sends with the request
-            // that task serves, which here would be the upstream's request,
-            // and the downstream session would route it to the wrong stream.
-            let sent = tokio::spawn(async move { peer.send_request(request).await });
-            match sent.await {
-                Ok(Ok(answer)) => Ok(answer),
-                Ok(Err(rmcp::ServiceError::McpError(error))) => Err(error),
-                Ok(Err(error)) => Err(ErrorData::internal_error(
-                    format!("the client did not answer: {error}"),
-                    None,
-                )),
-                Err(_) => Err(ErrorData::internal_error("the gateway stopped", None)),
+            Asking::Question(questions) => {
+                let (answer, answered) = oneshot::channel();
+                let asked = questions.send(Question { request, answer }).is_ok();
+                Box::pin(async move {
+                    match (asked, answered.await) {
+                        (true, Ok(answer)) => answer,
+                        _ => Err(ErrorData::internal_error(
+                            "the client's request ended before it answered",
+                            None,
+                        )),
+                    }
+                })
             }
-        })
+        }
+    }
+}
+
+/// Sends `request` to a 2025-era client as a server-to-client request on the
+/// stream of its request `id`.
+async fn ask_by_request(
+    peer: Peer<RoleServer>,
+    id: RequestId,
+    mut request: ServerRequest,
+) -> Result<ClientResult, ErrorData> {
+    request.extensions_mut().insert(OriginatingRequestId(id));
+    // A task of its own: rmcp tags what a task sends with the request that
+    // task serves, which here would be the upstream's request, and the
+    // downstream session would route it to the wrong stream.
+    let sent = tokio::spawn(async move { peer.send_request(request).await });
+    match sent.await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(rmcp::ServiceError::McpError(error))) => Err(error),
+        Ok(Err(error)) => Err(ErrorData::internal_error(
+            format!("the client did not answer: {error}"),
+            None,
+        )),
+        Err(_) => Err(ErrorData::internal_error("the gateway stopped", None)),
     }
 }
 
 /// The capability `request` needs that the downstream client did not declare.
-fn missing_capability(peer: &Peer<RoleServer>, request: &ServerRequest) -> Option<&'static str> {
-    let info = peer.peer_info();
-    let capabilities = info.as_ref().map(|info| &info.capabilities);
-    let has =
-        |present: fn(&rmcp::model::ClientCapabilities) -> bool| capabilities.is_some_and(present);
+fn missing_capability(
+    capabilities: Option<&ClientCapabilities>,
+    request: &ServerRequest,
+) -> Option<&'static str> {
+    let has = |present: fn(&ClientCapabilities) -> bool| capabilities.is_some_and(present);
     match request {
         ServerRequest::CreateMessageRequest(_) if !has(|c| c.sampling.is_some()) => {
             Some("sampling")

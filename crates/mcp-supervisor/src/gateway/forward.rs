@@ -59,7 +59,8 @@ impl Handler<ConnectionEvent> for ListChangedForwarder {
             ConnectionEvent::Log {
                 connection,
                 message,
-            } => state.log(&connection, message),
+                reached,
+            } => state.log(&connection, message, &reached),
             ConnectionEvent::Ready { connection, .. } => {
                 ctx.spawn(async move { state.resubscribe(&connection).await }.into_actor(self));
             }

@@ -32,6 +32,7 @@ use rmcp::{
 use super::{
     directory::{Directory, Target},
     downstream::{DownstreamRequest, DownstreamSession},
+    mrtr::{self, Exchange},
     paging,
     state::{CATALOG_WAIT, GatewayState},
 };
@@ -74,7 +75,7 @@ impl GatewayHandler {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Forwarded {
-        let link = DownstreamRequest::link(context);
+        let link = DownstreamRequest::link(context, &target.connection, &self.session);
         self.state
             .forward(&target.connection, request, Some(link))
             .await
@@ -115,6 +116,15 @@ fn unknown_resource(uri: &str) -> ErrorData {
     )
 }
 
+/// A 2026-07-28 "resource not found": -32602 naming the URI (SEP-2164).
+fn is_resource_not_found(error: &ErrorData) -> bool {
+    error.code == ErrorCode::INVALID_PARAMS
+        && error
+            .data
+            .as_ref()
+            .is_some_and(|data| data.get("uri").is_some())
+}
+
 /// JSON-RPC code for the supervisor's refusals of non-tool requests (an
 /// implementation-defined server error): the connection is unavailable,
 /// busy, or rejected the request in the supervisor's words.
@@ -131,9 +141,13 @@ fn answer<T>(
     pick: impl FnOnce(ServerResult) -> Option<T>,
 ) -> Result<T, ErrorData> {
     match forwarded {
-        Forwarded::Answered(result) => pick(result).ok_or_else(|| {
-            ErrorData::internal_error("the upstream answered with an unexpected result", None)
-        }),
+        Forwarded::Answered(result) => {
+            let shown = format!("{result:?}");
+            pick(result).ok_or_else(|| {
+                tracing::debug!(result = %shown, "unexpected result");
+                ErrorData::internal_error("the upstream answered with an unexpected result", None)
+            })
+        }
         Forwarded::Error(error) => Err(error),
         Forwarded::Refused(outcome) => Err(refusal(&outcome)),
     }
@@ -154,19 +168,21 @@ fn refusal(outcome: &CallOutcome) -> ErrorData {
     ErrorData::new(code, message, None)
 }
 
-/// The supervisor's answer to a tool call that produced no upstream result.
-fn tool_refusal(forwarded: Forwarded) -> CallToolResponse {
+/// The answer to a tool call: the upstream's result or its own JSON-RPC
+/// error, or the supervisor's outcome as an `isError` text result.
+fn tool_answer(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
     let outcome = match forwarded {
         Forwarded::Answered(ServerResult::CallToolResult(result)) => {
-            return downstream(result);
+            return Ok(downstream(result));
         }
+        Forwarded::Error(error) => return Err(error),
         Forwarded::Refused(outcome) => outcome,
-        Forwarded::Answered(_) | Forwarded::Error(_) => CallOutcome::Rejected {
+        Forwarded::Answered(_) => CallOutcome::Rejected {
             failure: crate::Failure::new(FailureKind::Protocol, "unexpected result"),
             message: "The upstream answered the call with an unexpected result.".to_owned(),
         },
     };
-    downstream(meta::outcome_result(outcome))
+    Ok(downstream(meta::outcome_result(outcome)))
 }
 
 impl ServerHandler for GatewayHandler {
@@ -285,7 +301,12 @@ impl ServerHandler for GatewayHandler {
         params.name = target.name.clone().into();
         params.meta = None;
         let call = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        Ok(tool_refusal(self.forward(&target, call, &context).await))
+        Ok(
+            match mrtr::exchange(&self.state, &self.session, &target, call, &context).await? {
+                Exchange::Done(forwarded) => tool_answer(forwarded)?,
+                Exchange::InputRequired(asked) => CallToolResponse::InputRequired(asked),
+            },
+        )
     }
 
     async fn list_prompts(
@@ -313,16 +334,19 @@ impl ServerHandler for GatewayHandler {
         params.name = target.name.clone();
         params.meta = None;
         let get = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        answer(
-            self.forward(&target, get, &context).await,
-            |result| match result {
-                ServerResult::GetPromptResult(mut result) => {
-                    complete(&mut result.result_type);
-                    Some(GetPromptResponse::Complete(result))
-                }
-                _ => None,
-            },
-        )
+        let forwarded = match mrtr::exchange(&self.state, &self.session, &target, get, &context)
+            .await?
+        {
+            Exchange::Done(forwarded) => forwarded,
+            Exchange::InputRequired(asked) => return Ok(GetPromptResponse::InputRequired(asked)),
+        };
+        answer(forwarded, |result| match result {
+            ServerResult::GetPromptResult(mut result) => {
+                complete(&mut result.result_type);
+                Some(GetPromptResponse::Complete(result))
+            }
+            _ => None,
+        })
     }
 
     async fn list_resources(
@@ -366,25 +390,40 @@ impl ServerHandler for GatewayHandler {
         params.uri = target.name.clone();
         params.meta = None;
         let read = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        answer(
-            self.forward(&target, read, &context).await,
-            |result| match result {
-                ServerResult::ReadResourceResult(mut result) => {
-                    complete(&mut result.result_type);
-                    // Contents name the URI the client asked for.
-                    for contents in &mut result.contents {
-                        if let ResourceContents::TextResourceContents { uri, .. }
-                        | ResourceContents::BlobResourceContents { uri, .. } = contents
-                            && *uri == target.name
-                        {
-                            uri.clone_from(&exposed);
-                        }
-                    }
-                    Some(ReadResourceResponse::Complete(result))
+        let legacy_client = context
+            .protocol_version()
+            .is_none_or(|version| version.has_initialize());
+        let forwarded =
+            match mrtr::exchange(&self.state, &self.session, &target, read, &context).await? {
+                // A missing resource is -32002 for a 2025 client (rmcp turns it
+                // into -32602 for a 2026 one; a 2026 upstream sends -32602).
+                Exchange::Done(Forwarded::Error(mut error))
+                    if legacy_client && is_resource_not_found(&error) =>
+                {
+                    error.code = ErrorCode::RESOURCE_NOT_FOUND;
+                    return Err(error);
                 }
-                _ => None,
-            },
-        )
+                Exchange::Done(forwarded) => forwarded,
+                Exchange::InputRequired(asked) => {
+                    return Ok(ReadResourceResponse::InputRequired(asked));
+                }
+            };
+        answer(forwarded, |result| match result {
+            ServerResult::ReadResourceResult(mut result) => {
+                complete(&mut result.result_type);
+                // Contents name the URI the client asked for.
+                for contents in &mut result.contents {
+                    if let ResourceContents::TextResourceContents { uri, .. }
+                    | ResourceContents::BlobResourceContents { uri, .. } = contents
+                        && *uri == target.name
+                    {
+                        uri.clone_from(&exposed);
+                    }
+                }
+                Some(ReadResourceResponse::Complete(result))
+            }
+            _ => None,
+        })
     }
 
     async fn subscribe(

@@ -11,6 +11,8 @@
 //!   subscriptions, notifications);
 //! - [`downstream`]: one downstream session, and one forwarded request's
 //!   link back to its client (progress, sampling, elicitation, roots);
+//! - `mrtr`: multi-round requests (`input_required`) across both protocol
+//!   generations;
 //! - [`handler`]: the rmcp `ServerHandler`;
 //! - [`http`]: the HTTP endpoint with bearer auth, Host allowlist, body limit;
 //! - [`forward`]: relays what upstreams announce (list changes, resource
@@ -21,6 +23,7 @@ pub mod downstream;
 pub mod forward;
 pub mod handler;
 pub mod http;
+mod mrtr;
 pub mod naming;
 pub mod paging;
 pub mod state;

@@ -61,6 +61,9 @@ pub struct GatewayState {
     /// Upstream subscriptions: (connection, URI there) → the exposed URI and
     /// how many downstream sessions hold it. Subscribed upstream once.
     subscriptions: Mutex<HashMap<(String, String), (String, usize)>>,
+    /// Multi-round requests: sealed `requestState`s and requests waiting for
+    /// a client's answers.
+    pub(super) rounds: super::mrtr::Rounds,
 }
 
 #[derive(Debug, Default)]
@@ -82,6 +85,7 @@ impl GatewayState {
             sessions: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
             subscriptions: Mutex::new(HashMap::new()),
+            rounds: Default::default(),
         })
     }
 
@@ -110,7 +114,8 @@ impl GatewayState {
             return self.current();
         };
         let configured = connections.len();
-        let loads = connections.into_iter().filter(|c| !c.dead).map(|summary| {
+        let (live, retired): (Vec<_>, Vec<_>) = connections.into_iter().partition(|c| !c.dead);
+        let loads = live.into_iter().map(|summary| {
             let last = self.view().catalogs.get(&summary.name).cloned();
             let wait = if last.is_some() {
                 FRESH_WAIT
@@ -133,11 +138,17 @@ impl GatewayState {
             .flatten()
             .collect();
         catalogs.sort_by(|a, b| a.connection.cmp(&b.connection));
-        let mut directory = Directory::build(Naming::new(self.prefix, configured), &catalogs);
+        let naming = Naming::new(self.prefix, configured);
+        let mut directory = Directory::build(naming, &catalogs);
         let mut view = self.view();
-        // A name once listed stays routable while its connection exists: a
-        // call to it answers with the supervisor's value, not "unknown tool".
-        directory.merge_routes_from(&view.directory);
+        // A retired connection is not listed, but what it offered stays
+        // routable: a request for it answers with the supervisor's value.
+        let mut hidden: Vec<Arc<Catalog>> = retired
+            .iter()
+            .filter_map(|summary| view.catalogs.get(&summary.name).cloned())
+            .collect();
+        hidden.sort_by(|a, b| a.connection.cmp(&b.connection));
+        directory.route_also(naming, &hidden);
         for clash in &directory.clashes {
             if view.reported.insert(clash.to_string()) {
                 tracing::error!(
@@ -297,14 +308,19 @@ impl GatewayState {
     }
 
     /// Relays an upstream's log message to every downstream session that
-    /// wants its level, naming the connection in `logger`.
-    pub fn log(&self, connection: &str, mut message: LoggingMessageNotificationParam) {
-        message.logger = Some(match message.logger.take() {
-            Some(logger) => format!("{connection}/{logger}"),
-            None => connection.to_owned(),
-        });
+    /// wants its level and does not have it yet (`reached`), naming the
+    /// connection in `logger`.
+    pub fn log(
+        &self,
+        connection: &str,
+        mut message: LoggingMessageNotificationParam,
+        reached: &[usize],
+    ) {
+        message.logger = Some(super::downstream::logger(connection, message.logger.take()));
         for session in self.live_sessions() {
-            session.log(message.clone());
+            if !reached.contains(&session.key()) {
+                session.log(message.clone());
+            }
         }
     }
 

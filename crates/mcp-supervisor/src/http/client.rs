@@ -13,7 +13,7 @@ use http::{
     header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE},
 };
 use rmcp::{
-    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
+    model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage},
     transport::{
         common::http_header::{
             EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
@@ -254,6 +254,111 @@ impl RecordingClient {
     }
 }
 
+/// The id of a `server/discover` the upstream refused with a 4xx (other than
+/// 401/403): how a 2025-era server answers a request outside a session.
+fn rejected_discover(
+    message: &ClientJsonRpcMessage,
+    session_attached: bool,
+    response: &reqwest::Response,
+) -> Option<rmcp::model::RequestId> {
+    let status = response.status();
+    if session_attached
+        || !status.is_client_error()
+        || matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+    {
+        return None;
+    }
+    match message {
+        ClientJsonRpcMessage::Request(request)
+            if matches!(request.request, ClientRequest::DiscoverRequest(_)) =>
+        {
+            Some(request.id.clone())
+        }
+        _ => None,
+    }
+}
+
+impl RecordingClient {
+    /// A refused `server/discover` answered as the JSON-RPC error rmcp
+    /// correlates with it, so its lifecycle falls back to `initialize` (what
+    /// rmcp's own HTTP client does; the status is still recorded).
+    async fn legacy_discover_answer(
+        &self,
+        uri: &Arc<str>,
+        id: rmcp::model::RequestId,
+        response: reqwest::Response,
+    ) -> StreamableHttpPostResponse {
+        let status = response.status();
+        self.recorder.record(HttpObservation {
+            method: "POST",
+            path: self.path(uri),
+            status: status.as_u16(),
+            retry_after: None,
+            at: SystemTime::now(),
+        });
+        let body = read_bounded(response, SESSION_ERROR_PEEK)
+            .await
+            .unwrap_or_default();
+        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+            Ok(ServerJsonRpcMessage::Error(error)) => error.error,
+            _ => rmcp::model::ErrorData::invalid_request(
+                format!("server/discover rejected with HTTP {status}"),
+                None,
+            ),
+        };
+        StreamableHttpPostResponse::Json(ServerJsonRpcMessage::error(error, Some(id)), None)
+    }
+}
+
+/// A 4xx that is not about auth, rate or the session, with a JSON body: a
+/// 2026-07-28 server answers a request it refuses this way (400 with the
+/// JSON-RPC error, e.g. -32021 for a missing client capability; 404 with
+/// -32601 for an unknown method), and the error must reach whoever sent the
+/// request, not just its status. A 404 on a session is the session's end.
+fn rejects_with_json_rpc(response: &reqwest::Response, session_attached: bool) -> bool {
+    let status = response.status();
+    status.is_client_error()
+        && !matches!(
+            status,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::TOO_MANY_REQUESTS
+        )
+        && !(status == StatusCode::NOT_FOUND && session_attached)
+        && header_str(response.headers(), CONTENT_TYPE)
+            .is_some_and(|ct| media_type_is(&ct, JSON_MIME_TYPE))
+}
+
+impl RecordingClient {
+    /// The JSON-RPC error of a 4xx answer, as rmcp's own client answers it
+    /// (the status is recorded first, for classification); a body that is
+    /// not one keeps the status error.
+    async fn json_rpc_rejection(
+        &self,
+        uri: &Arc<str>,
+        response: reqwest::Response,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let status = response.status();
+        self.recorder.record(HttpObservation {
+            method: "POST",
+            path: self.path(uri),
+            status: status.as_u16(),
+            retry_after: None,
+            at: SystemTime::now(),
+        });
+        let body = read_bounded(response, SESSION_ERROR_PEEK)
+            .await
+            .unwrap_or_default();
+        match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+            Ok(error @ ServerJsonRpcMessage::Error(_)) => {
+                Ok(StreamableHttpPostResponse::Json(error, None))
+            }
+            _ => Err(StreamableHttpError::HttpStatus(HttpStatusError::new(
+                status.as_u16(),
+                None,
+            ))),
+        }
+    }
+}
+
 /// How much of a `400` body is read to tell an unknown-session answer apart.
 const SESSION_ERROR_PEEK: usize = 4096;
 
@@ -324,6 +429,14 @@ impl StreamableHttpClient for RecordingClient {
             .map_err(StreamableHttpError::Client)?;
         if session_attached && response.status() == StatusCode::BAD_REQUEST {
             return Err(self.session_rejection(&uri, response).await);
+        }
+        if let Some(discover_id) = rejected_discover(&message, session_attached, &response) {
+            return Ok(self
+                .legacy_discover_answer(&uri, discover_id, response)
+                .await);
+        }
+        if rejects_with_json_rpc(&response, session_attached) {
+            return self.json_rpc_rejection(&uri, response).await;
         }
         self.check_status("POST", &uri, &response, session_attached)?;
 

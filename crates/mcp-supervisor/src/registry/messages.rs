@@ -42,7 +42,8 @@ pub struct CallTool {
 /// Send `request` to `connection` as it is: the gateway's proxying of any
 /// request (a `tools/call`, `resources/read`, `prompts/get`, …). Admitted,
 /// deadline-bound (`call_timeout`), classified and retried like a call;
-/// reads are retry-safe. Always answered.
+/// reads are retry-safe. The upstream's JSON-RPC errors come back as they
+/// are (`Forwarded::Error`). Always answered.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Forwarded")]
 pub struct Forward {
@@ -201,7 +202,7 @@ impl Handler<CallTool> for Registry {
         params.arguments = msg.arguments;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let connection = msg.connection.clone();
-        let forwarded = self.forward(msg.connection, request, msg.timeout, None, ctx);
+        let forwarded = self.forward(msg.connection, request, msg.timeout, None, false, ctx);
         Box::pin(async move {
             match forwarded.await {
                 Forwarded::Answered(ServerResult::CallToolResult(result)) => {
@@ -224,7 +225,7 @@ impl Handler<Forward> for Registry {
     type Result = ResponseFuture<Forwarded>;
 
     fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.forward(msg.connection, msg.request, None, msg.link, ctx))
+        Box::pin(self.forward(msg.connection, msg.request, None, msg.link, true, ctx))
     }
 }
 
@@ -232,13 +233,17 @@ impl Registry {
     /// Routes one request to its connection's actor (started lazily). A
     /// `tools/call` is checked against the allowlist and the catalog first
     /// (a tool outside them does not exist), and is retried only when safe;
-    /// every other request is a read or idempotent, so retry-safe.
+    /// every other request is a read or idempotent, so retry-safe. With
+    /// `pass_errors` (proxying) the upstream's JSON-RPC errors are answered as
+    /// they are; without (the library's `CallTool`, `call_mcp`), a rejected
+    /// call is the supervisor's `Rejected` text.
     fn forward(
         &mut self,
         connection: String,
         request: ClientRequest,
         timeout: Option<Duration>,
         link: Option<DownstreamLink>,
+        pass_errors: bool,
         ctx: &mut Context<Self>,
     ) -> BoxFuture<'static, Forwarded> {
         let Some(entry) = self.entries.get(&connection) else {
@@ -290,7 +295,7 @@ impl Registry {
                 timeout,
                 retry,
                 link,
-                pass_errors: tool.is_none(),
+                pass_errors,
             };
             match actor.send(forward).await {
                 Ok(forwarded) => forwarded,

@@ -19,11 +19,16 @@ use rmcp::{
         LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
         ResourceUpdatedNotificationParam, ServerRequest,
     },
-    service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient},
+    service::{
+        ClientLifecycleMode, InboundStreamOrigin, NotificationContext, RequestContext, RoleClient,
+    },
 };
 use tokio::sync::mpsc;
 
 use super::relay::Links;
+
+/// The version offered at `initialize`: the newest with that handshake.
+const LEGACY_OFFER: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// Which of an upstream's lists changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,8 +50,12 @@ pub enum SessionEvent {
     ListChanged(ListKind),
     /// `notifications/resources/updated` for a subscribed URI.
     ResourceUpdated { uri: String },
-    /// `notifications/message`: a log message.
-    Log(LoggingMessageNotificationParam),
+    /// `notifications/message`: a log message, and the downstream sessions
+    /// the requests in flight already passed it to (see `relay`).
+    Log {
+        message: LoggingMessageNotificationParam,
+        reached: Vec<usize>,
+    },
 }
 
 /// Handler for one session: where to send events, and the links of the
@@ -55,6 +64,8 @@ pub enum SessionEvent {
 pub struct SessionHandler {
     events: Option<mpsc::UnboundedSender<SessionEvent>>,
     links: Arc<Links>,
+    /// The protocol version the upstream agreed to last time, if known.
+    known: Option<ProtocolVersion>,
 }
 
 impl SessionHandler {
@@ -63,6 +74,31 @@ impl SessionHandler {
         SessionHandler {
             events: Some(events),
             links: Arc::default(),
+            known: None,
+        }
+    }
+
+    /// Starts the session with the protocol the upstream spoke last time.
+    pub fn knowing(mut self, known: Option<ProtocolVersion>) -> Self {
+        self.known = known;
+        self
+    }
+
+    /// How the session starts: with the protocol the upstream agreed to last
+    /// time (remembered per connection), or the first time by asking:
+    /// `server/discover` (protocol 2026-07-28), falling back to `initialize`
+    /// when the upstream answers like a 2025-era server (rmcp gives it 10 s
+    /// before falling back). We never offer a version the server did not list.
+    pub fn lifecycle(&self) -> ClientLifecycleMode {
+        match &self.known {
+            Some(version) if !version.has_initialize() => ClientLifecycleMode::Discover {
+                preferred_versions: vec![version.clone()],
+            },
+            Some(_) => ClientLifecycleMode::Initialize,
+            None => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(LEGACY_OFFER),
+            },
         }
     }
 
@@ -70,7 +106,7 @@ impl SessionHandler {
         &self.links
     }
 
-    fn emit(&self, event: SessionEvent) {
+    pub(crate) fn emit(&self, event: SessionEvent) {
         if let Some(events) = &self.events {
             // The owner may be gone (session closing); nothing to tell then.
             let _ = events.send(event);
@@ -133,13 +169,18 @@ impl ClientHandler for SessionHandler {
             .enable_sampling()
             .enable_elicitation()
             .build();
-        // Offer the newest version with an `initialize` handshake: a 2025-era
-        // server must not be offered a version it may refuse.
+        // At `initialize`, offer what the upstream agreed to last time, or
+        // the newest version with an `initialize` handshake: a 2025-era server
+        // must not be offered a version it may refuse.
+        let offer = match &self.known {
+            Some(version) if version.has_initialize() => version.clone(),
+            _ => LEGACY_OFFER,
+        };
         ClientConfig::new(
             capabilities,
             Implementation::new("mcp-supervisor", env!("CARGO_PKG_VERSION")),
         )
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        .with_protocol_version(offer)
     }
 
     async fn create_message(
@@ -193,7 +234,18 @@ impl ClientHandler for SessionHandler {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.emit(SessionEvent::Log(params));
+        // The requests in flight first, so a message logged during a request
+        // reaches its client before the request's answer does.
+        let reached = self
+            .links
+            .all()
+            .iter()
+            .filter_map(|downstream| downstream.log(params.clone()))
+            .collect();
+        self.emit(SessionEvent::Log {
+            message: params,
+            reached,
+        });
     }
 
     async fn on_resource_updated(

@@ -4,9 +4,9 @@ use std::{collections::HashMap, time::Duration};
 
 use http::{HeaderName, HeaderValue};
 use rmcp::{
-    RoleClient, ServiceExt,
-    model::{ClientRequest, PingRequest},
-    service::RunningService,
+    RoleClient,
+    model::{ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest},
+    service::{ClientServiceExt, RunningService},
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -78,7 +78,9 @@ pub async fn open_http(
         StreamableHttpClientTransport::with_client(client, config),
         ended.clone(),
     );
-    let service = match tokio::time::timeout_at(deadline, handler.serve(rmcp_transport)).await {
+    let lifecycle = handler.lifecycle();
+    let serving = handler.serve_with_lifecycle(rmcp_transport, lifecycle);
+    let service = match tokio::time::timeout_at(deadline, serving).await {
         Ok(Ok(service)) => service,
         Ok(Err(error)) => return Err(classify_recorded(&error, Some(&recorder))),
         Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
@@ -134,7 +136,7 @@ async fn probe_reuse(
     let mut round_trips = Vec::with_capacity(PROBE_PINGS);
     while round_trips.len() < PROBE_PINGS {
         let started = Instant::now();
-        let ping = service.send_request(ClientRequest::PingRequest(PingRequest::default()));
+        let ping = service.send_request(probe_request(service));
         // A server that does not answer pings must not hold the connect up.
         let patience = deadline.min(started + PING_PATIENCE);
         match tokio::time::timeout_at(patience, ping).await {
@@ -146,6 +148,19 @@ async fn probe_reuse(
         }
     }
     Reuse::Works
+}
+
+/// The cheapest request an upstream answers: `ping`, which protocol
+/// 2026-07-28 removed; `server/discover` there.
+fn probe_request(service: &RunningService<RoleClient, SessionHandler>) -> ClientRequest {
+    let modern = service
+        .peer_info()
+        .is_some_and(|info| !info.protocol_version.has_initialize());
+    if modern {
+        ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams::default()))
+    } else {
+        ClientRequest::PingRequest(PingRequest::default())
+    }
 }
 
 fn header_map(transport: &HttpTransport) -> Result<HashMap<HeaderName, HeaderValue>, Failure> {

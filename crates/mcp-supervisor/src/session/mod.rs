@@ -13,18 +13,19 @@
 
 pub mod handler;
 pub mod http;
+mod modern;
 pub mod relay;
 pub mod stdio;
 mod watch;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     ErrorData, RoleClient, ServiceError,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-        ClientRequest, JsonObject, Prompt, Resource, ResourceTemplate, ServerCapabilities,
-        ServerResult, Tool,
+        ClientRequest, JsonObject, Prompt, ProtocolVersion, Resource, ResourceTemplate,
+        ServerCapabilities, ServerResult, Tool,
     },
     service::{ClientCacheConfig, PeerRequestOptions, RunningService},
 };
@@ -52,6 +53,8 @@ pub struct Session {
     child: Option<ChildGroup>,
     /// Fires when the upstream's stream ended for good (see [`Session::ended`]).
     ended: CancellationToken,
+    /// What a 2026-07-28 upstream keeps on our side (`None` for 2025 ones).
+    modern: Option<Arc<modern::Modern>>,
 }
 
 impl Session {
@@ -60,11 +63,13 @@ impl Session {
         recorder: Option<HttpRecorder>,
         ended: CancellationToken,
     ) -> Self {
+        let modern = modern::for_version(protocol_of(&service).as_ref());
         Session {
             service,
             recorder,
             child: None,
             ended,
+            modern,
         }
     }
 
@@ -74,11 +79,13 @@ impl Session {
         child: ChildGroup,
         ended: CancellationToken,
     ) -> Self {
+        let modern = modern::for_version(protocol_of(&service).as_ref());
         Session {
             service,
             recorder: None,
             child: Some(child),
             ended,
+            modern,
         }
     }
 
@@ -87,6 +94,36 @@ impl Session {
     /// connection notices a session that died while idle, without polling.
     pub fn ended(&self) -> CancellationToken {
         self.ended.clone()
+    }
+
+    /// The protocol version the upstream agreed to.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        protocol_of(&self.service)
+    }
+
+    /// A 2026-07-28 upstream announces list changes and resource updates only
+    /// on a `subscriptions/listen` stream: open it (see `modern`).
+    pub(crate) async fn start_listening(&self) {
+        if let Some(modern) = &self.modern {
+            self.listen(modern).await;
+        }
+    }
+
+    async fn listen(&self, modern: &modern::Modern) {
+        let capabilities = self
+            .service
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default();
+        let handler = self.service.service();
+        let listening = modern.listen(self.service.peer(), &capabilities, handler);
+        // Calls work without it; only announcements are missed (until the next
+        // change of subscriptions, or the next session).
+        match tokio::time::timeout(LISTEN_PATIENCE, listening).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::debug!(%error, "subscriptions/listen failed"),
+            Err(_) => tracing::debug!("subscriptions/listen was not acknowledged in time"),
+        }
     }
 
     /// The child process group of a stdio session (`None` over HTTP).
@@ -124,8 +161,27 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = request.method().to_owned();
+        let mut options = PeerRequestOptions::no_options();
+        if let Some(modern) = &self.modern {
+            if let Some(answer) = self.held_here(modern, &request).await {
+                return Ok(answer);
+            }
+            options.meta = modern.request_meta();
+            if let Some(link) = link {
+                let meta = options
+                    .meta
+                    .get_or_insert_with(rmcp::model::RequestMetaObject::new);
+                if let Some(capabilities) = link.capabilities.clone() {
+                    meta.set_client_capabilities(capabilities);
+                }
+                #[allow(deprecated)]
+                if let Some(level) = link.log_level {
+                    meta.set_log_level(level);
+                }
+            }
+        }
         let peer = self.service.peer();
-        let sent = peer.send_request_with_option(request, PeerRequestOptions::no_options());
+        let sent = peer.send_request_with_option(request, options);
         let handle = match tokio::time::timeout_at(deadline, sent).await {
             Ok(Ok(handle)) => handle,
             Ok(Err(error)) => return Err(self.send_failure(&error)),
@@ -154,6 +210,32 @@ impl Session {
                 Err(timed_out(&method))
             }
         }
+    }
+
+    /// A 2026-07-28 upstream has no `resources/subscribe` or
+    /// `logging/setLevel`: what they ask for is kept here and applied to the
+    /// listen stream and to every request (see `modern`).
+    async fn held_here(
+        &self,
+        modern: &modern::Modern,
+        request: &ClientRequest,
+    ) -> Option<ServerResult> {
+        match request {
+            ClientRequest::SubscribeRequest(subscribe) => {
+                if modern.subscribe(&subscribe.params.uri, true) {
+                    self.listen(modern).await;
+                }
+            }
+            ClientRequest::UnsubscribeRequest(unsubscribe) => {
+                if modern.subscribe(&unsubscribe.params.uri, false) {
+                    self.listen(modern).await;
+                }
+            }
+            #[allow(deprecated)]
+            ClientRequest::SetLevelRequest(set) => modern.set_log_level(set.params.level),
+            _ => return None,
+        }
+        Some(ServerResult::empty(()))
     }
 
     /// Tells the upstream we gave up on request `id` (best effort, in the
@@ -254,11 +336,17 @@ impl Session {
     /// transport in the background (for a child: close stdin, SIGTERM, kill).
     /// Requests still in flight on it fail promptly instead of hanging.
     pub fn cancel(&self) {
+        if let Some(modern) = &self.modern {
+            modern.stop();
+        }
         self.service.cancellation_token().cancel();
     }
 
     /// Closes the session, waiting at most `grace` for a clean goodbye.
     pub async fn close(mut self, grace: Duration) {
+        if let Some(modern) = &self.modern {
+            modern.stop();
+        }
         // The result only says how the loop ended; there is nothing left to do
         // with it, and a hung upstream is cut off by the timeout.
         let _ = self.service.close_with_timeout(grace).await;
@@ -274,6 +362,15 @@ impl Session {
     fn classify(&self, error: &(dyn std::error::Error + 'static)) -> Failure {
         classify_recorded(error, self.recorder.as_ref())
     }
+}
+
+/// How long opening a `subscriptions/listen` stream may take.
+const LISTEN_PATIENCE: Duration = Duration::from_secs(5);
+
+fn protocol_of(service: &RunningService<RoleClient, SessionHandler>) -> Option<ProtocolVersion> {
+    service
+        .peer_info()
+        .map(|info| info.protocol_version.clone())
 }
 
 /// What an upstream offers: its lists, capabilities and instructions.

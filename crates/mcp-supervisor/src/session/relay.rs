@@ -8,6 +8,9 @@
 //! JSON-RPC id (server-to-client requests over streamable HTTP name the POST
 //! they arrived on) and by the progress token rmcp put on the request.
 
+// Logging is deprecated by SEP-2577; 2025-era servers still log, and we relay it.
+#![allow(deprecated)]
+
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -15,7 +18,8 @@ use std::{
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ClientResult, ErrorData, ProgressNotificationParam, ProgressToken, RequestId, ServerRequest,
+    ClientCapabilities, ClientResult, ErrorData, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerRequest,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +37,12 @@ pub trait Downstream: Send + Sync + std::fmt::Debug + 'static {
         &self,
         request: ServerRequest,
     ) -> BoxFuture<'static, Result<ClientResult, ErrorData>>;
+
+    /// The upstream logged a message while the forwarded request ran (log
+    /// messages name no request: every request in flight on the session gets
+    /// it, and each decides whether its client wants it). Answers which
+    /// downstream session it reached, if any, so it is not sent there twice.
+    fn log(&self, message: LoggingMessageNotificationParam) -> Option<usize>;
 }
 
 /// A forwarded request's downstream, and its cancellation.
@@ -42,6 +52,13 @@ pub struct DownstreamLink {
     /// Cancelled when the downstream client cancels its request: the
     /// forwarded request is cancelled upstream and answers at once.
     pub cancelled: CancellationToken,
+    /// What the downstream client declared it can answer. A 2026-07-28
+    /// upstream is told per request, so it asks only for what the client can
+    /// give (a 2025 upstream session was told ours, once, at `initialize`).
+    pub capabilities: Option<ClientCapabilities>,
+    /// The log level the downstream request asked for (a 2026-07-28 client
+    /// asks per request), passed on to a 2026-07-28 upstream.
+    pub log_level: Option<LoggingLevel>,
 }
 
 impl DownstreamLink {
@@ -49,7 +66,19 @@ impl DownstreamLink {
         DownstreamLink {
             downstream,
             cancelled,
+            capabilities: None,
+            log_level: None,
         }
+    }
+
+    pub fn with_capabilities(mut self, capabilities: Option<ClientCapabilities>) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    pub fn with_log_level(mut self, log_level: Option<LoggingLevel>) -> Self {
+        self.log_level = log_level;
+        self
     }
 }
 
@@ -103,6 +132,15 @@ impl Links {
             .by_request
             .get(id)
             .map(|(_, downstream)| downstream.clone())
+    }
+
+    /// The downstreams of every request in flight.
+    pub(crate) fn all(&self) -> Vec<Arc<dyn Downstream>> {
+        self.lock()
+            .by_request
+            .values()
+            .map(|(_, downstream)| downstream.clone())
+            .collect()
     }
 
     /// The downstream of the most recently sent request in flight: the best

@@ -24,7 +24,7 @@ mod stderr;
 use std::{io, process::Stdio};
 
 use process_wrap::tokio::CommandWrap;
-use rmcp::{ServiceExt as _, transport::TokioChildProcess};
+use rmcp::{service::ClientServiceExt, transport::TokioChildProcess};
 use tokio::{
     process::{ChildStderr, Command},
     time::Instant,
@@ -60,7 +60,9 @@ pub async fn open_stdio(
     }
     let ended = tokio_util::sync::CancellationToken::new();
     let watched = super::watch::Watched::new(child, ended.clone());
-    let result = match tokio::time::timeout_at(deadline, handler.serve(watched)).await {
+    let lifecycle = handler.lifecycle();
+    let serving = handler.serve_with_lifecycle(watched, lifecycle);
+    let result = match tokio::time::timeout_at(deadline, serving).await {
         Ok(Ok(service)) => return Ok(Session::with_child(service, group, ended)),
         Ok(Err(error)) => Err(crate::failure::classify(&error)),
         Err(_) => Err(Failure::timeout("initialize did not complete in time")),

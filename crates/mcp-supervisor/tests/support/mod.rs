@@ -117,7 +117,7 @@ pub fn text_of(outcome: &CallOutcome) -> String {
 /// connection, `a`, points at it: `settings` (e.g. a `[supervisor]` table),
 /// then `[connections.a]` with `extra` keys.
 pub async fn upstream_and_registry(settings: &str, extra: &str) -> (TestServer, Addr<Registry>) {
-    let upstream = TestServer::start(TestServerOptions::default())
+    let upstream = TestServer::start(TestServerOptions::legacy())
         .await
         .unwrap();
     let toml = format!("{settings}{}", http_connection("a", &upstream.url(), extra));
@@ -321,5 +321,114 @@ impl ChildProcess {
 impl Drop for ChildProcess {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+// ---- Added for the gateway tests: the gateway served over loopback HTTP.
+
+/// A gateway served with `serve_http` on `127.0.0.1:0` over a fresh registry,
+/// with the `ListChangedForwarder` subscribed (so upstream notifications
+/// reach downstream clients). Stops serving when dropped.
+pub struct ServedGateway {
+    pub registry: Addr<Registry>,
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+impl ServedGateway {
+    /// Serves `config`'s connections with its `[gateway]` settings (`expose`,
+    /// `prefix`, …; `listen` is ignored). Must run inside an actix system.
+    pub async fn start(config: Config) -> Self {
+        use mcp_supervisor::gateway::{GatewayState, ListChangedForwarder, serve_http};
+
+        let registry = Registry::new(config.clone()).start();
+        let state = GatewayState::new(
+            registry.clone(),
+            config.gateway.expose,
+            config.gateway.prefix,
+        );
+        let forwarder = ListChangedForwarder::new(state.clone()).start();
+        registry
+            .send(Subscribe(forwarder.recipient()))
+            .await
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}{}",
+            listener.local_addr().unwrap(),
+            config.gateway.path
+        );
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let settings = config.gateway.clone();
+        actix_rt::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                serve_http(listener, state, &settings, shutdown)
+                    .await
+                    .unwrap();
+            }
+        });
+        Self {
+            registry,
+            url,
+            shutdown,
+        }
+    }
+
+    /// An MCP client session to the gateway over rmcp's streamable HTTP
+    /// client, answered by `handler` (its `get_info` declares what the
+    /// client can do: sampling, roots, …).
+    pub async fn connect<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+    ) -> rmcp::service::RunningService<rmcp::service::RoleClient, H> {
+        self.connect_with(handler, rmcp::service::ClientLifecycleMode::Initialize)
+            .await
+    }
+
+    /// Like [`ServedGateway::connect`], starting with `lifecycle` (a
+    /// 2026-07-28 client: `server/discover`, no session).
+    pub async fn connect_with<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+        lifecycle: rmcp::service::ClientLifecycleMode,
+    ) -> rmcp::service::RunningService<rmcp::service::RoleClient, H> {
+        use rmcp::{
+            service::ClientServiceExt,
+            transport::{
+                StreamableHttpClientTransport,
+                streamable_http_client::StreamableHttpClientTransportConfig,
+            },
+        };
+
+        let transport = StreamableHttpClientTransport::with_client(
+            mcp_supervisor::http::RecordingClient::new(
+                mcp_supervisor::session::shared_http_client(),
+                HttpRecorder::default(),
+            ),
+            StreamableHttpClientTransportConfig::with_uri(self.url.as_str()),
+        );
+        handler
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .unwrap_or_else(|error| panic!("cannot connect to the gateway: {error}"))
+    }
+}
+
+impl Drop for ServedGateway {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// The JSON-RPC error of a failed downstream request (any other failure, or
+/// a success, fails the test).
+pub fn jsonrpc_error<T: std::fmt::Debug>(
+    result: Result<T, rmcp::ServiceError>,
+) -> rmcp::model::ErrorData {
+    match result {
+        Err(rmcp::ServiceError::McpError(error)) => error,
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
     }
 }

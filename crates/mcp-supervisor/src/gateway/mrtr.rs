@@ -1,0 +1,453 @@
+//! Multi-round requests across both protocol generations. An upstream that
+//! needs the client's input (sampling, elicitation, roots) while it serves a
+//! `tools/call`, `prompts/get` or `resources/read` asks differently per
+//! generation, and so does the client:
+//!
+//! | upstream asks with | 2025 client (has a session) | 2026-07-28 client (stateless) |
+//! |---|---|---|
+//! | a server-to-client request (2025 upstream) | relayed as is (`downstream`) | answered `input_required`; the request keeps running upstream until the client retries with its answers |
+//! | an `input_required` result (2026 upstream) | each input request becomes a server-to-client request; the answers go back upstream in a retry | passed through, its `requestState` sealed to the connection |
+//!
+//! Every `requestState` the gateway hands out is sealed ([`RequestStateCodec`],
+//! HMAC with a per-process key, 10-minute TTL) and bound to its connection,
+//! method and target, so a client cannot replay it against another one or
+//! forge one; a retry with a state that does not open is -32602.
+
+// Sampling and roots are deprecated by SEP-2577, yet they are what clients are
+// asked for in these rounds.
+#![allow(deprecated)]
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::{
+    ErrorData, RoleServer,
+    model::{
+        ClientRequest, ClientResult, CreateMessageResult, ElicitResult, ErrorCode, InputRequest,
+        InputRequiredResult, InputResponses, ListRootsResult, RequestStateCodec, SealOptions,
+        ServerRequest, ServerResult,
+    },
+    service::RequestContext,
+};
+use serde::{Deserialize, Serialize};
+use tokio::{
+    sync::{mpsc, oneshot},
+    time::Instant,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    directory::Target,
+    downstream::{DownstreamRequest, DownstreamSession, Question},
+    state::GatewayState,
+};
+use crate::{CallOutcome, Failure, Forwarded};
+
+/// How long a `requestState` (and a request waiting for a client's answers)
+/// stays valid.
+const STATE_TTL: Duration = Duration::from_secs(600);
+
+/// Requests waiting for a client's answers, at most; the oldest is given up.
+const MAX_WAITING: usize = 4096;
+
+/// Rounds an upstream may ask for before the gateway gives up on it.
+const MAX_ROUNDS: usize = 10;
+
+/// How a multi-round request ended for this round.
+// Built and matched once per request: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Exchange {
+    /// Finished: the upstream's answer or the supervisor's.
+    Done(Forwarded),
+    /// The client must answer these and retry.
+    InputRequired(InputRequiredResult),
+}
+
+/// What a `requestState` of ours holds.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "k")]
+enum Sealed {
+    /// The upstream's own state (2026 upstream), to hand back on the retry.
+    #[serde(rename = "u")]
+    Upstream {
+        #[serde(rename = "s")]
+        state: Option<String>,
+    },
+    /// A request still running upstream, waiting for the client's answers.
+    #[serde(rename = "w")]
+    Waiting { id: u64 },
+}
+
+/// The gateway's multi-round bookkeeping.
+pub(super) struct Rounds {
+    codec: RequestStateCodec,
+    waiting: Mutex<HashMap<u64, Waiting>>,
+    next: AtomicU64,
+}
+
+impl std::fmt::Debug for Rounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rounds").finish_non_exhaustive()
+    }
+}
+
+impl Default for Rounds {
+    fn default() -> Self {
+        Rounds {
+            codec: RequestStateCodec::new_unchecked(rand::random::<[u8; 32]>().to_vec()),
+            waiting: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+}
+
+/// A request still running upstream after its client got `input_required`.
+struct Waiting {
+    binding: String,
+    result: oneshot::Receiver<Forwarded>,
+    questions: mpsc::UnboundedReceiver<Question>,
+    /// Questions the client was asked and has not answered, by key.
+    asked: BTreeMap<String, Question>,
+    asked_so_far: u64,
+    /// Cancels the upstream request.
+    cancel: CancellationToken,
+    since: Instant,
+}
+
+impl Rounds {
+    fn seal(&self, sealed: &Sealed, binding: &str) -> Result<String, ErrorData> {
+        let options = SealOptions::new()
+            .associated_data(binding.as_bytes())
+            .ttl(STATE_TTL);
+        self.codec
+            .seal_json_with(sealed, &options)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    fn open(&self, state: &str, binding: &str) -> Result<Sealed, ErrorData> {
+        self.codec
+            .open_with(state, binding.as_bytes())
+            .ok()
+            .and_then(|payload| serde_json::from_slice(&payload).ok())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "requestState is not valid for this request (tampered with, expired, or \
+                     from another request)",
+                    None,
+                )
+            })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waiting>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps `waiting` for the client's retry; answers its id.
+    fn keep(&self, waiting: Waiting) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut all = self.lock();
+        all.retain(|_, old| {
+            let keep = old.since.elapsed() < STATE_TTL;
+            if !keep {
+                old.cancel.cancel();
+            }
+            keep
+        });
+        if all.len() >= MAX_WAITING
+            && let Some(oldest) = all.iter().min_by_key(|(_, w)| w.since).map(|(id, _)| *id)
+            && let Some(old) = all.remove(&oldest)
+        {
+            old.cancel.cancel();
+        }
+        all.insert(id, waiting);
+        id
+    }
+
+    fn take(&self, id: u64) -> Option<Waiting> {
+        self.lock().remove(&id)
+    }
+}
+
+/// Sends `request` to `target` for the client of `context` and runs this
+/// round of it (see the module doc).
+pub(super) async fn exchange(
+    state: &Arc<GatewayState>,
+    session: &Arc<DownstreamSession>,
+    target: &Target,
+    mut request: ClientRequest,
+    context: &RequestContext<RoleServer>,
+) -> Result<Exchange, ErrorData> {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize());
+    if !modern {
+        return ask_by_requests(state, session, target, request, context).await;
+    }
+    let binding = binding(target, &request);
+    let rounds = &state.rounds;
+    if let Some(sealed) = inputs(&mut request).1.take() {
+        match rounds.open(&sealed, &binding)? {
+            Sealed::Waiting { id } => {
+                let mut waiting = rounds.take(id).ok_or_else(|| {
+                    ErrorData::invalid_params("requestState is no longer waiting for input", None)
+                })?;
+                let responses = inputs(&mut request).0.take().unwrap_or_default();
+                if let Err(error) = waiting.answer(responses) {
+                    rounds.keep_as(id, waiting);
+                    return Err(error);
+                }
+                return next_round(rounds, waiting, context).await;
+            }
+            Sealed::Upstream { state: upstream } => *inputs(&mut request).1 = upstream,
+        }
+    }
+    let cancel = CancellationToken::new();
+    let (link, questions) =
+        DownstreamRequest::questioning(context, &target.connection, cancel.clone());
+    let (answered, result) = oneshot::channel();
+    let forwarding = state.clone();
+    let connection = target.connection.clone();
+    tokio::spawn(async move {
+        let forwarded = forwarding.forward(&connection, request, Some(link)).await;
+        let _ = answered.send(forwarded);
+    });
+    let waiting = Waiting {
+        binding,
+        result,
+        questions,
+        asked: BTreeMap::new(),
+        asked_so_far: 0,
+        cancel,
+        since: Instant::now(),
+    };
+    next_round(rounds, waiting, context).await
+}
+
+impl Rounds {
+    fn keep_as(&self, id: u64, waiting: Waiting) {
+        self.lock().insert(id, waiting);
+    }
+}
+
+/// Waits for the upstream's answer or its next questions; a client that
+/// cancels its request cancels the upstream one.
+async fn next_round(
+    rounds: &Rounds,
+    mut waiting: Waiting,
+    context: &RequestContext<RoleServer>,
+) -> Result<Exchange, ErrorData> {
+    while waiting.asked.is_empty() {
+        tokio::select! {
+            forwarded = &mut waiting.result => {
+                let forwarded = forwarded.unwrap_or_else(|_| ended());
+                return match forwarded {
+                    Forwarded::Answered(ServerResult::InputRequiredResult(mut upstream)) => {
+                        let sealed = Sealed::Upstream { state: upstream.request_state.take() };
+                        upstream.request_state = Some(rounds.seal(&sealed, &waiting.binding)?);
+                        Ok(Exchange::InputRequired(upstream))
+                    }
+                    other => Ok(Exchange::Done(other)),
+                };
+            }
+            // `None`: the request is over (its link is gone), and its answer
+            // is on the way: the loop takes the branch above.
+            Some(question) = waiting.questions.recv() => waiting.ask(question),
+            () = context.ct.cancelled() => {
+                waiting.cancel.cancel();
+                return Ok(Exchange::Done(ended()));
+            }
+        }
+    }
+    // Questions asked at about the same time go out together.
+    while let Ok(question) = waiting.questions.try_recv() {
+        waiting.ask(question);
+    }
+    let requests = waiting.input_requests();
+    let binding = waiting.binding.clone();
+    let id = rounds.keep(waiting);
+    let state = rounds.seal(&Sealed::Waiting { id }, &binding)?;
+    Ok(Exchange::InputRequired(InputRequiredResult::new(
+        Some(requests),
+        Some(state),
+    )))
+}
+
+impl Waiting {
+    /// Adds a question for the client (one that is not an input request is
+    /// refused at once).
+    fn ask(&mut self, question: Question) {
+        if input_request(&question.request).is_none() {
+            let _ = question.answer.send(Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "a 2026-07-28 client can only be asked for sampling, elicitation or roots",
+                None,
+            )));
+            return;
+        }
+        self.asked_so_far += 1;
+        self.asked
+            .insert(format!("input-{}", self.asked_so_far), question);
+    }
+
+    fn input_requests(&self) -> BTreeMap<String, InputRequest> {
+        self.asked
+            .iter()
+            .filter_map(|(key, question)| Some((key.clone(), input_request(&question.request)?)))
+            .collect()
+    }
+
+    /// Hands the client's answers to the questions they answer; keys it does
+    /// not know are ignored, and unanswered ones are asked again. An answer
+    /// of the wrong shape refuses the whole retry (nothing is handed over).
+    fn answer(&mut self, mut responses: InputResponses) -> Result<(), ErrorData> {
+        let mut parsed = Vec::new();
+        for (key, question) in &self.asked {
+            if let Some(value) = responses.remove(key) {
+                let result = client_result(&question.request, value).ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!("inputResponses['{key}'] is not an answer to what was asked"),
+                        None,
+                    )
+                })?;
+                parsed.push((key.clone(), result));
+            }
+        }
+        for (key, result) in parsed {
+            if let Some(question) = self.asked.remove(&key) {
+                let _ = question.answer.send(Ok(result));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A 2025 client answers the upstream's `input_required` rounds as
+/// server-to-client requests on its session; the answers go back upstream.
+async fn ask_by_requests(
+    state: &Arc<GatewayState>,
+    session: &Arc<DownstreamSession>,
+    target: &Target,
+    mut request: ClientRequest,
+    context: &RequestContext<RoleServer>,
+) -> Result<Exchange, ErrorData> {
+    let link = DownstreamRequest::link(context, &target.connection, session);
+    for _ in 0..MAX_ROUNDS {
+        let forwarded = state
+            .forward(&target.connection, request.clone(), Some(link.clone()))
+            .await;
+        let Forwarded::Answered(ServerResult::InputRequiredResult(asked)) = forwarded else {
+            return Ok(Exchange::Done(forwarded));
+        };
+        let mut responses = InputResponses::new();
+        for (key, input) in asked.input_requests.unwrap_or_default() {
+            let Some(question) = server_request(input) else {
+                continue;
+            };
+            let answer = link.downstream.request(question).await?;
+            responses.insert(key, answer_value(answer)?);
+        }
+        let (input_responses, request_state) = inputs(&mut request);
+        *input_responses = Some(responses);
+        *request_state = asked.request_state;
+    }
+    Err(ErrorData::internal_error(
+        format!("the upstream asked for input more than {MAX_ROUNDS} times"),
+        None,
+    ))
+}
+
+/// What a `requestState` is bound to: connection, method and target.
+fn binding(target: &Target, request: &ClientRequest) -> String {
+    format!(
+        "{}\n{}\n{}",
+        target.connection,
+        request.method(),
+        target.name
+    )
+}
+
+/// The retry fields of the requests that can take several rounds (others
+/// have none: a dummy pair).
+fn inputs(request: &mut ClientRequest) -> (&mut Option<InputResponses>, &mut Option<String>) {
+    match request {
+        ClientRequest::CallToolRequest(call) => (
+            &mut call.params.input_responses,
+            &mut call.params.request_state,
+        ),
+        ClientRequest::GetPromptRequest(get) => (
+            &mut get.params.input_responses,
+            &mut get.params.request_state,
+        ),
+        ClientRequest::ReadResourceRequest(read) => (
+            &mut read.params.input_responses,
+            &mut read.params.request_state,
+        ),
+        _ => unreachable!("only calls, prompts and reads take several rounds"),
+    }
+}
+
+fn input_request(request: &ServerRequest) -> Option<InputRequest> {
+    match request {
+        ServerRequest::CreateMessageRequest(r) => Some(InputRequest::CreateMessage(r.clone())),
+        ServerRequest::ElicitRequest(r) => Some(InputRequest::Elicitation(r.clone())),
+        ServerRequest::ListRootsRequest(r) => Some(InputRequest::ListRoots(r.clone())),
+        _ => None,
+    }
+}
+
+fn server_request(input: InputRequest) -> Option<ServerRequest> {
+    match input {
+        InputRequest::CreateMessage(r) => Some(ServerRequest::CreateMessageRequest(r)),
+        InputRequest::Elicitation(r) => Some(ServerRequest::ElicitRequest(r)),
+        InputRequest::ListRoots(r) => Some(ServerRequest::ListRootsRequest(r)),
+        _ => None,
+    }
+}
+
+/// The client's answer to `request`, if `value` is one.
+fn client_result(request: &ServerRequest, value: serde_json::Value) -> Option<ClientResult> {
+    Some(match request {
+        ServerRequest::CreateMessageRequest(_) => ClientResult::CreateMessageResult(Box::new(
+            serde_json::from_value::<CreateMessageResult>(value).ok()?,
+        )),
+        ServerRequest::ElicitRequest(_) => {
+            ClientResult::ElicitResult(serde_json::from_value::<ElicitResult>(value).ok()?)
+        }
+        ServerRequest::ListRootsRequest(_) => {
+            ClientResult::ListRootsResult(serde_json::from_value::<ListRootsResult>(value).ok()?)
+        }
+        _ => return None,
+    })
+}
+
+/// A client's answer as the value an `inputResponses` entry holds.
+fn answer_value(answer: ClientResult) -> Result<serde_json::Value, ErrorData> {
+    let value = match answer {
+        ClientResult::CreateMessageResult(result) => serde_json::to_value(*result),
+        ClientResult::ElicitResult(result) => serde_json::to_value(result),
+        ClientResult::ListRootsResult(result) => serde_json::to_value(result),
+        _ => {
+            return Err(ErrorData::internal_error(
+                "the client answered with an unexpected result",
+                None,
+            ));
+        }
+    };
+    value.map_err(|error| ErrorData::internal_error(error.to_string(), None))
+}
+
+/// The answer when the request ended without one (cancelled, or the
+/// gateway stopping).
+fn ended() -> Forwarded {
+    Forwarded::Refused(CallOutcome::Unavailable {
+        failure: Failure::transport("the request ended"),
+        retry_in: None,
+        message: "The request ended before the upstream answered.".to_owned(),
+    })
+}

@@ -1,0 +1,187 @@
+//! What a 2025-era upstream keeps in its session and a 2026-07-28 upstream
+//! does not (it has no sessions), kept here instead so the rest of the
+//! supervisor works the same with both:
+//!
+//! - list changes and resource updates arrive only on a `subscriptions/listen`
+//!   request: a modern session holds one open while the upstream can announce
+//!   anything, with the resource URIs subscribed through it, and reopens it
+//!   when that set changes (`resources/subscribe` and `unsubscribe` become
+//!   changes to it);
+//! - the log level is sent with every request (`_meta`) instead of
+//!   `logging/setLevel`.
+
+// Logging is deprecated by SEP-2577; the level still travels in `_meta`.
+#![allow(deprecated)]
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, Mutex},
+};
+
+use rmcp::{
+    RoleClient,
+    model::{
+        LoggingLevel, RequestMetaObject, ServerCapabilities, ServerNotification, SubscriptionFilter,
+    },
+    service::Peer,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::handler::{ListKind, SessionEvent, SessionHandler};
+
+/// The per-session state of a 2026-07-28 upstream.
+#[derive(Debug, Default)]
+pub(crate) struct Modern {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Resource URIs subscribed to through the listen stream.
+    resources: BTreeSet<String>,
+    log_level: Option<LoggingLevel>,
+    /// Stops the current listen stream's reader (which cancels the stream).
+    listening: Option<CancellationToken>,
+}
+
+impl Modern {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds (`true`) or removes a resource subscription; whether it changed.
+    pub(crate) fn subscribe(&self, uri: &str, on: bool) -> bool {
+        let mut inner = self.lock();
+        if on {
+            inner.resources.insert(uri.to_owned())
+        } else {
+            inner.resources.remove(uri)
+        }
+    }
+
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        self.lock().log_level = Some(level);
+    }
+
+    /// `_meta` every request carries: the log level asked for, if any.
+    pub(crate) fn request_meta(&self) -> Option<RequestMetaObject> {
+        let level = self.lock().log_level?;
+        let mut meta = RequestMetaObject::new();
+        meta.set_log_level(level);
+        Some(meta)
+    }
+
+    /// (Re)opens the listen stream for what `capabilities` can announce and
+    /// the resources subscribed to, replacing the previous stream; nothing to
+    /// listen for closes it. What arrives goes to `handler` as session events.
+    pub(crate) async fn listen(
+        &self,
+        peer: &Peer<RoleClient>,
+        capabilities: &ServerCapabilities,
+        handler: &SessionHandler,
+    ) -> Result<(), rmcp::ServiceError> {
+        let (filter, previous) = {
+            let mut inner = self.lock();
+            (
+                filter(capabilities, &inner.resources),
+                inner.listening.take(),
+            )
+        };
+        if let Some(previous) = previous {
+            previous.cancel();
+        }
+        let Some(filter) = filter else {
+            return Ok(());
+        };
+        let mut subscription = peer.listen(filter).await?;
+        let stop = CancellationToken::new();
+        self.lock().listening = Some(stop.clone());
+        let handler = handler.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => {
+                        let _ = subscription.cancel().await;
+                        return;
+                    }
+                    next = subscription.next() => match next {
+                        Ok(Some(notification)) => {
+                            if let Some(event) = event_of(notification) {
+                                handler.emit(event);
+                            }
+                        }
+                        // Ended (the upstream closed it, or the session ended).
+                        Ok(None) | Err(_) => return,
+                    },
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Stops listening (the session is being closed).
+    pub(crate) fn stop(&self) {
+        if let Some(listening) = self.lock().listening.take() {
+            listening.cancel();
+        }
+    }
+}
+
+/// What to listen for: the list changes the upstream declares, and the
+/// resource updates subscribed to (if it declares subscriptions).
+fn filter(
+    capabilities: &ServerCapabilities,
+    resources: &BTreeSet<String>,
+) -> Option<SubscriptionFilter> {
+    let declared = |flag: Option<bool>| flag.unwrap_or(false).then_some(true);
+    let mut filter = SubscriptionFilter::new();
+    filter.tools_list_changed = capabilities
+        .tools
+        .as_ref()
+        .and_then(|t| declared(t.list_changed));
+    filter.prompts_list_changed = capabilities
+        .prompts
+        .as_ref()
+        .and_then(|p| declared(p.list_changed));
+    filter.resources_list_changed = capabilities
+        .resources
+        .as_ref()
+        .and_then(|r| declared(r.list_changed));
+    let subscribes = capabilities
+        .resources
+        .as_ref()
+        .is_some_and(|r| r.subscribe == Some(true));
+    if subscribes && !resources.is_empty() {
+        filter.resource_subscriptions = Some(resources.iter().cloned().collect());
+    }
+    let anything = filter.tools_list_changed.is_some()
+        || filter.prompts_list_changed.is_some()
+        || filter.resources_list_changed.is_some()
+        || filter.resource_subscriptions.is_some();
+    anything.then_some(filter)
+}
+
+fn event_of(notification: ServerNotification) -> Option<SessionEvent> {
+    Some(match notification {
+        ServerNotification::ToolListChangedNotification(_) => {
+            SessionEvent::ListChanged(ListKind::Tools)
+        }
+        ServerNotification::PromptListChangedNotification(_) => {
+            SessionEvent::ListChanged(ListKind::Prompts)
+        }
+        ServerNotification::ResourceListChangedNotification(_) => {
+            SessionEvent::ListChanged(ListKind::Resources)
+        }
+        ServerNotification::ResourceUpdatedNotification(updated) => SessionEvent::ResourceUpdated {
+            uri: updated.params.uri,
+        },
+        _ => return None,
+    })
+}
+
+/// The `Modern` state of a session that speaks 2026-07-28, if it does.
+pub(crate) fn for_version(version: Option<&rmcp::model::ProtocolVersion>) -> Option<Arc<Modern>> {
+    version
+        .is_some_and(|version| !version.has_initialize())
+        .then(Arc::default)
+}

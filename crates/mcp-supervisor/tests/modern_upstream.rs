@@ -1,0 +1,136 @@
+//! Upstreams of both protocol generations, over real loopback HTTP: the
+//! connection discovers what an upstream speaks (`server/discover` first,
+//! `initialize` as the fallback), remembers it, and keeps every supervision
+//! rule for both.
+
+mod support;
+
+use std::time::Duration;
+
+use actix::Actor;
+use mcp_supervisor::{
+    CallOutcome,
+    registry::{ListTools, Registry, Status},
+};
+use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
+use serde_json::json;
+use support::*;
+
+async fn upstream(options: TestServerOptions) -> (TestServer, actix::Addr<Registry>) {
+    let upstream = TestServer::start(options).await.unwrap();
+    let settings = "[supervisor.quarantine]\nbase_cooldown = \"1s\"\n";
+    let toml = format!("{settings}{}", http_connection("a", &upstream.url(), ""));
+    (upstream, Registry::new(config(&toml)).start())
+}
+
+#[test]
+fn a_2026_upstream_is_reached_with_discover_and_never_initialize() {
+    run(|| async {
+        let (upstream, registry) = upstream(TestServerOptions::default()).await;
+        for _ in 0..3 {
+            assert_eq!(echo_text(&registry, "a").await, "hi");
+        }
+        // (The first connect to an origin also times a few `server/discover`
+        // round trips: the connection-reuse probe, docs/DECISIONS.md #28.)
+        assert!(upstream.requests("server/discover") >= 1);
+        assert_eq!(upstream.requests("initialize"), 0);
+        assert_eq!(upstream.tool_calls("echo"), 3);
+    });
+}
+
+/// The first connect probes with `server/discover`; a 2025-era server refuses
+/// it and gets `initialize`. A rebuilt session starts with `initialize`
+/// straight away: what the upstream speaks is remembered per connection.
+#[test]
+fn a_2025_upstream_is_found_out_once_and_remembered() {
+    run(|| async {
+        let (upstream, registry) = upstream(TestServerOptions::legacy()).await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        assert_eq!(upstream.requests("server/discover"), 1);
+        assert_eq!(upstream.requests("initialize"), 1);
+        // A dropped connection mid-call breaks the session; a read-only
+        // call is retried on a new one.
+        upstream.faults().push(FaultRule::once(
+            Match::tool("lookup"),
+            Fault::DropConnection,
+        ));
+        let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        assert_eq!(text_of(&outcome), "value-of-k");
+        assert_eq!(
+            upstream.requests("initialize"),
+            2,
+            "a new session was built"
+        );
+        assert_eq!(
+            upstream.requests("server/discover"),
+            1,
+            "without probing again"
+        );
+    });
+}
+
+#[test]
+fn a_2026_upstream_keeps_the_supervision_rules() {
+    run(|| async {
+        let (upstream, registry) = upstream(TestServerOptions::default()).await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        // A 503 on a read-only call is retried, then parks the connection.
+        upstream
+            .faults()
+            .push(FaultRule::always(Match::tool("lookup"), Fault::status(503)));
+        let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        let CallOutcome::Unavailable { message, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.starts_with(
+                "MCP connection 'a' is temporarily unavailable (kind=server, status=503)"
+            ),
+            "{message}"
+        );
+        assert_eq!(upstream.tool_calls("lookup"), 3);
+        let status = registry.send(Status).await.unwrap();
+        assert_eq!(status[0].state, "parked");
+        // While parked: no I/O.
+        let before = upstream.counts().requests;
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(
+            matches!(outcome, CallOutcome::Unavailable { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(upstream.counts().requests, before);
+        // After the cooldown it revives with a new discover.
+        upstream.faults().clear();
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+    });
+}
+
+/// A 2026-07-28 upstream announces list changes only on a
+/// `subscriptions/listen` stream: the connection holds one open, and the
+/// catalog follows the change.
+#[test]
+fn a_2026_upstreams_list_change_reloads_the_catalog() {
+    run(|| async {
+        let (upstream, registry) = upstream(TestServerOptions::default()).await;
+        let listed = |registry: actix::Addr<Registry>| async move {
+            registry
+                .send(ListTools {
+                    connection: "a".into(),
+                })
+                .await
+                .unwrap()
+                .unwrap()
+                .tool("late_tool")
+                .is_some()
+        };
+        assert!(!listed(registry.clone()).await);
+        assert_eq!(upstream.requests("subscriptions/listen"), 1);
+        upstream.control().set_late_tool(true).await;
+        let reloaded = mcp_test_support::wait_until_async(Duration::from_secs(10), || {
+            listed(registry.clone())
+        })
+        .await;
+        assert!(reloaded, "the catalog did not pick up the new tool");
+    });
+}
