@@ -24,7 +24,7 @@ use rmcp::{
         ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequest,
         ReadResourceRequestParams, ReadResourceResponse, Reference, ResourceContents, ResultType,
         ServerConfig, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequestParams,
-        SubscriptionFilter, ToolsCapability, UnsubscribeRequestParams,
+        SubscriptionFilter, Tool, ToolsCapability, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -191,6 +191,23 @@ impl ServerHandler for GatewayHandler {
             Some(info) => info.clone(),
             None => self.info(&self.state.current()),
         }
+    }
+
+    /// A tool's definition as listed, so rmcp checks a 2026-07-28 request's
+    /// `Mcp-Param-*` headers against the upstream's `x-mcp-header`
+    /// annotations (SEP-2243) before the request goes anywhere.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.state.meta() && meta::is_meta_tool(name) {
+            return meta::definitions()
+                .into_iter()
+                .find(|tool| tool.name == name);
+        }
+        let directory = self.state.current();
+        directory
+            .tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
     }
 
     async fn initialize(
