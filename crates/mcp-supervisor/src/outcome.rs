@@ -49,6 +49,34 @@ pub enum Forwarded {
     Refused(CallOutcome),
 }
 
+impl CallOutcome {
+    /// What a forwarded `tools/call` comes back as, for a caller with no
+    /// client behind it (the library's `CallTool`, the `call_mcp` meta-tool).
+    pub(crate) fn of_call(connection: &str, tool: &str, forwarded: Forwarded) -> CallOutcome {
+        let failure = |reason: &str| Failure::new(crate::FailureKind::Protocol, reason);
+        match forwarded {
+            Forwarded::Answered(ServerResult::CallToolResult(result)) => {
+                CallOutcome::from_result(result)
+            }
+            Forwarded::Refused(outcome) => outcome,
+            // The upstream needs what only a client could give (sampling).
+            Forwarded::Answered(ServerResult::InputRequiredResult(_)) => CallOutcome::Rejected {
+                message: messages::needs_a_client(connection, tool),
+                failure: failure("input required"),
+            },
+            // Calls are not forwarded with errors passed on, and any other
+            // answer to a `tools/call` is malformed.
+            Forwarded::Answered(_) | Forwarded::Error(_) => {
+                let failure = failure("unexpected result for tools/call");
+                CallOutcome::Rejected {
+                    message: messages::rejected(connection, &failure),
+                    failure,
+                }
+            }
+        }
+    }
+}
+
 /// Why a connection cannot serve an operation now (also the error of `ListTools`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unavailable {
@@ -116,6 +144,16 @@ pub mod messages {
             failure.kind,
             failure.status_label(),
             rounded_secs(remaining)
+        )
+    }
+
+    /// The upstream asked for input only a client can give (sampling), and
+    /// there is no client behind this call.
+    pub fn needs_a_client(name: &str, tool: &str) -> String {
+        format!(
+            "MCP connection '{name}' needs a client to answer '{tool}' (it asked for sampling), \
+             and this call has none behind it; call the tool through the gateway from an MCP \
+             client that supports sampling."
         )
     }
 

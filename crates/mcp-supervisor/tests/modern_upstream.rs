@@ -134,3 +134,47 @@ fn a_2026_upstreams_list_change_reloads_the_catalog() {
         assert!(reloaded, "the catalog did not pick up the new tool");
     });
 }
+
+/// A call with no client behind it (the library's `CallTool`) answers a
+/// 2026-07-28 upstream's `input_required` round as a client without a user:
+/// the elicitation is declined and the call retried with the upstream's
+/// state. Sampling cannot be answered: the caller is told why.
+#[test]
+fn a_call_without_a_client_answers_input_rounds_it_can() {
+    run(|| async {
+        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        let upstream =
+            ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), ConformanceServer::new())
+                .await
+                .unwrap();
+        let registry = Registry::new(config(&http_connection("c", &upstream.url(), ""))).start();
+        let outcome = call(
+            &registry,
+            "c",
+            "test_elicitation",
+            args(&[("message", json!("who are you?"))]),
+        )
+        .await;
+        assert_eq!(
+            text_of(&outcome),
+            "User response: action=decline, content={}",
+            "{outcome:?}"
+        );
+        let outcome = call(
+            &registry,
+            "c",
+            "test_sampling",
+            args(&[("prompt", json!("2+2?"))]),
+        )
+        .await;
+        let CallOutcome::Rejected { message, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.starts_with(
+                "MCP connection 'c' needs a client to answer 'test_sampling' (it asked for sampling)"
+            ),
+            "{message}"
+        );
+    });
+}

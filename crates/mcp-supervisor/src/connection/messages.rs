@@ -6,7 +6,7 @@ use actix::{
     ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseFuture,
     WrapFuture,
 };
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject};
+use rmcp::model::ClientRequest;
 use tokio::time::Instant;
 
 use super::{
@@ -21,17 +21,6 @@ use crate::{
     policy::{Decision, Phase, ReportFailure, ReportSuccess},
     session::{DownstreamLink, Surface},
 };
-
-/// Call one tool on this connection. Always answered with a value.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "CallOutcome")]
-pub struct CallTool {
-    pub tool: String,
-    pub arguments: Option<JsonObject>,
-    /// The whole call's budget (queueing and retries included).
-    pub timeout: Duration,
-    pub retry: CallRetry,
-}
 
 /// Send one request upstream as it is (the gateway's proxying): admitted,
 /// deadline-bound, classified and retried like a call. Always answered.
@@ -134,29 +123,6 @@ impl ConnectionActor {
     }
 }
 
-impl Handler<CallTool> for ConnectionActor {
-    type Result = ResponseFuture<CallOutcome>;
-
-    fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        let mut params = CallToolRequestParams::new(msg.tool.clone());
-        params.arguments = msg.arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let tool = msg.tool;
-        let admitted = self.admit(ctx, request, msg.timeout, msg.retry, None);
-        Box::pin(async move {
-            match admitted {
-                Admitted::Answer(outcome) => outcome,
-                Admitted::Run(run) => {
-                    run.finish(|op, ended| {
-                        operation::call_outcome(&op.connection, &tool, op.budget, ended)
-                    })
-                    .await
-                }
-            }
-        })
-    }
-}
-
 impl Handler<Forward> for ConnectionActor {
     type Result = ResponseFuture<Forwarded>;
 
@@ -237,7 +203,8 @@ impl Run {
             }
         }
         let mut slot = SlotGuard::new(op.actor.clone(), is_call);
-        let ended = op.run(first).await;
+        let mut op = op;
+        let ended = op.run_rounds(first).await;
         let answer = outcome(&op, ended);
         slot.finish(answer.label());
         answer

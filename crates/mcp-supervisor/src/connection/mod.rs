@@ -24,8 +24,8 @@ pub(crate) use lifecycle::{Lease, LeaseError};
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub use messages::{
-    CallCounts, CallTool as ConnectionCall, ConnectionSnapshot, Forward as ConnectionForward,
-    ListTools as ConnectionList, RetireNow, Snapshot, Stop,
+    CallCounts, ConnectionSnapshot, Forward as ConnectionForward, ListTools as ConnectionList,
+    RetireNow, Snapshot, Stop,
 };
 pub use operation::CallRetry;
 

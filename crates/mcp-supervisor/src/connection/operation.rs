@@ -7,7 +7,12 @@
 use std::{sync::Arc, time::Duration};
 
 use actix::Addr;
-use rmcp::model::{ClientRequest, ErrorData, ServerResult};
+#[allow(deprecated)] // roots: deprecated by SEP-2577, still what servers ask for
+use rmcp::model::ListRootsResult;
+use rmcp::model::{
+    ClientRequest, ElicitResult, ElicitationAction, ErrorData, InputRequest, InputRequiredResult,
+    InputResponses, ServerResult,
+};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -130,6 +135,38 @@ impl Operation {
         }
     }
 
+    /// Runs the request. One with nobody behind it (the library's
+    /// `CallTool`: no downstream link) answers the upstream's `input_required`
+    /// rounds itself, as a client without a user would: an elicitation is
+    /// declined, there are no roots, and the request is retried with the
+    /// upstream's `requestState` (the same logical call, in the same slot and
+    /// deadline). Sampling cannot be answered without a client: that round
+    /// ends the call.
+    pub(crate) async fn run_rounds(&mut self, first: Option<LeaseAttempt>) -> Ended {
+        let mut ended = self.run(first).await;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let Ended::Replied(Response::Sent(ServerResult::InputRequiredResult(asked))) = &ended
+            else {
+                return ended;
+            };
+            if self.request.link().is_some() {
+                return ended;
+            }
+            let Some(responses) = unattended_answers(asked) else {
+                return ended;
+            };
+            let state = asked.request_state.clone();
+            let Request::Send { request, .. } = &mut self.request else {
+                return ended;
+            };
+            if !set_inputs(request, responses, state) {
+                return ended;
+            }
+            ended = self.run(None).await;
+        }
+        ended
+    }
+
     async fn attempts(&self, mut first: Option<LeaseAttempt>) -> Ended {
         let phase = self.request.phase();
         let retry = self.request.retry();
@@ -231,6 +268,49 @@ impl Operation {
     }
 }
 
+/// Input rounds a request may take before it is given up.
+const MAX_INPUT_ROUNDS: usize = 10;
+
+/// What a client without a user answers to `asked`: no to every elicitation,
+/// no roots. `None` when it asks for something only a client can give
+/// (sampling).
+#[allow(deprecated)]
+fn unattended_answers(asked: &InputRequiredResult) -> Option<InputResponses> {
+    let mut answers = InputResponses::new();
+    for (key, request) in asked.input_requests.iter().flatten() {
+        let answer = match request {
+            InputRequest::Elicitation(_) => {
+                serde_json::to_value(ElicitResult::new(ElicitationAction::Decline))
+            }
+            InputRequest::ListRoots(_) => serde_json::to_value(ListRootsResult::default()),
+            _ => return None,
+        };
+        answers.insert(key.clone(), answer.ok()?);
+    }
+    Some(answers)
+}
+
+/// Puts the answers to an input round on the request that asked; `false`
+/// for a request that takes no rounds.
+fn set_inputs(request: &mut ClientRequest, answers: InputResponses, state: Option<String>) -> bool {
+    match request {
+        ClientRequest::CallToolRequest(call) => {
+            call.params.input_responses = Some(answers);
+            call.params.request_state = state;
+        }
+        ClientRequest::GetPromptRequest(get) => {
+            get.params.input_responses = Some(answers);
+            get.params.request_state = state;
+        }
+        ClientRequest::ReadResourceRequest(read) => {
+            read.params.input_responses = Some(answers);
+            read.params.request_state = state;
+        }
+        _ => return false,
+    }
+    true
+}
+
 /// Whether a failure means the session itself is broken (dispose it) rather
 /// than one request (keep it: other calls may be in flight on it).
 pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
@@ -240,30 +320,6 @@ pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
         (FailureKind::Protocol | FailureKind::Server | FailureKind::Timeout, Phase::Call) => false,
         (FailureKind::Transport | FailureKind::Unknown, _) => true,
         (_, Phase::Connect) => true,
-    }
-}
-
-/// Turns how a `tools/call` ended into the caller's value.
-pub(crate) fn call_outcome(
-    connection: &str,
-    tool: &str,
-    budget: Duration,
-    ended: Ended,
-) -> CallOutcome {
-    match forwarded(connection, tool, budget, ended, false) {
-        Forwarded::Answered(ServerResult::CallToolResult(result)) => {
-            CallOutcome::from_result(result)
-        }
-        Forwarded::Refused(outcome) => outcome,
-        // Errors are not passed on here, and any other answer to a
-        // `tools/call` is malformed.
-        Forwarded::Answered(_) | Forwarded::Error(_) => {
-            let failure = Failure::new(FailureKind::Protocol, "unexpected result for tools/call");
-            CallOutcome::Rejected {
-                message: text::rejected(connection, &failure),
-                failure,
-            }
-        }
     }
 }
 

@@ -10,9 +10,7 @@ use actix::{
     ResponseFuture, WrapFuture,
 };
 use futures::{FutureExt, future::BoxFuture, future::join_all};
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, ServerResult,
-};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject};
 
 use super::{
     Catalog, Registry,
@@ -198,26 +196,12 @@ impl Handler<CallTool> for Registry {
     type Result = ResponseFuture<CallOutcome>;
 
     fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        let mut params = CallToolRequestParams::new(msg.tool);
+        let mut params = CallToolRequestParams::new(msg.tool.clone());
         params.arguments = msg.arguments;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let connection = msg.connection.clone();
+        let (connection, tool) = (msg.connection.clone(), msg.tool.clone());
         let forwarded = self.forward(msg.connection, request, msg.timeout, None, false, ctx);
-        Box::pin(async move {
-            match forwarded.await {
-                Forwarded::Answered(ServerResult::CallToolResult(result)) => {
-                    CallOutcome::from_result(result)
-                }
-                Forwarded::Refused(outcome) => outcome,
-                // Tool calls never pass errors on, and answer only CallToolResults.
-                Forwarded::Answered(_) | Forwarded::Error(_) => CallOutcome::Rejected {
-                    failure: Failure::new(FailureKind::Protocol, "unexpected result"),
-                    message: format!(
-                        "MCP connection '{connection}' answered the call with an unexpected result."
-                    ),
-                },
-            }
-        })
+        Box::pin(async move { CallOutcome::of_call(&connection, &tool, forwarded.await) })
     }
 }
 
