@@ -390,3 +390,31 @@ fn check_connect_refuses_clashing_names_without_a_prefix() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
 }
+
+/// An upstream that speaks only protocol 2026-07-28 (`initialize` is an
+/// unknown method there) is reached with `server/discover`, and so is one
+/// that speaks only 2025-era protocol.
+#[test]
+fn call_reaches_upstreams_of_either_protocol_generation() {
+    for only in ["--modern-only", "--legacy-only"] {
+        let upstream = HttpUpstream::start_with(&[only]);
+        let dir = tempfile::tempdir().unwrap();
+        let config = upstream.config(dir.path());
+        let run = supervisor(
+            &[
+                "call",
+                "--config",
+                config.to_str().unwrap(),
+                "t",
+                "add",
+                r#"{"a": 40, "b": 2}"#,
+            ],
+            &[],
+        );
+        assert_eq!(
+            (run.code, run.stdout.trim()),
+            (Some(0), "42"),
+            "{only}: {run:?}"
+        );
+    }
+}

@@ -16,7 +16,7 @@ use clap::Parser;
 
 use crate::{
     http::{TestServer, TestServerOptions},
-    server::{ServerBehavior, ServerControl},
+    server::{ServerBehavior, ServerControl, Speaks},
     stdio::{StdioOptions, serve_stdio},
 };
 
@@ -75,8 +75,22 @@ pub struct Args {
     pub no_list_changed: bool,
     /// Answer like a 2025-era server: refuse `server/discover`, so clients
     /// open a session with `initialize`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "modern_only")]
     pub legacy_only: bool,
+    /// Answer like a server that speaks only protocol 2026-07-28:
+    /// `initialize` is an unknown method.
+    #[arg(long)]
+    pub modern_only: bool,
+}
+
+impl Args {
+    fn speaks(&self) -> Speaks {
+        match (self.legacy_only, self.modern_only) {
+            (true, _) => Speaks::Legacy,
+            (_, true) => Speaks::Modern,
+            _ => Speaks::Both,
+        }
+    }
 }
 
 /// Parses the command line, runs the server and exits the process.
@@ -137,7 +151,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("opening count file {}", path.display()))?,
         None => ServerControl::new(behavior),
     };
-    control.set_legacy_only(args.legacy_only);
+    control.set_speaks(args.speaks());
     let options = StdioOptions {
         exit_after: args.exit_after,
         garbage_on_tool: args.garbage_on_tool.clone(),
@@ -159,7 +173,7 @@ async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> 
         require_bearer: args.require_bearer.clone(),
         behavior,
         count_file: args.count_file.clone(),
-        legacy_only: args.legacy_only,
+        speaks: args.speaks(),
     };
     let server = TestServer::start_on(addr, options).await?;
     late_tool_on_signals(server.control().clone())?;

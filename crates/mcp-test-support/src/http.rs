@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     counters::Counts,
     fault::{Fault, FaultHandle, FaultRule, RequestInfo, RetryAfter},
-    server::{ServerBehavior, ServerControl, TestMcpServer},
+    server::{ServerBehavior, ServerControl, Speaks, TestMcpServer},
 };
 
 /// Path of the MCP endpoint.
@@ -73,9 +73,8 @@ pub struct TestServerOptions {
     pub behavior: ServerBehavior,
     /// Also append one line per received request to this file.
     pub count_file: Option<PathBuf>,
-    /// Answer like a 2025-era server (no `server/discover`, so clients use
-    /// `initialize` and a session); see [`ServerControl::set_legacy_only`].
-    pub legacy_only: bool,
+    /// Which protocol generations the server answers.
+    pub speaks: Speaks,
 }
 
 impl TestServerOptions {
@@ -84,7 +83,7 @@ impl TestServerOptions {
     /// standalone GET stream) does.
     pub fn legacy() -> Self {
         TestServerOptions {
-            legacy_only: true,
+            speaks: Speaks::Legacy,
             ..Self::default()
         }
     }
@@ -97,7 +96,7 @@ impl Default for TestServerOptions {
             require_bearer: None,
             behavior: ServerBehavior::default(),
             count_file: None,
-            legacy_only: false,
+            speaks: Speaks::Both,
         }
     }
 }
@@ -147,7 +146,7 @@ impl TestServer {
                 .with_context(|| format!("opening count file {}", path.display()))?,
             None => ServerControl::new(options.behavior.clone()),
         };
-        control.set_legacy_only(options.legacy_only);
+        control.set_speaks(options.speaks);
         let listener = bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;

@@ -58,6 +58,6 @@ pub use binary::test_server_binary;
 pub use counters::Counts;
 pub use fault::{Fault, FaultHandle, FaultRule, Match, RetryAfter};
 pub use http::{TestServer, TestServerOptions};
-pub use server::{LATE_TOOL, ServerBehavior, ServerControl, TestMcpServer};
+pub use server::{LATE_TOOL, ServerBehavior, ServerControl, Speaks, TestMcpServer};
 pub use stdio::{StdioOptions, serve_stdio};
 pub use wait::{wait_until, wait_until_async};

@@ -44,6 +44,36 @@ use crate::{
     fault::FaultHandle,
 };
 
+/// Which protocol generations a test server answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Speaks {
+    /// Both, like any rmcp server: `initialize` opens a 2025 session,
+    /// `server/discover` and per-request `_meta` are 2026-07-28.
+    #[default]
+    Both = 0,
+    /// Like a 2025-era server: no `server/discover` (a JSON-RPC error,
+    /// `-32600`, with HTTP 200), so a client falls back to `initialize` and
+    /// a session, which may send the client requests (sampling) and take
+    /// `resources/subscribe`.
+    Legacy = 1,
+    /// Like a server that speaks only 2026-07-28: `initialize` is an unknown
+    /// method (-32601).
+    Modern = 2,
+}
+
+impl Speaks {
+    /// Every value, in the order the command line lists them.
+    pub const ALL: [Speaks; 3] = [Speaks::Both, Speaks::Legacy, Speaks::Modern];
+
+    fn from_u8(value: u8) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|speaks| *speaks as u8 == value)
+            .unwrap_or_default()
+    }
+}
+
 /// Name of the tool that is hidden until [`ServerControl::set_late_tool`]
 /// enables it.
 pub const LATE_TOOL: &str = "late_tool";
@@ -121,8 +151,8 @@ struct ControlInner {
     late_tool: AtomicBool,
     /// Whether [`SAMPLING_TOOL`] is listed and callable.
     sampling_tool: AtomicBool,
-    /// Whether `server/discover` is refused, like a 2025-era server.
-    legacy_only: AtomicBool,
+    /// Which protocol generations the server answers ([`Speaks`]).
+    speaks: std::sync::atomic::AtomicU8,
     /// Every initialized client session, to send `tools/list_changed` to.
     /// Closed ones are pruned on each notification round.
     peers: Mutex<Vec<Peer<RoleServer>>>,
@@ -163,7 +193,7 @@ impl ServerControl {
                 behavior,
                 late_tool: AtomicBool::new(false),
                 sampling_tool: AtomicBool::new(false),
-                legacy_only: AtomicBool::new(false),
+                speaks: std::sync::atomic::AtomicU8::new(Speaks::Both as u8),
                 peers: Mutex::new(Vec::new()),
                 subscribers: Mutex::new(Vec::new()),
                 listeners: Mutex::new(Vec::new()),
@@ -234,20 +264,21 @@ impl ServerControl {
         }
     }
 
-    /// Whether the server answers like a 2025-era server (see
-    /// [`set_legacy_only`](Self::set_legacy_only)).
-    pub fn legacy_only(&self) -> bool {
-        self.inner.legacy_only.load(Ordering::SeqCst)
+    /// Which protocol generations the server answers (see [`Speaks`]).
+    pub fn speaks(&self) -> Speaks {
+        Speaks::from_u8(self.inner.speaks.load(Ordering::SeqCst))
     }
 
-    /// `true`: the server answers like a 2025-era server, which knows no
-    /// `server/discover` (a JSON-RPC error, `-32600`, with HTTP 200), so a
-    /// client falls back to `initialize` and a session on protocol
-    /// 2025-11-25 or older: the session may send the client requests
-    /// (sampling) and the client may use `resources/subscribe`, which
-    /// protocol 2026-07-28 removed. Applies to sessions started afterwards.
+    /// Sets which protocol generations the server answers; applies to
+    /// sessions started afterwards.
+    pub fn set_speaks(&self, speaks: Speaks) {
+        self.inner.speaks.store(speaks as u8, Ordering::SeqCst);
+    }
+
+    /// `true`: the server answers like a 2025-era server ([`Speaks::Legacy`]);
+    /// `false`: both generations.
     pub fn set_legacy_only(&self, legacy: bool) {
-        self.inner.legacy_only.store(legacy, Ordering::SeqCst);
+        self.set_speaks(if legacy { Speaks::Legacy } else { Speaks::Both });
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every live
@@ -670,11 +701,28 @@ impl ServerHandler for TestMcpServer {
         self.register(&context.peer);
     }
 
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        if self.control.speaks() == Speaks::Modern {
+            // `initialize` does not exist in protocol 2026-07-28.
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: initialize",
+                None,
+            ));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn discover(
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        if self.control.legacy_only() {
+        if self.control.speaks() == Speaks::Legacy {
             // What a 2025-era server says to a request before `initialize`.
             return Err(ErrorData::new(
                 ErrorCode::INVALID_REQUEST,
