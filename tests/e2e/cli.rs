@@ -418,3 +418,49 @@ fn call_reaches_upstreams_of_either_protocol_generation() {
         );
     }
 }
+
+/// A 2026-07-28 stdio upstream holds our `subscriptions/listen` request open;
+/// closing the session tells it the stream ended before its stdin closes (a
+/// server waits for its open requests before it exits: without this, every
+/// stop of such an upstream took its full shutdown drain).
+#[test]
+fn closing_a_2026_stdio_session_ends_its_listen_stream_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let counts = dir.path().join("requests.log");
+    let path = dir.path().join("stdio.toml");
+    let server = e2e::bin("mcp-test-server");
+    fs::write(
+        &path,
+        e2e::stdio_connection(
+            "t",
+            &server,
+            &["--count-file", counts.to_str().unwrap()],
+            "",
+        ),
+    )
+    .unwrap();
+    let run = supervisor(
+        &[
+            "call",
+            "--config",
+            path.to_str().unwrap(),
+            "t",
+            "add",
+            r#"{"a": 1, "b": 2}"#,
+        ],
+        &[],
+    );
+    assert_eq!((run.code, run.stdout.trim()), (Some(0), "3"), "{run:?}");
+    let received = fs::read_to_string(&counts).unwrap();
+    let lines: Vec<&str> = received.lines().collect();
+    let listen = lines
+        .iter()
+        .position(|line| *line == "subscriptions/listen");
+    let cancelled = lines
+        .iter()
+        .rposition(|line| *line == "notifications/cancelled");
+    assert!(
+        matches!((listen, cancelled), (Some(listen), Some(cancelled)) if cancelled > listen),
+        "{received}"
+    );
+}

@@ -336,16 +336,22 @@ impl Session {
     /// transport in the background (for a child: close stdin, SIGTERM, kill).
     /// Requests still in flight on it fail promptly instead of hanging.
     pub fn cancel(&self) {
-        if let Some(modern) = &self.modern {
-            modern.stop();
-        }
-        self.service.cancellation_token().cancel();
+        let ending = self.service.cancellation_token();
+        let Some(reader) = self.modern.as_ref().and_then(|modern| modern.stop()) else {
+            ending.cancel();
+            return;
+        };
+        // The listen stream's end goes out first (see `modern`), briefly.
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(modern::CANCEL_PATIENCE, reader).await;
+            ending.cancel();
+        });
     }
 
     /// Closes the session, waiting at most `grace` for a clean goodbye.
     pub async fn close(mut self, grace: Duration) {
-        if let Some(modern) = &self.modern {
-            modern.stop();
+        if let Some(reader) = self.modern.as_ref().and_then(|modern| modern.stop()) {
+            let _ = tokio::time::timeout(modern::CANCEL_PATIENCE, reader).await;
         }
         // The result only says how the loop ended; there is nothing left to do
         // with it, and a hung upstream is cut off by the timeout.

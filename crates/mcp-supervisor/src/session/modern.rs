@@ -29,6 +29,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::{ListKind, SessionEvent, SessionHandler};
 
+/// How long telling the upstream the listen stream ends may take.
+pub(crate) const CANCEL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The per-session state of a 2026-07-28 upstream.
 #[derive(Debug, Default)]
 pub(crate) struct Modern {
@@ -40,8 +43,9 @@ struct Inner {
     /// Resource URIs subscribed to through the listen stream.
     resources: BTreeSet<String>,
     log_level: Option<LoggingLevel>,
-    /// Stops the current listen stream's reader (which cancels the stream).
-    listening: Option<CancellationToken>,
+    /// Stops the current listen stream's reader (which cancels the stream),
+    /// and the reader, to wait for it.
+    listening: Option<(CancellationToken, tokio::task::JoinHandle<()>)>,
 }
 
 impl Modern {
@@ -87,7 +91,7 @@ impl Modern {
                 inner.listening.take(),
             )
         };
-        if let Some(previous) = previous {
+        if let Some((previous, _)) = previous {
             previous.cancel();
         }
         let Some(filter) = filter else {
@@ -95,13 +99,17 @@ impl Modern {
         };
         let mut subscription = peer.listen(filter).await?;
         let stop = CancellationToken::new();
-        self.lock().listening = Some(stop.clone());
         let handler = handler.clone();
-        tokio::spawn(async move {
+        let stopped = stop.clone();
+        let reader = tokio::spawn(async move {
             loop {
                 tokio::select! {
-                    () = stop.cancelled() => {
-                        let _ = subscription.cancel().await;
+                    // Tell the upstream before the session closes: a stdio
+                    // server holding the stream open would otherwise wait
+                    // for it before it exits. Bounded: dropping the
+                    // subscription cancels it too, without waiting.
+                    () = stopped.cancelled() => {
+                        let _ = tokio::time::timeout(CANCEL_PATIENCE, subscription.cancel()).await;
                         return;
                     }
                     next = subscription.next() => match next {
@@ -116,14 +124,16 @@ impl Modern {
                 }
             }
         });
+        self.lock().listening = Some((stop, reader));
         Ok(())
     }
 
-    /// Stops listening (the session is being closed).
-    pub(crate) fn stop(&self) {
-        if let Some(listening) = self.lock().listening.take() {
-            listening.cancel();
-        }
+    /// Stops listening (the session is being closed); the reader, to wait
+    /// until the upstream was told.
+    pub(crate) fn stop(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let (listening, reader) = self.lock().listening.take()?;
+        listening.cancel();
+        Some(reader)
     }
 }
 
