@@ -15,7 +15,7 @@ use std::{
 
 use rmcp::model::{
     JsonObject, Prompt, PromptsCapability, Resource, ResourceTemplate, ResourcesCapability,
-    ServerCapabilities, Tool,
+    ServerCapabilities, TASKS_EXTENSION_ID, Tool,
 };
 
 use super::naming::{Naming, prefixed_uri, split_prefixed_uri};
@@ -209,6 +209,12 @@ impl Directory {
         }
         if upstream.logging.is_some() {
             ours.logging = Some(JsonObject::new());
+        }
+        // Of the extensions, the gateway relays tasks (SEP-2663).
+        if upstream.supports_tasks() {
+            ours.extensions
+                .get_or_insert_with(Default::default)
+                .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
         }
     }
 

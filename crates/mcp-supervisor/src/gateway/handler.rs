@@ -17,14 +17,15 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-        CompleteRequest, CompleteRequestParams, CompleteResult, DiscoverResult, ErrorCode,
-        GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
-        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequest,
-        ReadResourceRequestParams, ReadResourceResponse, Reference, ResourceContents, ResultType,
-        ServerConfig, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequestParams,
-        SubscriptionFilter, Tool, ToolsCapability, UnsubscribeRequestParams,
+        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+        CancelTaskRequest, ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult,
+        DiscoverResult, ErrorCode, GetPromptRequest, GetPromptRequestParams, GetPromptResponse,
+        GetTaskParams, GetTaskRequest, GetTaskResult, Implementation, InitializeRequestParams,
+        InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        ListToolsResult, PaginatedRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+        ReadResourceResponse, Reference, ResourceContents, ResultType, ServerConfig, ServerResult,
+        SetLevelRequest, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+        ToolsCapability, UnsubscribeRequestParams, UpdateTaskParams, UpdateTaskRequest,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -145,12 +146,16 @@ fn answer<T>(
             let shown = format!("{result:?}");
             pick(result).ok_or_else(|| {
                 tracing::debug!(result = %shown, "unexpected result");
-                ErrorData::internal_error("the upstream answered with an unexpected result", None)
+                unexpected()
             })
         }
         Forwarded::Error(error) => Err(error),
         Forwarded::Refused(outcome) => Err(refusal(&outcome)),
     }
+}
+
+fn unexpected() -> ErrorData {
+    ErrorData::internal_error("the upstream answered with an unexpected result", None)
 }
 
 fn refusal(outcome: &CallOutcome) -> ErrorData {
@@ -318,12 +323,17 @@ impl ServerHandler for GatewayHandler {
         params.name = target.name.clone().into();
         params.meta = None;
         let call = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        Ok(
-            match mrtr::exchange(&self.state, &self.session, &target, call, &context).await? {
-                Exchange::Done(forwarded) => tool_answer(forwarded)?,
-                Exchange::InputRequired(asked) => CallToolResponse::InputRequired(asked),
-            },
-        )
+        match mrtr::exchange(&self.state, &self.session, &target, call, &context).await? {
+            Exchange::Done(Forwarded::Answered(ServerResult::CreateTaskResult(task))) => {
+                // The upstream runs it as a task (SEP-2663): its `tasks/*`
+                // requests must find their way back to this connection.
+                self.state
+                    .remember_task(&task.task.task_id, &target.connection);
+                Ok(CallToolResponse::Task(task))
+            }
+            Exchange::Done(forwarded) => tool_answer(forwarded),
+            Exchange::InputRequired(asked) => Ok(CallToolResponse::InputRequired(asked)),
+        }
     }
 
     async fn list_prompts(
@@ -517,6 +527,39 @@ impl ServerHandler for GatewayHandler {
         )
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let id = request.task_id.clone();
+        let get = ClientRequest::GetTaskRequest(GetTaskRequest::new(request));
+        match self.forward_task(&id, get, &context).await? {
+            ServerResult::GetTaskResult(result) => Ok(result),
+            _ => Err(unexpected()),
+        }
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let id = request.task_id.clone();
+        let update = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(request));
+        self.forward_task(&id, update, &context).await.map(drop)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let id = request.task_id.clone();
+        let cancel = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(request));
+        self.forward_task(&id, cancel, &context).await.map(drop)
+    }
+
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
@@ -549,6 +592,28 @@ impl ServerHandler for GatewayHandler {
             });
         futures::future::join_all(sets).await;
         Ok(())
+    }
+}
+
+impl GatewayHandler {
+    /// Sends a `tasks/*` request to the connection that runs its task.
+    async fn forward_task(
+        &self,
+        task_id: &str,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let Some(connection) = self.state.task_connection(task_id) else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown task '{task_id}'."),
+                Some(serde_json::json!({ "taskId": task_id })),
+            ));
+        };
+        let target = Target {
+            connection,
+            name: task_id.to_owned(),
+        };
+        answer(self.forward(&target, request, context).await, Some)
     }
 }
 

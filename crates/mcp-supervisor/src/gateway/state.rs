@@ -43,6 +43,11 @@ pub const CATALOG_WAIT: Duration = Duration::from_secs(5);
 /// wait on an upstream.
 const FRESH_WAIT: Duration = Duration::from_millis(100);
 
+/// Tasks remembered at most, and how long one unheard of is kept once that
+/// many are.
+const MAX_TASKS: usize = 65_536;
+const TASK_MEMORY: Duration = Duration::from_secs(24 * 3600);
+
 /// Downstream sessions remembered for notifications; more are served but
 /// not notified (a bound against clients that never close sessions).
 const MAX_DOWNSTREAM_SESSIONS: usize = 4096;
@@ -64,6 +69,9 @@ pub struct GatewayState {
     /// Multi-round requests: sealed `requestState`s and requests waiting for
     /// a client's answers.
     pub(super) rounds: super::mrtr::Rounds,
+    /// Tasks (SEP-2663) created through the gateway: task id → its
+    /// connection, and when it was last heard of.
+    tasks: Mutex<HashMap<String, (String, std::time::Instant)>>,
 }
 
 #[derive(Debug, Default)]
@@ -86,6 +94,7 @@ impl GatewayState {
             listeners: Mutex::new(Vec::new()),
             subscriptions: Mutex::new(HashMap::new()),
             rounds: Default::default(),
+            tasks: Mutex::new(HashMap::new()),
         })
     }
 
@@ -195,6 +204,28 @@ impl GatewayState {
                 message: crate::outcome::messages::stopped(connection),
             }),
         }
+    }
+
+    /// Remembers which connection runs task `id`, so `tasks/*` reach it.
+    pub(super) fn remember_task(&self, id: &str, connection: &str) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if tasks.len() >= MAX_TASKS {
+            tasks.retain(|_, (_, seen)| seen.elapsed() < TASK_MEMORY);
+        }
+        if tasks.len() < MAX_TASKS {
+            tasks.insert(
+                id.to_owned(),
+                (connection.to_owned(), std::time::Instant::now()),
+            );
+        }
+    }
+
+    /// The connection running task `id`, if the gateway created it.
+    pub(super) fn task_connection(&self, id: &str) -> Option<String> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let (connection, seen) = tasks.get_mut(id)?;
+        *seen = std::time::Instant::now();
+        Some(connection.clone())
     }
 
     /// Connections whose upstream offers logging.
