@@ -624,6 +624,16 @@ fn python_sdk_2_auto_answers_the_upstreams_sampling_elicitation_and_roots() {
     check_client_requests(Sdk::V2Auto, &output);
 }
 
+/// The same against an upstream that speaks only 2025-era protocol: it asks
+/// with server-to-client requests, which a 2026-07-28 client (no session)
+/// gets as `input_required` rounds from the gateway.
+#[test]
+fn python_sdk_2_auto_answers_a_2025_upstreams_sampling_elicitation_and_roots() {
+    let gateway = ConformanceGateway::start_with(UpstreamTransport::Http, &["--legacy-only"]);
+    let output = run_plan(Sdk::V2Auto, &gateway.served, &[], &client_input_plan());
+    check_client_requests(Sdk::V2Auto, &output);
+}
+
 /// `mcp` 1.30.0's `ClientSession` reads resources and gets prompts through
 /// the gateway.
 #[test]

@@ -326,9 +326,18 @@ pub enum UpstreamTransport {
 /// `[connections.conformance]` table and, over HTTP, the upstream process the
 /// table points to (killed on drop; keep it alive as long as the gateway).
 pub fn conformance_connection(transport: UpstreamTransport) -> (String, Option<HttpUpstream>) {
+    conformance_connection_with(transport, &[])
+}
+
+/// Like [`conformance_connection`], with more `mcp-conformance-server` flags
+/// (`--legacy-only`: it answers like a 2025-era server).
+pub fn conformance_connection_with(
+    transport: UpstreamTransport,
+    flags: &[&str],
+) -> (String, Option<HttpUpstream>) {
     match transport {
         UpstreamTransport::Http => {
-            let upstream = HttpUpstream::start_binary("mcp-conformance-server", &[]);
+            let upstream = HttpUpstream::start_binary("mcp-conformance-server", flags);
             let table = format!(
                 "[connections.conformance]\ntransport = \"http\"\nurl = {}\n",
                 toml_string(&upstream.url)
@@ -336,7 +345,7 @@ pub fn conformance_connection(transport: UpstreamTransport) -> (String, Option<H
             (table, Some(upstream))
         }
         UpstreamTransport::Stdio => (
-            stdio_connection("conformance", &bin("mcp-conformance-server"), &[], ""),
+            stdio_connection("conformance", &bin("mcp-conformance-server"), flags, ""),
             None,
         ),
     }
@@ -354,7 +363,12 @@ pub struct ConformanceGateway {
 
 impl ConformanceGateway {
     pub fn start(transport: UpstreamTransport) -> Self {
-        let (connection, upstream) = conformance_connection(transport);
+        Self::start_with(transport, &[])
+    }
+
+    /// Like [`ConformanceGateway::start`], with more upstream flags.
+    pub fn start_with(transport: UpstreamTransport, flags: &[&str]) -> Self {
+        let (connection, upstream) = conformance_connection_with(transport, flags);
         let served = Served::start(&format!(
             "[gateway]\nlisten = \"127.0.0.1:0\"\nprefix = \"auto\"\n{connection}"
         ));

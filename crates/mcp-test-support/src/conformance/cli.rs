@@ -24,6 +24,11 @@ pub struct Args {
     /// Serve streamable HTTP on ADDR (e.g. 127.0.0.1:0) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Answer like a 2025-era server: refuse `server/discover`, so clients
+    /// open a session with `initialize` (and are asked for sampling,
+    /// elicitation and roots with requests, not `input_required`).
+    #[arg(long)]
+    pub legacy_only: bool,
 }
 
 /// Parses the command line, runs the server and exits the process.
@@ -61,20 +66,25 @@ fn run_with(args: Args) -> anyhow::Result<()> {
         .build()
         .context("building the tokio runtime")?;
     runtime.block_on(async {
+        let server = if args.legacy_only {
+            ConformanceServer::legacy_only()
+        } else {
+            ConformanceServer::new()
+        };
         match args.http {
-            Some(addr) => serve_http(addr).await,
-            None => serve_stdio().await,
+            Some(addr) => serve_http(addr, server).await,
+            None => serve_stdio(server).await,
         }
     })
 }
 
-async fn serve_http(addr: SocketAddr) -> anyhow::Result<()> {
+async fn serve_http(addr: SocketAddr, handler: ConformanceServer) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     // Installed before announcing the address, so a SIGTERM sent the
     // moment the line appears is a clean stop.
     let mut term = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
-    let server = ConformanceHttpServer::start(addr, ConformanceServer::new()).await?;
+    let server = ConformanceHttpServer::start(addr, handler).await?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on {}", server.url())?;
     stdout.flush()?;
@@ -88,9 +98,9 @@ async fn serve_http(addr: SocketAddr) -> anyhow::Result<()> {
 }
 
 /// Serves one client on stdin/stdout until it goes away.
-async fn serve_stdio() -> anyhow::Result<()> {
+async fn serve_stdio(handler: ConformanceServer) -> anyhow::Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    match ConformanceServer::new().serve((stdin, stdout)).await {
+    match handler.serve((stdin, stdout)).await {
         Ok(running) => {
             let reason = running
                 .waiting()

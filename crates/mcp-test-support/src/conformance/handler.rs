@@ -58,6 +58,14 @@ impl ConformanceServer {
         }
     }
 
+    /// A server that answers like a 2025-era one: no `server/discover`, so a
+    /// client falls back to `initialize` (`--legacy-only`).
+    pub fn legacy_only() -> Self {
+        let server = Self::new();
+        server.shared.legacy_only.store(true, Ordering::SeqCst);
+        server
+    }
+
     /// A handler for another session (or another stateless request) of
     /// the same server.
     pub fn for_new_session(&self) -> Self {
@@ -140,6 +148,23 @@ impl ConformanceServer {
 }
 
 impl ServerHandler for ConformanceServer {
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        if self.shared.legacy_only.load(Ordering::SeqCst) {
+            // What a 2025-era server says to a request before `initialize`.
+            return Err(ErrorData::invalid_request(
+                "Bad Request: Server not initialized",
+                None,
+            ));
+        }
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_logging()

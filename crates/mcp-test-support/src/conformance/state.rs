@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     /// One wake-up per legacy session whose `test_reconnection` stream was
     /// cut: the HTTP layer signals it once the client has resumed.
     resumed: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Refuse `server/discover`, like a 2025-era server: clients fall back to
+    /// `initialize` and a session, and are asked with requests, not rounds.
+    pub(crate) legacy_only: AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -72,6 +75,7 @@ impl Shared {
             dynamic_tool: AtomicBool::new(false),
             dynamic_prompt: AtomicBool::new(false),
             resumed: Mutex::default(),
+            legacy_only: AtomicBool::new(false),
         }
     }
 
