@@ -90,7 +90,7 @@ async fn call_403_is_permission() {
     let fixture = Fixture::new().await;
     let failure = fixture.call_failure(Fault::status(403)).await;
     assert_failure(&failure, FailureKind::Permission, Some(403));
-    assert!(!failure.not_run);
+    assert!(failure.not_run, "refused: the call did not run");
     assert_eq!(failure.path.as_deref(), Some("/mcp"));
 }
 
@@ -137,11 +137,12 @@ async fn call_500_with_a_json_rpc_body_keeps_its_status() {
 }
 
 #[tokio::test]
-async fn call_503_is_server_and_never_ran() {
+async fn call_503_is_server_and_may_have_run() {
     let fixture = Fixture::new().await;
     let failure = fixture.call_failure(Fault::status(503)).await;
     assert_failure(&failure, FailureKind::Server, Some(503));
-    assert!(failure.not_run);
+    // A 503 may come from a proxy after the server did the work.
+    assert!(!failure.not_run);
 }
 
 #[tokio::test]
@@ -200,7 +201,7 @@ async fn a_session_that_stays_expired_is_transport_404() {
         .push(FaultRule::always(Match::tool("echo"), Fault::ExpireSession));
     let failure = fixture.call_echo(&session, GENEROUS).await.unwrap_err();
     assert_failure(&failure, FailureKind::Transport, Some(404));
-    assert!(failure.not_run);
+    assert!(!failure.not_run, "re-sent only if safe");
 }
 
 #[tokio::test]

@@ -135,46 +135,55 @@ fn a_2026_upstreams_list_change_reloads_the_catalog() {
     });
 }
 
-/// A call with no client behind it (the library's `CallTool`) answers a
-/// 2026-07-28 upstream's `input_required` round as a client without a user:
-/// the elicitation is declined and the call retried with the upstream's
-/// state. Sampling cannot be answered: the caller is told why.
+/// A call with no client behind it (the library's `CallTool`) answers what
+/// an upstream asks the client as a client without a user would: the
+/// elicitation is declined (a 2026-07-28 upstream: an `input_required` round,
+/// retried with the upstream's state; a 2025 one: a server-to-client request
+/// on the session). Sampling cannot be answered: the caller is told why.
 #[test]
-fn a_call_without_a_client_answers_input_rounds_it_can() {
+fn a_call_without_a_client_answers_what_it_can() {
     run(|| async {
         use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
-        let upstream =
-            ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), ConformanceServer::new())
+        for (generation, server) in [
+            ("2026", ConformanceServer::new()),
+            ("2025", ConformanceServer::legacy_only()),
+        ] {
+            let upstream = ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), server)
                 .await
                 .unwrap();
-        let registry = Registry::new(config(&http_connection("c", &upstream.url(), ""))).start();
-        let outcome = call(
-            &registry,
-            "c",
-            "test_elicitation",
-            args(&[("message", json!("who are you?"))]),
-        )
-        .await;
-        assert_eq!(
-            text_of(&outcome),
-            "User response: action=decline, content={}",
-            "{outcome:?}"
-        );
-        let outcome = call(
-            &registry,
-            "c",
-            "test_sampling",
-            args(&[("prompt", json!("2+2?"))]),
-        )
-        .await;
-        let CallOutcome::Rejected { message, .. } = outcome else {
-            panic!("{outcome:?}")
-        };
-        assert!(
-            message.starts_with(
-                "MCP connection 'c' needs a client to answer 'test_sampling' (it asked for sampling)"
-            ),
-            "{message}"
-        );
+            let registry =
+                Registry::new(config(&http_connection("c", &upstream.url(), ""))).start();
+            let outcome = call(
+                &registry,
+                "c",
+                "test_elicitation",
+                args(&[("message", json!("who are you?"))]),
+            )
+            .await;
+            assert_eq!(
+                text_of(&outcome),
+                "User response: action=decline, content={}",
+                "{generation}: {outcome:?}"
+            );
+            if generation == "2026" {
+                let outcome = call(
+                    &registry,
+                    "c",
+                    "test_sampling",
+                    args(&[("prompt", json!("2+2?"))]),
+                )
+                .await;
+                let CallOutcome::Rejected { message, .. } = outcome else {
+                    panic!("{outcome:?}")
+                };
+                assert!(
+                    message.starts_with(
+                        "MCP connection 'c' needs a client to answer 'test_sampling' (it asked \
+                         for sampling)"
+                    ),
+                    "{message}"
+                );
+            }
+        }
     });
 }

@@ -317,18 +317,28 @@ fn server_error_on_a_safe_call_is_retried_then_parks() {
     });
 }
 
+/// Any answer to a non-idempotent call other than a refusal (429, 401/403,
+/// a JSON-RPC rejection) means it may have run: a 503 that came after the
+/// tool ran must not make the supervisor run it again.
 #[test]
-fn a_503_on_an_unsafe_call_is_retried_because_it_never_ran() {
+fn a_503_after_an_unsafe_call_ran_is_not_retried() {
     run(|| async {
         let (upstream, registry) = setup("").await;
         warm(&upstream, &registry).await;
         upstream.faults().push(FaultRule::once(
             Match::tool("delete_item"),
-            Fault::status(503),
+            Fault::StatusAfterRun(503),
         ));
         let outcome = call(&registry, "a", "delete_item", tool_args("delete_item")).await;
-        assert_eq!(text_of(&outcome), "deleted 1");
-        assert_eq!(upstream.tool_calls("delete_item"), 2);
+        let CallOutcome::Unavailable { message, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(
+            message,
+            "MCP connection 'a' failed this call (kind=server, status=503) and did not retry it \
+             because it may already have run; check its effect before calling again."
+        );
+        assert_eq!(upstream.tool_calls("delete_item"), 1, "never duplicated");
         assert_eq!(upstream.completed_calls("delete_item"), 1);
     });
 }

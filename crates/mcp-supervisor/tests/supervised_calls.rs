@@ -413,3 +413,33 @@ fn shutdown_with_a_hung_call_is_bounded_and_the_caller_gets_a_value() {
         assert!(message.contains("was stopped"), "{message}");
     });
 }
+
+/// Every wait a call makes fits inside its own deadline: a catalog that
+/// takes `list_timeout` (30 s) to load, or a session that takes
+/// `connect_timeout` (30 s) to build, does not hold a 1.5 s call past 1.5 s.
+#[test]
+fn a_call_waiting_on_its_catalog_or_session_answers_by_its_deadline() {
+    run(|| async {
+        for slow in ["tools/list", "initialize"] {
+            let (upstream, registry) = upstream_and_registry("", "call_timeout = \"1500ms\"").await;
+            upstream
+                .faults()
+                .push(FaultRule::always(Match::method(slow), Fault::Hang));
+            let started = std::time::Instant::now();
+            let outcome = call(&registry, "a", "echo", echo_args()).await;
+            let elapsed = started.elapsed();
+            let CallOutcome::Unavailable { message, .. } = outcome else {
+                panic!("{slow}: {outcome:?}")
+            };
+            assert_eq!(
+                message, "MCP connection 'a' was not ready within 2 seconds; the call did not run.",
+                "{slow}"
+            );
+            assert!(
+                elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(3000),
+                "{slow}: answered after {elapsed:?}"
+            );
+            assert_eq!(upstream.tool_calls("echo"), 0, "{slow}");
+        }
+    });
+}

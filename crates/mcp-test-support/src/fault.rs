@@ -109,6 +109,10 @@ pub enum Fault {
     ExpireSession,
     /// Answer `200 application/json` with a body that is not JSON-RPC.
     Garbage,
+    /// Let the request run (a tool call really executes), then answer this
+    /// status instead of its result: a proxy or server failing after the
+    /// work was done.
+    StatusAfterRun(u16),
 }
 
 impl Fault {
@@ -323,6 +327,9 @@ mod wire {
         DropConnection,
         ExpireSession,
         Garbage,
+        StatusAfterRun {
+            status: u16,
+        },
     }
 
     #[derive(Serialize, Deserialize)]
@@ -366,6 +373,7 @@ mod wire {
                 Fault::DropConnection => Self::DropConnection,
                 Fault::ExpireSession => Self::ExpireSession,
                 Fault::Garbage => Self::Garbage,
+                Fault::StatusAfterRun { status } => Self::StatusAfterRun(status),
             })
         }
     }
@@ -394,6 +402,7 @@ mod wire {
                 super::Fault::DropConnection => Self::DropConnection,
                 super::Fault::ExpireSession => Self::ExpireSession,
                 super::Fault::Garbage => Self::Garbage,
+                super::Fault::StatusAfterRun(status) => Self::StatusAfterRun { status },
             }
         }
     }

@@ -481,6 +481,13 @@ async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Respon
             "<html>this is not JSON-RPC</html>",
         )
             .into_response(),
+        Fault::StatusAfterRun(status) => {
+            let response = state.forward(request).await;
+            let drained = axum::body::to_bytes(response.into_body(), usize::MAX);
+            let _ = tokio::time::timeout(DROP_CONNECTION_DRAIN, drained).await;
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+            (status, "failed after the request ran").into_response()
+        }
     }
 }
 

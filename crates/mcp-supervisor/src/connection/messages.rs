@@ -28,8 +28,12 @@ use crate::{
 #[rtype(result = "Forwarded")]
 pub struct Forward {
     pub request: ClientRequest,
-    /// The request's whole budget (queueing and retries included).
-    pub timeout: Duration,
+    /// When the request must be answered, however long queueing, connecting
+    /// and retries take (the caller's whole budget, counted from when it
+    /// asked).
+    pub deadline: Instant,
+    /// That budget, for the agent-facing texts.
+    pub budget: Duration,
     pub retry: CallRetry,
     /// Where the upstream's progress and requests for it go.
     pub link: Option<DownstreamLink>,
@@ -111,13 +115,19 @@ impl ConnectionActor {
         }
     }
 
-    fn operation(&self, ctx: &Context<Self>, request: Request, timeout: Duration) -> Operation {
+    fn operation(
+        &self,
+        ctx: &Context<Self>,
+        request: Request,
+        deadline: Instant,
+        budget: Duration,
+    ) -> Operation {
         Operation {
             actor: ctx.address(),
             connection: self.config.name.clone(),
             request,
-            deadline: Instant::now() + timeout,
-            budget: timeout,
+            deadline,
+            budget,
             stop: self.stop.clone(),
         }
     }
@@ -129,7 +139,13 @@ impl Handler<Forward> for ConnectionActor {
     fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
         let label = label_of(&msg.request);
         let pass_errors = msg.pass_errors;
-        let admitted = self.admit(ctx, msg.request, msg.timeout, msg.retry, msg.link);
+        let admitted = self.admit(
+            ctx,
+            msg.request,
+            (msg.deadline, msg.budget),
+            msg.retry,
+            msg.link,
+        );
         Box::pin(async move {
             match admitted {
                 Admitted::Answer(outcome) => Forwarded::Refused(outcome),
@@ -251,7 +267,7 @@ impl ConnectionActor {
         &mut self,
         ctx: &mut Context<Self>,
         request: ClientRequest,
-        timeout: Duration,
+        (deadline, budget): (Instant, Duration),
         retry: CallRetry,
         link: Option<DownstreamLink>,
     ) -> Admitted {
@@ -280,7 +296,8 @@ impl ConnectionActor {
                 retry,
                 link,
             },
-            timeout,
+            deadline,
+            budget,
         );
         Admitted::Run(Run {
             op,
@@ -299,7 +316,12 @@ impl Handler<ListTools> for ConnectionActor {
             return Box::pin(std::future::ready(Err(refusal)));
         }
         let first = Some(self.lease(ctx));
-        let op = self.operation(ctx, Request::List, msg.timeout);
+        let op = self.operation(
+            ctx,
+            Request::List,
+            Instant::now() + msg.timeout,
+            msg.timeout,
+        );
         Box::pin(async move {
             let ended = op.run(first).await;
             operation::list_outcome(&op.connection, ended)

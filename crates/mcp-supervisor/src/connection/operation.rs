@@ -172,7 +172,7 @@ impl Operation {
         let retry = self.request.retry();
         for attempt in 1u32.. {
             let lease = match first.take() {
-                Some(attempt) => attempt.resolve(self.stopped()).await,
+                Some(attempt) => self.by_deadline(attempt.resolve(self.stopped())).await,
                 None => self.acquire().await,
             };
             let (failure, upstream, failed_phase, generation) = match lease {
@@ -228,12 +228,27 @@ impl Operation {
         unreachable!("the attempt counter is unbounded; the policy ends the loop")
     }
 
-    /// Asks the actor for a session, giving up at the deadline (a build that
-    /// outlasts this caller's budget is not this caller's failure to report).
+    /// Asks the actor for a session, giving up at the deadline.
     async fn acquire(&self) -> Result<Lease, LeaseError> {
-        match tokio::time::timeout_at(self.deadline, self.actor.send(Acquire)).await {
-            Ok(Ok(lease)) => lease,
-            Ok(Err(_mailbox_closed)) => Err(LeaseError::Refused(self.stopped())),
+        let asked = async {
+            match self.actor.send(Acquire).await {
+                Ok(lease) => lease,
+                Err(_mailbox_closed) => Err(LeaseError::Refused(self.stopped())),
+            }
+        };
+        self.by_deadline(asked).await
+    }
+
+    /// A session (now, or a build to join), by the operation's deadline: a
+    /// build that outlasts this caller's budget (`connect_timeout` may be
+    /// longer) is not this caller's failure to report, and the caller gets
+    /// its value in time.
+    async fn by_deadline(
+        &self,
+        lease: impl std::future::Future<Output = Result<Lease, LeaseError>>,
+    ) -> Result<Lease, LeaseError> {
+        match tokio::time::timeout_at(self.deadline, lease).await {
+            Ok(lease) => lease,
             Err(_) => Err(LeaseError::Refused(Unavailable {
                 message: text::not_ready_in_time(&self.connection, self.budget),
                 failure: Failure::timeout("session not ready in time"),

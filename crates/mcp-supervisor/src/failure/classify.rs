@@ -108,10 +108,12 @@ fn recognise<'a>(
 
 fn service_error(error: &ServiceError) -> Failure {
     match error {
+        // The server refused the request as it is: it did not run.
         ServiceError::McpError(data) => Failure::new(
             FailureKind::Protocol,
             format!("JSON-RPC error {}", data.code.0),
-        ),
+        )
+        .with_not_run(),
         ServiceError::Timeout { .. } => Failure::timeout("request timed out"),
         ServiceError::UnexpectedResponse => {
             Failure::new(FailureKind::Protocol, "unexpected response type")
@@ -166,13 +168,12 @@ fn http_error(error: &HttpError) -> Failure {
             reason: "insufficient scope".into(),
             ..Failure::from_status(403, None)
         },
-        // rmcp re-initializes once by itself; reaching us means that failed too.
-        // The request was refused before it ran, and the session is what broke.
+        // rmcp re-initializes once by itself; reaching us means that failed
+        // too. The session is what broke; a call is re-sent only if safe.
         StreamableHttpError::SessionExpired => Failure {
             status: Some(404),
             ..Failure::transport("session expired")
-        }
-        .with_not_run(),
+        },
         StreamableHttpError::SessionRecoveryTimeout
         | StreamableHttpError::ControlRequestTimeout => {
             Failure::timeout("session recovery timed out")

@@ -132,8 +132,11 @@ impl Failure {
             reason: format!("HTTP {status}"),
             method: None,
             path: None,
-            // A 429 or 503 is the upstream refusing the work before doing it.
-            not_run: matches!(status, 429 | 503),
+            // Only a refusal proves the work was not done: a 429 (come back
+            // later) or 401/403 (not allowed). Anything else, a 5xx included,
+            // may come after the work was done (a proxy or server failing on
+            // the way back): a call that got one may have run.
+            not_run: matches!(status, 401 | 403 | 429),
         }
     }
 

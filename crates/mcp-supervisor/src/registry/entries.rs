@@ -69,6 +69,16 @@ impl CatalogFetch {
     }
 }
 
+/// The connection could not be used within the caller's budget (its
+/// catalog or session was still loading).
+pub(super) fn not_ready(connection: &str, budget: std::time::Duration) -> Unavailable {
+    Unavailable {
+        failure: crate::Failure::timeout("not ready in time"),
+        retry_in: None,
+        message: crate::outcome::messages::not_ready_in_time(connection, budget),
+    }
+}
+
 pub(super) fn stopped(connection: &str) -> Unavailable {
     Unavailable {
         failure: crate::Failure::transport("connection stopped"),

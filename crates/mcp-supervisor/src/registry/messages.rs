@@ -14,7 +14,7 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObj
 
 use super::{
     Catalog, Registry,
-    entries::{CatalogFetch, Entry, drain_catalog, stopped},
+    entries::{CatalogFetch, Entry, drain_catalog, not_ready, stopped},
     retry_safe,
 };
 use crate::{
@@ -234,7 +234,10 @@ impl Registry {
             return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
                 .boxed();
         };
-        let timeout = timeout.unwrap_or(entry.config.call_timeout);
+        let budget = timeout.unwrap_or(entry.config.call_timeout);
+        // Every wait the request makes counts against its budget: the
+        // catalog, the admission queue, connecting, retries.
+        let deadline = tokio::time::Instant::now() + budget;
         let retry_calls = entry.config.retry_calls;
         let tool = match &request {
             ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
@@ -257,10 +260,16 @@ impl Registry {
         async move {
             let retry = match (&tool, catalog) {
                 (Some(tool), Some(catalog)) => {
-                    let catalog = match catalog.get(&connection).await {
-                        Ok(catalog) => catalog,
-                        Err(unavailable) => return Forwarded::Refused(unavailable.into()),
-                    };
+                    let catalog =
+                        match tokio::time::timeout_at(deadline, catalog.get(&connection)).await {
+                            Ok(Ok(catalog)) => catalog,
+                            Ok(Err(unavailable)) => {
+                                return Forwarded::Refused(unavailable.into());
+                            }
+                            Err(_) => {
+                                return Forwarded::Refused(not_ready(&connection, budget).into());
+                            }
+                        };
                     let Some(tool) = catalog.tool(tool) else {
                         return Forwarded::Refused(unknown_tool(&connection, tool));
                     };
@@ -276,7 +285,8 @@ impl Registry {
             };
             let forward = ConnectionForward {
                 request,
-                timeout,
+                deadline,
+                budget,
                 retry,
                 link,
                 pass_errors,

@@ -78,6 +78,22 @@ impl SessionHandler {
         }
     }
 
+    /// After a first connect whose `server/discover` got an answer that is
+    /// not a discover result (some 2025-era servers answer any unknown method
+    /// with an empty result): the server is 2025-era after all, and the next
+    /// attempt starts with `initialize`. `None` when that was not the case.
+    pub(crate) fn after_failed_discover(
+        &self,
+        error: &rmcp::service::ClientInitializeError,
+    ) -> Option<SessionHandler> {
+        let probed = matches!(self.lifecycle(), ClientLifecycleMode::Auto { .. });
+        let misanswered = matches!(
+            error,
+            rmcp::service::ClientInitializeError::ExpectedInitResult(_)
+        );
+        (probed && misanswered).then(|| self.clone().knowing(Some(LEGACY_OFFER)))
+    }
+
     /// Starts the session with the protocol the upstream spoke last time.
     pub fn knowing(mut self, known: Option<ProtocolVersion>) -> Self {
         self.known = known;
@@ -127,14 +143,31 @@ impl SessionHandler {
             Some(InboundStreamOrigin::OutboundRequest(id)) => self.links.by_request(id),
             _ => None,
         };
-        let Some(downstream) = origin.or_else(|| self.links.most_recent()) else {
-            return Err(ErrorData::new(
-                ErrorCode::INTERNAL_ERROR,
-                format!("no client is waiting on a request of this session to answer {method}"),
-                None,
-            ));
-        };
-        downstream.request(request).await
+        match origin.or_else(|| self.links.most_recent()) {
+            Some(downstream) => downstream.request(request).await,
+            None => unattended(&request).ok_or_else(|| {
+                ErrorData::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("no client is waiting on a request of this session to answer {method}"),
+                    None,
+                )
+            }),
+        }
+    }
+}
+
+/// What a client without a user answers (a request with no client behind
+/// it: the library, `mcp-supervisor call`): no to an elicitation, no roots.
+/// Sampling needs a client.
+fn unattended(request: &ServerRequest) -> Option<ClientResult> {
+    match request {
+        ServerRequest::ElicitRequest(_) => Some(ClientResult::ElicitResult(ElicitResult::new(
+            rmcp::model::ElicitationAction::Decline,
+        ))),
+        ServerRequest::ListRootsRequest(_) => {
+            Some(ClientResult::ListRootsResult(ListRootsResult::default()))
+        }
+        _ => None,
     }
 }
 

@@ -62,6 +62,7 @@ pub async fn open_http(
     handler: SessionHandler,
     deadline: Instant,
 ) -> Result<Session, Failure> {
+    let again = (clients.clone(), recorder.clone());
     let mut config = StreamableHttpClientTransportConfig::with_uri(transport.url.as_str())
         .custom_headers(header_map(transport)?);
     if let Some(token) = &transport.auth {
@@ -79,10 +80,18 @@ pub async fn open_http(
         ended.clone(),
     );
     let lifecycle = handler.lifecycle();
-    let serving = handler.serve_with_lifecycle(rmcp_transport, lifecycle);
+    let serving = handler
+        .clone()
+        .serve_with_lifecycle(rmcp_transport, lifecycle);
     let service = match tokio::time::timeout_at(deadline, serving).await {
         Ok(Ok(service)) => service,
-        Ok(Err(error)) => return Err(classify_recorded(&error, Some(&recorder))),
+        Ok(Err(error)) => {
+            if let Some(legacy) = handler.after_failed_discover(&error) {
+                let (clients, recorder) = again;
+                return Box::pin(open_http(transport, clients, recorder, legacy, deadline)).await;
+            }
+            return Err(classify_recorded(&error, Some(&recorder)));
+        }
         Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
     };
     // The standalone GET stream carries what the upstream sends outside any

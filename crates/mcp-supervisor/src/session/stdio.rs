@@ -61,10 +61,17 @@ pub async fn open_stdio(
     let ended = tokio_util::sync::CancellationToken::new();
     let watched = super::watch::Watched::new(child, ended.clone());
     let lifecycle = handler.lifecycle();
-    let serving = handler.serve_with_lifecycle(watched, lifecycle);
+    let serving = handler.clone().serve_with_lifecycle(watched, lifecycle);
     let result = match tokio::time::timeout_at(deadline, serving).await {
         Ok(Ok(service)) => return Ok(Session::with_child(service, group, ended)),
-        Ok(Err(error)) => Err(crate::failure::classify(&error)),
+        Ok(Err(error)) => match handler.after_failed_discover(&error) {
+            // A fresh child for the `initialize` handshake.
+            Some(legacy) => {
+                group.kill_group();
+                return Box::pin(open_stdio(connection, transport, legacy, deadline)).await;
+            }
+            None => Err(crate::failure::classify(&error)),
+        },
         Err(_) => Err(Failure::timeout("initialize did not complete in time")),
     };
     // rmcp has dropped the transport by now, which only schedules a kill on

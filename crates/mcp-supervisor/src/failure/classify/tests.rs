@@ -91,7 +91,7 @@ fn table() -> Vec<Row> {
     let json_rpc = |code: i32| ServiceError::McpError(ErrorData::new(ErrorCode(code), "x", None));
     vec![
         // auth: HTTP 401; rmcp AuthRequired
-        row("401", sent(status(401, None)), K::Auth, Some(401), false),
+        row("401", sent(status(401, None)), K::Auth, Some(401), true),
         row(
             "AuthRequired",
             sent(StreamableHttpError::AuthRequired(AuthRequiredError::new(
@@ -99,7 +99,7 @@ fn table() -> Vec<Row> {
             ))),
             K::Auth,
             Some(401),
-            false,
+            true,
         ),
         // permission: HTTP 403; rmcp InsufficientScope
         row(
@@ -107,7 +107,7 @@ fn table() -> Vec<Row> {
             sent(status(403, None)),
             K::Permission,
             Some(403),
-            false,
+            true,
         ),
         row(
             "InsufficientScope",
@@ -116,7 +116,7 @@ fn table() -> Vec<Row> {
             )),
             K::Permission,
             Some(403),
-            false,
+            true,
         ),
         // rate_limit: HTTP 429 (never ran)
         row(
@@ -126,10 +126,10 @@ fn table() -> Vec<Row> {
             Some(429),
             true,
         ),
-        // server: HTTP 5xx; 503 never ran, 500 may have
+        // server: HTTP 5xx, which may come after the work was done (a 503 too)
         row("500", sent(status(500, None)), K::Server, Some(500), false),
         row("502", sent(status(502, None)), K::Server, Some(502), false),
-        row("503", sent(status(503, None)), K::Server, Some(503), true),
+        row("503", sent(status(503, None)), K::Server, Some(503), false),
         // protocol: other 4xx, JSON-RPC errors, malformed/unexpected responses
         row(
             "400",
@@ -152,13 +152,13 @@ fn table() -> Vec<Row> {
             Some(422),
             false,
         ),
-        row("invalid params", json_rpc(-32602), K::Protocol, None, false),
+        row("invalid params", json_rpc(-32602), K::Protocol, None, true),
         row(
             "method not found",
             json_rpc(-32601),
             K::Protocol,
             None,
-            false,
+            true,
         ),
         row(
             "unexpected response",
@@ -258,7 +258,7 @@ fn table() -> Vec<Row> {
             sent(StreamableHttpError::SessionExpired),
             K::Transport,
             Some(404),
-            true,
+            false,
         ),
         // unknown: anything else
         row("strange", Strange, K::Unknown, None, false),
