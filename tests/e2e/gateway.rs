@@ -316,3 +316,70 @@ async fn bad_input_gets_proper_errors_and_the_gateway_keeps_serving() {
     );
     assert!(!served.stderr().contains("gateway-secret"));
 }
+
+/// A URL whose query carries a credential (`?token=...`): an upstream that
+/// drops the connection during initialize, and one that refuses it. Neither a
+/// one-shot `call` (at the default level and at `debug`) nor `serve` prints
+/// the token; each prints our classified line instead of a library's dump.
+#[tokio::test]
+async fn a_credential_in_the_url_query_reaches_no_output() {
+    const CANARY: &str = "CANARY-url-5c1e-SECRET";
+    let upstream = HttpUpstream::start();
+    reqwest::Client::new()
+        .post(upstream.url.replace("/mcp", "/_control/faults"))
+        .json(&json!([{"when": "any", "fault": {"kind": "drop_connection"}}]))
+        .send()
+        .await
+        .unwrap()
+        .error_for_status()
+        .unwrap();
+    let connections = format!(
+        "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"both\"\n\
+         [supervisor]\nconnect_timeout = \"2s\"\n\
+         [connections.dropped]\ntransport = \"http\"\nurl = \"{}?token={CANARY}\"\n\
+         [connections.refused]\ntransport = \"http\"\nurl = \"http://127.0.0.1:9/mcp?token={CANARY}\"\n",
+        upstream.url
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leaky.toml");
+    std::fs::write(&path, &connections).unwrap();
+    for name in ["dropped", "refused"] {
+        for log in ["", "debug"] {
+            let run = e2e::supervisor(
+                &["call", "--config", path.to_str().unwrap(), name, "echo"],
+                &[("RUST_LOG", log)],
+            );
+            assert_eq!(run.code, Some(1), "{run:?}");
+            assert!(!run.all_output().contains(CANARY), "{name} leaked: {run:?}");
+            if log.is_empty() {
+                assert_eq!(
+                    run.stderr.trim(),
+                    format!(
+                        "error: MCP connection '{name}' is temporarily unavailable \
+                         (kind=transport, status=none); retrying in about 30 seconds."
+                    ),
+                    "one classified line, nothing else"
+                );
+            }
+        }
+    }
+
+    let served = Served::start_with_env(&connections, &[("RUST_LOG", "")]);
+    let client = connect(&served.gateway_url).await;
+    for name in ["dropped", "refused"] {
+        let result = call(
+            &client,
+            "call_mcp",
+            json!({"connection": name, "tool": "echo", "arguments": {}}),
+        )
+        .await;
+        assert_eq!(result.is_error, Some(true));
+        assert!(
+            text(&result).contains("temporarily unavailable"),
+            "{result:?}"
+        );
+    }
+    let log = served.stderr();
+    assert!(log.contains("parked"), "our own line is logged: {log}");
+    assert!(!log.contains(CANARY), "serve leaked: {log}");
+}

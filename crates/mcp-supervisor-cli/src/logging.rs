@@ -5,16 +5,33 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::LogFormat;
 
-/// Installs the global subscriber. When `RUST_LOG` is unset: `info` for our
-/// crates in the long-lived process (`verbose`), `warn` for one-shot commands,
-/// whose output is the answer, not the log.
+/// Without `RUST_LOG`: our crates at `info` in the long-lived process
+/// (`verbose`); only errors for one-shot commands, which print their own
+/// outcome (a failed call's classified message) and are not a log. Either way the libraries we drive (rmcp, hyper,
+/// reqwest, actix) are silent: each failure they see reaches the user once,
+/// as our classified line, never as their raw error dump. `RUST_LOG=rmcp=debug`
+/// brings them back for debugging.
+const QUIET_LIBRARIES: &str =
+    "rmcp=off,hyper=off,hyper_util=off,reqwest=off,h2=off,actix_server=off,actix_http=off";
+
+/// Installs the global subscriber. An empty `RUST_LOG` counts as unset; an
+/// unparsable one is reported and replaced by the default.
 pub(crate) fn init(format: LogFormat, verbose: bool) {
-    let default = if verbose {
+    let ours = if verbose {
         "warn,mcp_supervisor=info,mcp_supervisor_cli=info"
     } else {
-        "warn"
+        "error"
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let default = || EnvFilter::new(format!("{ours},{QUIET_LIBRARIES}"));
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(value) if !value.trim().is_empty() => {
+            EnvFilter::try_new(&value).unwrap_or_else(|error| {
+                eprintln!("warning: ignoring RUST_LOG ({error}); using the default filter");
+                default()
+            })
+        }
+        _ => default(),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -85,6 +85,22 @@ async fn initialize_401_is_auth_with_and_without_a_challenge() {
     }
 }
 
+/// A redirect is not followed (it could carry the token to another origin),
+/// and the failure keeps its status like every other non-2xx answer.
+#[tokio::test]
+async fn initialize_302_keeps_its_status() {
+    for first in [Match::method("initialize"), Match::Any] {
+        let fixture = Fixture::new().await;
+        fixture
+            .server
+            .faults()
+            .push(FaultRule::always(first, Fault::status(302)));
+        let failure = fixture.open().await.expect_err("initialize must fail");
+        assert_failure(&failure, FailureKind::Protocol, Some(302));
+        assert_eq!(failure.path.as_deref(), Some("/mcp"));
+    }
+}
+
 #[tokio::test]
 async fn call_403_is_permission() {
     let fixture = Fixture::new().await;

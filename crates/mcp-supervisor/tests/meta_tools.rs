@@ -178,6 +178,12 @@ fn call_mcp_errors_are_the_exact_texts() {
                 json!({"connection": "fast", "tool": "echo", "arguments": [1, 2]}),
                 "Invalid arguments for 'fast'.echo: expected a JSON object of argument names to values, or none. Call get_mcp_tool_schema for the schema.",
             ),
+            // The unknown connection is reported, not the arguments of a
+            // call that could never be made.
+            (
+                json!({"connection": "nope", "tool": "echo", "arguments": [1, 2]}),
+                "Unknown MCP connection 'nope'. Available connections: fast, slow.",
+            ),
             (
                 json!({"connection": "fast", "tool": "echo", "arguments": "not json"}),
                 "Invalid arguments for 'fast'.echo: expected a JSON object of argument names to values, or none. Call get_mcp_tool_schema for the schema.",
@@ -192,6 +198,23 @@ fn call_mcp_errors_are_the_exact_texts() {
             0,
             "no error case reached the upstream"
         );
+    });
+}
+
+#[test]
+fn with_no_connections_the_meta_tools_say_so() {
+    run(|| async {
+        let registry = Registry::new(config("")).start();
+        for (tool, arguments) in [
+            ("call_mcp", json!({"connection": "x", "tool": "echo"})),
+            ("describe_mcp", json!({"connection": "x"})),
+        ] {
+            let result = meta::call(&registry, tool, object(arguments)).await;
+            assert_eq!(
+                error_text(&result),
+                "Unknown MCP connection 'x'. No connections are configured."
+            );
+        }
     });
 }
 

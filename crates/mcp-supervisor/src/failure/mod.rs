@@ -70,14 +70,18 @@ impl FailureKind {
         self as u8
     }
 
-    /// The kind an HTTP status alone implies, if it is an error status.
+    /// The kind an HTTP status alone implies, if it is an error status (every
+    /// status that is not 1xx or 2xx).
     pub fn from_status(status: u16) -> Option<FailureKind> {
         match status {
             401 => Some(FailureKind::Auth),
             403 => Some(FailureKind::Permission),
             429 => Some(FailureKind::RateLimit),
             500..=599 => Some(FailureKind::Server),
-            400..=499 => Some(FailureKind::Protocol),
+            // Any other 4xx, and a redirect: we never follow one (it could
+            // carry the token to another origin), and an MCP endpoint has
+            // no business sending one.
+            300..=499 => Some(FailureKind::Protocol),
             _ => None,
         }
     }

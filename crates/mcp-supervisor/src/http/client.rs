@@ -7,7 +7,7 @@ use std::{
     time::SystemTime,
 };
 
-use futures::{StreamExt, stream::BoxStream};
+use futures::{Stream, StreamExt, stream::BoxStream};
 use http::{
     HeaderMap, HeaderName, HeaderValue, StatusCode,
     header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE},
@@ -426,7 +426,7 @@ impl StreamableHttpClient for RecordingClient {
             .json(&message)
             .send()
             .await
-            .map_err(StreamableHttpError::Client)?;
+            .map_err(transport_error)?;
         if session_attached && response.status() == StatusCode::BAD_REQUEST {
             return Err(self.session_rejection(&uri, response).await);
         }
@@ -453,7 +453,7 @@ impl StreamableHttpClient for RecordingClient {
         let content_type = header_str(response.headers(), CONTENT_TYPE);
         match content_type.as_deref() {
             Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
-                let events = LimitedEvents::new(response.bytes_stream(), limits.max_sse_event_size);
+                let events = LimitedEvents::new(body_chunks(response), limits.max_sse_event_size);
                 Ok(StreamableHttpPostResponse::Sse(
                     SseStream::from_bytes_stream(events).boxed(),
                     new_session,
@@ -486,7 +486,7 @@ impl StreamableHttpClient for RecordingClient {
             .header(HEADER_SESSION_ID, session_id.as_ref())
             .send()
             .await
-            .map_err(StreamableHttpError::Client)?;
+            .map_err(transport_error)?;
         // 405: the server does not do explicit session deletion, which is fine.
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
@@ -537,19 +537,35 @@ impl StreamableHttpClient for RecordingClient {
         if let Some(last_event_id) = last_event_id {
             request = request.header(HEADER_LAST_EVENT_ID, last_event_id);
         }
-        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        let response = request.send().await.map_err(transport_error)?;
         self.check_status("GET", &uri, &response, session_attached)?;
         match header_str(response.headers(), CONTENT_TYPE) {
             Some(ct)
                 if media_type_is(&ct, EVENT_STREAM_MIME_TYPE)
                     || media_type_is(&ct, JSON_MIME_TYPE) =>
             {
-                let events = LimitedEvents::new(response.bytes_stream(), max_sse_event_size);
+                let events = LimitedEvents::new(body_chunks(response), max_sse_event_size);
                 Ok(SseStream::from_bytes_stream(events).boxed())
             }
             other => Err(StreamableHttpError::UnexpectedContentType(other)),
         }
     }
+}
+
+/// A transport failure, without the request URL: reqwest puts the full URL
+/// in its errors, and a configured URL may carry a credential in its query
+/// (`?token=...`), which must reach no log or error text.
+fn transport_error(error: reqwest::Error) -> HttpError {
+    StreamableHttpError::Client(error.without_url())
+}
+
+/// A response body whose read errors carry no URL (see [`transport_error`]).
+fn body_chunks(
+    response: reqwest::Response,
+) -> impl Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send + Unpin + 'static {
+    response
+        .bytes_stream()
+        .map(|chunk| chunk.map_err(reqwest::Error::without_url))
 }
 
 const ACCEPT_BOTH: &str = "text/event-stream, application/json";
@@ -579,7 +595,7 @@ async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u
         return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });
     }
     let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
+    let mut chunks = body_chunks(response);
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.map_err(StreamableHttpError::Client)?;
         if body.len() + chunk.len() > limit {

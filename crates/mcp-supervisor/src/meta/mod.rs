@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 use crate::{
     CallOutcome,
-    registry::{CallTool, ListConnections, ListTools, Registry},
+    registry::{
+        CallTool, ListConnections, ListTools, Registry, messages::unknown_connection_message,
+    },
 };
 
 /// The meta-tools' names.
@@ -179,18 +181,22 @@ async fn list_mcps(registry: &Addr<Registry>) -> Result<Value, String> {
     Ok(json!({ "connections": rows }))
 }
 
+/// `Ok` if `connection` is configured; otherwise the message naming those
+/// that are.
+async fn known_connection(registry: &Addr<Registry>, connection: &str) -> Result<(), String> {
+    let known = registry.send(ListConnections).await.map_err(stopped)?;
+    if known.iter().any(|summary| summary.name == connection) {
+        return Ok(());
+    }
+    let names: Vec<String> = known.into_iter().map(|summary| summary.name).collect();
+    Err(unknown_connection_message(connection, &names))
+}
+
 async fn catalog(
     registry: &Addr<Registry>,
     connection: &str,
 ) -> Result<Arc<crate::registry::Catalog>, String> {
-    let known = registry.send(ListConnections).await.map_err(stopped)?;
-    if !known.iter().any(|summary| summary.name == connection) {
-        let names: Vec<String> = known.into_iter().map(|summary| summary.name).collect();
-        return Err(format!(
-            "Unknown MCP connection '{connection}'. Available connections: {}.",
-            names.join(", ")
-        ));
-    }
+    known_connection(registry, connection).await?;
     registry
         .send(ListTools {
             connection: connection.to_owned(),
@@ -298,14 +304,12 @@ async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallTool
         (Ok(connection), Ok(tool)) => (connection, tool),
         (Err(message), _) | (_, Err(message)) => return error(message),
     };
-    let tool_arguments = match arguments.get("arguments") {
-        None | Some(Value::Null) => JsonObject::new(),
-        Some(Value::Object(object)) => object.clone(),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(object)) => object,
-            _ => return error(invalid_arguments(connection, tool)),
-        },
-        Some(_) => return error(invalid_arguments(connection, tool)),
+    let Some(tool_arguments) = tool_arguments(arguments.get("arguments")) else {
+        // An unknown connection is the first thing wrong with the call.
+        return error(match known_connection(registry, connection).await {
+            Ok(()) => invalid_arguments(connection, tool),
+            Err(message) => message,
+        });
     };
     let outcome = registry
         .send(CallTool {
@@ -318,6 +322,19 @@ async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallTool
     match outcome {
         Ok(outcome) => outcome_result(outcome),
         Err(mailbox) => error(stopped(mailbox)),
+    }
+}
+
+/// `call_mcp`'s `arguments`: an object, a string holding one, or nothing.
+fn tool_arguments(arguments: Option<&Value>) -> Option<JsonObject> {
+    match arguments {
+        None | Some(Value::Null) => Some(JsonObject::new()),
+        Some(Value::Object(object)) => Some(object.clone()),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(object)) => Some(object),
+            _ => None,
+        },
+        Some(_) => None,
     }
 }
 

@@ -172,13 +172,23 @@ pub struct Shutdown;
 
 impl Registry {
     fn unknown_connection(&self, connection: &str) -> CallOutcome {
-        let names = self.names().join(", ");
         CallOutcome::Rejected {
             failure: Failure::new(FailureKind::Protocol, "unknown connection"),
-            message: format!(
-                "Unknown MCP connection '{connection}'. Available connections: {names}."
-            ),
+            message: unknown_connection_message(connection, &self.names()),
         }
+    }
+}
+
+/// What a caller naming a connection that does not exist is told: the names
+/// that do exist, or that there are none.
+pub(crate) fn unknown_connection_message(connection: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        format!("Unknown MCP connection '{connection}'. No connections are configured.")
+    } else {
+        format!(
+            "Unknown MCP connection '{connection}'. Available connections: {}.",
+            names.join(", ")
+        )
     }
 }
 
