@@ -1,19 +1,322 @@
-//! Listening sockets for our HTTP servers (gateway and admin API).
+//! How our HTTP servers (the gateway and the admin API) accept, keep and
+//! close connections, and the request checks both share.
+//!
+//! [`serve`] is our own accept loop over hyper's HTTP/1 connection, in place
+//! of `axum::serve`, which holds every connection for as long as the client
+//! likes. Here (docs/DECISIONS.md #59):
+//!
+//! - every accepted socket gets `TCP_NODELAY` (see [`set_nodelay`]);
+//! - at most `max_connections` are open at once, fewer when the open-file
+//!   limit cannot hold that many ([`Server::connection_cap`]); beyond the cap
+//!   a connection is answered `503` with `Retry-After: 1` and closed;
+//! - a watchdog per connection ([`activity`]) closes it when a request head
+//!   takes longer than `header_timeout` from its first byte (or a new
+//!   connection sends nothing for that long), or when it stays idle between
+//!   requests for `idle_timeout`;
+//! - on shutdown the loop stops accepting, connections finish the request in
+//!   progress and close, and [`serve`] returns once all are closed.
+//!
+//! How long a request *body* may take is up to the routes that read one (the
+//! gateway: `body_timeout`); the admin API reads no request body.
+//!
+//! # Layout
+//! - [`activity`]: what a connection is doing and when it has waited too long.
+//! - [`guard`]: bearer token, `Host` and `Origin` checks.
 
-use axum::serve::{Listener, ListenerExt};
-use tokio::net::{TcpListener, TcpStream};
+mod activity;
+pub(crate) mod guard;
 
-/// `listener`, with `TCP_NODELAY` set on every accepted socket.
+use std::{io, sync::Arc, time::Duration};
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::{rt::TokioIo, service::TowerToHyperService};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+    sync::{OwnedSemaphorePermit, Semaphore},
+};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use activity::{Activity, Timeouts, WatchedIo, WatchedService};
+
+/// File descriptors left for everything but accepted connections: the
+/// listeners, the runtime, stdio children's pipes, upstream connections.
+const FD_RESERVE: u64 = 64;
+
+/// Connections over the cap being answered 503 at once, per server; beyond
+/// this they are closed without an answer.
+const MAX_REFUSALS: usize = 16;
+
+/// How long answering an over-the-cap connection may take, draining what
+/// the client sent included.
+const REFUSAL_TIME: Duration = Duration::from_secs(1);
+
+/// At most this much of an over-the-cap client's request is read (and
+/// dropped) so that closing the socket does not reset it before the client
+/// has read the 503.
+const REFUSAL_DRAIN_BYTES: usize = 64 * 1024;
+
+/// At most one "connection limit reached" warning per server this often.
+const CAP_WARNING_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Which of the two servers, for logs and its share of the open-file limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Port {
+    /// The MCP endpoint: three quarters of the usable descriptors.
+    Gateway,
+    /// The admin API: one quarter, so a flood on the gateway cannot take the
+    /// descriptors `/healthz` needs.
+    Admin,
+}
+
+impl Port {
+    fn name(self) -> &'static str {
+        match self {
+            Port::Gateway => "gateway",
+            Port::Admin => "admin API",
+        }
+    }
+
+    /// This port's share of `usable` descriptors.
+    fn share(self, usable: u64) -> u64 {
+        match self {
+            Port::Gateway => usable / 4 * 3,
+            Port::Admin => usable / 4,
+        }
+    }
+}
+
+/// How one server treats its connections.
+#[derive(Debug, Clone)]
+pub(crate) struct Server {
+    pub(crate) port: Port,
+    /// See `gateway.header_timeout`.
+    pub(crate) header_timeout: Duration,
+    /// See `gateway.idle_timeout`.
+    pub(crate) idle_timeout: Duration,
+    /// See `gateway.max_connections`.
+    pub(crate) max_connections: usize,
+    /// JSON body of the 503 a connection over the cap gets.
+    pub(crate) busy_body: &'static str,
+}
+
+impl Server {
+    /// `max_connections`, lowered to what this port's share of the open-file
+    /// limit holds (less [`FD_RESERVE`], and less the sockets of refusals in
+    /// progress) when that is smaller: running out of descriptors would stop
+    /// *both* servers from accepting, `/healthz` included.
+    fn connection_cap(&self) -> usize {
+        let Some(limit) = open_file_limit() else {
+            return self.max_connections;
+        };
+        let share = self.port.share(limit.saturating_sub(FD_RESERVE));
+        let share = usize::try_from(share)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(MAX_REFUSALS)
+            .max(1);
+        if share < self.max_connections {
+            tracing::warn!(
+                server = self.port.name(),
+                max_connections = self.max_connections,
+                open_file_limit = limit,
+                using = share,
+                "max_connections does not fit the open-file limit; raise `ulimit -n` to allow more"
+            );
+            share
+        } else {
+            self.max_connections
+        }
+    }
+}
+
+/// The soft `RLIMIT_NOFILE`, or `None` when unlimited or unknown.
+fn open_file_limit() -> Option<u64> {
+    use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, _hard)) if soft != RLIM_INFINITY => Some(soft),
+        _ => None,
+    }
+}
+
+/// Serves `app` on `listener` under `server`'s limits until `shutdown` is
+/// cancelled, then lets the connections finish their requests and returns
+/// once every one is closed.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    server: Server,
+    shutdown: CancellationToken,
+) -> io::Result<()> {
+    let cap = server.connection_cap();
+    let permits = Arc::new(Semaphore::new(cap));
+    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS));
+    let timeouts = Timeouts {
+        header: server.header_timeout,
+        idle: server.idle_timeout,
+    };
+    let service = TowerToHyperService::new(app);
+    let connections = TaskTracker::new();
+    let mut warned_at: Option<tokio::time::Instant> = None;
+    loop {
+        let stream = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(error) => {
+                    accept_failed(server.port, &error).await;
+                    continue;
+                }
+            },
+        };
+        set_nodelay(&stream);
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => {
+                connections.spawn(connection(
+                    stream,
+                    service.clone(),
+                    timeouts,
+                    shutdown.clone(),
+                    permit,
+                ));
+            }
+            Err(_) => {
+                if warned_at.is_none_or(|at| at.elapsed() >= CAP_WARNING_INTERVAL) {
+                    warned_at = Some(tokio::time::Instant::now());
+                    tracing::warn!(
+                        server = server.port.name(),
+                        max_connections = cap,
+                        "connection limit reached; answering new connections 503"
+                    );
+                }
+                if let Ok(permit) = refusals.clone().try_acquire_owned() {
+                    tokio::spawn(refuse(stream, server.busy_body, permit));
+                }
+            }
+        }
+    }
+    // New connections now wait in the backlog until the listener is dropped.
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+/// One connection, until it ends, its watchdog expires, or shutdown has let
+/// its request in progress finish.
+async fn connection(
+    stream: TcpStream,
+    service: TowerToHyperService<Router>,
+    timeouts: Timeouts,
+    shutdown: CancellationToken,
+    _permit: OwnedSemaphorePermit,
+) {
+    let activity = Activity::new(timeouts);
+    let io = TokioIo::new(WatchedIo::new(stream, activity.clone()));
+    let service = WatchedService::new(service, activity.clone());
+    let mut builder = http1::Builder::new();
+    // The watchdog times heads (and idle time); hyper's own header timer
+    // would also run while a kept-alive connection is idle.
+    builder.header_read_timeout(None);
+    let connection = builder.serve_connection(io, service);
+    let mut connection = std::pin::pin!(connection);
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            ended = connection.as_mut() => {
+                if let Err(error) = ended {
+                    tracing::debug!(%error, "HTTP connection ended with an error");
+                }
+                return;
+            }
+            () = shutdown.cancelled(), if !draining => {
+                draining = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            expired = activity.expired() => {
+                tracing::debug!(reason = expired.as_str(), "closing an HTTP connection");
+                // Dropping the connection closes the socket.
+                return;
+            }
+        }
+    }
+}
+
+/// Answers a connection over the cap `503` and closes it.
+async fn refuse(mut stream: TcpStream, body: &'static str, _permit: OwnedSemaphorePermit) {
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSAL_TIME, async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        // Closing with unread input resets the connection, which can make the
+        // client drop our answer unread; take what it sends until it closes.
+        let mut sink = [0u8; 4096];
+        let mut drained = 0;
+        while drained < REFUSAL_DRAIN_BYTES {
+            let read = stream.read(&mut sink).await?;
+            if read == 0 {
+                break;
+            }
+            drained += read;
+        }
+        io::Result::Ok(())
+    })
+    .await;
+}
+
+/// An `accept` error. The ones about a single connection are skipped; others
+/// (out of file descriptors, above all) are logged and retried after a pause,
+/// as `axum::serve` does.
+async fn accept_failed(port: Port, error: &io::Error) {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        error.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::warn!(server = port.name(), %error, "cannot accept a connection; retrying in 1s");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// Sets `TCP_NODELAY` on an accepted socket.
 ///
-/// axum leaves Nagle on. With keep-alive clients (every MCP client, and
+/// hyper leaves Nagle on. With keep-alive clients (every MCP client, and
 /// scrapers of `/metrics`), Nagle on our side plus delayed ACKs on theirs
 /// stalls each answer written in two segments by ~40 ms.
-pub(crate) fn without_nagle(
-    listener: TcpListener,
-) -> impl Listener<Io = TcpStream, Addr = std::net::SocketAddr> {
-    listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "could not set TCP_NODELAY on an accepted connection");
+fn set_nodelay(stream: &TcpStream) {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "could not set TCP_NODELAY on an accepted connection");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_of_the_descriptors_add_up_to_at_most_all() {
+        for usable in [0, 1, 7, 192, 960, 1_000_000] {
+            assert!(Port::Gateway.share(usable) + Port::Admin.share(usable) <= usable);
         }
-    })
+        assert_eq!(Port::Gateway.share(192), 144);
+        assert_eq!(Port::Admin.share(192), 48);
+    }
+
+    #[test]
+    fn the_cap_never_exceeds_max_connections() {
+        let server = Server {
+            port: Port::Admin,
+            header_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
+            max_connections: 3,
+            busy_body: "{}",
+        };
+        assert!((1..=3).contains(&server.connection_cap()));
+    }
 }

@@ -59,6 +59,7 @@ impl Admin {
         let response = self
             .http
             .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
             .send()
             .await
             .unwrap();

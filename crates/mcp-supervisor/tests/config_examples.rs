@@ -47,6 +47,7 @@ fn example_toml_is_read_in_full() {
     let text = fs::read_to_string(path).unwrap();
     let config = Config::from_toml_str(&text, path, &any_env).unwrap();
     assert!(config.gateway.auth.is_some());
+    assert!(config.admin.auth.is_some());
     let names: Vec<&str> = config.connections.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["files", "github"]);
     let github = config.connection("github").unwrap();
@@ -90,6 +91,12 @@ fn example_mentions_every_key() {
         "token_file",
         "allowed_hosts",
         "max_body_bytes",
+        "header_timeout",
+        "body_timeout",
+        "idle_timeout",
+        "max_connections",
+        "max_sessions",
+        "session_idle_timeout",
         "[admin]",
         "transport",
         "url",

@@ -1,10 +1,14 @@
 //! Talking to a running process's admin API (`status`, `reset`): where it is,
-//! and one small HTTP client on a current-thread runtime.
+//! its token, and one small HTTP client on a current-thread runtime.
+//!
+//! Every request is sent as the admin API requires (docs/CONFIG.md
+//! `[admin]`): a POST as `Content-Type: application/json`, and with the
+//! bearer token of `[admin] auth` when the `--config` file has one.
 
-use std::{future::Future, path::Path, time::Duration};
+use std::{cell::Cell, future::Future, net::SocketAddr, path::Path, time::Duration};
 
-use mcp_supervisor::config::{AdminSettings, Config};
-use reqwest::{Method, StatusCode, Url};
+use mcp_supervisor::config::{AdminSettings, BearerToken, Config};
+use reqwest::{Method, StatusCode, Url, header};
 use serde_json::Value;
 
 use super::serve::EMBEDDED_DEFAULT;
@@ -14,11 +18,18 @@ use crate::{cli::AdminTarget, exit::Exit};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Stands in for a `token_env` variable this shell does not set, so the
+/// rest of the file still validates (finding the admin API needs no secret).
+/// It passes token validation; it is never sent.
+const UNSET_VARIABLE: &str = "mcp-supervisor-cli-unset-variable";
+
 /// The admin API of one running process.
 #[derive(Debug)]
 pub(crate) struct AdminClient {
     /// `http://HOST:PORT/`.
     base: Url,
+    /// `[admin] auth` of the `--config` file, sent as `Authorization: Bearer`.
+    token: Option<BearerToken>,
     http: reqwest::Client,
 }
 
@@ -43,10 +54,13 @@ impl AdminClient {
     /// The client for `--admin HOST:PORT`, `--config FILE`, or the embedded
     /// default config's address. Bad input is a usage error.
     pub(crate) fn new(target: AdminTarget) -> Result<Self, Exit> {
-        let base = match (target.admin, target.config) {
-            (Some(address), _) => base_url(&address)?,
-            (None, Some(path)) => base_url(&admin_listen_in(&path)?.to_string())?,
-            (None, None) => base_url(&default_admin_listen().to_string())?,
+        let (base, token) = match (target.admin, target.config) {
+            (Some(address), _) => (base_url(&address)?, None),
+            (None, Some(path)) => {
+                let (listen, token) = admin_in(&path)?;
+                (base_url(&listen.to_string())?, token)
+            }
+            (None, None) => (base_url(&default_admin_listen().to_string())?, None),
         };
         let http = reqwest::Client::builder()
             // The admin API is local; an HTTP proxy from the environment must
@@ -56,7 +70,7 @@ impl AdminClient {
             .timeout(REQUEST_TIMEOUT)
             .build()
             .map_err(|error| Exit::Failed(format!("cannot build an HTTP client: {error}")))?;
-        Ok(AdminClient { base, http })
+        Ok(AdminClient { base, token, http })
     }
 
     /// The base URL with `segments` appended, each percent-encoded (a
@@ -75,18 +89,27 @@ impl AdminClient {
     /// it tried.
     pub(crate) async fn request(&self, method: Method, segments: &[&str]) -> Result<Answer, Exit> {
         let url = self.url(segments);
-        let response = self
+        let mut request = self
             .http
-            .request(method, url.clone())
-            .send()
-            .await
-            .map_err(|error| {
-                Exit::Failed(format!(
-                    "cannot reach the admin API at {} ({}); is `mcp-supervisor serve` running there?",
-                    self.base.as_str().trim_end_matches('/'),
-                    root_cause(&error)
-                ))
-            })?;
+            .request(method.clone(), url.clone())
+            .header(header::ACCEPT, "application/json");
+        if method == Method::POST {
+            // The admin API takes state changes as JSON only (a web page
+            // cannot send that cross-site); the body itself is unused.
+            request = request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body("{}");
+        }
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token.expose());
+        }
+        let response = request.send().await.map_err(|error| {
+            Exit::Failed(format!(
+                "cannot reach the admin API at {} ({}); is `mcp-supervisor serve` running there?",
+                self.base.as_str().trim_end_matches('/'),
+                root_cause(&error)
+            ))
+        })?;
         let status = response.status();
         let text = response.text().await.map_err(|error| {
             Exit::Failed(format!(
@@ -134,22 +157,35 @@ fn base_url(address: &str) -> Result<Url, Exit> {
     Ok(url)
 }
 
-/// `admin.listen` of the config at `path`. The whole file is validated (an
-/// invalid one is a usage error), but `token_env` variables need not be set:
-/// finding the admin API needs no secret, and the shell running `status` is
-/// often not the service's.
-fn admin_listen_in(path: &Path) -> Result<std::net::SocketAddr, Exit> {
+/// `admin.listen` and the `[admin] auth` token of the config at `path`. The
+/// whole file is validated (an invalid one is a usage error), but `token_env`
+/// variables need not be set: finding the admin API needs no secret, and the
+/// shell running `status` is often not the service's. The admin token's own
+/// variable must be set when there is one, since every request needs it.
+fn admin_in(path: &Path) -> Result<(SocketAddr, Option<BearerToken>), Exit> {
     let text = std::fs::read_to_string(path).map_err(|error| {
         Exit::Usage(format!(
             "{}: cannot read config file: {error}",
             path.display()
         ))
     })?;
+    let unset = Cell::new(false);
     let config = Config::from_toml_str(&text, path, &|name| {
-        Some(std::env::var(name).unwrap_or_else(|_| "unused".to_owned()))
+        Some(std::env::var(name).unwrap_or_else(|_| {
+            unset.set(true);
+            UNSET_VARIABLE.to_owned()
+        }))
     })
     .map_err(|error| Exit::Usage(error.to_string()))?;
-    Ok(config.admin.listen)
+    let token = config.admin.auth;
+    if unset.get() && token.as_ref().is_some_and(|t| t.expose() == UNSET_VARIABLE) {
+        return Err(Exit::Usage(format!(
+            "{}: admin.auth.token_env: the variable holding the admin API's token is not set \
+             in this environment; set it to reach the admin API",
+            path.display()
+        )));
+    }
+    Ok((config.admin.listen, token))
 }
 
 /// The embedded default config's `admin.listen` (what `serve` with no
@@ -240,6 +276,38 @@ mod tests {
             matches!(error, Exit::Usage(ref m) if m.contains("missing.toml")),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn config_gives_the_admin_token_and_needs_its_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "[admin]\nlisten = \"127.0.0.1:7555\"\nauth = { kind = \"bearer\", token = \"adm1n\" }\n",
+        )
+        .unwrap();
+        let client = AdminClient::new(target(None, Some(&path))).unwrap();
+        assert_eq!(
+            client.token.as_ref().map(BearerToken::expose),
+            Some("adm1n")
+        );
+        assert!(!format!("{client:?}").contains("adm1n"));
+
+        std::fs::write(
+            &path,
+            "[admin]\nauth = { kind = \"bearer\", token_env = \"MCP_SUPERVISOR_TEST_UNSET_ADMIN\" }\n",
+        )
+        .unwrap();
+        let error = AdminClient::new(target(None, Some(&path))).unwrap_err();
+        assert!(
+            matches!(error, Exit::Usage(ref m) if m.contains("admin.auth.token_env") && m.contains("not set")),
+            "{error:?}"
+        );
+
+        // `--admin` alone sends no token.
+        let client = AdminClient::new(target(Some("127.0.0.1:9"), None)).unwrap();
+        assert!(client.token.is_none());
     }
 
     #[test]

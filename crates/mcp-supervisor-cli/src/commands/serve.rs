@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use actix::Actor;
 use mcp_supervisor::{
-    admin::{ConfigSource, Reloader, serve_admin},
+    admin::{ConfigSource, Reloader, serve_admin_with},
     config::Config,
     gateway::{GatewayState, ListChangedForwarder, serve_http, serve_stdio},
     registry::{Registry, Shutdown, Subscribe},
@@ -89,10 +89,11 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     // Where to find us. Under --stdio, stdout is the MCP channel: use stderr.
     let admin_url = format!("http://{}", local(&admin));
     let mut announce = format!("admin API listening on {admin_url} (GET /status, /metrics)\n");
-    actix_rt::spawn(serve_admin(
+    actix_rt::spawn(serve_admin_with(
         admin,
         registry.clone(),
         reloader.clone(),
+        config.admin.clone(),
         shutdown.clone(),
     ));
 

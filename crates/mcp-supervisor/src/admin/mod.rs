@@ -5,7 +5,8 @@
 //! - [`status`]: a status snapshot as the `/status` JSON (pure).
 //! - [`metrics`]: a status snapshot as Prometheus text (pure).
 //! - [`reload`]: [`Reloader`], re-reading the config for `POST /reload` and SIGHUP.
-//! - [`server`]: the axum router and [`serve_admin`].
+//! - [`server`]: the axum router, its protection (`Host`, `Origin`, JSON
+//!   content type, bearer token) and [`serve_admin_with`].
 //!
 //! Everything here is built from [`ConnectionStatus`](crate::registry::ConnectionStatus),
 //! which never holds a URL, token, header or argument value, so neither can the
@@ -18,5 +19,5 @@ pub mod status;
 
 pub use metrics::{METRICS_CONTENT_TYPE, metrics_text};
 pub use reload::{ConfigSource, ReloadError, Reloader, report_json};
-pub use server::{READY_TIMEOUT, router, serve_admin};
+pub use server::{READY_TIMEOUT, router, router_with, serve_admin, serve_admin_with};
 pub use status::status_json;

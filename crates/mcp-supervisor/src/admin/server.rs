@@ -1,16 +1,32 @@
-//! The admin API's HTTP server (axum): routes, handlers, graceful shutdown.
+//! The admin API's HTTP server (axum): routes, handlers, protection,
+//! graceful shutdown.
 //!
 //! Handlers only talk to the registry by message, so the server must run on
 //! the actix system's runtime (the `serve` command runs it inside
 //! `actix_rt::System`, and so do the tests).
+//!
+//! # Protection (docs/DECISIONS.md #62)
+//!
+//! The API changes state (`POST /reload`, `POST /connections/{name}/reset`)
+//! and listens on loopback, where any web page the user visits can reach it.
+//! Every request must name an allowed `Host` (DNS rebinding) and, when a
+//! browser sends an `Origin`, an allowed host's origin (403 otherwise); a
+//! POST must be `Content-Type: application/json` (415 otherwise), which a page
+//! cannot send to another site without a CORS preflight we never approve.
+//! With `[admin] auth`, every route but the probes `/healthz` and `/readyz`
+//! needs the bearer token (401 with a `Bearer` challenge otherwise): the
+//! probes say only whether the process is up and ready, and probe clients
+//! (orchestrators, `curl` in a health check) often cannot send a token.
+//! Connections are limited like the gateway's (`listener.rs`).
 
-use std::{io, time::Duration};
+use std::{io, sync::Arc, time::Duration};
 
 use actix::{Addr, MailboxError};
 use axum::{
     Json, Router,
-    extract::{Path, State},
+    extract::{Path, Request, State},
     http::{StatusCode, header},
+    middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
@@ -24,7 +40,11 @@ use super::{
     status::status_json,
 };
 use crate::{
-    listener::without_nagle,
+    config::{AdminSettings, BearerToken},
+    listener::{
+        self, Port, Server,
+        guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
+    },
     registry::{ConnectionStatus, Registry, Reset, Status, UnknownConnection},
 };
 
@@ -34,6 +54,13 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(1);
 /// Bound on the status snapshot behind `/status` and `/metrics`: a scrape
 /// answers 503 rather than hang if the registry is stuck.
 const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a connection over `admin.max_connections` is answered (with 503).
+const BUSY_BODY: &str =
+    r#"{"error":"too many connections to the admin API (admin.max_connections); retry later"}"#;
+
+/// Routes that answer without the admin token: liveness and readiness probes.
+const PROBES: [&str; 2] = ["/healthz", "/readyz"];
 
 /// What every handler needs.
 #[derive(Clone, Debug)]
@@ -45,39 +72,122 @@ struct AdminState {
     shutdown: CancellationToken,
 }
 
-/// Serves the admin API on `listener` until `shutdown` is cancelled, then
-/// finishes the requests in progress and returns.
+/// Who may use the API: see the module documentation.
+#[derive(Debug)]
+struct Protection {
+    hosts: AllowedHosts,
+    token: Option<BearerToken>,
+}
+
+/// Serves the admin API on `listener` with the default `[admin]` settings
+/// (loopback hosts, no token); see [`serve_admin_with`].
 pub async fn serve_admin(
     listener: TcpListener,
     registry: Addr<Registry>,
     reloader: Reloader,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
-    if let Ok(address) = listener.local_addr() {
-        tracing::info!(%address, "admin API listening");
-    }
-    let app = router(registry, reloader, shutdown.clone());
-    axum::serve(without_nagle(listener), app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    serve_admin_with(
+        listener,
+        registry,
+        reloader,
+        AdminSettings::default(),
+        shutdown,
+    )
+    .await
 }
 
-/// The admin routes (SPEC §10). Unknown paths answer 404, known paths with
-/// the wrong method 405.
+/// Serves the admin API on `listener` under `settings` (its `listen` is not
+/// used: the listener is already bound) until `shutdown` is cancelled, then
+/// finishes the requests in progress and returns.
+pub async fn serve_admin_with(
+    listener: TcpListener,
+    registry: Addr<Registry>,
+    reloader: Reloader,
+    settings: AdminSettings,
+    shutdown: CancellationToken,
+) -> io::Result<()> {
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, auth = settings.auth.is_some(), "admin API listening");
+    }
+    let app = router_with(registry, reloader, &settings, shutdown.clone());
+    let server = Server {
+        port: Port::Admin,
+        header_timeout: settings.header_timeout,
+        idle_timeout: settings.idle_timeout,
+        max_connections: settings.max_connections,
+        busy_body: BUSY_BODY,
+    };
+    listener::serve(listener, app, server, shutdown).await
+}
+
+/// The admin routes with the default `[admin]` settings; see [`router_with`].
 pub fn router(registry: Addr<Registry>, reloader: Reloader, shutdown: CancellationToken) -> Router {
+    router_with(registry, reloader, &AdminSettings::default(), shutdown)
+}
+
+/// The admin routes (SPEC §10) behind `settings`' protection. Unknown paths
+/// answer 404, known paths with the wrong method 405.
+pub fn router_with(
+    registry: Addr<Registry>,
+    reloader: Reloader,
+    settings: &AdminSettings,
+    shutdown: CancellationToken,
+) -> Router {
+    let protection = Arc::new(Protection {
+        hosts: AllowedHosts::new(&settings.allowed_hosts),
+        token: settings.auth.clone(),
+    });
+    let json_only = || middleware::from_fn(json_only);
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .route("/connections/{name}/reset", post(reset))
-        .route("/reload", post(reload))
+        .route(
+            "/connections/{name}/reset",
+            post(reset).route_layer(json_only()),
+        )
+        .route("/reload", post(reload).route_layer(json_only()))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(protection, protect))
         .with_state(AdminState {
             registry,
             reloader,
             shutdown,
         })
+}
+
+/// `Host`, `Origin` and the token, before any route.
+async fn protect(
+    State(protection): State<Arc<Protection>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Err(refused) = protection.hosts.check(request.uri(), request.headers()) {
+        tracing::debug!(reason = %refused, "admin API request refused");
+        return error(refused.status(), &refused);
+    }
+    if let Some(token) = &protection.token
+        && !PROBES.contains(&request.uri().path())
+        && !bearer_matches(request.headers(), token)
+    {
+        return unauthorized(Json(json!({
+            "error": "missing or invalid bearer token (see [admin] auth)"
+        })));
+    }
+    next.run(request).await
+}
+
+/// State changes only as `application/json`.
+async fn json_only(request: Request, next: Next) -> Response {
+    if !is_json(request.headers()) {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &"state-changing requests must be sent with Content-Type: application/json",
+        );
+    }
+    next.run(request).await
 }
 
 /// The process is up and serving HTTP.

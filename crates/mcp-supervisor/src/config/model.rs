@@ -129,10 +129,33 @@ pub struct GatewaySettings {
     pub allowed_hosts: Vec<String>,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// A request's head (request line and headers) must arrive within this
+    /// long of its first byte; a new connection must send its first request
+    /// head within this long of being accepted.
+    pub header_timeout: Duration,
+    /// A request's body must arrive within this long of its head.
+    pub body_timeout: Duration,
+    /// A kept-alive connection with no request in progress is closed after
+    /// this long.
+    pub idle_timeout: Duration,
+    /// Open connections at once; beyond this a new connection is answered 503
+    /// and closed.
+    pub max_connections: usize,
+    /// Live MCP sessions (2025-era clients) at once; beyond this `initialize`
+    /// is answered 503 with a JSON-RPC error.
+    pub max_sessions: usize,
+    /// A session with no activity for this long is closed (its client must
+    /// initialize again).
+    pub session_idle_timeout: Duration,
 }
 
 /// Default `gateway.max_body_bytes`: 4 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The loopback names both HTTP servers accept in `Host` by default.
+fn loopback_hosts() -> Vec<String> {
+    vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]
+}
 
 impl Default for GatewaySettings {
     fn default() -> Self {
@@ -142,8 +165,14 @@ impl Default for GatewaySettings {
             expose: Expose::Namespaced,
             prefix: Prefix::Always,
             auth: None,
-            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            allowed_hosts: loopback_hosts(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            max_connections: 512,
+            max_sessions: 256,
+            session_idle_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -232,12 +261,29 @@ pub trait Choice: Copy + 'static {
 pub struct AdminSettings {
     /// Address to bind; loopback by default.
     pub listen: SocketAddr,
+    /// Bearer token every route but `/healthz` and `/readyz` requires;
+    /// `None` means no auth.
+    pub auth: Option<BearerToken>,
+    /// Accepted `Host` header names (DNS-rebinding protection), lowercased;
+    /// an `Origin` header must name one of them too. Never empty.
+    pub allowed_hosts: Vec<String>,
+    /// As [`GatewaySettings::header_timeout`].
+    pub header_timeout: Duration,
+    /// As [`GatewaySettings::idle_timeout`].
+    pub idle_timeout: Duration,
+    /// As [`GatewaySettings::max_connections`].
+    pub max_connections: usize,
 }
 
 impl Default for AdminSettings {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 7301)),
+            auth: None,
+            allowed_hosts: loopback_hosts(),
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            max_connections: 32,
         }
     }
 }
@@ -443,7 +489,7 @@ impl BearerToken {
 
 impl PartialEq for BearerToken {
     fn eq(&self, other: &Self) -> bool {
-        // Reload diffing only; the gateway does its own constant-time compare.
+        // Reload diffing only; the HTTP servers do their own constant-time compare.
         self.expose() == other.expose()
     }
 }

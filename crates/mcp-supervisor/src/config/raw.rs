@@ -69,6 +69,12 @@ pub(crate) struct RawGateway {
     pub(crate) auth: Option<RawAuth>,
     pub(crate) allowed_hosts: Option<Vec<String>>,
     pub(crate) max_body_bytes: Option<i64>,
+    pub(crate) header_timeout: Option<String>,
+    pub(crate) body_timeout: Option<String>,
+    pub(crate) idle_timeout: Option<String>,
+    pub(crate) max_connections: Option<i64>,
+    pub(crate) max_sessions: Option<i64>,
+    pub(crate) session_idle_timeout: Option<String>,
 }
 
 /// `[admin]`.
@@ -76,10 +82,15 @@ pub(crate) struct RawGateway {
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub(crate) struct RawAdmin {
     pub(crate) listen: Option<String>,
+    pub(crate) auth: Option<RawAuth>,
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    pub(crate) header_timeout: Option<String>,
+    pub(crate) idle_timeout: Option<String>,
+    pub(crate) max_connections: Option<i64>,
 }
 
-/// `auth = { kind = "bearer", token | token_env | token_file }`, used by the gateway
-/// and by http connections.
+/// `auth = { kind = "bearer", token | token_env | token_file }`, used by the gateway,
+/// the admin API and http connections.
 #[derive(Debug, Default, Deserialize)]
 #[serde(
     deny_unknown_fields,

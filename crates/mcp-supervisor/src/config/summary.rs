@@ -17,7 +17,8 @@ pub fn summary(config: &Config) -> String {
     // `writeln!` into a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(
         out,
-        "gateway  listen={} path={} expose={} prefix={} auth={} allowed_hosts={} max_body_bytes={}",
+        "gateway  listen={} path={} expose={} prefix={} auth={} allowed_hosts={} max_body_bytes={} \
+         max_connections={} max_sessions={}",
         g.listen,
         g.path,
         g.expose.as_str(),
@@ -25,8 +26,18 @@ pub fn summary(config: &Config) -> String {
         if g.auth.is_some() { "bearer" } else { "none" },
         g.allowed_hosts.join(","),
         g.max_body_bytes,
+        g.max_connections,
+        g.max_sessions,
     );
-    let _ = writeln!(out, "admin    listen={}", config.admin.listen);
+    let a = &config.admin;
+    let _ = writeln!(
+        out,
+        "admin    listen={} auth={} allowed_hosts={} max_connections={}",
+        a.listen,
+        if a.auth.is_some() { "bearer" } else { "none" },
+        a.allowed_hosts.join(","),
+        a.max_connections,
+    );
     let _ = writeln!(out, "connections: {}", config.connections.len());
     let width = config
         .connections

@@ -267,6 +267,134 @@ fn gateway_and_admin_settings() {
 }
 
 #[test]
+fn connection_limits_and_admin_protection_have_defaults() {
+    let config = load("").unwrap();
+    let g = &config.gateway;
+    assert_eq!(g.header_timeout, Duration::from_secs(10));
+    assert_eq!(g.body_timeout, Duration::from_secs(30));
+    assert_eq!(g.idle_timeout, Duration::from_secs(120));
+    assert_eq!(g.max_connections, 512);
+    assert_eq!(g.max_sessions, 256);
+    assert_eq!(g.session_idle_timeout, Duration::from_secs(300));
+    let a = &config.admin;
+    assert!(a.auth.is_none());
+    assert_eq!(a.allowed_hosts, ["localhost", "127.0.0.1", "[::1]"]);
+    assert_eq!(a.header_timeout, Duration::from_secs(10));
+    assert_eq!(a.idle_timeout, Duration::from_secs(120));
+    assert_eq!(a.max_connections, 32);
+}
+
+#[test]
+fn connection_limits_and_admin_protection_are_read() {
+    let env = |name: &str| (name == "ADMIN_TOKEN").then(|| "adm1n".to_owned());
+    let config = Config::from_toml_str(
+        r#"
+        [gateway]
+        header_timeout = "2s"
+        body_timeout = "3s"
+        idle_timeout = "4s"
+        max_connections = 5
+        max_sessions = 6
+        session_idle_timeout = "7m"
+        [admin]
+        auth = { kind = "bearer", token_env = "ADMIN_TOKEN" }
+        allowed_hosts = ["Admin.Example:8443"]
+        header_timeout = "500ms"
+        idle_timeout = "1s"
+        max_connections = 2
+        "#,
+        Path::new("test.toml"),
+        &env,
+    )
+    .unwrap();
+    let g = &config.gateway;
+    assert_eq!(g.header_timeout, Duration::from_secs(2));
+    assert_eq!(g.body_timeout, Duration::from_secs(3));
+    assert_eq!(g.idle_timeout, Duration::from_secs(4));
+    assert_eq!(g.max_connections, 5);
+    assert_eq!(g.max_sessions, 6);
+    assert_eq!(g.session_idle_timeout, Duration::from_secs(420));
+    let a = &config.admin;
+    assert_eq!(a.auth.as_ref().map(BearerToken::expose), Some("adm1n"));
+    assert_eq!(a.allowed_hosts, ["admin.example:8443"]);
+    assert_eq!(a.header_timeout, Duration::from_millis(500));
+    assert_eq!(a.idle_timeout, Duration::from_secs(1));
+    assert_eq!(a.max_connections, 2);
+    // The admin token never shows in Debug.
+    assert!(!format!("{config:?}").contains("adm1n"));
+}
+
+#[test]
+fn connection_limit_violations_name_the_key() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[gateway]\nheader_timeout = \"0s\"",
+            "gateway.header_timeout: must be greater than zero",
+        ),
+        (
+            "[gateway]\nbody_timeout = \"soon\"",
+            "gateway.body_timeout: invalid duration",
+        ),
+        (
+            "[gateway]\nidle_timeout = 30",
+            "gateway.idle_timeout: expected a string, found an integer",
+        ),
+        (
+            "[gateway]\nmax_connections = 0",
+            "gateway.max_connections: must be greater than zero",
+        ),
+        (
+            "[gateway]\nmax_sessions = 2000000",
+            "gateway.max_sessions: must be at most 1000000",
+        ),
+        (
+            "[gateway]\nsession_idle_timeout = \"-1s\"",
+            "gateway.session_idle_timeout: must be a positive duration",
+        ),
+        (
+            "[admin]\nauth = { kind = \"bearer\" }",
+            "admin.auth: set exactly one of 'token', 'token_env' or 'token_file'",
+        ),
+        (
+            "[admin]\nauth = { kind = \"bearer\", token_env = \"UNSET_ADMIN_TOKEN\" }",
+            "admin.auth.token_env",
+        ),
+        (
+            "[admin]\nallowed_hosts = []",
+            "admin.allowed_hosts: must list at least one host",
+        ),
+        (
+            "[admin]\nallowed_hosts = [\"a/b\"]",
+            "admin.allowed_hosts[0]",
+        ),
+        (
+            "[admin]\nheader_timeout = \"0ms\"",
+            "admin.header_timeout: must be greater than zero",
+        ),
+        (
+            "[admin]\nidle_timeout = \"400days\"",
+            "admin.idle_timeout: must be at most 365 days",
+        ),
+        (
+            "[admin]\nmax_connections = -1",
+            "admin.max_connections: must be greater than zero",
+        ),
+        (
+            "[admin]\nmax_sessions = 3",
+            "admin.max_sessions: unknown key 'max_sessions'",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = load(text).expect_err(text).to_string();
+        assert!(err.starts_with("test.toml: "), "{err}");
+        assert!(
+            err.contains(expected),
+            "for {text:?}\n got: {err}\nwant: {expected}"
+        );
+    }
+}
+
+#[test]
 fn rule_violations_name_the_key() {
     let cases: &[(&str, &str)] = &[
         (
@@ -585,8 +713,8 @@ fn summary_lists_everything_in_order() {
     )
     .unwrap();
     let expected = "\
-gateway  listen=127.0.0.1:7300 path=/mcp expose=namespaced prefix=always auth=bearer allowed_hosts=localhost,127.0.0.1,[::1] max_body_bytes=4194304
-admin    listen=127.0.0.1:7301
+gateway  listen=127.0.0.1:7300 path=/mcp expose=namespaced prefix=always auth=bearer allowed_hosts=localhost,127.0.0.1,[::1] max_body_bytes=4194304 max_connections=512 max_sessions=256
+admin    listen=127.0.0.1:7301 auth=none allowed_hosts=localhost,127.0.0.1,[::1] max_connections=32
 connections: 2
   cli  stdio  command=srv args=2 env=K cwd=/tmp tools=none concurrency=1 queue=64 retry=safe
   web  http   url=https://user-less.example/mcp?[REDACTED] auth=bearer headers=X-A,X-B tools=a,b concurrency=4 queue=64 retry=safe

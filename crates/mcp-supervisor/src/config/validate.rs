@@ -31,6 +31,11 @@ const MAX_CONCURRENT_CALLS: usize = 65_536;
 const MAX_QUEUED_CALLS: usize = 1_000_000;
 /// Upper bound of `gateway.max_body_bytes`: 1 GiB.
 const MAX_BODY_BYTES: usize = 1 << 30;
+/// Upper bound of `max_connections` (gateway and admin): more than any file
+/// descriptor limit in practice.
+const MAX_CONNECTIONS: usize = 1_000_000;
+/// Upper bound of `gateway.max_sessions`.
+const MAX_SESSIONS: usize = 1_000_000;
 
 /// Request headers the HTTP transport sets itself; overriding them breaks the
 /// protocol, so they are refused with a clear message instead.
@@ -242,6 +247,38 @@ impl<'a> Validator<'a> {
             auth,
             allowed_hosts,
             max_body_bytes,
+            header_timeout: self.duration(
+                &key.key("header_timeout"),
+                raw.header_timeout,
+                d.header_timeout,
+            )?,
+            body_timeout: self.duration(
+                &key.key("body_timeout"),
+                raw.body_timeout,
+                d.body_timeout,
+            )?,
+            idle_timeout: self.duration(
+                &key.key("idle_timeout"),
+                raw.idle_timeout,
+                d.idle_timeout,
+            )?,
+            max_connections: self.count_usize(
+                &key.key("max_connections"),
+                raw.max_connections,
+                d.max_connections,
+                MAX_CONNECTIONS,
+            )?,
+            max_sessions: self.count_usize(
+                &key.key("max_sessions"),
+                raw.max_sessions,
+                d.max_sessions,
+                MAX_SESSIONS,
+            )?,
+            session_idle_timeout: self.duration(
+                &key.key("session_idle_timeout"),
+                raw.session_idle_timeout,
+                d.session_idle_timeout,
+            )?,
         })
     }
 
@@ -292,11 +329,36 @@ impl<'a> Validator<'a> {
     }
 
     fn admin(&self, key: &KeyPath, raw: RawAdmin) -> Result<AdminSettings, ConfigError> {
+        let d = AdminSettings::default();
         Ok(AdminSettings {
             listen: match raw.listen {
                 Some(text) => self.check(&key.key("listen"), values::socket_addr(&text))?,
-                None => AdminSettings::default().listen,
+                None => d.listen,
             },
+            auth: raw
+                .auth
+                .map(|auth| self.bearer(&key.key("auth"), auth))
+                .transpose()?,
+            allowed_hosts: match raw.allowed_hosts {
+                Some(hosts) => self.allowed_hosts(&key.key("allowed_hosts"), hosts)?,
+                None => d.allowed_hosts,
+            },
+            header_timeout: self.duration(
+                &key.key("header_timeout"),
+                raw.header_timeout,
+                d.header_timeout,
+            )?,
+            idle_timeout: self.duration(
+                &key.key("idle_timeout"),
+                raw.idle_timeout,
+                d.idle_timeout,
+            )?,
+            max_connections: self.count_usize(
+                &key.key("max_connections"),
+                raw.max_connections,
+                d.max_connections,
+                MAX_CONNECTIONS,
+            )?,
         })
     }
 

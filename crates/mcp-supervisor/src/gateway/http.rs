@@ -1,34 +1,83 @@
 //! The gateway over streamable HTTP: rmcp's own server implementation behind
-//! our bearer check. rmcp enforces the Host allowlist (DNS-rebinding
-//! protection) and the request body limit itself.
+//! a thin layer of ours (docs/DECISIONS.md #60, #61).
+//!
+//! rmcp enforces the `Host` and `Origin` allowlists (DNS-rebinding and
+//! cross-site protection; the origins are the allowed hosts'), the protocol's
+//! rules and the body size limit. In front of it, this layer:
+//!
+//! - checks the bearer token (scheme case-insensitive, constant-time);
+//! - reads a POST body within `body_timeout` (else 408) and `max_body_bytes`
+//!   (else 413), so a slow client cannot hold a request open;
+//! - caps live sessions at `max_sessions` (`CappedSessions`): beyond it,
+//!   `initialize` is answered 503 with a JSON-RPC error; a session idle for
+//!   `session_idle_timeout` is closed;
+//! - corrects two answers of rmcp 3.11: a body that is not JSON, or not a
+//!   JSON-RPC message, gets 400 with a JSON-RPC error (-32700 / -32600)
+//!   instead of 415, and `DELETE` of an unknown session gets 404 instead of
+//!   202.
+//!
+//! Connections (timeouts, the connection cap) are `listener.rs`'s.
 
-use std::{io, sync::Arc};
+use std::{cell::Cell, io, sync::Arc, time::Duration};
 
 use axum::{
     Router,
-    body::Body,
+    body::{Body, Bytes},
     extract::{Request, State},
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
     response::{IntoResponse, Response},
     routing::any,
 };
-use rmcp::transport::{
-    StreamableHttpServerConfig, StreamableHttpService,
-    streamable_http_server::session::local::LocalSessionManager,
+use bytes::BytesMut;
+use futures::{Stream, StreamExt};
+use rmcp::{
+    model::{
+        ClientJsonRpcMessage, ErrorCode, ErrorData, JsonRpcError, RequestId, ServerJsonRpcMessage,
+    },
+    transport::{
+        StreamableHttpServerConfig, StreamableHttpService,
+        streamable_http_server::{
+            RestoreOutcome, SessionId, SessionManager,
+            session::{
+                EventStore, ServerSseMessage,
+                local::{LocalSessionManager, LocalSessionManagerError},
+            },
+        },
+    },
 };
+use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::{handler::GatewayHandler, state::GatewayState};
 use crate::{
     config::{BearerToken, GatewaySettings},
-    listener::without_nagle,
+    listener::{
+        self, Port, Server,
+        guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
+    },
 };
+
+/// The JSON-RPC "server error" code of the gateway's own refusals (too many
+/// sessions or connections): the request was not looked at.
+const BUSY_CODE: ErrorCode = ErrorCode(-32000);
+
+/// What a connection over `gateway.max_connections` is answered (with 503).
+const BUSY_BODY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"too many connections to the gateway (gateway.max_connections); retry later"}}"#;
+
+/// `Retry-After` of an `initialize` refused for too many sessions: a slot
+/// frees when a client ends its session or one idles out.
+const SESSIONS_RETRY_AFTER_SECS: &str = "30";
+
+const SESSION_ID_HEADER: &str = "mcp-session-id";
 
 #[derive(Clone)]
 struct Endpoint {
-    mcp: StreamableHttpService<GatewayHandler, LocalSessionManager>,
+    mcp: StreamableHttpService<GatewayHandler, CappedSessions>,
+    sessions: Arc<CappedSessions>,
     token: Option<Arc<BearerToken>>,
+    body_timeout: Duration,
+    max_body_bytes: usize,
 }
 
 /// Serves the gateway on `listener` at `settings.path` until `shutdown`.
@@ -38,77 +87,411 @@ pub async fn serve_http(
     settings: &GatewaySettings,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
+    let hosts = AllowedHosts::new(&settings.allowed_hosts);
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.allowed_hosts.clone())
+        .with_allowed_origins(hosts.origins())
         .with_cancellation_token(shutdown.child_token());
     config.max_request_body_bytes = settings.max_body_bytes;
+    let sessions = Arc::new(CappedSessions::new(
+        settings.max_sessions,
+        settings.session_idle_timeout,
+    ));
     let mcp = StreamableHttpService::new(
         move || Ok(GatewayHandler::new(state.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
     let endpoint = Endpoint {
         mcp,
+        sessions,
         token: settings.auth.clone().map(Arc::new),
+        body_timeout: settings.body_timeout,
+        max_body_bytes: settings.max_body_bytes,
     };
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
         .with_state(endpoint);
-    axum::serve(without_nagle(listener), router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    let server = Server {
+        port: Port::Gateway,
+        header_timeout: settings.header_timeout,
+        idle_timeout: settings.idle_timeout,
+        max_connections: settings.max_connections,
+        busy_body: BUSY_BODY,
+    };
+    listener::serve(listener, router, server, shutdown).await
 }
 
 async fn mcp_endpoint(State(endpoint): State<Endpoint>, request: Request) -> Response {
     if let Some(token) = &endpoint.token
-        && !authorized(request.headers(), token)
+        && !bearer_matches(request.headers(), token)
     {
-        return unauthorized();
+        return unauthorized("missing or invalid bearer token");
     }
-    endpoint.mcp.handle(request).await.map(Body::new)
-}
-
-/// Constant-time comparison of the presented bearer token with ours, so the
-/// time taken does not reveal how many leading bytes were right.
-fn authorized(headers: &HeaderMap, token: &BearerToken) -> bool {
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or("");
-    constant_time_eq(presented.as_bytes(), token.expose().as_bytes())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+    match *request.method() {
+        Method::POST => endpoint.post(request).await,
+        Method::DELETE => endpoint.delete(request).await,
+        _ => endpoint.mcp.handle(request).await.map(Body::new),
     }
-    let difference = a
-        .iter()
-        .zip(b)
-        .fold(0u8, |acc, (x, y)| acc | (std::hint::black_box(x ^ y)));
-    difference == 0
 }
 
-fn unauthorized() -> Response {
-    let mut response =
-        (StatusCode::UNAUTHORIZED, "missing or invalid bearer token").into_response();
+tokio::task_local! {
+    /// Set by [`CappedSessions::create_session`] when it refuses, so the
+    /// request that asked can be answered 503 rather than rmcp's 500.
+    static SESSION_REFUSED: Cell<bool>;
+}
+
+impl Endpoint {
+    async fn post(&self, request: Request) -> Response {
+        let (parts, body) = request.into_parts();
+        let body = match self.read_body(&parts.headers, body).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
+        let declared_json = is_json(&parts.headers);
+        // Checked here first (peeking at the body only when full) so a flood
+        // of initializes is refused without rmcp logging each one as an error.
+        if !parts.headers.contains_key(SESSION_ID_HEADER)
+            && self.sessions.full().await
+            && is_initialize(&body)
+        {
+            return too_many_sessions(&body, self.sessions.max);
+        }
+        let request = Request::from_parts(parts, Body::from(body.clone()));
+        let (response, refused) = SESSION_REFUSED
+            .scope(Cell::new(false), async {
+                let response = self.mcp.handle(request).await;
+                (response, SESSION_REFUSED.with(Cell::get))
+            })
+            .await;
+        if refused {
+            return too_many_sessions(&body, self.sessions.max);
+        }
+        // With the content type right, rmcp's 415 means it could not parse
+        // the body as a JSON-RPC message.
+        if declared_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            return not_json_rpc(&body);
+        }
+        response.map(Body::new)
+    }
+
+    async fn delete(&self, request: Request) -> Response {
+        let known = match request
+            .headers()
+            .get(SESSION_ID_HEADER)
+            .and_then(|value| value.to_str().ok())
+        {
+            Some(id) => self.sessions.has(id).await,
+            // rmcp answers a DELETE without a session id itself (400).
+            None => true,
+        };
+        let response = self.mcp.handle(request).await;
+        if !known && response.status() == StatusCode::ACCEPTED {
+            // MCP: a request for an unknown or ended session is 404.
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+        response.map(Body::new)
+    }
+
+    /// The whole body, within `body_timeout` and `max_body_bytes`.
+    async fn read_body(&self, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {
+        let limit = self.max_body_bytes;
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            return Err(payload_too_large(limit));
+        }
+        let read = async {
+            let mut chunks = body.into_data_stream();
+            let mut collected = BytesMut::new();
+            while let Some(chunk) = chunks.next().await {
+                let Ok(chunk) = chunk else {
+                    return Err((
+                        StatusCode::BAD_REQUEST,
+                        "Bad Request: the request body could not be read",
+                    )
+                        .into_response());
+                };
+                if chunk.len() > limit - collected.len() {
+                    return Err(payload_too_large(limit));
+                }
+                collected.extend_from_slice(&chunk);
+            }
+            Ok(collected.freeze())
+        };
+        match tokio::time::timeout(self.body_timeout, read).await {
+            Ok(read) => read,
+            Err(_elapsed) => Err((
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                "Request Timeout: the request body did not arrive within gateway.body_timeout",
+            )
+                .into_response()),
+        }
+    }
+}
+
+/// rmcp's own answer to a body over the limit.
+fn payload_too_large(limit: usize) -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        [(header::CONNECTION, "close")],
+        format!("Payload Too Large: request body exceeds {limit} bytes"),
+    )
+        .into_response()
+}
+
+/// Whether `body` is an `initialize` request (only asked when sessions are
+/// full, so the extra parse is rare).
+fn is_initialize(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|message| message.get("method").and_then(Value::as_str) == Some("initialize"))
+}
+
+/// The `id` of a JSON-RPC message, when it has a valid one.
+fn request_id(message: &Value) -> Option<RequestId> {
+    message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .and_then(|id| serde_json::from_value(id.clone()).ok())
+}
+
+/// `initialize` beyond `gateway.max_sessions`: 503, `Retry-After`, and a
+/// JSON-RPC error a client can show.
+fn too_many_sessions(body: &[u8], max: usize) -> Response {
+    let id = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|message| request_id(&message));
+    let mut response = jsonrpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        ErrorData::new(
+            BUSY_CODE,
+            format!(
+                "too many MCP sessions (gateway.max_sessions = {max}); \
+                 retry later, or end an unused session"
+            ),
+            None,
+        ),
+    );
     response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"mcp-supervisor\""),
+        header::RETRY_AFTER,
+        HeaderValue::from_static(SESSIONS_RETRY_AFTER_SECS),
     );
     response
+}
+
+/// 400 for a body rmcp could not parse: -32700 when it is not JSON at all
+/// (invalid UTF-8 included), -32600 when it is JSON but no JSON-RPC message.
+fn not_json_rpc(body: &[u8]) -> Response {
+    let (id, error) = match serde_json::from_slice::<Value>(body) {
+        Err(error) => (
+            None,
+            // Position only: the body is the client's and is not echoed.
+            ErrorData::parse_error(
+                format!(
+                    "Parse error: the body is not valid JSON (line {}, column {})",
+                    error.line(),
+                    error.column()
+                ),
+                None,
+            ),
+        ),
+        Ok(message) => (
+            request_id(&message),
+            ErrorData::invalid_request(
+                "Invalid Request: the body is not a JSON-RPC 2.0 message this server accepts",
+                None,
+            ),
+        ),
+    };
+    jsonrpc_error(StatusCode::BAD_REQUEST, id, error)
+}
+
+fn jsonrpc_error(status: StatusCode, id: Option<RequestId>, error: ErrorData) -> Response {
+    let body = serde_json::to_vec(&JsonRpcError::new(id, error)).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// rmcp's in-memory sessions, at most `max` at once, each closed after
+/// `session_idle_timeout` without activity (rmcp's `keep_alive`).
+struct CappedSessions {
+    local: LocalSessionManager,
+    max: usize,
+    /// Makes count-then-create atomic, so concurrent `initialize`s cannot
+    /// overshoot the cap.
+    creating: tokio::sync::Mutex<()>,
+}
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+enum SessionsError {
+    #[error("too many MCP sessions (gateway.max_sessions = {0})")]
+    Full(usize),
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+impl CappedSessions {
+    fn new(max: usize, idle_timeout: Duration) -> Self {
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(idle_timeout);
+        CappedSessions {
+            local,
+            max,
+            creating: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    async fn live(&self) -> usize {
+        self.local.sessions.read().await.len()
+    }
+
+    async fn full(&self) -> bool {
+        self.live().await >= self.max
+    }
+
+    async fn has(&self, id: &str) -> bool {
+        self.local.sessions.read().await.contains_key(id)
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), SessionsError> {
+        let _one_at_a_time = self.creating.lock().await;
+        if self.full().await {
+            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
+            return Err(SessionsError::Full(self.max));
+        }
+        Ok(self.local.create_session().await?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, SessionsError> {
+        Ok(self.local.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, SessionsError> {
+        Ok(self.local.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), SessionsError> {
+        Ok(self.local.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
+        Ok(self.local.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), SessionsError> {
+        Ok(self.local.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
+        Ok(self.local.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
+        Ok(self.local.resume(id, last_event_id).await?)
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, SessionsError> {
+        Ok(self.local.restore_session(id).await?)
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.local.event_store()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    async fn body_json(response: Response) -> (StatusCode, Value) {
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn unparsable_bodies_get_parse_error_or_invalid_request() {
+        let (status, error) = body_json(not_json_rpc(b"{not json")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(error["error"]["code"], -32700);
+        assert!(error.get("id").is_none(), "{error}");
+
+        let (_, error) = body_json(not_json_rpc(&[0x7b, 0xff, 0xfe, 0x7d])).await;
+        assert_eq!(error["error"]["code"], -32700);
+
+        let (status, error) = body_json(not_json_rpc(br#"{"id": 7, "hello": 1}"#)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(error["error"]["code"], -32600);
+        assert_eq!(error["id"], 7);
+        assert_eq!(error["jsonrpc"], "2.0");
+    }
+
+    #[tokio::test]
+    async fn the_session_refusal_names_the_request() {
+        let response = too_many_sessions(
+            br#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{}}"#,
+            2,
+        );
+        assert_eq!(response.headers()[header::RETRY_AFTER], "30");
+        let (status, error) = body_json(response).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(error["id"], "a");
+        assert_eq!(error["error"]["code"], -32000);
+    }
+
     #[test]
-    fn tokens_compare_exactly() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
+    fn the_busy_body_is_a_json_rpc_error() {
+        let busy: Value = serde_json::from_str(BUSY_BODY).unwrap();
+        assert_eq!(busy["error"]["code"], BUSY_CODE.0);
+    }
+
+    #[tokio::test]
+    async fn sessions_are_capped() {
+        let sessions = CappedSessions::new(1, Duration::from_secs(60));
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        assert!(sessions.full().await && sessions.has(&id).await);
+        let refused = SESSION_REFUSED
+            .scope(Cell::new(false), async {
+                let outcome = sessions.create_session().await;
+                (outcome.is_err(), SESSION_REFUSED.with(Cell::get))
+            })
+            .await;
+        assert_eq!(refused, (true, true));
+        sessions.close_session(&id).await.unwrap();
+        assert!(!sessions.full().await);
+        assert!(sessions.create_session().await.is_ok());
     }
 }

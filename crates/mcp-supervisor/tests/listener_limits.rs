@@ -1,0 +1,694 @@
+//! Both HTTP servers under hostile input, over real loopback HTTP: the admin
+//! API's cross-site protection and token, the bearer scheme's case, the
+//! gateway's answers to bodies rmcp cannot parse and to unknown sessions, and
+//! the read timeouts, idle timeout, connection cap and session cap of both
+//! ports (docs/CONFIG.md `[gateway]`, `[admin]`).
+
+mod support;
+
+use std::{fs, net::SocketAddr, path::PathBuf, time::Duration};
+
+use actix::{Actor, Addr};
+use mcp_supervisor::{
+    admin::{ConfigSource, Reloader, serve_admin_with},
+    config::Config,
+    registry::Registry,
+};
+use reqwest::{Client, Method, RequestBuilder, Response, header};
+use serde_json::{Value, json};
+use support::*;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+    time::Instant,
+};
+use tokio_util::sync::CancellationToken;
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// The admin API on 127.0.0.1:0 over a registry of `config_text` (written to
+/// a file, so `/reload` works), stopped on drop.
+struct Admin {
+    address: SocketAddr,
+    shutdown: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Admin {
+    async fn start(config_text: &str) -> (Admin, Addr<Registry>) {
+        let dir = tempfile::tempdir().unwrap();
+        let file: PathBuf = dir.path().join("supervisor.toml");
+        fs::write(&file, config_text).unwrap();
+        let config = Config::from_file(&file).unwrap();
+        let registry = Registry::new(config.clone()).start();
+        let reloader = Reloader::new(ConfigSource::File(file), registry.clone());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        actix_rt::spawn(serve_admin_with(
+            listener,
+            registry.clone(),
+            reloader,
+            config.admin.clone(),
+            shutdown.clone(),
+        ));
+        let admin = Admin {
+            address,
+            shutdown,
+            _dir: dir,
+        };
+        (admin, registry)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+}
+
+impl Drop for Admin {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A gateway on 127.0.0.1:0 with `[gateway]` keys `gateway_keys`.
+async fn gateway(gateway_keys: &str) -> ServedGateway {
+    ServedGateway::start(config(&format!("[gateway]\n{gateway_keys}\n"))).await
+}
+
+fn address_of(url: &str) -> SocketAddr {
+    let rest = url.strip_prefix("http://").unwrap();
+    rest.split('/').next().unwrap().parse().unwrap()
+}
+
+fn http() -> Client {
+    Client::builder().no_proxy().build().unwrap()
+}
+
+/// A POST to the MCP endpoint as an MCP client sends it.
+fn mcp_post(client: &Client, url: &str, body: impl Into<reqwest::Body>) -> RequestBuilder {
+    client
+        .post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .body(body)
+}
+
+async fn json_body(response: Response) -> Value {
+    let text = response.text().await.unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("JSON body: {text}"))
+}
+
+/// Opens a session with `initialize`; returns its `Mcp-Session-Id`.
+async fn initialize(client: &Client, url: &str) -> String {
+    let response = mcp_post(client, url, INITIALIZE).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = response.text().await;
+    id
+}
+
+/// Writes `request` on a fresh connection and reads until the server closes
+/// it or `within` passes; `None` if it did not close in time.
+async fn send_and_read_until_closed(
+    address: SocketAddr,
+    request: &[u8],
+    within: Duration,
+) -> Option<(String, Duration)> {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let started = Instant::now();
+    stream.write_all(request).await.unwrap();
+    read_until_closed(&mut stream, within)
+        .await
+        .map(|text| (text, started.elapsed()))
+}
+
+async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> Option<String> {
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(within, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => received.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    read.ok()
+        .map(|()| String::from_utf8_lossy(&received).into_owned())
+}
+
+/// Reads one response whose body has a `Content-Length`, leaving the
+/// connection open.
+async fn read_one_response(stream: &mut TcpStream) -> String {
+    let mut received = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("an answer")
+            .unwrap();
+        assert!(n > 0, "closed before answering");
+        received.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&received).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().unwrap())
+                })
+                .unwrap_or(0);
+            if received.len() >= end + 4 + length {
+                return text;
+            }
+        }
+    }
+}
+
+fn status_line(response: &str) -> &str {
+    response.lines().next().unwrap_or_default()
+}
+
+// ---- The admin API: cross-site protection and token.
+
+const ONE_CONNECTION: &str = "[connections.a]\ntransport = \"stdio\"\ncommand = \"true\"\n";
+
+#[test]
+fn the_admin_api_refuses_cross_site_requests() {
+    run(|| async {
+        let (admin, _registry) = Admin::start(ONE_CONNECTION).await;
+        let client = http();
+        let send = |method: Method,
+                    path: &str,
+                    host: Option<&str>,
+                    origin: Option<&str>,
+                    content_type: Option<&str>| {
+            let mut request = client.request(method, admin.url(path)).body("{}");
+            if let Some(host) = host {
+                request = request.header(header::HOST, host);
+            }
+            if let Some(origin) = origin {
+                request = request.header(header::ORIGIN, origin);
+            }
+            if let Some(content_type) = content_type {
+                request = request.header(header::CONTENT_TYPE, content_type);
+            }
+            async move { request.send().await.unwrap().status().as_u16() }
+        };
+        // What a page on evil.example can make a browser send, DNS rebinding
+        // or not: refused before anything changes.
+        for path in ["/reload", "/connections/a/reset"] {
+            assert_eq!(
+                send(
+                    Method::POST,
+                    path,
+                    Some("evil.example"),
+                    Some("http://evil.example"),
+                    Some("text/plain")
+                )
+                .await,
+                403,
+                "{path}"
+            );
+            assert_eq!(
+                send(
+                    Method::POST,
+                    path,
+                    None,
+                    Some("http://evil.example"),
+                    Some("application/json")
+                )
+                .await,
+                403,
+                "{path}: foreign Origin"
+            );
+            assert_eq!(
+                send(
+                    Method::POST,
+                    path,
+                    None,
+                    Some("null"),
+                    Some("application/json")
+                )
+                .await,
+                403,
+                "{path}: null Origin"
+            );
+            // A simple (preflight-free) cross-site request cannot be JSON.
+            for content_type in [
+                Some("text/plain"),
+                Some("application/x-www-form-urlencoded"),
+                None,
+            ] {
+                assert_eq!(
+                    send(Method::POST, path, None, None, content_type).await,
+                    415,
+                    "{path}: {content_type:?}"
+                );
+            }
+            // The allowed form, from a local page or a CLI.
+            assert_eq!(
+                send(
+                    Method::POST,
+                    path,
+                    None,
+                    Some("http://localhost:3000"),
+                    Some("application/json; charset=utf-8")
+                )
+                .await,
+                200,
+                "{path}"
+            );
+        }
+        // Routing is unchanged behind the checks.
+        assert_eq!(send(Method::POST, "/nope", None, None, None).await, 404);
+        assert_eq!(send(Method::GET, "/reload", None, None, None).await, 405);
+        assert_eq!(send(Method::POST, "/status", None, None, None).await, 405);
+        // Reads are protected from rebinding too.
+        assert_eq!(
+            send(
+                Method::GET,
+                "/status",
+                Some("evil.example:7301"),
+                None,
+                None
+            )
+            .await,
+            403
+        );
+        assert_eq!(
+            send(
+                Method::GET,
+                "/status",
+                None,
+                Some("https://evil.example"),
+                None
+            )
+            .await,
+            403
+        );
+        assert_eq!(
+            send(Method::GET, "/status", Some("LOCALHOST:1"), None, None).await,
+            200
+        );
+        // The error is the API's JSON.
+        let response = client
+            .get(admin.url("/status"))
+            .header(header::HOST, "evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            json_body(response).await,
+            json!({"error": "Host header is not allowed"})
+        );
+    });
+}
+
+#[test]
+fn the_admin_token_guards_everything_but_the_probes() {
+    run(|| async {
+        let (admin, _registry) = Admin::start(&format!(
+            "[admin]\nauth = {{ kind = \"bearer\", token = \"adm1n-t0ken\" }}\n{ONE_CONNECTION}"
+        ))
+        .await;
+        let client = http();
+        for (method, path) in [
+            (Method::GET, "/status"),
+            (Method::GET, "/metrics"),
+            (Method::POST, "/reload"),
+            (Method::POST, "/connections/a/reset"),
+        ] {
+            for authorization in [None, Some("Bearer wrong"), Some("Basic adm1n-t0ken")] {
+                let mut request = client
+                    .request(method.clone(), admin.url(path))
+                    .header(header::CONTENT_TYPE, "application/json");
+                if let Some(value) = authorization {
+                    request = request.header(header::AUTHORIZATION, value);
+                }
+                let response = request.send().await.unwrap();
+                assert_eq!(response.status(), 401, "{method} {path} {authorization:?}");
+                assert!(
+                    response.headers()[header::WWW_AUTHENTICATE]
+                        .to_str()
+                        .unwrap()
+                        .starts_with("Bearer"),
+                );
+                assert!(json_body(response).await["error"].is_string());
+            }
+            for scheme in ["Bearer", "bearer", "BEARER"] {
+                let response = client
+                    .request(method.clone(), admin.url(path))
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::AUTHORIZATION, format!("{scheme} adm1n-t0ken"))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200, "{method} {path} {scheme}");
+            }
+        }
+        // Probes answer without the token.
+        for probe in ["/healthz", "/readyz"] {
+            let response = client.get(admin.url(probe)).send().await.unwrap();
+            assert_eq!(response.status(), 200, "{probe}");
+        }
+    });
+}
+
+// ---- The gateway: bearer scheme, protocol edges, Origin.
+
+#[test]
+fn the_gateway_accepts_the_bearer_scheme_in_any_case() {
+    run(|| async {
+        let served = gateway("auth = { kind = \"bearer\", token = \"gw-t0ken\" }").await;
+        let client = http();
+        for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+            let response = mcp_post(&client, &served.url, INITIALIZE)
+                .header(header::AUTHORIZATION, format!("{scheme} gw-t0ken"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "{scheme}");
+        }
+        for wrong in ["bearer gw-t0keN", "Basic gw-t0ken", "gw-t0ken"] {
+            let response = mcp_post(&client, &served.url, INITIALIZE)
+                .header(header::AUTHORIZATION, wrong)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 401, "{wrong}");
+        }
+    });
+}
+
+#[test]
+fn bodies_that_are_not_json_rpc_get_400_with_a_json_rpc_error() {
+    run(|| async {
+        let served = gateway("").await;
+        let client = http();
+        let mut invalid_utf8 =
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":""#.to_vec();
+        invalid_utf8.extend_from_slice(&[0xff, 0xfe]);
+        invalid_utf8.extend_from_slice(br#""}}"#);
+        let cases: Vec<(Vec<u8>, i64)> = vec![
+            (b"{not json".to_vec(), -32700),
+            (b"".to_vec(), -32700),
+            (invalid_utf8, -32700),
+            (br#"{"hello":"world"}"#.to_vec(), -32600),
+            (br#""just a string""#.to_vec(), -32600),
+            (
+                br#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#.to_vec(),
+                -32600,
+            ),
+        ];
+        for (body, code) in cases {
+            let shown = String::from_utf8_lossy(&body).into_owned();
+            let response = mcp_post(&client, &served.url, body).send().await.unwrap();
+            assert_eq!(response.status(), 400, "{shown}");
+            assert_eq!(
+                response.headers()[header::CONTENT_TYPE],
+                "application/json",
+                "{shown}"
+            );
+            let error = json_body(response).await;
+            assert_eq!(error["jsonrpc"], "2.0", "{shown}: {error}");
+            assert_eq!(error["error"]["code"], code, "{shown}: {error}");
+        }
+        // rmcp's own answers stay: a wrong content type is 415.
+        let response = client
+            .post(&served.url)
+            .header(header::CONTENT_TYPE, "text/plain")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .body(INITIALIZE)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 415);
+        // And a proper request still works.
+        initialize(&client, &served.url).await;
+    });
+}
+
+#[test]
+fn deleting_an_unknown_session_is_404() {
+    run(|| async {
+        let served = gateway("").await;
+        let client = http();
+        let delete = |id: &str| {
+            client
+                .delete(&served.url)
+                .header("mcp-session-id", id)
+                .send()
+        };
+        assert_eq!(delete("no-such-session").await.unwrap().status(), 404);
+        let id = initialize(&client, &served.url).await;
+        assert_eq!(delete(&id).await.unwrap().status(), 202);
+        assert_eq!(delete(&id).await.unwrap().status(), 404);
+        // Without a session id it is still rmcp's 400.
+        assert_eq!(
+            client.delete(&served.url).send().await.unwrap().status(),
+            400
+        );
+    });
+}
+
+#[test]
+fn the_gateway_refuses_foreign_origins() {
+    run(|| async {
+        let served = gateway("").await;
+        let client = http();
+        let with_origin = |origin: &'static str| {
+            mcp_post(&client, &served.url, INITIALIZE)
+                .header(header::ORIGIN, origin)
+                .send()
+        };
+        assert_eq!(
+            with_origin("http://evil.example").await.unwrap().status(),
+            403
+        );
+        assert_eq!(with_origin("null").await.unwrap().status(), 403);
+        assert_eq!(
+            with_origin("http://localhost:6274").await.unwrap().status(),
+            200
+        );
+    });
+}
+
+// ---- Timeouts, both ports.
+
+/// Timeouts short enough to test, on both ports.
+const SHORT: &str = "header_timeout = \"300ms\"\nidle_timeout = \"1500ms\"";
+
+async fn both_ports() -> (Admin, ServedGateway) {
+    let (admin, _registry) = Admin::start(&format!("[admin]\n{SHORT}\n")).await;
+    let served = gateway(&format!("{SHORT}\nbody_timeout = \"300ms\"")).await;
+    (admin, served)
+}
+
+#[test]
+fn slow_request_heads_and_silent_connections_are_closed() {
+    run(|| async {
+        let (admin, served) = both_ports().await;
+        for address in [admin.address, address_of(&served.url)] {
+            // Half a head, then nothing.
+            let (_, after) = send_and_read_until_closed(
+                address,
+                b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                Duration::from_secs(5),
+            )
+            .await
+            .expect("a slow head is cut off");
+            assert!(after >= Duration::from_millis(250), "{after:?}");
+            // Connected, and never a byte.
+            let (_, after) = send_and_read_until_closed(address, b"", Duration::from_secs(5))
+                .await
+                .expect("a silent connection is closed");
+            assert!(after >= Duration::from_millis(250), "{after:?}");
+        }
+    });
+}
+
+#[test]
+fn a_slow_body_gets_408() {
+    run(|| async {
+        let (_admin, served) = both_ports().await;
+        let address = address_of(&served.url);
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            INITIALIZE.len()
+        );
+        let request = format!("{head}{}", &INITIALIZE[..10]);
+        let (answer, after) =
+            send_and_read_until_closed(address, request.as_bytes(), Duration::from_secs(5))
+                .await
+                .expect("a slow body is cut off");
+        assert!(status_line(&answer).contains(" 408 "), "{answer}");
+        assert!(after >= Duration::from_millis(250), "{after:?}");
+    });
+}
+
+#[test]
+fn idle_kept_alive_connections_are_closed_but_streams_are_not() {
+    run(|| async {
+        let (admin, served) = both_ports().await;
+        // Admin: one request, kept alive, then silence.
+        let mut stream = TcpStream::connect(admin.address).await.unwrap();
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(status_line(&read_one_response(&mut stream).await).contains(" 200 "));
+        // Still open well after the header timeout (idle is longer) ...
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(status_line(&read_one_response(&mut stream).await).contains(" 200 "));
+        // ... and closed after the idle timeout.
+        let started = Instant::now();
+        assert!(
+            read_until_closed(&mut stream, Duration::from_secs(5))
+                .await
+                .is_some()
+        );
+        assert!(started.elapsed() >= Duration::from_millis(1300));
+
+        // Gateway: an open event stream is busy, not idle.
+        let client = http();
+        let session = initialize(&client, &served.url).await;
+        let mut stream = TcpStream::connect(address_of(&served.url)).await.unwrap();
+        stream
+            .write_all(
+                format!(
+                    "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+                     Mcp-Session-Id: {session}\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            read_until_closed(&mut stream, Duration::from_millis(2500))
+                .await
+                .is_none(),
+            "the event stream stays open past idle_timeout"
+        );
+    });
+}
+
+// ---- Caps.
+
+#[test]
+fn connections_beyond_the_cap_get_503_on_both_ports() {
+    run(|| async {
+        let (admin, _registry) = Admin::start("[admin]\nmax_connections = 2\n").await;
+        let served = gateway("max_connections = 2").await;
+        for address in [admin.address, address_of(&served.url)] {
+            let first = TcpStream::connect(address).await.unwrap();
+            let _second = TcpStream::connect(address).await.unwrap();
+            // Let the server take both.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let (answer, _) = send_and_read_until_closed(
+                address,
+                b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                Duration::from_secs(5),
+            )
+            .await
+            .expect("refused and closed at once");
+            assert!(status_line(&answer).contains(" 503 "), "{answer}");
+            assert!(answer.contains("Retry-After: 1"), "{answer}");
+            assert!(answer.contains("too many connections"), "{answer}");
+            // A slot frees when a connection closes.
+            drop(first);
+            let mut served_again = false;
+            for _ in 0..50 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let mut stream = TcpStream::connect(address).await.unwrap();
+                stream
+                    .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    .await
+                    .unwrap();
+                if !status_line(&read_one_response(&mut stream).await).contains(" 503 ") {
+                    served_again = true;
+                    break;
+                }
+            }
+            assert!(served_again, "a freed slot is used again");
+        }
+    });
+}
+
+#[test]
+fn initialize_beyond_the_session_cap_gets_503_with_a_json_rpc_error() {
+    run(|| async {
+        let served = gateway("max_sessions = 2").await;
+        let client = http();
+        let first = initialize(&client, &served.url).await;
+        let _second = initialize(&client, &served.url).await;
+        let response = mcp_post(
+            &client,
+            &served.url,
+            INITIALIZE.replace(r#""id":1"#, r#""id":"third""#),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "30");
+        let error = json_body(response).await;
+        assert_eq!(error["id"], "third", "{error}");
+        assert_eq!(error["error"]["code"], -32000, "{error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("max_sessions"),
+            "{error}"
+        );
+        // Concurrent initializes cannot overshoot the cap either.
+        let attempts = (0..8).map(|_| mcp_post(&client, &served.url, INITIALIZE).send());
+        for response in futures::future::join_all(attempts).await {
+            assert_eq!(response.unwrap().status(), 503);
+        }
+        // Ending a session frees a slot.
+        let ended = client
+            .delete(&served.url)
+            .header("mcp-session-id", &first)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ended.status(), 202);
+        initialize(&client, &served.url).await;
+    });
+}
+
+#[test]
+fn idle_sessions_expire() {
+    run(|| async {
+        let served = gateway("session_idle_timeout = \"500ms\"\nmax_sessions = 1").await;
+        let client = http();
+        let session = initialize(&client, &served.url).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let ping = mcp_post(
+            &client,
+            &served.url,
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        )
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(ping.status(), 404, "the expired session is gone");
+        // Its slot is free again.
+        initialize(&client, &served.url).await;
+    });
+}
