@@ -5,7 +5,7 @@
 
 use std::{path::Path, time::Duration};
 
-use e2e::{Served, bin, stdio_connection};
+use e2e::{HttpUpstream, Served, bin, stdio_connection};
 use rmcp::{
     ServiceExt,
     model::CallToolRequestParams,
@@ -212,4 +212,71 @@ fn signals_right_after_the_listening_lines_are_handled() {
         "SIGTERM right after start: {}",
         served.stderr()
     );
+}
+
+/// SIGTERM with calls in flight: no new connection is accepted, a call that
+/// ends within `shutdown_timeout` gets its real answer, and one that would
+/// run longer gets the supervisor's value, not a stream cut short; then the
+/// process exits 0.
+#[tokio::test]
+async fn sigterm_lets_calls_in_flight_finish_and_answers_the_rest() {
+    let upstream = HttpUpstream::start();
+    let mut served = Served::start(&format!(
+        "[supervisor]\nshutdown_timeout = \"{}s\"\n\
+         [connections.up]\ntransport = \"http\"\nurl = \"{}\"\n",
+        SHUTDOWN_TIMEOUT.as_secs(),
+        upstream.url
+    ));
+    let client: Client = ()
+        .serve(StreamableHttpClientTransport::from_uri(
+            served.gateway_url.as_str(),
+        ))
+        .await
+        .expect("the gateway answers initialize");
+    let peer = client.peer().clone();
+    let sleep = |ms: u64| {
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let mut params = CallToolRequestParams::new("up__sleep");
+            params.arguments = json!({ "ms": ms }).as_object().cloned();
+            peer.call_tool(params).await
+        })
+    };
+    let quick = sleep(1_500);
+    let endless = sleep(600_000);
+    let mut waited = 0;
+    while in_flight(&served.admin_url, "up").await < 2 {
+        waited += 1;
+        assert!(waited < 300, "the calls never showed as in flight");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let started = std::time::Instant::now();
+    served.signal("TERM");
+    // The listener is closed at once (the first step of the shutdown).
+    let mut refused = false;
+    while !refused && started.elapsed() < Duration::from_secs(1) {
+        let gateway = served.gateway_url.trim_start_matches("http://");
+        let address = gateway.split('/').next().unwrap();
+        refused = tokio::net::TcpStream::connect(address).await.is_err();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "still accepting connections after SIGTERM");
+
+    let quick = quick.await.unwrap().expect("the quick call is answered");
+    assert_eq!(
+        quick.content[0].as_text().map(|t| t.text.as_str()),
+        Some("slept 1500"),
+        "{quick:?}"
+    );
+    let endless = endless
+        .await
+        .unwrap()
+        .expect("the endless call is answered with a value");
+    assert_eq!(endless.is_error, Some(true), "{endless:?}");
+    let text = &endless.content[0].as_text().unwrap().text;
+    assert!(text.contains("shutting down"), "{text}");
+
+    let code = served.terminate(SHUTDOWN_TIMEOUT * 2 + MARGIN);
+    assert_eq!(code, Some(0), "{}", served.stderr());
 }

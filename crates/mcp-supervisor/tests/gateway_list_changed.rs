@@ -57,7 +57,7 @@ fn an_upstream_list_change_reaches_downstream_clients() {
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let shutdown = tokio_util::sync::CancellationToken::new();
+        let shutdown = mcp_supervisor::gateway::GatewayShutdown::new();
         let settings = config.gateway.clone();
         actix_rt::spawn({
             let shutdown = shutdown.clone();
@@ -102,6 +102,6 @@ fn an_upstream_list_change_reaches_downstream_clients() {
             1,
             "one notification per change"
         );
-        shutdown.cancel();
+        shutdown.end_sessions();
     });
 }

@@ -705,3 +705,46 @@ fn a_2026_client_answers_a_2025_upstreams_sampling_request_through_input_require
         );
     });
 }
+
+/// A request for a method the gateway serves, with params that do not fit
+/// it (`tools/call` with array `arguments`), is invalid params (-32602), not
+/// an unknown method; an unknown method stays -32601. Either way nothing
+/// reaches the upstream.
+#[test]
+fn malformed_params_of_a_served_method_are_invalid_params() {
+    run(|| async {
+        use rmcp::model::{ClientRequest, CustomRequest};
+
+        let (upstream, gateway) = gateway("", "").await;
+        let client = connect(&gateway, Plain::default()).await;
+        let cases = [
+            (
+                "tools/call",
+                json!({"name": "a__echo", "arguments": [1, 2]}),
+                ErrorCode::INVALID_PARAMS,
+            ),
+            (
+                "tools/call",
+                json!({"name": "a__echo", "arguments": "text"}),
+                ErrorCode::INVALID_PARAMS,
+            ),
+            (
+                "resources/read",
+                json!({"uri": 5}),
+                ErrorCode::INVALID_PARAMS,
+            ),
+            ("no/such/method", json!({}), ErrorCode::METHOD_NOT_FOUND),
+        ];
+        for (method, params, code) in cases {
+            let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+            match client.send_request(request).await {
+                Err(rmcp::ServiceError::McpError(error)) => {
+                    assert_eq!(error.code, code, "{method}: {error:?}");
+                }
+                other => panic!("{method}: expected error {code:?}, got {other:?}"),
+            }
+        }
+        assert_eq!(upstream.requests("tools/call"), 0);
+        assert_eq!(upstream.requests("resources/read"), 0);
+    });
+}

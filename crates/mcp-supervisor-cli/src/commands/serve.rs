@@ -8,8 +8,8 @@ use actix::Actor;
 use mcp_supervisor::{
     admin::{ConfigSource, Reloader, serve_admin_with},
     config::Config,
-    gateway::{GatewayState, ListChangedForwarder, serve_http, serve_stdio},
-    registry::{Registry, Shutdown, Subscribe},
+    gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http, serve_stdio},
+    registry::{CurrentConfig, Registry, Shutdown, Subscribe},
 };
 use tokio::{
     net::TcpListener,
@@ -98,6 +98,8 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     ));
 
     let (stdio_done_tx, mut stdio_done) = tokio::sync::oneshot::channel::<()>();
+    let gateway_stop = GatewayShutdown::new();
+    let mut gateway_task = None;
     match gateway {
         Some(listener) => {
             announce = format!(
@@ -107,12 +109,12 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
                 mcp_supervisor::config::Choice::as_str(config.gateway.expose)
             );
             let settings = config.gateway.clone();
-            let token = shutdown.clone();
-            actix_rt::spawn(async move {
-                if let Err(error) = serve_http(listener, state, &settings, token).await {
+            let stop = gateway_stop.clone();
+            gateway_task = Some(actix_rt::spawn(async move {
+                if let Err(error) = serve_http(listener, state, &settings, stop).await {
                     tracing::error!(%error, "gateway stopped");
                 }
-            });
+            }));
             print!("{announce}");
         }
         None => {
@@ -140,10 +142,34 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         }
     }
     shutdown.cancel();
+    // Accept nothing new; calls in flight get their answers, within
+    // shutdown_timeout. What is still running then is answered by the
+    // registry's shutdown ("shutting down"), and those answers are sent
+    // before the sessions end (docs/ARCHITECTURE.md, "Shutdown").
+    gateway_stop.stop_accepting();
+    let patience = match registry.send(CurrentConfig).await {
+        Ok(current) => current.supervisor.shutdown_timeout,
+        Err(_) => config.supervisor.shutdown_timeout,
+    };
+    if gateway_task.is_some() && !gateway_stop.drained(patience).await {
+        tracing::info!(
+            in_progress = gateway_stop.in_progress(),
+            "requests still in progress after shutdown_timeout; answering them"
+        );
+    }
     let _ = registry.send(Shutdown).await;
+    if let Some(task) = gateway_task {
+        gateway_stop.drained(ANSWER_FLUSH).await;
+        gateway_stop.end_sessions();
+        let _ = tokio::time::timeout(ANSWER_FLUSH, task).await;
+    }
     tracing::info!("stopped");
     Ok(())
 }
+
+/// How long the answers given at shutdown may take to reach their clients,
+/// and the connections to close.
+const ANSWER_FLUSH: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn local(listener: &TcpListener) -> String {
     listener

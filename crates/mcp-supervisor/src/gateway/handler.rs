@@ -17,15 +17,22 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
-        CancelTaskRequest, ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult,
-        DiscoverResult, ErrorCode, GetPromptRequest, GetPromptRequestParams, GetPromptResponse,
-        GetTaskParams, GetTaskRequest, GetTaskResult, Implementation, InitializeRequestParams,
-        InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-        ListToolsResult, PaginatedRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+        CallToolRequest, CallToolRequestMethod, CallToolRequestParams, CallToolResponse,
+        CallToolResult, CancelTaskMethod, CancelTaskParams, CancelTaskRequest, ClientRequest,
+        CompleteRequest, CompleteRequestMethod, CompleteRequestParams, CompleteResult, ConstString,
+        CustomRequest, CustomResult, DiscoverRequestMethod, DiscoverResult, ErrorCode,
+        GetPromptRequest, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
+        GetTaskMethod, GetTaskParams, GetTaskRequest, GetTaskResult, Implementation,
+        InitializeRequestParams, InitializeResult, InitializeResultMethod,
+        ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+        ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult,
+        ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, PingRequestMethod,
+        ProtocolVersion, ReadResourceRequest, ReadResourceRequestMethod, ReadResourceRequestParams,
         ReadResourceResponse, Reference, ResourceContents, ResultType, ServerConfig, ServerResult,
-        SetLevelRequest, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-        ToolsCapability, UnsubscribeRequestParams, UpdateTaskParams, UpdateTaskRequest,
+        SetLevelRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscribeRequestMethod,
+        SubscribeRequestParams, SubscriptionFilter, SubscriptionsListenRequestMethod, Tool,
+        ToolsCapability, UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskMethod,
+        UpdateTaskParams, UpdateTaskRequest,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -35,7 +42,7 @@ use super::{
     downstream::{DownstreamRequest, DownstreamSession},
     mrtr::{self, Exchange},
     paging,
-    state::{CATALOG_WAIT, GatewayState},
+    state::GatewayState,
 };
 use crate::{CallOutcome, FailureKind, Forwarded, meta};
 
@@ -190,6 +197,44 @@ fn tool_answer(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
     Ok(downstream(meta::outcome_result(outcome)))
 }
 
+/// The client-to-server methods the gateway serves (rmcp's own names for
+/// them). Skills are not among them (not relayed).
+const SERVED_METHODS: [&str; 18] = [
+    InitializeResultMethod::VALUE,
+    DiscoverRequestMethod::VALUE,
+    PingRequestMethod::VALUE,
+    ListToolsRequestMethod::VALUE,
+    CallToolRequestMethod::VALUE,
+    ListPromptsRequestMethod::VALUE,
+    GetPromptRequestMethod::VALUE,
+    ListResourcesRequestMethod::VALUE,
+    ListResourceTemplatesRequestMethod::VALUE,
+    ReadResourceRequestMethod::VALUE,
+    SubscribeRequestMethod::VALUE,
+    UnsubscribeRequestMethod::VALUE,
+    SubscriptionsListenRequestMethod::VALUE,
+    SetLevelRequestMethod::VALUE,
+    CompleteRequestMethod::VALUE,
+    GetTaskMethod::VALUE,
+    UpdateTaskMethod::VALUE,
+    CancelTaskMethod::VALUE,
+];
+
+/// Served methods that protocol 2026-07-28 removed.
+const REMOVED_IN_2026: [&str; 5] = [
+    InitializeResultMethod::VALUE,
+    PingRequestMethod::VALUE,
+    SetLevelRequestMethod::VALUE,
+    SubscribeRequestMethod::VALUE,
+    UnsubscribeRequestMethod::VALUE,
+];
+
+/// Served methods that only protocol 2026-07-28 has.
+const ADDED_IN_2026: [&str; 2] = [
+    DiscoverRequestMethod::VALUE,
+    SubscriptionsListenRequestMethod::VALUE,
+];
+
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
         match self.session.info() {
@@ -222,7 +267,7 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<InitializeResult, ErrorData> {
         // Capabilities are what the upstreams offer together, so learn them
         // first (bounded: a slow upstream is left out, not waited for).
-        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let directory = self.state.refresh().await;
         self.session.set_info(self.info(&directory));
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
@@ -233,7 +278,7 @@ impl ServerHandler for GatewayHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
         // As at `initialize`: capabilities are what the upstreams offer.
-        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let directory = self.state.refresh().await;
         let info = self.session.set_info(self.info(&directory));
         Ok(DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
@@ -280,6 +325,37 @@ impl ServerHandler for GatewayHandler {
         Ok(())
     }
 
+    /// rmcp hands us, as a custom request, any request whose params it could
+    /// not parse, a known method's included: `tools/call` with `arguments`
+    /// that are not an object is invalid params (-32602), not an unknown
+    /// method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method;
+        // A method we serve arrives here when its params do not fit its
+        // type: -32602. Methods the request's protocol generation does not
+        // have stay -32601, as rmcp answers them.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let generation_only = if modern {
+            REMOVED_IN_2026.as_slice()
+        } else {
+            ADDED_IN_2026.as_slice()
+        };
+        let method_str = method.as_str();
+        if SERVED_METHODS.contains(&method_str) && !generation_only.contains(&method_str) {
+            return Err(ErrorData::invalid_params(
+                format!("invalid params for {method}"),
+                None,
+            ));
+        }
+        Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.session.set_peer(&context.peer);
         self.state.register(&self.session);
@@ -292,7 +368,7 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = Vec::new();
         if self.state.namespaced() {
-            tools.extend(self.state.refresh(CATALOG_WAIT).await.tools.iter().cloned());
+            tools.extend(self.state.refresh().await.tools.iter().cloned());
         }
         if self.state.meta() {
             tools.extend(meta::definitions());
@@ -341,7 +417,7 @@ impl ServerHandler for GatewayHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let directory = self.state.refresh().await;
         let (page, next) = paging::page("prompts", &directory.prompts, cursor(&request))?;
         let mut result = ListPromptsResult::with_all_items(page);
         result.next_cursor = next;
@@ -381,7 +457,7 @@ impl ServerHandler for GatewayHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let directory = self.state.refresh().await;
         let (page, next) = paging::page("resources", &directory.resources, cursor(&request))?;
         let mut result = ListResourcesResult::with_all_items(page);
         result.next_cursor = next;
@@ -393,7 +469,7 @@ impl ServerHandler for GatewayHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let directory = self.state.refresh(CATALOG_WAIT).await;
+        let directory = self.state.refresh().await;
         let (page, next) = paging::page(
             "resources/templates",
             &directory.templates,

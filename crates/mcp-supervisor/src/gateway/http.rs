@@ -17,6 +17,10 @@
 //!   202.
 //!
 //! Connections (timeouts, the connection cap) are `listener.rs`'s.
+//!
+//! Stopping is in steps, driven by a [`GatewayShutdown`]: stop accepting,
+//! let the requests in progress be answered, then end the sessions and their
+//! open streams (docs/ARCHITECTURE.md, "Shutdown").
 
 use std::{cell::Cell, io, sync::Arc, time::Duration};
 
@@ -32,7 +36,8 @@ use bytes::BytesMut;
 use futures::{Stream, StreamExt};
 use rmcp::{
     model::{
-        ClientJsonRpcMessage, ErrorCode, ErrorData, JsonRpcError, RequestId, ServerJsonRpcMessage,
+        ClientJsonRpcMessage, ConstString, ErrorCode, ErrorData, JsonRpcError, RequestId,
+        ServerJsonRpcMessage, SubscriptionsListenRequestMethod,
     },
     transport::{
         StreamableHttpServerConfig, StreamableHttpService,
@@ -47,7 +52,10 @@ use rmcp::{
 };
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
+use tokio_util::{
+    sync::CancellationToken,
+    task::{TaskTracker, task_tracker::TaskTrackerToken},
+};
 
 use super::{handler::GatewayHandler, state::GatewayState};
 use crate::{
@@ -70,28 +78,77 @@ const BUSY_BODY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"to
 const SESSIONS_RETRY_AFTER_SECS: &str = "30";
 
 const SESSION_ID_HEADER: &str = "mcp-session-id";
+const MCP_METHOD_HEADER: &str = "mcp-method";
+
+/// How a running gateway is stopped, step by step (see [`serve_http`]).
+#[derive(Debug, Clone, Default)]
+pub struct GatewayShutdown {
+    /// Cancelled: no new connection is accepted, and each open one closes
+    /// once its request in progress is answered.
+    accepting: CancellationToken,
+    /// Cancelled: every MCP session and open stream (standalone SSE,
+    /// `subscriptions/listen`) ends.
+    sessions: CancellationToken,
+    /// The requests in progress: a POST counts until its answer is sent.
+    /// Streams that stay open on purpose do not count.
+    requests: TaskTracker,
+}
+
+impl GatewayShutdown {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Step 1: accept nothing new.
+    pub fn stop_accepting(&self) {
+        self.accepting.cancel();
+    }
+
+    /// Step 2: waits up to `bound` for the requests in progress to be
+    /// answered; `true` if every one was.
+    pub async fn drained(&self, bound: Duration) -> bool {
+        self.requests.close();
+        tokio::time::timeout(bound, self.requests.wait())
+            .await
+            .is_ok()
+    }
+
+    /// Step 3: ends every session and stream; [`serve_http`] then returns
+    /// once the connections are closed.
+    pub fn end_sessions(&self) {
+        self.accepting.cancel();
+        self.sessions.cancel();
+    }
+
+    /// How many requests are in progress.
+    pub fn in_progress(&self) -> usize {
+        self.requests.len()
+    }
+}
 
 #[derive(Clone)]
 struct Endpoint {
     mcp: StreamableHttpService<GatewayHandler, CappedSessions>,
     sessions: Arc<CappedSessions>,
+    requests: TaskTracker,
     token: Option<Arc<BearerToken>>,
     body_timeout: Duration,
     max_body_bytes: usize,
 }
 
-/// Serves the gateway on `listener` at `settings.path` until `shutdown`.
+/// Serves the gateway on `listener` at `settings.path` until `shutdown` has
+/// stopped it; returns once every connection is closed.
 pub async fn serve_http(
     listener: TcpListener,
     state: Arc<GatewayState>,
     settings: &GatewaySettings,
-    shutdown: CancellationToken,
+    shutdown: GatewayShutdown,
 ) -> io::Result<()> {
     let hosts = AllowedHosts::new(&settings.allowed_hosts);
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.allowed_hosts.clone())
         .with_allowed_origins(hosts.origins())
-        .with_cancellation_token(shutdown.child_token());
+        .with_cancellation_token(shutdown.sessions.child_token());
     config.max_request_body_bytes = settings.max_body_bytes;
     let sessions = Arc::new(CappedSessions::new(
         settings.max_sessions,
@@ -105,6 +162,7 @@ pub async fn serve_http(
     let endpoint = Endpoint {
         mcp,
         sessions,
+        requests: shutdown.requests.clone(),
         token: settings.auth.clone().map(Arc::new),
         body_timeout: settings.body_timeout,
         max_body_bytes: settings.max_body_bytes,
@@ -119,7 +177,9 @@ pub async fn serve_http(
         max_connections: settings.max_connections,
         busy_body: BUSY_BODY,
     };
-    listener::serve(listener, router, server, shutdown).await
+    // The listener's shutdown lets a request in progress finish, and an
+    // open stream is one: connections close for good when sessions end.
+    listener::serve(listener, router, server, shutdown.accepting.clone()).await
 }
 
 async fn mcp_endpoint(State(endpoint): State<Endpoint>, request: Request) -> Response {
@@ -129,9 +189,58 @@ async fn mcp_endpoint(State(endpoint): State<Endpoint>, request: Request) -> Res
         return unauthorized("missing or invalid bearer token");
     }
     match *request.method() {
-        Method::POST => endpoint.post(request).await,
+        Method::POST if opens_a_stream(request.headers()) => endpoint.post(request).await,
+        Method::POST => {
+            let in_progress = endpoint.requests.token();
+            let response = endpoint.post(request).await;
+            response.map(|body| Body::new(Answering::new(body, in_progress)))
+        }
         Method::DELETE => endpoint.delete(request).await,
         _ => endpoint.mcp.handle(request).await.map(Body::new),
+    }
+}
+
+/// Whether a POST opens a stream meant to stay open (a 2026-07-28
+/// `subscriptions/listen`), which a graceful shutdown does not wait for.
+fn opens_a_stream(headers: &HeaderMap) -> bool {
+    headers.get(MCP_METHOD_HEADER).is_some_and(|method| {
+        method.as_bytes() == SubscriptionsListenRequestMethod::VALUE.as_bytes()
+    })
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that counts as a request in progress until it is
+    /// sent (or dropped, the client gone).
+    struct Answering<B> {
+        #[pin]
+        body: B,
+        in_progress: TaskTrackerToken,
+    }
+}
+
+impl<B> Answering<B> {
+    fn new(body: B, in_progress: TaskTrackerToken) -> Self {
+        Answering { body, in_progress }
+    }
+}
+
+impl<B: http_body::Body> http_body::Body for Answering<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use actix::Addr;
+use actix::{Addr, MailboxError};
 use rmcp::{
     model::{
         ClientRequest, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
@@ -30,13 +30,16 @@ use super::{
 use crate::{
     Forwarded,
     config::{Expose, Prefix},
-    registry::{Catalog, Forward, ListConnections, ListTools, Registry},
+    registry::{Catalog, ConnectionSummary, Forward, ListConnections, ListTools, Registry},
     session::{DownstreamLink, ListKind},
 };
 
 /// How long a listing waits for a connection's catalog it has never seen
-/// (the first listing after start); a slower one is left out until loaded.
-pub const CATALOG_WAIT: Duration = Duration::from_secs(5);
+/// (typically the first listing after start): enough for a healthy upstream
+/// to connect and list, short enough that a sick one barely delays everyone
+/// else. A catalog that comes later is added in the background, and clients
+/// are told the lists changed.
+pub const FIRST_WAIT: Duration = Duration::from_secs(1);
 
 /// How long a listing waits for a fresh catalog when it holds a last good
 /// one: enough for the registry to answer from its cache, never enough to
@@ -79,6 +82,8 @@ struct View {
     directory: Arc<Directory>,
     /// The last catalog each connection answered with.
     catalogs: HashMap<String, Arc<Catalog>>,
+    /// Connections whose first catalog is awaited in the background.
+    awaited: HashSet<String>,
     /// Clashes already reported, so each is logged once.
     reported: HashSet<String>,
 }
@@ -117,27 +122,33 @@ impl GatewayState {
 
     /// Rebuilds the merged view from every live connection's catalog: a fresh
     /// one when the registry has it at once, else the last good one, else (a
-    /// connection never listed) whatever arrives within `first_wait`.
-    pub(super) async fn refresh(&self, first_wait: Duration) -> Arc<Directory> {
+    /// connection never listed) whatever arrives within [`FIRST_WAIT`]; one
+    /// that arrives later is added by [`GatewayState::await_first`].
+    pub(super) async fn refresh(self: &Arc<Self>) -> Arc<Directory> {
         let Ok(connections) = self.registry.send(ListConnections).await else {
             return self.current();
         };
-        let configured = connections.len();
+        let configured: HashSet<String> = connections.iter().map(|c| c.name.clone()).collect();
         let (live, retired): (Vec<_>, Vec<_>) = connections.into_iter().partition(|c| !c.dead);
         let loads = live.into_iter().map(|summary| {
             let last = self.view().catalogs.get(&summary.name).cloned();
             let wait = if last.is_some() {
                 FRESH_WAIT
             } else {
-                first_wait
+                FIRST_WAIT
             };
-            let load = self.registry.send(ListTools {
-                connection: summary.name,
-            });
+            let mut load = Box::pin(self.registry.send(ListTools {
+                connection: summary.name.clone(),
+            }));
             async move {
-                match tokio::time::timeout(wait, load).await {
+                match tokio::time::timeout(wait, &mut load).await {
                     Ok(Ok(Ok(catalog))) => Some(catalog),
-                    _ => last,
+                    Ok(_) => last,
+                    Err(_) if last.is_none() => {
+                        self.await_first(summary.name, load);
+                        None
+                    }
+                    Err(_) => last,
                 }
             }
         });
@@ -147,16 +158,38 @@ impl GatewayState {
             .flatten()
             .collect();
         catalogs.sort_by(|a, b| a.connection.cmp(&b.connection));
-        let naming = Naming::new(self.prefix, configured);
-        let mut directory = Directory::build(naming, &catalogs);
         let mut view = self.view();
+        // A connection a reload removed is gone, names and all.
+        view.catalogs.retain(|name, _| configured.contains(name));
+        for catalog in catalogs {
+            view.catalogs.insert(catalog.connection.clone(), catalog);
+        }
+        self.rebuild(&mut view, configured.len(), &retired)
+    }
+
+    /// Builds the directory from the catalogs in `view`: those of live
+    /// connections listed, those of `retired` ones only routable.
+    fn rebuild(
+        &self,
+        view: &mut View,
+        configured: usize,
+        retired: &[ConnectionSummary],
+    ) -> Arc<Directory> {
+        let mut listed: Vec<Arc<Catalog>> = Vec::new();
+        let mut hidden: Vec<Arc<Catalog>> = Vec::new();
+        for (name, catalog) in &view.catalogs {
+            if retired.iter().any(|summary| summary.name == *name) {
+                hidden.push(catalog.clone());
+            } else {
+                listed.push(catalog.clone());
+            }
+        }
+        listed.sort_by(|a, b| a.connection.cmp(&b.connection));
+        hidden.sort_by(|a, b| a.connection.cmp(&b.connection));
+        let naming = Naming::new(self.prefix, configured);
+        let mut directory = Directory::build(naming, &listed);
         // A retired connection is not listed, but what it offered stays
         // routable: a request for it answers with the supervisor's value.
-        let mut hidden: Vec<Arc<Catalog>> = retired
-            .iter()
-            .filter_map(|summary| view.catalogs.get(&summary.name).cloned())
-            .collect();
-        hidden.sort_by(|a, b| a.connection.cmp(&b.connection));
         directory.route_also(naming, &hidden);
         for clash in &directory.clashes {
             if view.reported.insert(clash.to_string()) {
@@ -166,21 +199,54 @@ impl GatewayState {
                 );
             }
         }
-        for catalog in catalogs {
-            view.catalogs.insert(catalog.connection.clone(), catalog);
-        }
         let directory = Arc::new(directory);
         view.directory = directory.clone();
         directory
     }
 
+    /// Waits in the background for the first catalog of `connection`, which
+    /// a listing gave up waiting for; when it comes, it joins the view and
+    /// every client is told the lists changed (so it lists again).
+    fn await_first(
+        self: &Arc<Self>,
+        connection: String,
+        load: impl Future<Output = Result<Result<Arc<Catalog>, crate::Unavailable>, MailboxError>>
+        + Send
+        + 'static,
+    ) {
+        if !self.view().awaited.insert(connection.clone()) {
+            return;
+        }
+        let state = self.clone();
+        // A plain tokio task: listings are served on the gateway's tokio
+        // tasks, not inside an actix arbiter.
+        tokio::spawn(async move {
+            let loaded = load.await;
+            state.view().awaited.remove(&connection);
+            let Ok(Ok(catalog)) = loaded else { return };
+            let known = {
+                let mut view = state.view();
+                view.catalogs.insert(connection, catalog).is_some()
+            };
+            if !known {
+                state.refresh().await;
+                for list in ListKind::ALL {
+                    state.notify_list_changed(list).await;
+                }
+            }
+        });
+    }
+
     /// Routes an exposed name with `find`, refreshing the view once if the
     /// name is not known yet (the client did not list, or the list changed).
-    pub(super) async fn route<T>(&self, find: impl Fn(&Directory) -> Option<T>) -> Option<T> {
+    pub(super) async fn route<T>(
+        self: &Arc<Self>,
+        find: impl Fn(&Directory) -> Option<T>,
+    ) -> Option<T> {
         if let Some(found) = find(&self.current()) {
             return Some(found);
         }
-        find(&*self.refresh(CATALOG_WAIT).await)
+        find(&*self.refresh().await)
     }
 
     /// Sends `request` to `connection` through the registry (admission,

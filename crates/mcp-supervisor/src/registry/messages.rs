@@ -170,6 +170,11 @@ pub struct Warmup;
 #[rtype(result = "()")]
 pub struct Shutdown;
 
+/// The config the registry runs now (the last one loaded or reloaded).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Arc<Config>")]
+pub struct CurrentConfig;
+
 impl Registry {
     fn unknown_connection(&self, connection: &str) -> CallOutcome {
         CallOutcome::Rejected {
@@ -586,6 +591,14 @@ impl Handler<Warmup> for Registry {
 
 /// SPEC §9: warm up at most this many connections at a time.
 const WARMUP_CONCURRENCY: usize = 6;
+
+impl Handler<CurrentConfig> for Registry {
+    type Result = MessageResult<CurrentConfig>;
+
+    fn handle(&mut self, _: CurrentConfig, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.config.clone())
+    }
+}
 
 impl Handler<Shutdown> for Registry {
     type Result = ResponseActFuture<Self, ()>;

@@ -341,8 +341,14 @@ impl Session {
             ending.cancel();
             return;
         };
+        // Dropped after its runtime ended (a process or test tearing down):
+        // nothing can be sent any more; just end it.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            ending.cancel();
+            return;
+        };
         // The listen stream's end goes out first (see `modern`), briefly.
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let _ = tokio::time::timeout(modern::CANCEL_PATIENCE, reader).await;
             ending.cancel();
         });

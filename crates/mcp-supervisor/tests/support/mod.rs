@@ -333,7 +333,7 @@ pub struct ServedGateway {
     pub registry: Addr<Registry>,
     /// `http://127.0.0.1:PORT/mcp`.
     pub url: String,
-    shutdown: tokio_util::sync::CancellationToken,
+    shutdown: mcp_supervisor::gateway::GatewayShutdown,
 }
 
 impl ServedGateway {
@@ -359,7 +359,7 @@ impl ServedGateway {
             listener.local_addr().unwrap(),
             config.gateway.path
         );
-        let shutdown = tokio_util::sync::CancellationToken::new();
+        let shutdown = mcp_supervisor::gateway::GatewayShutdown::new();
         let settings = config.gateway.clone();
         actix_rt::spawn({
             let shutdown = shutdown.clone();
@@ -418,7 +418,7 @@ impl ServedGateway {
 
 impl Drop for ServedGateway {
     fn drop(&mut self) {
-        self.shutdown.cancel();
+        self.shutdown.end_sessions();
     }
 }
 

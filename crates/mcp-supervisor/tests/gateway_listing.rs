@@ -1,0 +1,162 @@
+//! Listing through the gateway never waits on a sick upstream, and a name a
+//! client once listed stays routable: while its connection is slow, parked
+//! or retired, it answers with the supervisor's value, never "Unknown tool".
+//! Real loopback HTTP, rmcp's client downstream.
+
+mod support;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions, eventually};
+use rmcp::{
+    ClientHandler,
+    model::{CallToolRequestParams, CallToolResult, ClientConfig},
+    service::{NotificationContext, RoleClient, RunningService},
+};
+use serde_json::json;
+use support::*;
+
+/// A listing answers within this even when an upstream takes seconds to
+/// list (loopback hops only; generous for a slow 2-core machine).
+const PROMPTLY: Duration = Duration::from_secs(2);
+
+/// A downstream client that counts `tools/list_changed` notifications.
+#[derive(Clone, Default)]
+struct Counting(Arc<AtomicUsize>);
+
+impl Counting {
+    fn seen(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl ClientHandler for Counting {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+type Client = RunningService<RoleClient, Counting>;
+
+async fn servers() -> (TestServer, TestServer) {
+    let a = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    let b = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    (a, b)
+}
+
+async fn tool_names(client: &Client) -> Vec<String> {
+    let tools = answered_within(PROMPTLY, "tools/list", client.list_all_tools())
+        .await
+        .unwrap();
+    tools
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect()
+}
+
+async fn call_echo(client: &Client, name: &str) -> CallToolResult {
+    call(client, name, json!({"text": "hi"})).await
+}
+
+async fn call(client: &Client, name: &str, arguments: serde_json::Value) -> CallToolResult {
+    let mut call = CallToolRequestParams::new(name.to_owned());
+    call.arguments = arguments.as_object().cloned();
+    client
+        .call_tool(call)
+        .await
+        .unwrap_or_else(|error| panic!("{name}: a value, not a protocol error: {error:?}"))
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|content| content.as_text())
+        .map(|text| text.text.clone())
+        .unwrap_or_default()
+}
+
+/// Upstream `a` lists its tools in 4 s, `b` at once: a first listing shows
+/// `b`'s tools at once, and when `a`'s arrive the client is told the list
+/// changed, and the next listing has them.
+#[test]
+fn a_slow_upstream_does_not_slow_the_listing_and_its_tools_follow() {
+    run(|| async {
+        let (a, b) = servers().await;
+        a.faults().push(FaultRule::once(
+            Match::method("tools/list"),
+            Fault::delay(Duration::from_secs(4)),
+        ));
+        let toml = http_connection("a", &a.url(), "") + &http_connection("b", &b.url(), "");
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let seen = Counting::default();
+        let client = gateway.connect(seen.clone()).await;
+
+        let first = tool_names(&client).await;
+        assert!(first.contains(&"b__echo".to_owned()), "{first:?}");
+        assert!(!first.contains(&"a__echo".to_owned()), "{first:?}");
+
+        eventually!(seen.seen() >= 1, Duration::from_secs(15));
+        let later = tool_names(&client).await;
+        assert!(later.contains(&"a__echo".to_owned()), "{later:?}");
+        assert_eq!(text(&call_echo(&client, "a__echo").await), "hi");
+    });
+}
+
+/// A client listed `a__echo`; then `a` parks. The tool is still listed (the
+/// last good catalog), and a call answers the supervisor's unavailable
+/// value, not -32602 "Unknown tool", also after `a`'s catalog is reloaded
+/// and cannot be listed.
+#[test]
+fn a_parked_connections_listed_tool_answers_the_unavailable_value() {
+    run(|| async {
+        let (a, b) = servers().await;
+        let toml = "[supervisor.quarantine]\nbase_cooldown = \"30s\"\n".to_owned()
+            + &http_connection("a", &a.url(), "")
+            + &http_connection("b", &b.url(), "");
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let client = gateway.connect(Counting::default()).await;
+        assert!(tool_names(&client).await.contains(&"a__echo".to_owned()));
+
+        // Everything `a` is asked fails from now on; a list change makes the
+        // supervisor reload (and lose) its catalog.
+        a.faults()
+            .push(FaultRule::always(Match::Any, Fault::status(503)));
+        // A read-only tool: its 503 parks the connection (echo's would be
+        // "may have run").
+        let parked = call(&client, "a__lookup", json!({"key": "k"})).await;
+        assert_eq!(parked.is_error, Some(true), "{parked:?}");
+        assert!(
+            text(&parked).contains("temporarily unavailable"),
+            "{parked:?}"
+        );
+        a.set_late_tool(true).await;
+
+        for _ in 0..3 {
+            let names = tool_names(&client).await;
+            assert!(names.contains(&"a__echo".to_owned()), "{names:?}");
+            assert!(names.contains(&"b__echo".to_owned()), "{names:?}");
+            let again = call_echo(&client, "a__echo").await;
+            assert!(
+                text(&again).contains("temporarily unavailable"),
+                "{again:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        assert_eq!(text(&call_echo(&client, "b__echo").await), "hi");
+    });
+}
