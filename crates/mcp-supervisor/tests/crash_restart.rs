@@ -153,3 +153,180 @@ fn a_crash_loop_past_the_budget_retires_the_connection() {
         );
     });
 }
+
+async fn status_of(
+    registry: &actix::Addr<Registry>,
+    name: &str,
+) -> mcp_supervisor::registry::ConnectionStatus {
+    let status = registry.send(Status).await.unwrap();
+    status.into_iter().find(|s| s.name == name).unwrap()
+}
+
+async fn crash(registry: &actix::Addr<Registry>, name: &str) {
+    registry
+        .send(CrashConnection {
+            connection: name.into(),
+        })
+        .await
+        .unwrap();
+}
+
+/// Waits (bounded) until `name` has been restarted `restarts` times.
+async fn restarted(registry: &actix::Addr<Registry>, name: &str, restarts: u32) {
+    for _ in 0..100 {
+        if restarts_of(registry, name).await >= restarts {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("'{name}' was not restarted {restarts} time(s)");
+}
+
+/// Counters are history: a reset changes the connection's state, never what
+/// it has done (Prometheus counters must not go backwards).
+#[test]
+fn a_reset_keeps_every_counter() {
+    run(|| async {
+        let (upstream, registry) = upstream_and_registry("", "").await;
+        for _ in 0..3 {
+            assert_eq!(echo_text(&registry, "a").await, "hi");
+        }
+        upstream.faults().push(mcp_test_support::FaultRule::always(
+            mcp_test_support::Match::tool("lookup"),
+            mcp_test_support::Fault::status(503),
+        ));
+        let parked = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        assert!(
+            matches!(parked, CallOutcome::Unavailable { .. }),
+            "{parked:?}"
+        );
+        let before = status_of(&registry, "a").await;
+        assert_eq!((before.state, before.parks), ("parked", 1));
+        assert_eq!(before.calls.ok, 3);
+        assert!(
+            before.failures.get("server").is_some_and(|n| *n >= 1),
+            "{before:?}"
+        );
+
+        upstream.faults().clear();
+        reset(&registry, "a").await;
+        let after = status_of(&registry, "a").await;
+        assert_eq!(after.state, "idle");
+        assert_eq!(after.parks, before.parks);
+        assert_eq!(after.calls, before.calls);
+        assert_eq!(after.failures, before.failures);
+        assert_eq!(after.durations.count, before.durations.count);
+
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        let later = status_of(&registry, "a").await;
+        assert_eq!(later.calls.ok, 4);
+    });
+}
+
+/// A park belongs to the connection, not to one actor: an actor that dies
+/// while parked hands the park to its successor, which refuses work with no
+/// upstream I/O until the cooldown is over.
+#[test]
+fn a_restarted_actor_keeps_its_park() {
+    run(|| async {
+        let (upstream, registry) =
+            upstream_and_registry("[supervisor.quarantine]\nbase_cooldown = \"60s\"\n", "").await;
+        upstream.faults().push(mcp_test_support::FaultRule::always(
+            mcp_test_support::Match::method("initialize"),
+            mcp_test_support::Fault::status(503),
+        ));
+        let parked = call(&registry, "a", "echo", echo()).await;
+        assert!(
+            matches!(parked, CallOutcome::Unavailable { .. }),
+            "{parked:?}"
+        );
+        assert_eq!(status_of(&registry, "a").await.state, "parked");
+        upstream.faults().clear();
+        let initializes = upstream.requests("initialize");
+
+        crash(&registry, "a").await;
+        restarted(&registry, "a", 1).await;
+        let status = status_of(&registry, "a").await;
+        assert_eq!(status.state, "parked", "{status:?}");
+        let refused = call(&registry, "a", "echo", echo()).await;
+        let CallOutcome::Unavailable { message, .. } = &refused else {
+            panic!("{refused:?}")
+        };
+        assert!(
+            message.contains("parked") || message.contains("retry"),
+            "{message}"
+        );
+        assert_eq!(
+            upstream.requests("initialize"),
+            initializes,
+            "no upstream I/O during the cooldown"
+        );
+    });
+}
+
+/// A retirement is handed over the same way.
+#[test]
+fn a_restarted_actor_stays_retired() {
+    run(|| async {
+        let (upstream, registry) = upstream_and_registry("", "").await;
+        upstream.faults().push(mcp_test_support::FaultRule::always(
+            mcp_test_support::Match::method("initialize"),
+            mcp_test_support::Fault::status(401),
+        ));
+        let retired = call(&registry, "a", "echo", echo()).await;
+        assert!(
+            matches!(retired, CallOutcome::Unavailable { .. }),
+            "{retired:?}"
+        );
+        assert_eq!(status_of(&registry, "a").await.state, "retired");
+        upstream.faults().clear();
+        let initializes = upstream.requests("initialize");
+
+        crash(&registry, "a").await;
+        restarted(&registry, "a", 1).await;
+        assert_eq!(status_of(&registry, "a").await.state, "retired");
+        let refused = call(&registry, "a", "echo", echo()).await;
+        assert!(
+            matches!(refused, CallOutcome::Unavailable { .. }),
+            "{refused:?}"
+        );
+        assert_eq!(upstream.requests("initialize"), initializes);
+    });
+}
+
+/// Every restart goes through the budget, however soon the next call comes:
+/// crashes with a call right after each one (which used to restart the
+/// actor on the spot, uncounted) still retire the connection.
+#[test]
+fn calls_right_after_crashes_do_not_bypass_the_restart_budget() {
+    run(|| async {
+        let (_upstream, registry) = upstream_and_registry(
+            "[supervisor]\nrestart_budget = { restarts = 2, within = \"60s\" }\n",
+            "",
+        )
+        .await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        for _ in 0..3 {
+            crash(&registry, "a").await;
+            // A value either way: the result, or "stopped" while it restarts.
+            let _ = call(&registry, "a", "echo", echo()).await;
+        }
+        let mut status = status_of(&registry, "a").await;
+        for _ in 0..100 {
+            if status.state == "retired" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            status = status_of(&registry, "a").await;
+        }
+        assert_eq!(
+            (
+                status.state,
+                status.retired_reason.as_deref(),
+                status.restarts
+            ),
+            ("retired", Some("crash_loop"), 2),
+            "{status:?}"
+        );
+    });
+}

@@ -49,7 +49,46 @@ pub(crate) enum Lifecycle {
     Stopped,
 }
 
+/// What a crashed actor hands to the next one: a park or a retirement
+/// outlives the actor, so a restart never talks to an upstream mid-cooldown
+/// or after it was retired.
+#[derive(Debug, Clone)]
+pub enum Standing {
+    Parked {
+        until: Instant,
+        failure: Failure,
+    },
+    Retired {
+        failure: Option<Failure>,
+        reason: String,
+    },
+}
+
+impl From<Standing> for Lifecycle {
+    fn from(standing: Standing) -> Self {
+        match standing {
+            Standing::Parked { until, failure } => Lifecycle::Parked { until, failure },
+            Standing::Retired { failure, reason } => Lifecycle::Retired { failure, reason },
+        }
+    }
+}
+
 impl Lifecycle {
+    /// The park or retirement to hand over, if any.
+    pub(crate) fn standing(&self) -> Option<Standing> {
+        match self {
+            Lifecycle::Parked { until, failure } => Some(Standing::Parked {
+                until: *until,
+                failure: failure.clone(),
+            }),
+            Lifecycle::Retired { failure, reason } => Some(Standing::Retired {
+                failure: failure.clone(),
+                reason: reason.clone(),
+            }),
+            _ => None,
+        }
+    }
+
     /// The `/status` name of this state.
     pub(crate) fn label(&self) -> &'static str {
         match self {

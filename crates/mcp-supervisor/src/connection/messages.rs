@@ -93,19 +93,39 @@ pub struct ConnectionSnapshot {
     /// `idle` · `connecting` · `ready` · `parked` · `retired` · `stopped`.
     pub state: &'static str,
     pub since: SystemTime,
-    pub last_failure: Option<(Failure, SystemTime)>,
     pub parked_until: Option<SystemTime>,
     pub retired_reason: Option<String>,
     pub in_flight: usize,
     pub queued: usize,
     /// The most calls ever in flight at once.
     pub peak_in_flight: usize,
-    pub calls: CallCounts,
-    pub durations: super::stats::DurationHistogram,
-    pub failures: super::stats::FailuresByKind,
+}
+
+/// A connection actor has ended (see the `Drop` of [`ConnectionActor`]).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct ConnectionDied {
+    pub connection: String,
+    /// Which of the connection's actors it was.
+    pub incarnation: u64,
+    /// Its park or retirement, for the actor that replaces it.
+    pub standing: Option<super::Standing>,
 }
 
 impl ConnectionActor {
+    /// The decision that stands while parked or retired (stopped: give up).
+    fn standing_decision(&self) -> Option<Decision> {
+        match &self.lifecycle {
+            Lifecycle::Parked { until, .. } if *until > Instant::now() => Some(Decision::Park {
+                cooldown: *until - Instant::now(),
+                counts: false,
+            }),
+            Lifecycle::Retired { .. } => Some(Decision::Retire),
+            Lifecycle::Stopped => Some(Decision::GiveUp),
+            _ => None,
+        }
+    }
+
     /// Parked (cooldown running), retired or stopped: refuse without I/O.
     fn refuses_now(&self) -> Option<Unavailable> {
         match &self.lifecycle {
@@ -274,14 +294,14 @@ impl ConnectionActor {
         let is_call = matches!(request, ClientRequest::CallToolRequest(_));
         if let Some(refusal) = self.refuses_now() {
             if is_call {
-                self.counts.unavailable += 1;
+                self.history.lock().calls.unavailable += 1;
             }
             return Admitted::Answer(refusal.into());
         }
         let (first, queued) = match self.admission.admit() {
             super::admission::Admit::Busy { queued } => {
                 if is_call {
-                    self.counts.busy += 1;
+                    self.history.lock().calls.busy += 1;
                 }
                 let message = text::busy(self.name(), queued);
                 return Admitted::Answer(CallOutcome::Busy { message });
@@ -420,8 +440,7 @@ impl Handler<AttemptFailed> for ConnectionActor {
     type Result = Reply<Decision>;
 
     fn handle(&mut self, msg: AttemptFailed, _: &mut Context<Self>) -> Self::Result {
-        self.last_failure = Some((msg.failure.clone(), SystemTime::now()));
-        *self.failures.entry(msg.failure.kind.as_str()).or_default() += 1;
+        self.history.lock().failed(&msg.failure);
         self.strikes_pending = true;
         tracing::debug!(
             connection = %self.config.name,
@@ -436,6 +455,11 @@ impl Handler<AttemptFailed> for ConnectionActor {
         // next attempt rebuilds it lazily.
         if operation::breaks_session(&msg.failure, msg.phase) {
             self.dispose(msg.generation);
+        }
+        // Already parked or retired (a call in flight when it happened): the
+        // standing answer, no new strike.
+        if let Some(standing) = self.standing_decision() {
+            return Box::pin(actix::fut::ready(standing));
         }
         let report = ReportFailure {
             connection: self.config.name.clone(),
@@ -496,28 +520,16 @@ impl Handler<Finished> for ConnectionActor {
     type Result = ();
 
     fn handle(&mut self, msg: Finished, _: &mut Context<Self>) {
-        self.counts.count(msg.label);
-        if let Some(elapsed) = msg.elapsed {
-            self.durations.record(elapsed);
+        {
+            let mut history = self.history.lock();
+            history.calls.count(msg.label);
+            if let Some(elapsed) = msg.elapsed {
+                history.durations.record(elapsed);
+            }
         }
         if msg.held_slot {
             self.admission.release();
         }
-    }
-}
-
-/// Retire now, without a policy decision (the registry's crash-loop guard).
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct RetireNow {
-    pub reason: String,
-}
-
-impl Handler<RetireNow> for ConnectionActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: RetireNow, _: &mut Context<Self>) {
-        self.retire_for(&msg.reason);
     }
 }
 

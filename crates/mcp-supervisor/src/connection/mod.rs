@@ -20,12 +20,13 @@ use actix::{
 };
 use tokio::{sync::mpsc, time::Instant};
 
+pub use lifecycle::Standing;
 pub(crate) use lifecycle::{Lease, LeaseError};
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub use messages::{
-    CallCounts, ConnectionSnapshot, Forward as ConnectionForward, ListTools as ConnectionList,
-    RetireNow, Snapshot, Stop,
+    CallCounts, ConnectionDied, ConnectionSnapshot, Forward as ConnectionForward,
+    ListTools as ConnectionList, Snapshot, Stop,
 };
 pub use operation::CallRetry;
 
@@ -52,8 +53,22 @@ pub struct ConnectionDeps {
     pub http: HttpClients,
     /// Where transitions are published (the registry).
     pub events: Option<Recipient<ConnectionEvent>>,
+    /// Where the actor's death is announced (the registry, which restarts it).
+    pub deaths: Option<Recipient<ConnectionDied>>,
     /// Bound on a graceful session close at stop.
     pub shutdown_timeout: std::time::Duration,
+}
+
+/// What one actor of a connection starts from: which actor it is, the
+/// connection's history, and the park or retirement a crashed predecessor
+/// handed over.
+#[derive(Debug, Clone, Default)]
+pub struct Incarnation {
+    /// Counts the actors started for the connection; a death notice names
+    /// it, so a notice from an actor already replaced is ignored.
+    pub number: u64,
+    pub history: stats::SharedHistory,
+    pub standing: Option<Standing>,
 }
 
 /// One connection's actor. Start it with [`ConnectionActor::new`] + `start()`.
@@ -67,10 +82,12 @@ pub struct ConnectionActor {
     /// Bumped on every new session, so stale failure reports can be ignored.
     generation: u64,
     admission: Admission,
-    counts: CallCounts,
-    durations: stats::DurationHistogram,
-    failures: stats::FailuresByKind,
-    last_failure: Option<(Failure, SystemTime)>,
+    /// Which of the connection's actors this is (see [`Incarnation`]).
+    incarnation: u64,
+    history: stats::SharedHistory,
+    /// The park or retirement it had when it stopped without being asked
+    /// to, for the death notice.
+    handover: Option<Standing>,
     /// Failures were reported since the last success, so the next success must
     /// reset the policy's strikes (saves a message per call on the happy path).
     strikes_pending: bool,
@@ -83,19 +100,18 @@ pub struct ConnectionActor {
 }
 
 impl ConnectionActor {
-    pub fn new(config: Arc<ConnectionConfig>, deps: ConnectionDeps) -> Self {
+    pub fn new(config: Arc<ConnectionConfig>, deps: ConnectionDeps, start: Incarnation) -> Self {
         let admission = Admission::new(config.max_concurrent_calls, config.max_queued_calls);
         ConnectionActor {
             config,
             deps,
-            lifecycle: Lifecycle::Idle,
+            lifecycle: start.standing.map_or(Lifecycle::Idle, Lifecycle::from),
             since: SystemTime::now(),
             generation: 0,
             admission,
-            counts: CallCounts::default(),
-            durations: stats::DurationHistogram::default(),
-            failures: stats::FailuresByKind::default(),
-            last_failure: None,
+            incarnation: start.number,
+            history: start.history,
+            handover: None,
             strikes_pending: false,
             recorder: HttpRecorder::default(),
             stop: tokio_util::sync::CancellationToken::new(),
@@ -323,7 +339,7 @@ impl ConnectionActor {
         }
         let failure = Failure::transport("the session ended while idle");
         tracing::warn!(connection = %self.config.name, "session ended while idle");
-        self.last_failure = Some((failure.clone(), SystemTime::now()));
+        self.history.lock().last_failure = Some((failure.clone(), SystemTime::now()));
         self.strikes_pending = true;
         let report = crate::policy::ReportIdleDeath {
             connection: self.config.name.clone(),
@@ -354,6 +370,12 @@ impl ConnectionActor {
 
     /// Applies the policy's decision to the lifecycle (park, retire).
     fn apply(&mut self, decision: &Decision, failure: &Failure, attempt: u32) {
+        if matches!(
+            self.lifecycle,
+            Lifecycle::Retired { .. } | Lifecycle::Stopped
+        ) {
+            return; // final until a reset: nothing a late report says changes it
+        }
         match decision {
             Decision::Park { cooldown, .. } => {
                 if matches!(self.lifecycle, Lifecycle::Parked { .. }) {
@@ -372,6 +394,7 @@ impl ConnectionActor {
                     until: Instant::now() + *cooldown,
                     failure: failure.clone(),
                 });
+                self.history.lock().parks += 1;
                 self.publish(ConnectionEvent::Parked {
                     connection: self.config.name.clone(),
                     failure: failure.clone(),
@@ -380,12 +403,6 @@ impl ConnectionActor {
                 });
             }
             Decision::Retire => {
-                if matches!(
-                    self.lifecycle,
-                    Lifecycle::Retired { .. } | Lifecycle::Stopped
-                ) {
-                    return;
-                }
                 tracing::warn!(
                     connection = %self.config.name,
                     kind = %failure.kind,
@@ -409,20 +426,6 @@ impl ConnectionActor {
         }
     }
 
-    /// Retires without a policy decision (the registry's crash-loop guard).
-    pub(crate) fn retire_for(&mut self, reason: &str) {
-        tracing::warn!(connection = %self.config.name, reason, "retired");
-        self.transition(Lifecycle::Retired {
-            failure: None,
-            reason: reason.to_owned(),
-        });
-        self.publish(ConnectionEvent::Retired {
-            connection: self.config.name.clone(),
-            reason: reason.to_owned(),
-            failure: None,
-        });
-    }
-
     fn snapshot(&self) -> ConnectionSnapshot {
         let (parked_until, retired_reason) = match &self.lifecycle {
             Lifecycle::Parked { until, .. } => (Some(wall_clock(*until)), None),
@@ -434,15 +437,11 @@ impl ConnectionActor {
             transport: self.config.transport.kind(),
             state: self.lifecycle.label(),
             since: self.since,
-            last_failure: self.last_failure.clone(),
             parked_until,
             retired_reason,
             in_flight: self.admission.in_flight(),
             queued: self.admission.queued(),
             peak_in_flight: self.admission.peak(),
-            calls: self.counts.clone(),
-            durations: self.durations.clone(),
-            failures: self.failures.clone(),
         }
     }
 }
@@ -459,9 +458,30 @@ impl Actor for ConnectionActor {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         // Whatever the reason (stop, or the registry dropping us), the session
-        // must not outlive the actor that owns it.
+        // must not outlive the actor that owns it. A park or retirement is
+        // kept for the death notice.
         if !matches!(self.lifecycle, Lifecycle::Stopped) {
+            self.handover = self.lifecycle.standing();
             self.transition(Lifecycle::Stopped);
+        }
+    }
+}
+
+/// The death notice: however the actor ends (stopped, or dropped by a panic
+/// in a handler), the registry hears of it at once, with the park or
+/// retirement to hand to a successor. A stop the registry asked for is
+/// ignored there.
+impl Drop for ConnectionActor {
+    fn drop(&mut self) {
+        if let Lifecycle::Ready(lease) = &self.lifecycle {
+            lease.session.cancel();
+        }
+        if let Some(deaths) = &self.deps.deaths {
+            deaths.do_send(ConnectionDied {
+                connection: self.config.name.clone(),
+                incarnation: self.incarnation,
+                standing: self.handover.take().or_else(|| self.lifecycle.standing()),
+            });
         }
     }
 }

@@ -1,7 +1,53 @@
-//! Per-connection numbers for `/status` and `/metrics`, kept by the actor
-//! (its mailbox serializes every update, so plain fields suffice).
+//! Per-connection numbers for `/status` and `/metrics`: a connection's
+//! [`History`], which outlives any one actor.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, MutexGuard},
+    time::{Duration, SystemTime},
+};
+
+use super::CallCounts;
+use crate::failure::Failure;
+
+/// What a connection has done since the process started: counts only grow
+/// (Prometheus counters must be monotonic). Owned by the registry's entry
+/// for the connection, written by its connection actor: a reset or a
+/// restart replaces the actor, never the history (docs/ARCHITECTURE.md,
+/// "Who owns what").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    pub calls: CallCounts,
+    pub durations: DurationHistogram,
+    pub failures: FailuresByKind,
+    pub last_failure: Option<(Failure, SystemTime)>,
+    /// Every park, counting toward retirement or not.
+    pub parks: u64,
+}
+
+impl History {
+    pub(crate) fn failed(&mut self, failure: &Failure) {
+        self.last_failure = Some((failure.clone(), SystemTime::now()));
+        *self.failures.entry(failure.kind.as_str()).or_default() += 1;
+    }
+}
+
+/// A connection's [`History`], shared by the registry (which reads it) and
+/// the connection's current actor (the one writer).
+#[derive(Debug, Clone, Default)]
+pub struct SharedHistory(Arc<Mutex<History>>);
+
+impl SharedHistory {
+    /// The history, to read or update. Updates are a few integer writes, so
+    /// the lock is never held across a wait.
+    pub fn lock(&self) -> MutexGuard<'_, History> {
+        // A panic while holding it (the actor's injected panic is not one)
+        // leaves counts that are still valid.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
 
 /// Upper bounds (seconds) of the call-duration histogram buckets.
 pub const DURATION_BUCKETS: [f64; 12] = [

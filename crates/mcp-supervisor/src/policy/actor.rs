@@ -1,5 +1,8 @@
 //! The `QuarantinePolicy` actor: the single place where a classified failure
-//! becomes a decision, holding every connection's strikes and cooldowns.
+//! becomes a decision. It owns what only the view across connections needs:
+//! each connection's strikes (parks since its last success) and which
+//! connections are parked right now. The park itself, and a retirement, are
+//! the connection actor's (docs/ARCHITECTURE.md, "Who owns what").
 //!
 //! It sees all connections at once, which is what makes the mass-retirement
 //! guard possible: when most connections fail together the fault is more likely
@@ -17,23 +20,19 @@ use super::{
 };
 use crate::failure::Failure;
 
-/// Per-connection strikes and cooldowns.
+/// What the policy keeps per connection.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConnectionPolicyState {
     /// Counting parks since the last success; the `retire_after`-th retires.
     pub parks: u32,
-    /// Every park ever (for status and metrics), counting or not.
-    pub total_parks: u64,
-    /// While set and in the future, the connection refuses work.
+    /// When the park it last decided ends: the guard counts parked
+    /// connections, and concurrent reports of one burst share that park.
     pub parked_until: Option<Instant>,
-    /// Set once retired: the failure that retired it.
-    pub retired: Option<Failure>,
-    pub last_failure: Option<Failure>,
 }
 
 impl ConnectionPolicyState {
     fn parked_at(&self, now: Instant) -> bool {
-        self.retired.is_none() && self.parked_until.is_some_and(|until| until > now)
+        self.parked_until.is_some_and(|until| until > now)
     }
 }
 
@@ -70,17 +69,15 @@ impl QuarantinePolicy {
     }
 
     /// Records a decision's effect on the connection's state.
-    fn apply(&mut self, connection: &str, failure: &Failure, decision: &Decision, guard: bool) {
+    fn apply(&mut self, connection: &str, decision: &Decision, guard: bool) {
         let now = Instant::now();
         let retire_after = self.settings.cooldowns.retire_after();
         let state = self.connections.entry(connection.to_owned()).or_default();
-        state.last_failure = Some(failure.clone());
         match decision {
             Decision::Park { cooldown, counts } => {
                 if *counts {
                     state.parks = state.parks.saturating_add(1);
                 }
-                state.total_parks += 1;
                 state.parked_until = Some(now + *cooldown);
                 if guard && *counts && state.parks >= retire_after && !self.guard_logged {
                     self.guard_logged = true;
@@ -92,10 +89,7 @@ impl QuarantinePolicy {
                     );
                 }
             }
-            Decision::Retire => {
-                state.parked_until = None;
-                state.retired = Some(failure.clone());
-            }
+            Decision::Retire => state.parked_until = None,
             Decision::Retry { .. } | Decision::Reject | Decision::GiveUp => {}
         }
         if !guard {
@@ -103,14 +97,12 @@ impl QuarantinePolicy {
         }
     }
 
-    /// A connection already parked or retired gets that answer again with no
-    /// new strike: several callers sharing one failed rebuild, or calls still
-    /// in flight when the park began, must not add up to extra parks.
+    /// A connection already parked gets that answer again with no new
+    /// strike: several callers sharing one failed rebuild, whose reports
+    /// were sent before the park reached the connection actor, must not add
+    /// up to extra parks. (Once it has, the actor answers them itself.)
     fn standing_decision(&self, connection: &str, now: Instant) -> Option<Decision> {
         let state = self.connections.get(connection)?;
-        if state.retired.is_some() {
-            return Some(Decision::Retire);
-        }
         let until = state.parked_until.filter(|until| *until > now)?;
         Some(Decision::Park {
             cooldown: until - now,
@@ -181,7 +173,7 @@ impl Handler<ReportFailure> for QuarantinePolicy {
             jitter_unit: rand::random::<f64>(),
         };
         let decision = decide(&self.settings, &situation);
-        self.apply(&msg.connection, &msg.failure, &decision, guard);
+        self.apply(&msg.connection, &decision, guard);
         MessageResult(decision)
     }
 }
@@ -204,7 +196,7 @@ impl Handler<ReportIdleDeath> for QuarantinePolicy {
         }
         let guard = self.guard_active(&msg.connection, now);
         let decision = decide_idle_death(&self.settings, self.parks_of(&msg.connection), guard);
-        self.apply(&msg.connection, &msg.failure, &decision, guard);
+        self.apply(&msg.connection, &decision, guard);
         MessageResult(decision)
     }
 }
@@ -226,8 +218,8 @@ impl Handler<ReportSuccess> for QuarantinePolicy {
     }
 }
 
-/// Clears a connection's strikes, park and retirement (admin reset, or a
-/// reload that changed it).
+/// Clears a connection's strikes and park (admin reset, or a reload that
+/// changed it).
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct ResetConnection {
@@ -259,12 +251,14 @@ impl Handler<Forget> for QuarantinePolicy {
 }
 
 /// Reads one connection's policy state.
+#[cfg(test)]
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Option<ConnectionPolicyState>")]
 pub struct PolicySnapshot {
     pub connection: String,
 }
 
+#[cfg(test)]
 impl Handler<PolicySnapshot> for QuarantinePolicy {
     type Result = Option<ConnectionPolicyState>;
 

@@ -11,8 +11,8 @@ pub mod decide;
 pub mod schedule;
 
 pub use actor::{
-    ConnectionPolicyState, Forget, PolicySnapshot, QuarantinePolicy, RegisterConnections,
-    ReportFailure, ReportIdleDeath, ReportSuccess, ResetConnection, UpdateSettings,
+    ConnectionPolicyState, Forget, QuarantinePolicy, RegisterConnections, ReportFailure,
+    ReportIdleDeath, ReportSuccess, ResetConnection, UpdateSettings,
 };
 pub use decide::{Decision, Phase, Situation, decide, decide_idle_death};
 pub use schedule::{Cooldowns, PolicySettings, RetryBackoff, ScheduleError};

@@ -1,5 +1,5 @@
 //! Per-connection bookkeeping in the registry: the actor (started lazily), the
-//! catalog (one shared load), and the restart budget.
+//! catalog (one shared load), the history, and the restart budget.
 
 use std::{collections::VecDeque, sync::Arc};
 
@@ -10,7 +10,10 @@ use super::{Catalog, Registry};
 use crate::{
     Unavailable,
     config::ConnectionConfig,
-    connection::{ConnectionActor, ConnectionList, RetireNow},
+    connection::{
+        ConnectionActor, ConnectionDeps, ConnectionList, Incarnation, Standing,
+        stats::SharedHistory,
+    },
     events::ConnectionEvent,
 };
 
@@ -30,8 +33,14 @@ pub(super) struct Entry {
     /// Started on first use.
     pub(super) actor: Option<Addr<ConnectionActor>>,
     pub(super) catalog: CatalogState,
+    /// Which actor is the current one (see [`Incarnation`]).
+    pub(super) incarnation: u64,
+    /// What the connection has done; outlives its actors, resets and
+    /// config changes (counters only grow).
+    pub(super) history: SharedHistory,
     /// When recent restarts happened, for the restart budget.
     pub(super) recent_restarts: VecDeque<Instant>,
+    /// Restarts after a crash, ever (a counter, like the history).
     pub(super) restarts: u32,
 }
 
@@ -41,9 +50,35 @@ impl Entry {
             config: Arc::new(config),
             actor: None,
             catalog: CatalogState::Unloaded,
+            incarnation: 0,
+            history: SharedHistory::default(),
             recent_restarts: VecDeque::new(),
             restarts: 0,
         }
+    }
+
+    /// The same connection under a changed config: a fresh start that keeps
+    /// the history and the restart count.
+    pub(super) fn changed(&self, config: ConnectionConfig) -> Self {
+        Entry {
+            history: self.history.clone(),
+            restarts: self.restarts,
+            incarnation: self.incarnation,
+            ..Entry::new(config)
+        }
+    }
+
+    /// Starts the connection's next actor, in `standing` if one is handed over.
+    fn start(&mut self, deps: ConnectionDeps, standing: Option<Standing>) -> Addr<ConnectionActor> {
+        self.incarnation += 1;
+        let start = Incarnation {
+            number: self.incarnation,
+            history: self.history.clone(),
+            standing,
+        };
+        let actor = ConnectionActor::new(self.config.clone(), deps, start).start();
+        self.actor = Some(actor.clone());
+        actor
     }
 
     pub(super) fn loaded_catalog(&self) -> Option<Arc<Catalog>> {
@@ -88,7 +123,11 @@ pub(super) fn stopped(connection: &str) -> Unavailable {
 }
 
 impl Registry {
-    /// The connection's actor, started now if this is its first use.
+    /// The connection's actor, started now if this is its first use (or the
+    /// first since a reset). One that just died is returned as it is: asking
+    /// it fails at once with the "stopped" value, and its death notice
+    /// restarts it within the budget ([`Registry::restart`]), the one path
+    /// by which a dead actor is replaced.
     pub(super) fn actor(
         &mut self,
         name: &str,
@@ -96,14 +135,10 @@ impl Registry {
     ) -> Option<Addr<ConnectionActor>> {
         let deps = self.deps(ctx);
         let entry = self.entries.get_mut(name)?;
-        if let Some(actor) = &entry.actor
-            && actor.connected()
-        {
-            return Some(actor.clone());
+        match &entry.actor {
+            Some(actor) => Some(actor.clone()),
+            None => Some(entry.start(deps, None)),
         }
-        let actor = ConnectionActor::new(entry.config.clone(), deps).start();
-        entry.actor = Some(actor.clone());
-        Some(actor)
     }
 
     /// The connection's catalog: cached, the load in flight, or a new load.
@@ -172,52 +207,63 @@ impl Registry {
         self.load_catalog(name, ctx);
     }
 
-    /// Restarts connection actors that died (panicked or stopped on their own),
-    /// within the restart budget; past it, the connection retires (`crash_loop`).
-    pub(super) fn restart_dead(&mut self, ctx: &mut Context<Self>) {
+    /// The actor `incarnation` of `name` ended on its own (a panic): start
+    /// its successor in the park or retirement it had, within the restart
+    /// budget; past it, the connection retires (`crash_loop`). A death the
+    /// registry caused (reset, reload, shutdown) is not restarted.
+    pub(super) fn restart(
+        &mut self,
+        name: &str,
+        incarnation: u64,
+        standing: Option<Standing>,
+        ctx: &mut Context<Self>,
+    ) {
         if self.shutting_down {
             return;
         }
         let budget = self.config.supervisor.restart_budget;
         let deps = self.deps(ctx);
-        let mut events = Vec::new();
-        for (name, entry) in &mut self.entries {
-            let Some(actor) = &entry.actor else { continue };
-            if actor.connected() {
-                continue;
-            }
-            let now = Instant::now();
-            while entry
-                .recent_restarts
-                .front()
-                .is_some_and(|at| now.duration_since(*at) > budget.within)
-            {
-                entry.recent_restarts.pop_front();
-            }
-            let actor = ConnectionActor::new(entry.config.clone(), deps.clone()).start();
-            entry.catalog = drain_catalog(
-                std::mem::replace(&mut entry.catalog, CatalogState::Unloaded),
-                name,
-            );
-            if entry.recent_restarts.len() as u32 >= budget.restarts {
-                tracing::warn!(connection = %name, restarts = entry.restarts, "crash loop: restart budget exhausted");
-                actor.do_send(RetireNow {
-                    reason: "crash_loop".into(),
-                });
-            } else {
-                entry.recent_restarts.push_back(now);
-                entry.restarts += 1;
-                tracing::warn!(connection = %name, restarts = entry.restarts, "connection actor died; restarted");
-                events.push(ConnectionEvent::Restarted {
-                    connection: name.clone(),
-                    restarts: entry.restarts,
-                });
-            }
-            entry.actor = Some(actor);
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        if entry.incarnation != incarnation || entry.actor.is_none() {
+            return;
         }
-        for event in &events {
-            self.publish(event);
+        let now = Instant::now();
+        while entry
+            .recent_restarts
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > budget.within)
+        {
+            entry.recent_restarts.pop_front();
         }
+        entry.catalog = drain_catalog(
+            std::mem::replace(&mut entry.catalog, CatalogState::Unloaded),
+            name,
+        );
+        if entry.recent_restarts.len() as u32 >= budget.restarts {
+            tracing::warn!(connection = %name, restarts = entry.restarts, "retired: crash loop, restart budget exhausted");
+            let retired = Standing::Retired {
+                failure: None,
+                reason: "crash_loop".into(),
+            };
+            entry.start(deps, Some(retired));
+            self.publish(&ConnectionEvent::Retired {
+                connection: name.to_owned(),
+                reason: "crash_loop".into(),
+                failure: None,
+            });
+            return;
+        }
+        entry.recent_restarts.push_back(now);
+        entry.restarts += 1;
+        let restarts = entry.restarts;
+        tracing::warn!(connection = %name, restarts, "connection actor died; restarted");
+        entry.start(deps, standing);
+        self.publish(&ConnectionEvent::Restarted {
+            connection: name.to_owned(),
+            restarts,
+        });
     }
 }
 

@@ -20,9 +20,12 @@ use super::{
 use crate::{
     CallOutcome, Failure, FailureKind, Forwarded, Unavailable,
     config::{Config, RetryCalls},
-    connection::{CallCounts, CallRetry, ConnectionForward, ConnectionSnapshot, Snapshot, Stop},
+    connection::{
+        CallCounts, CallRetry, ConnectionDied, ConnectionForward, ConnectionSnapshot, Snapshot,
+        Stop, stats::History,
+    },
     events::ConnectionEvent,
-    policy::{Forget, PolicySnapshot, RegisterConnections, ResetConnection, UpdateSettings},
+    policy::{Forget, RegisterConnections, ResetConnection, UpdateSettings},
     session::DownstreamLink,
 };
 
@@ -335,12 +338,18 @@ impl Handler<ListTools> for Registry {
     }
 }
 
+/// One connection as the registry reports it: its cached catalog, restarts,
+/// history, and its actor's snapshot.
+struct Reported {
+    catalog: Option<Arc<Catalog>>,
+    restarts: u32,
+    history: History,
+    snapshot: ConnectionSnapshot,
+}
+
 impl Registry {
-    /// Snapshots of every connection (idle ones without asking an actor).
-    fn snapshots(
-        &mut self,
-    ) -> impl std::future::Future<Output = Vec<(Option<Arc<Catalog>>, u32, ConnectionSnapshot)>> + use<>
-    {
+    /// Every connection's report (idle ones without asking an actor).
+    fn snapshots(&mut self) -> impl std::future::Future<Output = Vec<Reported>> + use<> {
         let asks: Vec<_> = self
             .entries
             .values()
@@ -349,12 +358,21 @@ impl Registry {
                 let idle = idle_snapshot(entry);
                 let catalog = entry.loaded_catalog();
                 let restarts = entry.restarts;
+                let history = entry.history.clone();
                 async move {
                     let snapshot = match actor {
                         Some(actor) => actor.send(Snapshot).await.unwrap_or(idle),
                         None => idle,
                     };
-                    (catalog, restarts, snapshot)
+                    // Read after the actor answered, so the history is at
+                    // least as recent as the snapshot.
+                    let history = history.lock().clone();
+                    Reported {
+                        catalog,
+                        restarts,
+                        history,
+                        snapshot,
+                    }
                 }
             })
             .collect();
@@ -368,15 +386,11 @@ fn idle_snapshot(entry: &Entry) -> ConnectionSnapshot {
         transport: entry.config.transport.kind(),
         state: "idle",
         since: SystemTime::now(),
-        last_failure: None,
         parked_until: None,
         retired_reason: None,
         in_flight: 0,
         queued: 0,
         peak_in_flight: 0,
-        calls: CallCounts::default(),
-        durations: Default::default(),
-        failures: Default::default(),
     }
 }
 
@@ -395,12 +409,12 @@ impl Handler<ListConnections> for Registry {
                 .await
                 .into_iter()
                 .zip(notes)
-                .map(|((catalog, _, snapshot), description)| ConnectionSummary {
-                    dead: snapshot.state == "retired",
-                    name: snapshot.name,
+                .map(|(reported, description)| ConnectionSummary {
+                    dead: reported.snapshot.state == "retired",
+                    name: reported.snapshot.name,
                     description,
-                    tool_count: catalog.map(|catalog| catalog.len()),
-                    state: snapshot.state,
+                    tool_count: reported.catalog.map(|catalog| catalog.len()),
+                    state: reported.snapshot.state,
                 })
                 .collect()
         })
@@ -411,36 +425,36 @@ impl Handler<Status> for Registry {
     type Result = ResponseFuture<Vec<ConnectionStatus>>;
 
     fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
-        let policy = self.policy.clone();
         let snapshots = self.snapshots();
         Box::pin(async move {
-            let snapshots = snapshots.await;
-            let parks = join_all(snapshots.iter().map(|(_, _, snapshot)| {
-                policy.send(PolicySnapshot {
-                    connection: snapshot.name.clone(),
-                })
-            }))
-            .await;
             snapshots
+                .await
                 .into_iter()
-                .zip(parks)
-                .map(|((catalog, restarts, s), parks)| ConnectionStatus {
-                    dead: s.state == "retired",
-                    tool_count: catalog.map(|catalog| catalog.len()),
-                    parks: parks.ok().flatten().map_or(0, |state| state.total_parks),
-                    restarts,
-                    name: s.name,
-                    transport: s.transport,
-                    state: s.state,
-                    since: s.since,
-                    last_failure: s.last_failure,
-                    parked_until: s.parked_until,
-                    retired_reason: s.retired_reason,
-                    in_flight: s.in_flight,
-                    queued: s.queued,
-                    calls: s.calls,
-                    durations: s.durations,
-                    failures: s.failures,
+                .map(|reported| {
+                    let Reported {
+                        catalog,
+                        restarts,
+                        history,
+                        snapshot: s,
+                    } = reported;
+                    ConnectionStatus {
+                        dead: s.state == "retired",
+                        tool_count: catalog.map(|catalog| catalog.len()),
+                        parks: history.parks,
+                        restarts,
+                        name: s.name,
+                        transport: s.transport,
+                        state: s.state,
+                        since: s.since,
+                        last_failure: history.last_failure,
+                        parked_until: s.parked_until,
+                        retired_reason: s.retired_reason,
+                        in_flight: s.in_flight,
+                        queued: s.queued,
+                        calls: history.calls,
+                        durations: history.durations,
+                        failures: history.failures,
+                    }
                 })
                 .collect()
         })
@@ -464,6 +478,14 @@ impl Handler<ConnectionEvent> for Registry {
         }
         self.subscribers.retain(|subscriber| subscriber.connected());
         self.publish(&event);
+    }
+}
+
+impl Handler<ConnectionDied> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, died: ConnectionDied, ctx: &mut Context<Self>) {
+        self.restart(&died.connection, died.incarnation, died.standing, ctx);
     }
 }
 
@@ -522,7 +544,7 @@ impl Handler<Reload> for Registry {
                 }
                 Some(entry) => {
                     stop_entry(entry);
-                    *entry = Entry::new(connection.clone());
+                    *entry = entry.changed(connection.clone());
                     self.policy.do_send(ResetConnection {
                         connection: connection.name.clone(),
                     });

@@ -11,7 +11,7 @@ pub mod catalog;
 mod entries;
 pub mod messages;
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc};
 
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 
@@ -27,9 +27,6 @@ use crate::{
     policy::{Cooldowns, PolicySettings, QuarantinePolicy, RegisterConnections, RetryBackoff},
     session::shared_http_client,
 };
-
-/// How often the registry looks for connection actors that died.
-const HEALTH_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// The supervisor's front door for other actors.
 #[derive(Debug)]
@@ -69,6 +66,7 @@ impl Registry {
             policy: self.policy.clone(),
             http: self.http.clone(),
             events: Some(ctx.address().recipient()),
+            deaths: Some(ctx.address().recipient()),
             shutdown_timeout: self.config.supervisor.shutdown_timeout,
         }
     }
@@ -87,11 +85,8 @@ impl Registry {
 impl Actor for Registry {
     type Context = Context<Self>;
 
-    fn started(&mut self, ctx: &mut Self::Context) {
+    fn started(&mut self, _: &mut Self::Context) {
         self.policy.do_send(RegisterConnections(self.names()));
-        ctx.run_interval(HEALTH_CHECK_EVERY, |registry, ctx| {
-            registry.restart_dead(ctx)
-        });
     }
 }
 
