@@ -39,7 +39,8 @@ doc: ## Build the API docs (warnings are errors)
 
 ci: lint test ## What CI runs
 
-# `make bench [QUICK=1] [ONLY=P1,P5]`: the SPEC §12 targets side by side (crates/mcp-bench).
+# `make bench [QUICK=1] [ONLY=P1,P5]`: the performance targets side by side
+# (crates/mcp-bench; targets and results in docs/BENCHMARKS.md).
 QUICK ?=
 ONLY ?=
 BENCH_INVOKED := make bench$(if $(filter-out 0,$(QUICK)), QUICK=$(QUICK),)$(if $(ONLY), ONLY=$(ONLY),)

@@ -274,7 +274,7 @@ fn tools_and_call_one_shots_talk_to_a_real_upstream() {
     let run = supervisor(&["call", "--config", config, "t", "echo", "{not json"], &[]);
     assert_eq!(run.code, Some(2), "{run:?}");
 
-    // A failed outcome: exit 1 with the §8/§9 message.
+    // A failed outcome: exit 1 with the agent-facing message.
     let run = supervisor(&["call", "--config", config, "nope", "echo"], &[]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(

@@ -1,8 +1,8 @@
-//! `mcp-bench`: measures the SPEC §12 performance targets (P1–P7) side by side
-//! in one run, prints a table and writes `docs/BENCHMARKS.md`.
+//! `mcp-bench`: measures the performance targets P1–P7 (docs/BENCHMARKS.md,
+//! "Targets") side by side in one run, prints a table and writes `docs/BENCHMARKS.md`.
 //!
 //! Every measured round runs in a worker process of its own (`mcp-bench worker
-//! SPEC`, the same binary), against upstreams that are separate processes
+//! JSON`, the same binary), against upstreams that are separate processes
 //! (`mcp-test-server --http`, `mcp-supervisor serve`), so the client CPU
 //! (`getrusage`) and peak RSS (`VmHWM`) a worker reports are its own.
 //! Variants of a comparison alternate round by round.
@@ -30,7 +30,7 @@ use crate::{
     scenarios::{Bench, Settings},
 };
 
-/// Measures the SPEC §12 targets (P1–P7) side by side and writes docs/BENCHMARKS.md.
+/// Measures the performance targets (P1–P7) side by side and writes docs/BENCHMARKS.md.
 #[derive(Debug, Parser)]
 #[command(name = "mcp-bench")]
 struct Cli {
@@ -64,7 +64,10 @@ struct Cli {
 enum Command {
     /// Runs one measured round (internal).
     #[command(hide = true)]
-    Worker { spec: String },
+    Worker {
+        #[arg(value_name = "JSON")]
+        spec: String,
+    },
 }
 
 const ALL: [&str; 7] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7"];

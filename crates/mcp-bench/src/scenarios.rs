@@ -1,4 +1,4 @@
-//! P1–P7 (SPEC §12): which variants run, interleaved how, and which rows of
+//! P1–P7 (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
 //! the table they produce.
 
 use std::path::{Path, PathBuf};

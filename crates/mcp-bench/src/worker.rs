@@ -77,7 +77,7 @@ pub(crate) enum Spec {
     },
 }
 
-/// Entry point of `mcp-bench worker SPEC`.
+/// Entry point of `mcp-bench worker JSON` (a serialized [`Spec`]).
 pub(crate) fn run(spec_json: &str) -> anyhow::Result<()> {
     let spec: Spec = serde_json::from_str(spec_json).context("parsing the worker spec")?;
     let result = match spec {

@@ -1,6 +1,6 @@
 //! `mcp-supervisor`: the command line and the long-lived process.
 //!
-//! Exit codes (SPEC §10): 0 ok, 1 the operation failed, 2 usage or config error.
+//! Exit codes (README.md, "Command line"): 0 ok, 1 the operation failed, 2 usage or config error.
 
 mod cli;
 mod commands;

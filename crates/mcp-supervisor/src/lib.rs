@@ -11,7 +11,7 @@
 //!   secrets become `SecretString` the moment they are read.
 //! - [`failure`]: [`Failure`] and the one [`classify`] for every error source.
 //! - [`http`]: the connection's own rmcp HTTP client, recording every status.
-//! - [`outcome`]: [`CallOutcome`], what every call comes back as, and the §8 texts.
+//! - [`outcome`]: [`CallOutcome`], what every call comes back as, and the agent-facing texts.
 //! - [`policy`]: the pure retry/park/retire decision and the `QuarantinePolicy` actor.
 //! - [`session`]: one live rmcp client session and its deadline-bounded operations.
 

@@ -1,6 +1,7 @@
 //! What a call comes back as: always a value ([`CallOutcome`]), never a panic,
-//! a hang or a cancellation. The agent-facing texts of SPEC §8 live here, in one
-//! place, because they are part of the product.
+//! a hang or a cancellation. The agent-facing texts live here, in one place,
+//! because they are part of the product (docs/SUPERVISION.md, "What agents
+//! read").
 
 use std::time::Duration;
 
@@ -130,7 +131,7 @@ impl CallOutcome {
     }
 }
 
-/// The §8 message templates.
+/// The agent-facing message texts (docs/SUPERVISION.md, "What agents read").
 pub mod messages {
     use std::time::Duration;
 
@@ -252,7 +253,7 @@ mod tests {
     use crate::failure::FailureKind;
 
     #[test]
-    fn the_exact_spec_texts() {
+    fn the_exact_agent_texts() {
         let f = Failure::from_status(503, None);
         assert_eq!(
             parked("github", &f, Duration::from_millis(29_600)),

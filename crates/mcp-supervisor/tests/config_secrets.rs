@@ -1,5 +1,6 @@
-//! Canary test (SPEC §11): a token planted through every way a secret can enter
-//! the config must not come out of `Debug`, `summary()`, or any error message.
+//! Canary test (docs/SUPERVISION.md, "Secrets and bad input"): a token planted
+//! through every way a secret can enter the config must not come out of
+//! `Debug`, `summary()`, or any error message.
 
 use std::path::Path;
 

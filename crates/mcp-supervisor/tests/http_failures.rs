@@ -1,5 +1,6 @@
 //! Drives the in-repo test server over real loopback HTTP into each HTTP-level
-//! failure and asserts the `Failure` the session reports (SPEC §5).
+//! failure and asserts the `Failure` the session reports (docs/ARCHITECTURE.md,
+//! "Failure classification").
 
 use std::time::{Duration, SystemTime};
 

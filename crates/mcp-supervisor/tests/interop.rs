@@ -339,7 +339,8 @@ async fn expect_answers(
     }
 }
 
-/// A tool missing from the upstream's catalog is refused with the §9 text,
+/// A tool missing from the upstream's catalog is refused with the unknown-tool
+/// text (docs/SUPERVISION.md, "What agents read"),
 /// before any I/O: the connection's call counters (which count every call that
 /// reaches the connection actor) do not move.
 async fn unknown_tool_is_refused_without_a_call(registry: &Addr<Registry>, connection: &str) {

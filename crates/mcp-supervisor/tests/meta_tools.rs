@@ -1,4 +1,5 @@
-//! The five meta-tools over a real upstream: exact shapes and messages (SPEC §9).
+//! The five meta-tools over a real upstream: exact shapes and messages
+//! (docs/SUPERVISION.md, "Meta-tools").
 
 mod support;
 

@@ -1,8 +1,9 @@
-//! SPEC §6, row by row, over real loopback HTTP: for each kind of failure in
-//! each phase, the test server is driven into it and the test asserts the
-//! caller's value, how many requests reached the server, and the connection's
-//! resulting state. (`unknown` has no natural trigger in a real server; its
-//! row is covered by the pure decision table in `policy::decide::tests`.)
+//! The retry table (docs/SUPERVISION.md, "Retries"), row by row, over real
+//! loopback HTTP: for each kind of failure in each phase, the test server is
+//! driven into it and the test asserts the caller's value, how many requests
+//! reached the server, and the connection's resulting state. (`unknown` has
+//! no natural trigger in a real server; its row is covered by the pure
+//! decision table in `policy::decide::tests`.)
 
 mod support;
 

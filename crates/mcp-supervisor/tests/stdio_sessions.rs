@@ -30,7 +30,7 @@ use tokio::time::Instant;
 /// Bound for a process to be gone once it has been killed.
 const GONE_WITHIN: Duration = Duration::from_secs(10);
 
-/// Names the child may see from our environment (SPEC §4).
+/// Names the child may see from our environment (docs/CONFIG.md, `env`).
 const INHERITED: [&str; 7] = ["PATH", "HOME", "USER", "LANG", "TERM", "SHELL", "LOGNAME"];
 
 fn transport(command: impl Into<String>, args: &[&str]) -> StdioTransport {
@@ -437,7 +437,8 @@ exec "$1""#;
     );
 }
 
-/// Part of [`log_helper`]: SPEC §11's canary check for stdio arguments and env.
+/// Part of [`log_helper`]: the canary check (docs/SUPERVISION.md, "Secrets and
+/// bad input") for stdio arguments and env.
 async fn no_argument_or_env_value_reaches_logs_debug_or_failures() {
     let (capture, _guard) = capture_logs();
 

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use super::admin_client::{AdminClient, block_on};
 use crate::{cli::AdminTarget, exit::Exit};
 
-/// `GET /status` (SPEC §10). Only what the table shows; other keys are ignored,
-/// so a newer server still works.
+/// `GET /status` (docs/SUPERVISION.md, "GET /status"). Only what the table
+/// shows; other keys are ignored, so a newer server still works.
 #[derive(Debug, Deserialize)]
 struct StatusBody {
     connections: Vec<Row>,

@@ -19,8 +19,8 @@ use crate::{FailureKind, connection::stats::DURATION_BUCKETS, registry::Connecti
 /// `Content-Type` of [`metrics_text`]: `text/plain; version=0.0.4; charset=utf-8`.
 pub const METRICS_CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
-/// Every state a connection reports (SPEC §10); the state gauge has one series
-/// per state, 1 for the current one.
+/// Every state a connection reports (docs/SUPERVISION.md, "GET /status"); the
+/// state gauge has one series per state, 1 for the current one.
 const STATES: [&str; 6] = [
     "idle",
     "connecting",

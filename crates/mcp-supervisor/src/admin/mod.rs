@@ -1,4 +1,5 @@
-//! The admin HTTP API of the long-lived process (SPEC §10): health, readiness,
+//! The admin HTTP API of the long-lived process (docs/SUPERVISION.md, "Admin
+//! API"): health, readiness,
 //! `/status`, `/metrics`, reset and reload, all answered from the registry.
 //!
 //! # Layout

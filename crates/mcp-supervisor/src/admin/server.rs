@@ -126,7 +126,7 @@ pub fn router(registry: Addr<Registry>, reloader: Reloader, shutdown: Cancellati
     router_with(registry, reloader, &AdminSettings::default(), shutdown)
 }
 
-/// The admin routes (SPEC §10) behind `settings`' protection. Unknown paths
+/// The admin routes (docs/SUPERVISION.md, "Admin API") behind `settings`' protection. Unknown paths
 /// answer 404, known paths with the wrong method 405.
 pub fn router_with(
     registry: Addr<Registry>,

@@ -1,4 +1,5 @@
-//! `GET /status`: the registry's status snapshot as SPEC §10's JSON.
+//! `GET /status`: the registry's status snapshot as JSON (docs/SUPERVISION.md,
+//! "GET /status").
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

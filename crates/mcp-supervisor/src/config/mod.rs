@@ -1,4 +1,4 @@
-//! Configuration: the TOML file (SPEC §4), validated into typed settings.
+//! Configuration: the TOML file (docs/CONFIG.md), validated into typed settings.
 //!
 //! # Layout
 //!

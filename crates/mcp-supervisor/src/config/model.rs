@@ -314,7 +314,7 @@ pub struct ConnectionConfig {
     pub list_timeout: Duration,
     /// See [`SupervisorSettings::max_attempts`].
     pub max_attempts: u32,
-    /// Which failed calls may be retried (SPEC §6).
+    /// Which failed calls may be re-sent (docs/SUPERVISION.md, "Never twice").
     pub retry_calls: RetryCalls,
 }
 
@@ -445,15 +445,18 @@ impl fmt::Debug for StdioTransport {
     }
 }
 
-/// `connections.NAME.retry_calls`: which failed calls may be retried (SPEC §6).
+/// `connections.NAME.retry_calls`: which failed calls may be re-sent
+/// (docs/SUPERVISION.md, "Never twice"). A call that provably did not run is
+/// re-sent under `Safe` and `Always` whatever the tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RetryCalls {
-    /// Retry only when the call surely did not run.
+    /// Re-send a call of a tool annotated `readOnlyHint` or `idempotentHint`;
+    /// of any other tool, only when it surely did not run.
     #[default]
     Safe,
-    /// Also retry when the call may have run (idempotent tools only).
+    /// Re-send a call of any tool, even when it may have run.
     Always,
-    /// Never retry a call.
+    /// Never re-send a call (a failed session build before it is still retried).
     Never,
 }
 

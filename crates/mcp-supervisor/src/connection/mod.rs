@@ -326,7 +326,8 @@ impl ConnectionActor {
 
     /// The session of `generation` ended. With calls in flight, they will
     /// report the failure themselves; an idle death parks the connection like
-    /// an exhausted operation (SPEC §7), with no eager reconnect.
+    /// an exhausted operation (docs/SUPERVISION.md, "Park, retire, revive"),
+    /// with no eager reconnect.
     fn session_ended(&mut self, generation: u64, ctx: &mut Context<Self>) {
         let current =
             matches!(&self.lifecycle, Lifecycle::Ready(lease) if lease.generation == generation);

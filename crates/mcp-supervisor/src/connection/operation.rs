@@ -33,7 +33,8 @@ use crate::{
 pub enum CallRetry {
     /// Yes: the tool is `readOnlyHint`/`idempotentHint`, or `retry_calls = "always"`.
     Safe,
-    /// Only when it provably did not run (refused, 429, 503, expired session).
+    /// Only when it provably did not run (`Failure::not_run`: could not
+    /// connect, 401, 403, 429, a JSON-RPC error answer).
     OnlyIfNotRun,
     /// Never (`retry_calls = "never"`).
     Never,

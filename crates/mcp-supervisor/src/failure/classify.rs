@@ -3,8 +3,9 @@
 //! Errors arrive wrapped several layers deep (rmcp `ServiceError` →
 //! `DynamicTransportError` → `StreamableHttpError` → `reqwest::Error` →
 //! `io::Error`). We walk the whole chain, turn every layer we recognise into a
-//! candidate, and keep the most specific one (SPEC §5 priority order), so a 503
-//! under a "transport send failed" wrapper is a `server` failure, not `transport`.
+//! candidate, and keep the most specific one (the priority order of
+//! docs/ARCHITECTURE.md, "Failure classification"), so a 503 under a
+//! "transport send failed" wrapper is a `server` failure, not `transport`.
 
 use std::{error::Error, io, time::SystemTime};
 

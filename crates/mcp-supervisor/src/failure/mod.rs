@@ -1,5 +1,6 @@
 //! Failures, classified: every error from rmcp, reqwest, a child process or a
-//! deadline becomes one [`Failure`] (SPEC §5), so the policy never sees raw errors.
+//! deadline becomes one [`Failure`] (docs/ARCHITECTURE.md, "Failure
+//! classification"), so the policy never sees raw errors.
 //!
 //! A `Failure` is safe to log, show in `/status` and hand to agents: it holds no
 //! URL query, header, body or token, only the status, the path and a short reason
@@ -15,7 +16,8 @@ pub use retry_after::parse_retry_after;
 
 /// What kind of failure happened, from most to least specific.
 ///
-/// The declaration order *is* the priority order of SPEC §5: when one error
+/// The declaration order *is* the priority order (docs/ARCHITECTURE.md,
+/// "Failure classification"): when one error
 /// carries several causes, the variant declared first wins (see [`FailureKind::priority`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -107,8 +109,12 @@ pub struct Failure {
     pub method: Option<String>,
     /// URL path of the request that failed, without query, if HTTP.
     pub path: Option<String>,
-    /// True when the request provably never ran upstream (connection refused,
-    /// 429, 503, expired session), so even a non-idempotent call may be retried.
+    /// True when the request provably never reached the tool: it could not be
+    /// sent (could not connect), or the upstream refused it (HTTP 401, 403, 429,
+    /// a JSON-RPC error answer). Then even a non-idempotent call may be re-sent.
+    /// A 5xx, an expired session or a broken stream may come after the tool ran,
+    /// so they leave it false (docs/DECISIONS.md #53; docs/SUPERVISION.md,
+    /// "Never twice").
     pub not_run: bool,
 }
 

@@ -5,7 +5,8 @@
 //! call; the upstream's answer passes through unchanged apart from what the
 //! downstream protocol needs (exposed names, `resultType`), and the upstream's
 //! JSON-RPC errors pass through as they are. Supervisor outcomes become text
-//! results with `isError: true` for tools (the §8 texts, docs/ARCHITECTURE.md)
+//! results with `isError: true` for tools (docs/SUPERVISION.md, "What agents
+//! read")
 //! and JSON-RPC errors carrying the same texts for everything else.
 
 // Logging and resource subscriptions are deprecated by SEP-2577 (protocol

@@ -229,7 +229,8 @@ impl RecordingClient {
     /// carrying a session id they no longer know — typically after a restart —
     /// with `400` and a JSON-RPC error about the session, not the `404` the
     /// spec asks for. That is an expired session, not a bad request: report it
-    /// as such so rmcp re-initializes (the request provably did not run).
+    /// as such so rmcp re-initializes (the server turned the request away at
+    /// its session check).
     /// The body is only inspected (bounded), never kept.
     async fn session_rejection(&self, uri: &Arc<str>, response: reqwest::Response) -> HttpError {
         let status = response.status();

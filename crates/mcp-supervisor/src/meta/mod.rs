@@ -1,7 +1,8 @@
-//! The five meta-tools (SPEC §9) for agents that discover tools on demand:
-//! `list_mcps`, `search_mcp_tools`, `get_mcp_tool_schema`, `describe_mcp`,
-//! `call_mcp`. Each answers a `CallToolResult`; errors are text results with
-//! `isError: true`, never a protocol error, so the agent can read and recover.
+//! The five meta-tools (docs/SUPERVISION.md, "Meta-tools") for agents that
+//! discover tools on demand: `list_mcps`, `search_mcp_tools`,
+//! `get_mcp_tool_schema`, `describe_mcp`, `call_mcp`. Each answers a
+//! `CallToolResult`; errors are text results with `isError: true`, never a
+//! protocol error, so the agent can read and recover.
 //!
 //! Layout: [`search`] holds the pure search scoring; this file the tool
 //! definitions and the dispatcher over the registry's messages.
@@ -132,7 +133,8 @@ fn error(message: String) -> CallToolResult {
 }
 
 /// Turns a supervisor outcome into what an agent sees: upstream results pass
-/// through unchanged; everything else is a text error with the §8 message.
+/// through unchanged; everything else is a text error with the outcome's message
+/// (docs/SUPERVISION.md, "What agents read").
 pub fn outcome_result(outcome: CallOutcome) -> CallToolResult {
     match outcome {
         CallOutcome::Success(result) | CallOutcome::ToolError(result) => result,

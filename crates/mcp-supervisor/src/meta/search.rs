@@ -1,4 +1,4 @@
-//! `search_mcp_tools` scoring (SPEC §9), a pure function.
+//! `search_mcp_tools` scoring (docs/SUPERVISION.md, "Meta-tools"), a pure function.
 
 use rmcp::model::Tool;
 

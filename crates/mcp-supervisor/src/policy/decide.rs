@@ -1,6 +1,7 @@
 //! The pure decision function: (kind × phase × attempt × call safety × park
 //! count × time left) → what to do next. No clocks, no randomness, no state: the
-//! actor supplies all of those, so every row of SPEC §6 is a table test here.
+//! actor supplies all of those, so every row of the retry table
+//! (docs/SUPERVISION.md, "Retries") is a table test here.
 
 use std::time::Duration;
 
@@ -36,7 +37,8 @@ pub struct Situation<'a> {
     pub max_attempts: u32,
     /// The call may be repeated without duplicating a side effect: the tool is
     /// annotated `readOnlyHint`/`idempotentHint` or `retry_calls = "always"`.
-    /// (A failure that provably never ran is retried regardless; see `Failure::not_run`.)
+    /// (A failure that provably never reached the tool is retried regardless;
+    /// see `Failure::not_run`.)
     pub call_retry_allowed: bool,
     /// Parks since the last success, not counting the one this may cause.
     pub parks: u32,
@@ -66,7 +68,8 @@ pub enum Decision {
     Retire,
 }
 
-/// Decides what follows one failed attempt (SPEC §6 table, §7 parks).
+/// Decides what follows one failed attempt (docs/SUPERVISION.md, "Retries" and
+/// "Park, retire, revive").
 pub fn decide(settings: &PolicySettings, s: &Situation<'_>) -> Decision {
     let failure = s.failure;
     match (failure.kind, s.phase) {
@@ -93,7 +96,8 @@ pub fn decide(settings: &PolicySettings, s: &Situation<'_>) -> Decision {
 }
 
 /// A session died while idle (child exited, stream closed for good): it parks
-/// like an exhausted operation and counts toward retirement (SPEC §7), with no
+/// like an exhausted operation and counts toward retirement
+/// (docs/SUPERVISION.md, "Park, retire, revive"), with no
 /// eager reconnect.
 pub fn decide_idle_death(settings: &PolicySettings, parks: u32, guard_active: bool) -> Decision {
     exhausted(settings, parks, guard_active)

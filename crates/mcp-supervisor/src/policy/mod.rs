@@ -1,4 +1,5 @@
-//! When to retry, park, or retire (SPEC §6, §7).
+//! When to retry, park, or retire (docs/SUPERVISION.md, "Retries" and "Park,
+//! retire, revive").
 //!
 //! Layout:
 //! - [`schedule`]: validated timing values, the retry backoff and the park cooldowns;

@@ -22,7 +22,7 @@ pub enum ScheduleError {
 ///
 /// The exponential schedule itself comes from `backon` (the maintained
 /// successor of `backoff`); the jitter is ours because backon's jitter adds up
-/// to 100 % of the delay and SPEC §6 allows at most 10 %.
+/// to 100 % of the delay and ours at most 10 % (docs/DECISIONS.md #1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryBackoff {
     base: Duration,
@@ -32,7 +32,8 @@ pub struct RetryBackoff {
 }
 
 impl RetryBackoff {
-    /// SPEC §6: 0.5 s doubling, capped at 8 s, up to 10 % jitter.
+    /// The default (docs/SUPERVISION.md, "Retries"): 0.5 s doubling, capped at
+    /// 8 s, up to 10 % jitter.
     pub fn spec_default() -> Self {
         RetryBackoff {
             base: Duration::from_millis(500),
@@ -155,7 +156,8 @@ pub struct PolicySettings {
 }
 
 impl PolicySettings {
-    /// SPEC defaults: 0.5 s..8 s backoff, 30 s..5 m cooldowns, the 3rd park retires.
+    /// The defaults: 0.5 s..8 s backoff, 30 s..5 m cooldowns, the 3rd park
+    /// retires (docs/SUPERVISION.md, docs/CONFIG.md `[supervisor.quarantine]`).
     pub fn spec_default() -> Self {
         PolicySettings {
             backoff: RetryBackoff::spec_default(),

@@ -1,4 +1,5 @@
-//! The registry's public messages (SPEC §3) and their handlers.
+//! The registry's public messages (docs/ARCHITECTURE.md, "Actors and messages")
+//! and their handlers.
 
 use std::{
     sync::Arc,
@@ -79,7 +80,7 @@ pub struct ConnectionSummary {
     pub dead: bool,
 }
 
-/// Per-connection status (SPEC §10 `/status`).
+/// Per-connection status (docs/SUPERVISION.md, "GET /status").
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Vec<ConnectionStatus>")]
 pub struct Status;
@@ -611,7 +612,8 @@ impl Handler<Warmup> for Registry {
     }
 }
 
-/// SPEC §9: warm up at most this many connections at a time.
+/// Warm up at most this many connections at a time (docs/SUPERVISION.md,
+/// "Meta-tools").
 const WARMUP_CONCURRENCY: usize = 6;
 
 impl Handler<CurrentConfig> for Registry {

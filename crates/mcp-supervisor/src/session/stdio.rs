@@ -1,5 +1,6 @@
 //! Opening a session to an upstream that runs as our child process and speaks
-//! MCP over its stdin/stdout (SPEC §4 `transport = "stdio"`, §10 "No orphans").
+//! MCP over its stdin/stdout (docs/CONFIG.md, `transport = "stdio"`;
+//! docs/SUPERVISION.md, "No orphans").
 //!
 //! The child gets a minimal environment, runs as the leader of its own
 //! process group with a parent-death signal, and has its stderr drained into

@@ -1,4 +1,5 @@
-//! One row per line of SPEC §5's table, the priority order, and the fallback
+//! One row per line of the kind table (docs/ARCHITECTURE.md, "Failure
+//! classification"), the priority order, and the fallback
 //! to the last recorded HTTP status.
 
 use std::{

@@ -1,4 +1,5 @@
-//! One test row per cell of SPEC §6's table, plus the deadline and guard rules.
+//! One test row per cell of the retry table (docs/SUPERVISION.md, "Retries"),
+//! plus the deadline and guard rules.
 
 use std::time::Duration;
 

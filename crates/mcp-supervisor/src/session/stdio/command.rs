@@ -25,7 +25,8 @@ use tokio::process::Command;
 
 use crate::failure::Failure;
 
-/// Variables passed through from our own environment (SPEC §4). Nothing else
+/// Variables passed through from our own environment (docs/CONFIG.md, `env`
+/// of `[connections.NAME]`). Nothing else
 /// is: the supervisor's own secrets (tokens for other connections) must
 /// never reach an upstream.
 pub(super) const INHERITED_ENV: [&str; 7] =

@@ -1,5 +1,5 @@
 //! The child's process group, and the guarantees that no process of it
-//! outlives its session or the supervisor (SPEC §10 "No orphans").
+//! outlives its session or the supervisor (docs/SUPERVISION.md, "No orphans").
 //!
 //! - [`OwnGroup`] makes the child the leader of a new process group, asks the
 //!   kernel to SIGKILL it when we die (`PR_SET_PDEATHSIG`), and makes every
