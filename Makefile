@@ -26,13 +26,16 @@ ifeq ($(NEXTEST),yes)
 else
 	$(CARGO) test --workspace --all-features --no-fail-fast
 endif
+	CARGO="$(CARGO)" ./scripts/fuzz.sh short
 
 lint: ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+	CARGO="$(CARGO)" ./scripts/fuzz.sh lint
 
 fmt: ## Format the code
 	$(CARGO) fmt --all
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml
 
 doc: ## Build the API docs (warnings are errors)
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p mcp-supervisor -p mcp-test-support
@@ -49,3 +52,11 @@ bench: ## Benchmarks P1-P7 -> docs/BENCHMARKS.md (QUICK=1 ~1 min, ONLY=P1,P5)
 	./scripts/install-test-deps.sh
 	$(CARGO) build --release -p mcp-bench -p mcp-test-support -p mcp-supervisor-cli --bins
 	$(or $(CARGO_TARGET_DIR),target)/release/mcp-bench $(if $(filter-out 0,$(QUICK)),--quick,) $(if $(ONLY),--only $(ONLY),) --invoked-as "$(BENCH_INVOKED)"
+
+# `make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="config_parse gateway_http"]`: libFuzzer
+# on every target (or those listed), FUZZ_SECONDS each (docs/TESTING.md, "Fuzzing").
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
+.PHONY: fuzz
+fuzz: ## Long fuzz run: libFuzzer, FUZZ_SECONDS (600) per target
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh long $(FUZZ_TARGETS)
