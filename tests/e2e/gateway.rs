@@ -383,3 +383,39 @@ async fn a_credential_in_the_url_query_reaches_no_output() {
     assert!(log.contains("parked"), "our own line is logged: {log}");
     assert!(!log.contains(CANARY), "serve leaked: {log}");
 }
+
+/// The names of the process's threads (`/proc/PID/task/*/comm`).
+fn thread_names(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the process is alive")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Large payloads never stall other callers nor keep memory
+/// (docs/ARCHITECTURE.md, "Threads"; the numbers are in docs/BENCHMARKS.md,
+/// "Large payloads"): the gateway and every session's I/O run on network
+/// threads, one per core, not on the actors' thread, and the allocator
+/// returns freed memory from a background thread. A session built by a
+/// call runs its transport there too, and the call is answered.
+#[tokio::test]
+async fn the_network_side_runs_on_its_own_threads_and_memory_is_returned() {
+    let upstream = HttpUpstream::start();
+    let served = Served::start(&connection("a", &upstream, ""));
+    let client = connect(&served.gateway_url).await;
+    let big = "x".repeat(1 << 20);
+    let result = call(&client, "a__echo", json!({ "text": big })).await;
+    assert_eq!(text(&result).len(), big.len());
+
+    let names = thread_names(served.child.id());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let network = names.iter().filter(|name| *name == "network").count();
+    assert_eq!(network, cores, "one network thread per core: {names:?}");
+    assert!(
+        names.iter().any(|name| name.starts_with("jemalloc_bg")),
+        "jemalloc's purging thread runs: {names:?}"
+    );
+}

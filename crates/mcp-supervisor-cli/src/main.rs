@@ -11,7 +11,16 @@ use clap::Parser;
 
 use crate::cli::Cli;
 
+/// jemalloc, with its background thread purging freed memory: a burst of
+/// large payloads leaves memory to the OS within seconds, where glibc's
+/// allocator kept it (measured in docs/BENCHMARKS.md, "Large payloads").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> std::process::ExitCode {
+    // Without it, freed pages go back only when the process allocates again.
+    // (Cannot fail on Linux; without it we would only keep more memory.)
+    let _ = tikv_jemalloc_ctl::background_thread::write(true);
     let cli = Cli::parse();
     logging::init(cli.log_format, cli.command.is_long_lived());
     match commands::run(cli.command) {

@@ -76,7 +76,19 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         Some(bind("gateway", config.gateway.listen).await?)
     };
 
-    let registry = Registry::new(config.clone()).start();
+    // The network side runs on its own multi-thread runtime: the gateway's
+    // HTTP server and every upstream session's I/O, so parsing and encoding
+    // (a large payload included) happen off the actors' thread and in
+    // parallel. The actors stay on this one (docs/ARCHITECTURE.md,
+    // "Threads").
+    let network = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("network")
+        .enable_all()
+        .build()
+        .map_err(|error| Exit::Failed(format!("cannot start the network threads: {error}")))?;
+    let registry = Registry::new(config.clone())
+        .with_io(network.handle().clone())
+        .start();
     let state = GatewayState::new(
         registry.clone(),
         config.gateway.expose,
@@ -110,7 +122,18 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
             );
             let settings = config.gateway.clone();
             let stop = gateway_stop.clone();
-            gateway_task = Some(actix_rt::spawn(async move {
+            // Registered again with the network runtime's reactor.
+            let listener = listener.into_std().map_err(|error| {
+                Exit::Failed(format!("cannot hand the gateway's socket over: {error}"))
+            })?;
+            gateway_task = Some(network.spawn(async move {
+                let listener = match TcpListener::from_std(listener) {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        tracing::error!(%error, "gateway stopped");
+                        return;
+                    }
+                };
                 if let Err(error) = serve_http(listener, state, &settings, stop).await {
                     tracing::error!(%error, "gateway stopped");
                 }
@@ -163,6 +186,8 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         gateway_stop.end_sessions();
         let _ = tokio::time::timeout(ANSWER_FLUSH, task).await;
     }
+    // Whatever is left there (nothing, normally) is dropped without waiting.
+    network.shutdown_background();
     tracing::info!("stopped");
     Ok(())
 }

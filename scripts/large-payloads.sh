@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Large payloads vs a neighbour (docs/BENCHMARKS.md, "Large payloads").
+#
+#   scripts/large-payloads.sh [BINDIR...]
+#
+# For each BINDIR holding `mcp-supervisor` and `mcp-test-server` (default: the
+# release build in target/release), runs `serve` in front of two upstreams,
+# `a` and `b`, and scripts/large-payloads.py: 8 callers each send three
+# 3.6 MB `a__echo` calls (70,000 small JSON objects) while one caller times
+# `b__add` calls. Prints the neighbour's latency and the supervisor's RSS
+# before, at peak, and 5 s and 15 s after. Give several BINDIRs (builds of
+# different commits or allocators) to compare them side by side.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+(($#)) || set -- "${CARGO_TARGET_DIR:-target}/release"
+scratch=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
+
+# Starts "$@" in the background (a job of this shell, so it is stopped at
+# the end) with stdout to $scratch/$name.out; sets `url` to the first URL it
+# prints and `pid` to its process.
+start() {
+    local name=$1
+    shift
+    "$@" >"$scratch/$name.out" 2>"$scratch/$name.err" &
+    pid=$!
+    url=""
+    for _ in $(seq 100); do
+        url=$(grep -o 'http://[^ ]*' "$scratch/$name.out" | head -1 || true)
+        [[ -n "$url" ]] && break
+        sleep 0.1
+    done
+    [[ -n "$url" ]] || { echo "$name did not start" >&2; exit 1; }
+}
+
+for bin in "$@"; do
+    start a "$bin/mcp-test-server" --http 127.0.0.1:0
+    a=$url
+    start b "$bin/mcp-test-server" --http 127.0.0.1:0
+    b=$url
+    cat >"$scratch/config.toml" <<TOML
+[gateway]
+listen = "127.0.0.1:0"
+[admin]
+listen = "127.0.0.1:0"
+[connections.a]
+transport = "http"
+url = "$a"
+call_timeout = "60s"
+[connections.b]
+transport = "http"
+url = "$b"
+TOML
+    start serve "$bin/mcp-supervisor" serve --config "$scratch/config.toml"
+    for _ in $(seq 100); do grep -q "gateway listening" "$scratch/serve.out" && break; sleep 0.1; done
+    gateway=$(grep -o 'http://[^ ]*/mcp' "$scratch/serve.out" | head -1)
+    echo "== $bin"
+    python3 scripts/large-payloads.py "$gateway" "$pid" 3
+    kill $(jobs -p) 2>/dev/null || true
+    wait 2>/dev/null || true
+done
