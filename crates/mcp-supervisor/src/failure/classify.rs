@@ -202,6 +202,10 @@ fn http_error(error: &HttpError) -> Failure {
 }
 
 fn reqwest_error(error: &reqwest::Error) -> Failure {
+    if error.is_timeout() && error.is_connect() {
+        // The connection was never made, so nothing was sent.
+        return Failure::timeout("connect timed out").with_not_run();
+    }
     if error.is_timeout() {
         return Failure::timeout("HTTP request timed out");
     }

@@ -342,3 +342,37 @@ fn unknown_falls_back_to_the_last_recorded_error_status() {
     };
     assert_eq!(classify_with_fallback(&Strange, Some(&ok)).kind, K::Unknown);
 }
+
+/// A connect timeout proves the request was never sent (DECISIONS.md #53):
+/// a real one, against a loopback listener whose accept queue is full, so
+/// the handshake is never answered.
+#[tokio::test]
+async fn a_connect_timeout_never_ran() {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let address = listener.local_addr().unwrap();
+    // Fill the accept queue (never accepted); later handshakes go unanswered.
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let connect = tokio::net::TcpStream::connect(address);
+        match tokio::time::timeout(std::time::Duration::from_millis(100), connect).await {
+            Ok(Ok(stream)) => held.push(stream),
+            _ => break,
+        }
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let error = client
+        .get(format!("http://{address}/"))
+        .send()
+        .await
+        .expect_err("the handshake is never answered");
+    assert!(error.is_connect() && error.is_timeout(), "{error:?}");
+    let failure = super::reqwest_error(&error);
+    assert_eq!(failure.kind, FailureKind::Timeout, "{failure:?}");
+    assert!(failure.not_run, "{failure:?}");
+    drop((held, listener));
+}
