@@ -90,7 +90,7 @@ fn check_policy(retry_after: Option<Duration>, knobs: [u8; 8]) {
         .min(Duration::from_secs(MAX_CONFIG_SECS))
         .max(base);
     let settings = PolicySettings {
-        backoff: RetryBackoff::spec_default(),
+        backoff: RetryBackoff::defaults(),
         cooldowns: Cooldowns::try_new(base, max, 1 + u32::from(flags >> 4))
             .expect("a valid schedule"),
     };

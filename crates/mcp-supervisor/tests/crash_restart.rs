@@ -223,75 +223,53 @@ fn a_reset_keeps_every_counter() {
     });
 }
 
+/// Puts `a` in `state` by failing its `initialize` with `status`, crashes its
+/// actor, and checks that the successor is in the same state and refuses a
+/// call with no upstream I/O.
+async fn a_crash_keeps(status: u16, state: &str) {
+    let (upstream, registry) =
+        upstream_and_registry("[supervisor.quarantine]\nbase_cooldown = \"60s\"\n", "").await;
+    upstream.faults().push(mcp_test_support::FaultRule::always(
+        mcp_test_support::Match::method("initialize"),
+        mcp_test_support::Fault::status(status),
+    ));
+    let failed = call(&registry, "a", "echo", echo()).await;
+    assert!(
+        matches!(failed, CallOutcome::Unavailable { .. }),
+        "{failed:?}"
+    );
+    assert_eq!(status_of(&registry, "a").await.state, state);
+    upstream.faults().clear();
+    let initializes = upstream.requests("initialize");
+
+    crash(&registry, "a").await;
+    restarted(&registry, "a", 1).await;
+    let after = status_of(&registry, "a").await;
+    assert_eq!(after.state, state, "{after:?}");
+    let refused = call(&registry, "a", "echo", echo()).await;
+    assert!(
+        matches!(refused, CallOutcome::Unavailable { .. }),
+        "{refused:?}"
+    );
+    assert_eq!(
+        upstream.requests("initialize"),
+        initializes,
+        "no upstream I/O while {state}"
+    );
+}
+
 /// A park belongs to the connection, not to one actor: an actor that dies
 /// while parked hands the park to its successor, which refuses work with no
 /// upstream I/O until the cooldown is over.
 #[test]
 fn a_restarted_actor_keeps_its_park() {
-    run(|| async {
-        let (upstream, registry) =
-            upstream_and_registry("[supervisor.quarantine]\nbase_cooldown = \"60s\"\n", "").await;
-        upstream.faults().push(mcp_test_support::FaultRule::always(
-            mcp_test_support::Match::method("initialize"),
-            mcp_test_support::Fault::status(503),
-        ));
-        let parked = call(&registry, "a", "echo", echo()).await;
-        assert!(
-            matches!(parked, CallOutcome::Unavailable { .. }),
-            "{parked:?}"
-        );
-        assert_eq!(status_of(&registry, "a").await.state, "parked");
-        upstream.faults().clear();
-        let initializes = upstream.requests("initialize");
-
-        crash(&registry, "a").await;
-        restarted(&registry, "a", 1).await;
-        let status = status_of(&registry, "a").await;
-        assert_eq!(status.state, "parked", "{status:?}");
-        let refused = call(&registry, "a", "echo", echo()).await;
-        let CallOutcome::Unavailable { message, .. } = &refused else {
-            panic!("{refused:?}")
-        };
-        assert!(
-            message.contains("parked") || message.contains("retry"),
-            "{message}"
-        );
-        assert_eq!(
-            upstream.requests("initialize"),
-            initializes,
-            "no upstream I/O during the cooldown"
-        );
-    });
+    run(|| a_crash_keeps(503, "parked"));
 }
 
 /// A retirement is handed over the same way.
 #[test]
 fn a_restarted_actor_stays_retired() {
-    run(|| async {
-        let (upstream, registry) = upstream_and_registry("", "").await;
-        upstream.faults().push(mcp_test_support::FaultRule::always(
-            mcp_test_support::Match::method("initialize"),
-            mcp_test_support::Fault::status(401),
-        ));
-        let retired = call(&registry, "a", "echo", echo()).await;
-        assert!(
-            matches!(retired, CallOutcome::Unavailable { .. }),
-            "{retired:?}"
-        );
-        assert_eq!(status_of(&registry, "a").await.state, "retired");
-        upstream.faults().clear();
-        let initializes = upstream.requests("initialize");
-
-        crash(&registry, "a").await;
-        restarted(&registry, "a", 1).await;
-        assert_eq!(status_of(&registry, "a").await.state, "retired");
-        let refused = call(&registry, "a", "echo", echo()).await;
-        assert!(
-            matches!(refused, CallOutcome::Unavailable { .. }),
-            "{refused:?}"
-        );
-        assert_eq!(upstream.requests("initialize"), initializes);
-    });
+    run(|| a_crash_keeps(401, "retired"));
 }
 
 /// Every restart goes through the budget, however soon the next call comes:

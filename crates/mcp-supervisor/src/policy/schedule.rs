@@ -34,7 +34,7 @@ pub struct RetryBackoff {
 impl RetryBackoff {
     /// The default (docs/SUPERVISION.md, "Retries"): 0.5 s doubling, capped at
     /// 8 s, up to 10 % jitter.
-    pub fn spec_default() -> Self {
+    pub fn defaults() -> Self {
         RetryBackoff {
             base: Duration::from_millis(500),
             max: Duration::from_secs(8),
@@ -158,9 +158,9 @@ pub struct PolicySettings {
 impl PolicySettings {
     /// The defaults: 0.5 s..8 s backoff, 30 s..5 m cooldowns, the 3rd park
     /// retires (docs/SUPERVISION.md, docs/CONFIG.md `[supervisor.quarantine]`).
-    pub fn spec_default() -> Self {
+    pub fn defaults() -> Self {
         PolicySettings {
-            backoff: RetryBackoff::spec_default(),
+            backoff: RetryBackoff::defaults(),
             cooldowns: Cooldowns {
                 base: Duration::from_secs(30),
                 max: Duration::from_secs(300),
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn spec_backoff_sequence() {
-        let backoff = RetryBackoff::spec_default();
+        let backoff = RetryBackoff::defaults();
         let secs: Vec<f64> = (1..=6)
             .map(|n| backoff.base_delay(n).as_secs_f64())
             .collect();
@@ -201,7 +201,7 @@ mod tests {
     proptest! {
         #[test]
         fn jitter_stays_within_ten_percent(attempt in 1u32..40, unit in 0.0f64..1.0) {
-            let backoff = RetryBackoff::spec_default();
+            let backoff = RetryBackoff::defaults();
             let base = backoff.base_delay(attempt);
             let delay = backoff.delay(attempt, unit);
             prop_assert!(delay >= base);

@@ -106,14 +106,14 @@ impl Actor for Registry {
 fn policy_settings(config: &Config) -> PolicySettings {
     let quarantine = &config.supervisor.quarantine;
     PolicySettings {
-        backoff: RetryBackoff::spec_default(),
+        backoff: RetryBackoff::defaults(),
         // Config validation already enforces these invariants; fall back to
-        // the spec defaults rather than panic if that ever changes.
+        // the defaults rather than panic if that ever changes.
         cooldowns: Cooldowns::try_new(
             quarantine.base_cooldown,
             quarantine.max_cooldown,
             quarantine.retire_after,
         )
-        .unwrap_or_else(|_| PolicySettings::spec_default().cooldowns),
+        .unwrap_or_else(|_| PolicySettings::defaults().cooldowns),
     }
 }

@@ -64,7 +64,7 @@ fn names(list: &[&str]) -> RegisterConnections {
 #[test]
 fn parks_thirty_then_sixty_then_retires() {
     run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["a"])).await.unwrap();
         assert_eq!(exhaust(&policy, "a").await, park(30));
         let parked = state(&policy, "a").await;
@@ -84,7 +84,7 @@ fn parks_thirty_then_sixty_then_retires() {
 #[test]
 fn a_success_in_between_resets_the_count() {
     run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["a"])).await.unwrap();
         for _ in 0..5 {
             assert_eq!(exhaust(&policy, "a").await, park(30));
@@ -105,7 +105,7 @@ fn a_success_in_between_resets_the_count() {
 #[test]
 fn rate_limit_parks_do_not_count() {
     run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         let mut failure = Failure::from_status(429, Some(Duration::from_secs(5)));
         failure.not_run = true;
         for _ in 0..4 {
@@ -138,7 +138,7 @@ fn rate_limit_parks_do_not_count() {
 #[test]
 fn reset_clears_strikes_and_the_park() {
     run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         assert_eq!(exhaust(&policy, "a").await, park(30));
         let parked = state(&policy, "a").await;
         assert_eq!(parked.parks, 1);
@@ -158,7 +158,7 @@ fn reset_clears_strikes_and_the_park() {
 #[test]
 fn the_guard_holds_while_most_are_parked_and_lets_go_after() {
     run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["a", "b", "c", "d"])).await.unwrap();
         // a: two counting parks, cooldowns over.
         assert_eq!(exhaust(&policy, "a").await, park(30));
@@ -178,7 +178,7 @@ fn the_guard_holds_while_most_are_parked_and_lets_go_after() {
 #[test]
 fn a_lone_failing_connection_still_retires() {
     run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["only"])).await.unwrap();
         for expected in [park(30), park(60), Decision::Retire] {
             assert_eq!(exhaust(&policy, "only").await, expected);
@@ -199,7 +199,7 @@ proptest! {
         let retired = std::rc::Rc::new(std::cell::Cell::new(false));
         let seen = retired.clone();
         run_paused(move || async move {
-            let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+            let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
             let all: Vec<String> = (0..total).map(|i| format!("c{i}")).collect();
             policy.send(RegisterConnections(all.clone())).await.unwrap();
             // The deciding connection c0 reaches two parks, cooldowns over.
@@ -220,7 +220,7 @@ proptest! {
 #[test]
 fn reports_during_a_park_add_no_strike() {
     run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::spec_default()).start();
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["a"])).await.unwrap();
         assert_eq!(exhaust(&policy, "a").await, park(30));
         tokio::time::sleep(Duration::from_secs(10)).await;

@@ -29,7 +29,7 @@ fn situation(failure: &Failure, phase: Phase, attempt: u32) -> Situation<'_> {
 }
 
 fn decide_default(s: &Situation<'_>) -> Decision {
-    decide(&PolicySettings::spec_default(), s)
+    decide(&PolicySettings::defaults(), s)
 }
 
 fn park(secs: u64, counts: bool) -> Decision {
@@ -243,7 +243,7 @@ fn the_guard_turns_a_retirement_into_one_more_park() {
 
 #[test]
 fn idle_death_counts_like_an_exhausted_operation() {
-    let settings = PolicySettings::spec_default();
+    let settings = PolicySettings::defaults();
     assert_eq!(decide_idle_death(&settings, 0, false), park(30, true));
     assert_eq!(decide_idle_death(&settings, 2, false), Decision::Retire);
     assert_eq!(decide_idle_death(&settings, 2, true), park(120, true));
@@ -261,7 +261,7 @@ proptest! {
         let settings = PolicySettings {
             cooldowns: crate::policy::Cooldowns::try_new(
                 Duration::from_secs(30), Duration::from_secs(300), retire_after).unwrap(),
-            ..PolicySettings::spec_default()
+            ..PolicySettings::defaults()
         };
         let decision = decide_idle_death(&settings, parks, false);
         if parks + 1 >= retire_after {
