@@ -148,6 +148,8 @@ pub struct DownstreamRequest {
     /// Progress in arrival order, to the task that sends it downstream with
     /// the client's own token (`None`: the client asked for no progress).
     progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+    /// Progress handed to the relay and not yet sent downstream.
+    relaying: Arc<Relaying>,
     /// How the upstream's questions reach the client.
     asking: Asking,
     /// The connection the request went to (log messages name it).
@@ -216,9 +218,15 @@ impl DownstreamRequest {
         cancelled: CancellationToken,
         session: Option<&Arc<DownstreamSession>>,
     ) -> DownstreamLink {
+        let relaying = Arc::new(Relaying::default());
         let progress = context.meta.get_progress_token().map(|token| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(relay_progress(context.peer.clone(), token, rx));
+            tokio::spawn(relay_progress(
+                context.peer.clone(),
+                token,
+                rx,
+                relaying.clone(),
+            ));
             tx
         });
         let capabilities = context.client_capabilities();
@@ -228,6 +236,7 @@ impl DownstreamRequest {
             id: context.id.clone(),
             capabilities: capabilities.clone(),
             progress,
+            relaying,
             asking,
             connection: connection.to_owned(),
             log_level,
@@ -239,16 +248,35 @@ impl DownstreamRequest {
     }
 }
 
+/// How many progress notifications wait to be sent downstream, and a wake-up
+/// for whoever waits for none to.
+#[derive(Debug, Default)]
+struct Relaying {
+    pending: std::sync::atomic::AtomicUsize,
+    sent: tokio::sync::Notify,
+}
+
+/// The longest an answer waits for progress still being relayed.
+const SETTLE_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Sends progress downstream one at a time (so it stays in order) with the
 /// client's token, until the request ends.
 async fn relay_progress(
     peer: Peer<RoleServer>,
     token: ProgressToken,
     mut progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    relaying: Arc<Relaying>,
 ) {
+    use std::sync::atomic::Ordering;
     while let Some(mut params) = progress.recv().await {
         params.progress_token = token.clone();
-        if peer.notify_progress(params).await.is_err() {
+        let sent = peer.notify_progress(params).await;
+        relaying.pending.fetch_sub(1, Ordering::AcqRel);
+        relaying.sent.notify_waiters();
+        if sent.is_err() {
+            // The client is gone: nothing more will be sent, nor waited for.
+            relaying.pending.store(0, Ordering::Release);
+            relaying.sent.notify_waiters();
             return;
         }
     }
@@ -257,8 +285,31 @@ async fn relay_progress(
 impl Downstream for DownstreamRequest {
     fn progress(&self, progress: ProgressNotificationParam) {
         if let Some(relay) = &self.progress {
-            let _ = relay.send(progress);
+            self.relaying
+                .pending
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            if relay.send(progress).is_err() {
+                self.relaying
+                    .pending
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
         }
+    }
+
+    fn settled(&self) -> futures::future::BoxFuture<'static, ()> {
+        let relaying = self.relaying.clone();
+        Box::pin(async move {
+            let all_sent = async {
+                loop {
+                    let sent = relaying.sent.notified();
+                    if relaying.pending.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                        return;
+                    }
+                    sent.await;
+                }
+            };
+            let _ = tokio::time::timeout(SETTLE_BOUND, all_sent).await;
+        })
     }
 
     fn log(&self, mut message: LoggingMessageNotificationParam) -> Option<usize> {

@@ -257,19 +257,26 @@ impl GatewayState {
         request: ClientRequest,
         link: Option<DownstreamLink>,
     ) -> Forwarded {
+        let downstream = link.as_ref().map(|link| link.downstream.clone());
         let forward = Forward {
             connection: connection.to_owned(),
             request,
             link,
         };
-        match self.registry.send(forward).await {
+        let forwarded = match self.registry.send(forward).await {
             Ok(forwarded) => forwarded,
             Err(_) => Forwarded::Refused(crate::CallOutcome::Unavailable {
                 failure: crate::Failure::transport("the supervisor is shutting down"),
                 retry_in: None,
                 message: crate::outcome::messages::stopped(connection),
             }),
+        };
+        // What the upstream sent before its answer (progress) reaches the
+        // client before the answer does.
+        if let Some(downstream) = downstream {
+            downstream.settled().await;
         }
+        forwarded
     }
 
     /// Remembers which connection runs task `id`, so `tasks/*` reach it.

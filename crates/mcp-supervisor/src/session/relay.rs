@@ -43,6 +43,12 @@ pub trait Downstream: Send + Sync + std::fmt::Debug + 'static {
     /// it, and each decides whether its client wants it). Answers which
     /// downstream session it reached, if any, so it is not sent there twice.
     fn log(&self, message: LoggingMessageNotificationParam) -> Option<usize>;
+
+    /// Waits (briefly, bounded) until what was relayed so far has been sent
+    /// downstream, so the forwarded request's answer does not overtake it.
+    fn settled(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// A forwarded request's downstream, and its cancellation.
