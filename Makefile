@@ -60,3 +60,12 @@ FUZZ_TARGETS ?=
 .PHONY: fuzz
 fuzz: ## Long fuzz run: libFuzzer, FUZZ_SECONDS (600) per target
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh long $(FUZZ_TARGETS)
+
+# `make soak [SOAK_SECONDS=N]`: faults, hostile input and reloads against the
+# whole service, bounded (N <= 540 s of load, ~30 s more to start and stop);
+# not part of `make test`. docs/RELIABILITY.md.
+SOAK_SECONDS ?= 300
+.PHONY: soak
+soak: ## Soak under faults (~5 min; SOAK_SECONDS=N), non-zero exit on any finding
+	$(CARGO) build --release -p mcp-bench -p mcp-test-support -p mcp-supervisor-cli --bins
+	$(or $(CARGO_TARGET_DIR),target)/release/mcp-bench soak --seconds $(SOAK_SECONDS)

@@ -12,12 +12,15 @@
 //! - [`worker`]: the client loops (supervised, raw rmcp, …) in a worker process;
 //! - [`procs`]: starting upstreams, the gateway, workers, the Python client;
 //! - [`measure`]: CPU, RSS, percentiles, machine facts;
-//! - [`report`]: the table and the markdown.
+//! - [`report`]: the table and the markdown;
+//! - [`soak`]: `mcp-bench soak` (`make soak`), the soak under faults
+//!   (docs/RELIABILITY.md).
 
 mod measure;
 mod procs;
 mod report;
 mod scenarios;
+mod soak;
 mod worker;
 
 use std::{path::PathBuf, time::Instant};
@@ -68,6 +71,9 @@ enum Command {
         #[arg(value_name = "JSON")]
         spec: String,
     },
+    /// The soak under faults, hostile input and reloads (`make soak`,
+    /// docs/RELIABILITY.md); exits 1 on any finding.
+    Soak(soak::SoakArgs),
 }
 
 const ALL: [&str; 7] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7"];
@@ -80,6 +86,16 @@ fn main() {
             std::process::exit(1);
         }
         return;
+    }
+    if let Some(Command::Soak(args)) = &cli.command {
+        match soak::run(args) {
+            Ok(true) => return,
+            Ok(false) => std::process::exit(1),
+            Err(error) => {
+                eprintln!("mcp-soak: {error:#}");
+                std::process::exit(2);
+            }
+        }
     }
     if let Err(error) = run(cli) {
         eprintln!("mcp-bench: {error:#}");

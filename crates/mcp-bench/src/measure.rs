@@ -338,7 +338,7 @@ pub(crate) fn utc_now() -> String {
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

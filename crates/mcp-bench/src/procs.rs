@@ -3,7 +3,7 @@
 //! harness's own worker processes (one per measured round).
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Write as _},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -55,35 +55,63 @@ pub(crate) struct Guarded {
     child: Child,
     /// What it announced on its first stdout line (a URL).
     pub(crate) url: String,
+    /// The `http://…` word of each announcement line, in marker order.
+    pub(crate) urls: Vec<String>,
 }
 
 impl Guarded {
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Sends `signal` to the process (not to its group).
+    pub(crate) fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, signal);
+    }
+
+    /// Waits up to `timeout` for the process to exit; `None` if it did not.
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 impl Drop for Guarded {
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+        if self.wait_exit(Duration::from_secs(5)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
-/// Starts a child and waits for the first stdout line containing `marker`,
-/// taking the `http://…` word of that line as its URL.
-fn start_announcing(mut command: Command, marker: &str, log: &Path) -> anyhow::Result<Guarded> {
+/// Starts a child and waits for a stdout line containing each of `markers`
+/// in turn, taking the `http://…` word of each as a URL. Everything the
+/// child prints on stdout (announcements included) goes to `{log}.stdout`,
+/// its stderr to `log`.
+pub(crate) fn start_announcing(
+    mut command: Command,
+    markers: &[&str],
+    log: &Path,
+) -> anyhow::Result<Guarded> {
     let stderr =
         std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let mut stdout_log = {
+        let mut path = log.as_os_str().to_owned();
+        path.push(".stdout");
+        std::fs::File::create(&path)
+            .with_context(|| format!("creating {}", Path::new(&path).display()))?
+    };
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -92,32 +120,46 @@ fn start_announcing(mut command: Command, marker: &str, log: &Path) -> anyhow::R
         .with_context(|| format!("spawning {command:?}"))?;
     let stdout = child.stdout.take().context("child stdout")?;
     let mut lines = BufReader::new(stdout).lines();
-    let url = loop {
-        match lines.next() {
-            Some(Ok(line)) if line.contains(marker) => {
-                let url = line
-                    .split_whitespace()
-                    .find(|word| word.starts_with("http://"))
-                    .map(str::to_owned);
-                match url {
-                    Some(url) => break url,
-                    None => bail!("no URL in {line:?}"),
+    let mut urls = Vec::new();
+    for marker in markers {
+        let url = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    let _ = writeln!(stdout_log, "{line}");
+                    if !line.contains(marker) {
+                        continue;
+                    }
+                    match line
+                        .split_whitespace()
+                        .find(|word| word.starts_with("http://"))
+                    {
+                        Some(url) => break url.to_owned(),
+                        None => bail!("no URL in {line:?}"),
+                    }
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    bail!(
+                        "{command:?} exited before announcing itself; see {}",
+                        log.display()
+                    );
                 }
             }
-            Some(Ok(_)) => continue,
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!(
-                    "{command:?} exited before announcing itself; see {}",
-                    log.display()
-                );
-            }
-        }
-    };
+        };
+        urls.push(url);
+    }
     // Keep draining stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Ok(Guarded { child, url })
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = writeln!(stdout_log, "{line}");
+        }
+    });
+    Ok(Guarded {
+        child,
+        url: urls.first().cloned().unwrap_or_default(),
+        urls,
+    })
 }
 
 /// `mcp-test-server --http 127.0.0.1:0` (with Nagle left on if `nodelay` is false).
@@ -138,7 +180,7 @@ pub(crate) fn start_upstream(
     } else {
         "upstream-no-nodelay.log"
     });
-    start_announcing(command, "listening on", &log)
+    start_announcing(command, &["listening on"], &log)
 }
 
 /// `mcp-supervisor serve` with one connection `up` to `upstream_url` (8 calls
@@ -161,7 +203,7 @@ pub(crate) fn start_gateway(
     )?;
     let mut command = Command::new(&bins.supervisor);
     command.arg("serve").arg("--config").arg(&config);
-    start_announcing(command, "gateway listening on", &dir.join("gateway.log"))
+    start_announcing(command, &["gateway listening on"], &dir.join("gateway.log"))
 }
 
 /// Runs one measured round in a fresh worker process (clean CPU and RSS).

@@ -29,6 +29,9 @@ pub(crate) struct Counters {
     tool_calls: Mutex<HashMap<String, u64>>,
     /// Tool name → calls whose tool body returned.
     completed: Mutex<HashMap<String, u64>>,
+    /// `delete_item` id → times its body ran with that id, so a harness
+    /// can tell exactly whether a non-idempotent call ran twice.
+    deleted_ids: Mutex<HashMap<String, u64>>,
     /// Tool calls executing right now (inside the handler).
     in_flight: AtomicUsize,
     /// Highest `in_flight` seen since the last reset.
@@ -83,6 +86,11 @@ impl Counters {
         bump(&self.completed, tool);
     }
 
+    /// Records one execution of `delete_item` with this id.
+    pub(crate) fn record_deleted_id(&self, id: &str) {
+        bump(&self.deleted_ids, id);
+    }
+
     pub(crate) fn requests(&self, method: &str) -> u64 {
         get(&self.requests, method)
     }
@@ -110,6 +118,7 @@ impl Counters {
             requests: sorted(&self.requests),
             tool_calls: sorted(&self.tool_calls),
             completed_calls: sorted(&self.completed),
+            deleted_ids: sorted(&self.deleted_ids),
             in_flight: self.in_flight.load(Ordering::SeqCst),
             in_flight_peak: self.in_flight_peak(),
         }
@@ -137,6 +146,9 @@ pub struct Counts {
     pub tool_calls: BTreeMap<String, u64>,
     /// Tool name → calls whose tool body ran to the end.
     pub completed_calls: BTreeMap<String, u64>,
+    /// `delete_item` id → times the tool's body ran with that id.
+    #[serde(default)]
+    pub deleted_ids: BTreeMap<String, u64>,
     /// Tool calls executing now.
     pub in_flight: usize,
     /// Most tool calls executing at once since the last reset.

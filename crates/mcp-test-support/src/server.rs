@@ -559,6 +559,7 @@ impl TestMcpServer {
         &self,
         Parameters(DeleteItemArgs { id }): Parameters<DeleteItemArgs>,
     ) -> String {
+        self.control.counters().record_deleted_id(&id);
         format!("deleted {id}")
     }
 
