@@ -17,13 +17,14 @@ use crate::config::BearerToken;
 ///
 /// The scheme is matched case-insensitively (RFC 9110 §11.1: `bearer`,
 /// `BEARER`, …); the token is compared in constant time, so the time taken
-/// does not reveal how many leading bytes were right.
+/// does not reveal how many leading bytes were right. Two `Authorization`
+/// headers are ambiguous and match nothing, whatever they hold.
 pub(crate) fn bearer_matches(headers: &HeaderMap, token: &BearerToken) -> bool {
-    let Some(presented) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(bearer_credentials)
-    else {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return false;
+    };
+    let Some(presented) = value.to_str().ok().and_then(bearer_credentials) else {
         return false;
     };
     presented.as_bytes().ct_eq(token.expose().as_bytes()).into()
@@ -247,6 +248,18 @@ mod tests {
             assert!(!with(bad), "{bad}");
         }
         assert!(!bearer_matches(&HeaderMap::new(), &token));
+        // Two headers, in either order: ambiguous, so refused.
+        for pair in [
+            ["Bearer s3cret", "Bearer wrong"],
+            ["Bearer wrong", "Bearer s3cret"],
+            ["Bearer s3cret", "Bearer s3cret"],
+        ] {
+            let two = headers(&[
+                (header::AUTHORIZATION, pair[0]),
+                (header::AUTHORIZATION, pair[1]),
+            ]);
+            assert!(!bearer_matches(&two, &token), "{pair:?}");
+        }
         // An empty token (only possible when built in code) matches nothing.
         let empty = BearerToken::new(SecretString::from(""));
         assert!(!bearer_matches(
