@@ -395,12 +395,11 @@ fn thread_names(pid: u32) -> Vec<String> {
     names
 }
 
-/// Large payloads never stall other callers nor keep memory
-/// (docs/ARCHITECTURE.md, "Threads"; the numbers are in docs/BENCHMARKS.md,
-/// "Large payloads"): the gateway and every session's I/O run on network
-/// threads, one per core, not on the actors' thread, and the allocator
-/// returns freed memory from a background thread. A session built by a
-/// call runs its transport there too, and the call is answered.
+/// Large payloads are handled off the actors' thread and their memory is
+/// returned (docs/ARCHITECTURE.md, "Threads"; the numbers are in
+/// docs/BENCHMARKS.md, "Large payloads"): the gateway runs on `network`
+/// threads, one per core, the upstream sessions on the `upstreams` thread,
+/// and the allocator returns freed memory from a background thread.
 #[tokio::test]
 async fn the_network_side_runs_on_its_own_threads_and_memory_is_returned() {
     let upstream = HttpUpstream::start();
@@ -414,6 +413,11 @@ async fn the_network_side_runs_on_its_own_threads_and_memory_is_returned() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let network = names.iter().filter(|name| *name == "network").count();
     assert_eq!(network, cores, "one network thread per core: {names:?}");
+    assert_eq!(
+        names.iter().filter(|name| *name == "upstreams").count(),
+        1,
+        "{names:?}"
+    );
     assert!(
         names.iter().any(|name| name.starts_with("jemalloc_bg")),
         "jemalloc's purging thread runs: {names:?}"

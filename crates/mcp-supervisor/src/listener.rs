@@ -243,6 +243,10 @@ async fn connection(
     }
 }
 
+/// How long a connection over the cap may take to send its request head
+/// before it is answered `503` anyway.
+const REFUSAL_HEAD_WAIT: Duration = Duration::from_millis(200);
+
 /// Answers a connection over the cap `503` and closes it.
 async fn refuse(mut stream: TcpStream, body: &'static str, _permit: OwnedSemaphorePermit) {
     let answer = format!(
@@ -251,6 +255,21 @@ async fn refuse(mut stream: TcpStream, body: &'static str, _permit: OwnedSemapho
         body.len()
     );
     let _ = tokio::time::timeout(REFUSAL_TIME, async {
+        // Answer the request, not the connection: a client that gets a
+        // response before it has sent its request sees a protocol error
+        // (hyper: "unexpected message"), not the 503. So wait (briefly) for
+        // the end of its request head first.
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 1024];
+        let _ = tokio::time::timeout(REFUSAL_HEAD_WAIT, async {
+            while head.len() < REFUSAL_DRAIN_BYTES && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => head.extend_from_slice(&chunk[..read]),
+                }
+            }
+        })
+        .await;
         stream.write_all(answer.as_bytes()).await?;
         stream.shutdown().await?;
         // Closing with unread input resets the connection, which can make the

@@ -76,18 +76,21 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         Some(bind("gateway", config.gateway.listen).await?)
     };
 
-    // The network side runs on its own multi-thread runtime: the gateway's
-    // HTTP server and every upstream session's I/O, so parsing and encoding
-    // (a large payload included) happen off the actors' thread and in
-    // parallel. The actors stay on this one (docs/ARCHITECTURE.md,
-    // "Threads").
+    // Payloads are encoded and parsed off the actors' thread, so a large one
+    // never stalls other callers (docs/ARCHITECTURE.md, "Threads"): the
+    // gateway's HTTP server on a multi-thread runtime, and the upstream
+    // sessions' I/O on one thread of their own, where what an upstream sends
+    // is handled in the order it arrives (a request's progress before its
+    // answer).
     let network = tokio::runtime::Builder::new_multi_thread()
         .thread_name("network")
         .enable_all()
         .build()
         .map_err(|error| Exit::Failed(format!("cannot start the network threads: {error}")))?;
+    let upstream = Upstreams::start()
+        .map_err(|error| Exit::Failed(format!("cannot start the upstream thread: {error}")))?;
     let registry = Registry::new(config.clone())
-        .with_io(network.handle().clone())
+        .with_io(upstream.handle.clone())
         .start();
     let state = GatewayState::new(
         registry.clone(),
@@ -188,8 +191,49 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     }
     // Whatever is left there (nothing, normally) is dropped without waiting.
     network.shutdown_background();
+    upstream.stop();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The thread the upstream sessions' I/O runs on: a current-thread runtime,
+/// so tasks run in the order they are woken.
+struct Upstreams {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Upstreams {
+    fn start() -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("upstreams".into())
+            .spawn(move || {
+                let _ = runtime.block_on(stopped);
+                // Every session is closed by then; whatever is left is
+                // dropped without waiting.
+                runtime.shutdown_background();
+            })?;
+        Ok(Upstreams {
+            handle,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// How long the answers given at shutdown may take to reach their clients,
