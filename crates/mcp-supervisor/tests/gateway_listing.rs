@@ -81,15 +81,6 @@ async fn call(client: &Client, name: &str, arguments: serde_json::Value) -> Call
         .unwrap_or_else(|error| panic!("{name}: a value, not a protocol error: {error:?}"))
 }
 
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .first()
-        .and_then(|content| content.as_text())
-        .map(|text| text.text.clone())
-        .unwrap_or_default()
-}
-
 /// Upstream `a` lists its tools in 4 s, `b` at once: a first listing shows
 /// `b`'s tools at once, and when `a`'s arrive the client is told the list
 /// changed, and the next listing has them.

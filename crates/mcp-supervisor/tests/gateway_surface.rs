@@ -22,7 +22,7 @@ use mcp_test_support::{
 use rmcp::{
     ClientHandler, ErrorData,
     model::{
-        ArgumentInfo, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+        ArgumentInfo, CallToolRequestParams, ClientCapabilities, ClientConfig,
         CompleteRequestParams, CreateMessageRequestParams, CreateMessageResult, ErrorCode,
         GetPromptRequestParams, Implementation, PaginatedRequestParams, ProtocolVersion,
         ReadResourceRequestParams, Reference, ResourceContents, ResourceUpdatedNotificationParam,
@@ -150,15 +150,6 @@ fn tool_call(name: &str, arguments: serde_json::Value) -> CallToolRequestParams 
     let mut call = CallToolRequestParams::new(name.to_owned());
     call.arguments = arguments.as_object().cloned();
     call
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .first()
-        .and_then(|content| content.as_text())
-        .map(|text| text.text.clone())
-        .unwrap_or_default()
 }
 
 /// The text of the only contents of a read.

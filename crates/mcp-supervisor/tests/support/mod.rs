@@ -432,3 +432,13 @@ pub fn jsonrpc_error<T: std::fmt::Debug>(
         other => panic!("expected a JSON-RPC error, got {other:?}"),
     }
 }
+
+/// The first text content of a tool result (empty when there is none).
+pub fn text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|content| content.as_text())
+        .map(|text| text.text.clone())
+        .unwrap_or_default()
+}
