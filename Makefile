@@ -42,16 +42,20 @@ doc: ## Build the API docs (warnings are errors)
 
 ci: lint test ## What CI runs
 
-# `make bench [QUICK=1] [ONLY=P1,P5]`: the performance targets side by side
-# (crates/mcp-bench; targets and results in docs/BENCHMARKS.md).
+# `make bench [QUICK=1] [ONLY=P1,P5] [PEERS=1]`: the performance targets side by
+# side (crates/mcp-bench; targets and results in docs/BENCHMARKS.md). PEERS=1
+# adds mcp-proxy 0.6.0 to every P5 row (built once into .tools/, ~9 min).
 QUICK ?=
 ONLY ?=
-BENCH_INVOKED := make bench$(if $(filter-out 0,$(QUICK)), QUICK=$(QUICK),)$(if $(ONLY), ONLY=$(ONLY),)
+PEERS ?=
+with = $(filter-out 0,$(1))
+BENCH_INVOKED := make bench$(if $(call with,$(QUICK)), QUICK=$(QUICK),)$(if $(ONLY), ONLY=$(ONLY),)$(if $(call with,$(PEERS)), PEERS=$(PEERS),)
 .PHONY: bench
-bench: ## Benchmarks P1-P7 -> docs/BENCHMARKS.md (QUICK=1 ~1 min, ONLY=P1,P5)
+bench: ## Benchmarks P1-P7 -> docs/BENCHMARKS.md (QUICK=1 ~1 min, ONLY=P1,P5, PEERS=1)
 	./scripts/install-test-deps.sh
+	$(if $(call with,$(PEERS)),./scripts/install-peers.sh,)
 	$(CARGO) build --release -p mcp-bench -p mcp-test-support -p mcp-supervisor-cli --bins
-	$(or $(CARGO_TARGET_DIR),target)/release/mcp-bench $(if $(filter-out 0,$(QUICK)),--quick,) $(if $(ONLY),--only $(ONLY),) --invoked-as "$(BENCH_INVOKED)"
+	$(or $(CARGO_TARGET_DIR),target)/release/mcp-bench $(if $(call with,$(QUICK)),--quick,) $(if $(ONLY),--only $(ONLY),) $(if $(call with,$(PEERS)),--peers,) --invoked-as "$(BENCH_INVOKED)"
 
 # `make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="config_parse gateway_http"]`: libFuzzer
 # on every target (or those listed), FUZZ_SECONDS each (docs/TESTING.md, "Fuzzing").

@@ -43,6 +43,10 @@ struct Cli {
     /// Run only these benchmarks (e.g. `--only P1,P5`).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Add the peer gateway (mcp-proxy 0.6.0 in .tools/mcp-proxy, installed
+    /// by scripts/install-peers.sh) to every P5 row.
+    #[arg(long)]
+    peers: bool,
     /// Override the rounds per variant.
     #[arg(long)]
     rounds: Option<u32>,
@@ -120,13 +124,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .prefix("run-")
         .tempdir_in(&scratch_parent)?;
     let mut settings = Settings::new(cli.quick, root.clone(), scratch.path().to_owned());
+    settings.peers = cli.peers;
     if let Some(rounds) = cli.rounds {
         settings.rounds = rounds.max(1);
     }
     if let Some(seconds) = cli.seconds {
         settings.seconds = seconds;
     }
-    let bins = Binaries::locate()?;
+    let bins = Binaries::locate(&root)?;
     let machine = measure::Machine::detect();
     measure::note_load();
     let date = measure::utc_now();

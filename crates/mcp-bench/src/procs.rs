@@ -19,10 +19,12 @@ pub(crate) struct Binaries {
     pub(crate) bench: PathBuf,
     pub(crate) test_server: PathBuf,
     pub(crate) supervisor: PathBuf,
+    /// mcp-proxy, the peer gateway (`scripts/install-peers.sh`), if installed.
+    pub(crate) peer: Option<PathBuf>,
 }
 
 impl Binaries {
-    pub(crate) fn locate() -> anyhow::Result<Self> {
+    pub(crate) fn locate(root: &Path) -> anyhow::Result<Self> {
         let bench = std::env::current_exe().context("locating mcp-bench")?;
         let dir = bench
             .parent()
@@ -44,6 +46,10 @@ impl Binaries {
         Ok(Binaries {
             test_server: find("MCP_TEST_SERVER_BIN", "mcp-test-server")?,
             supervisor: find("MCP_SUPERVISOR_BIN", "mcp-supervisor")?,
+            peer: std::env::var_os("MCP_PROXY_BIN")
+                .map(PathBuf::from)
+                .or_else(|| Some(root.join(".tools/mcp-proxy/bin/mcp-proxy")))
+                .filter(|path| path.is_file()),
             bench,
         })
     }
@@ -249,4 +255,74 @@ pub(crate) fn run_python(
     let stdout = String::from_utf8_lossy(&output.stdout);
     let last = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(last).with_context(|| format!("parsing python output {last:?}"))
+}
+
+/// The peer gateway `make bench PEERS=1` compares ours with: `mcp-proxy`
+/// 0.6.0 (`scripts/install-peers.sh`) with one backend `up` at
+/// `upstream_url`, logging at info (at its default it logs every call at
+/// debug, which would measure its logging). Its MCP endpoint is `/`; its
+/// tools are named `up/{tool}`. It announces nothing on stdout, so it gets a
+/// port picked here and is ready when `/readyz` answers 200.
+pub(crate) fn start_peer_gateway(
+    binary: &Path,
+    upstream_url: &str,
+    dir: &Path,
+) -> anyhow::Result<Guarded> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let config = dir.join("mcp-proxy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[proxy]\nname = \"bench-peer\"\n\n\
+             [proxy.listen]\nhost = \"127.0.0.1\"\nport = {port}\n\n\
+             [[backends]]\nname = \"up\"\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\n\
+             [observability]\nlog_level = \"info\"\n"
+        ),
+    )?;
+    let log = dir.join("mcp-proxy.log");
+    let mut child = Command::new(binary)
+        .arg("--config")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("mcp-proxy.log.stdout"))?)
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .with_context(|| format!("spawning {}", binary.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !answers_200(port, "/readyz") {
+        if let Ok(Some(status)) = child.try_wait() {
+            bail!(
+                "mcp-proxy exited ({status}) before it was ready; see {}",
+                log.display()
+            );
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("mcp-proxy was not ready within 30 s; see {}", log.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}/");
+    Ok(Guarded {
+        child,
+        url: url.clone(),
+        urls: vec![url],
+    })
+}
+
+/// Does `GET path` on 127.0.0.1:`port` answer 200?
+fn answers_200(port: u16, path: &str) -> bool {
+    use std::io::Read as _;
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let mut head = [0u8; 12];
+    stream.write_all(request.as_bytes()).is_ok()
+        && stream.read_exact(&mut head).is_ok()
+        && head.starts_with(b"HTTP/1.1 200")
 }

@@ -17,6 +17,8 @@ use crate::{
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
     pub(crate) quick: bool,
+    /// Run the peer gateways beside ours in P5 (`--peers`).
+    pub(crate) peers: bool,
     /// Rounds per variant (variants alternate inside each round).
     pub(crate) rounds: u32,
     /// Measured seconds per round.
@@ -34,6 +36,7 @@ impl Settings {
         if quick {
             Settings {
                 quick,
+                peers: false,
                 rounds: 2,
                 seconds: 1.5,
                 warmup: 0.3,
@@ -44,6 +47,7 @@ impl Settings {
         } else {
             Settings {
                 quick,
+                peers: false,
                 rounds: 5,
                 seconds: 4.0,
                 warmup: 0.5,
@@ -69,6 +73,7 @@ fn loop_spec(client: Client, url: &str, tool: &str, arguments: serde_json::Value
         tool: tool.to_owned(),
         arguments,
         callers: 1,
+        sessions: 1,
         max_concurrent_calls: 4,
         seconds: 1.0,
         warmup_seconds: 0.3,
@@ -458,127 +463,85 @@ impl Bench<'_> {
         Ok(())
     }
 
-    /// P5: rmcp client → gateway → upstream vs rmcp client → upstream.
+    /// P5: client → gateway → upstream vs client → upstream, and with
+    /// `--peers` (`make bench PEERS=1`) client → mcp-proxy → upstream: every
+    /// workload through every route, interleaved in the same rounds.
     ///
     /// Latency and gateway CPU with one caller on the best raw rmcp client
-    /// (pooled: it reuses its connection to the gateway, as MCP clients do);
-    /// throughput (capacity) with 8 concurrent callers on that client. Then,
-    /// for reference, one caller on rmcp's default client (a new connection
-    /// per request), which no Nagle stall can hit.
+    /// (pooled: it reuses its connection, as MCP clients do); throughput
+    /// (capacity) with 8 concurrent callers sharing one session, and with 8
+    /// sessions of their own (mcp-proxy's own benchmark shape); 8 callers of
+    /// a 1 ms tool; one caller speaking 2026-07-28 (stateless requests); and
+    /// for reference rmcp's default client (a new connection per request).
     pub(crate) fn p5(&mut self) -> anyhow::Result<()> {
         eprintln!("P5: gateway hop");
-        let upstream = self.upstream(true)?;
-        let gateway = procs::start_gateway(self.bins, &upstream.url, &self.settings.scratch)?;
         let s = self.settings;
-        let spec = |client: Client, via_gateway: bool, callers: usize| {
-            let (url, tool) = if via_gateway {
-                (&gateway.url, "up__echo")
-            } else {
-                (&upstream.url, "echo")
-            };
-            let mut spec = timed(loop_spec(client, url, tool, echo()), s);
-            if let Spec::Loop {
-                observe_pid,
-                callers: n,
-                ..
-            } = &mut spec
-            {
-                *n = callers;
-                if via_gateway {
-                    *observe_pid = Some(gateway.pid());
-                }
-            }
-            spec
+        let upstream = self.upstream(true)?;
+        let gateway = procs::start_gateway(self.bins, &upstream.url, &s.scratch)?;
+        let peer = match (&self.bins.peer, s.peers) {
+            (Some(binary), true) => Some(procs::start_peer_gateway(
+                binary,
+                &upstream.url,
+                &s.scratch,
+            )?),
+            (None, true) => anyhow::bail!(
+                "--peers: mcp-proxy not found; install it with scripts/install-peers.sh \
+                 (make bench PEERS=1 does)"
+            ),
+            _ => None,
         };
-        let variants = [
-            (
-                "rmcp client (pooled) → upstream",
-                spec(Client::RawPooled, false, 1),
-            ),
-            (
-                "rmcp client (pooled) → gateway → upstream",
-                spec(Client::RawPooled, true, 1),
-            ),
-            (
-                "8 callers, rmcp client (pooled) → upstream",
-                spec(Client::RawPooled, false, 8),
-            ),
-            (
-                "8 callers, rmcp client (pooled) → gateway → upstream",
-                spec(Client::RawPooled, true, 8),
-            ),
-            (
-                "rmcp default client (conn. per call) → upstream",
-                spec(Client::RawDefault, false, 1),
-            ),
-            (
-                "rmcp default client (conn. per call) → gateway → upstream",
-                spec(Client::RawDefault, true, 1),
-            ),
+        let mut routes = vec![
+            Route::new("upstream", &upstream, "", None),
+            Route::new("gateway", &gateway, "up__", Some(gateway.pid())),
         ];
-        let mut aggs = self.interleave(&variants, s.rounds)?;
-        drop(gateway);
-        drop(upstream);
-        let [direct, hop, direct8, hop8, direct_fresh, hop_fresh] = &mut aggs[..] else {
-            unreachable!()
-        };
-        let added = hop.percentile_us(50.0) - direct.percentile_us(50.0);
-        self.report.rows.push(Row {
-            id: "P5".into(),
-            scenario: "gateway hop (pooled rmcp client): added p50".into(),
-            ours: format!("{:.0} µs", hop.percentile_us(50.0)),
-            baseline: format!("{:.0} µs", direct.percentile_us(50.0)),
-            ratio: format!("{added:+.0} µs"),
-            target: "≤ +150 µs".into(),
-            met: Some(added <= 150.0),
-        });
-        let gateway_cpu = hop.observed_per_call_us().unwrap_or(f64::NAN);
-        self.report.rows.push(Row {
-            id: "P5".into(),
-            scenario: "gateway hop (pooled rmcp client): gateway process CPU per call".into(),
-            ours: format!("{gateway_cpu:.0} µs"),
-            baseline: "—".into(),
-            ratio: "—".into(),
-            target: "≤ 200 µs".into(),
-            met: Some(gateway_cpu <= 200.0),
-        });
-        let ratio = hop8.throughput() / direct8.throughput();
-        self.report.rows.push(Row::ratio(
-            "P5",
-            "gateway hop (pooled rmcp client, 8 callers): throughput via gateway vs direct",
-            format!("{:.0} calls/s", hop8.throughput()),
-            format!("{:.0} calls/s", direct8.throughput()),
-            ratio,
-            "≥ 0.9×",
-            ratio >= 0.9,
-        ));
-        let ratio1 = hop.throughput() / direct.throughput();
-        self.report.rows.push(Row::info(
-            "P5",
-            "gateway hop (pooled rmcp client, 1 caller): throughput via gateway vs direct",
-            format!("{:.0} calls/s", hop.throughput()),
-            format!("{:.0} calls/s", direct.throughput()),
-            format!("{ratio1:.2}×"),
-        ));
-        self.report.rows.push(Row::info(
-            "P5",
-            "gateway hop (pooled rmcp client, 8 callers): gateway process CPU per call",
-            format!("{:.0} µs", hop8.observed_per_call_us().unwrap_or(f64::NAN)),
-            "—".into(),
-            "—".into(),
-        ));
-        let added_fresh = hop_fresh.percentile_us(50.0) - direct_fresh.percentile_us(50.0);
-        self.report.rows.push(Row::info(
-            "P5",
-            "reference, rmcp default client (new connection per call): added p50; gateway CPU per call",
-            format!(
-                "{:.0} µs; {:.0} µs CPU",
-                hop_fresh.percentile_us(50.0),
-                hop_fresh.observed_per_call_us().unwrap_or(f64::NAN)
-            ),
-            format!("{:.0} µs", direct_fresh.percentile_us(50.0)),
-            format!("{added_fresh:+.0} µs"),
-        ));
+        if let Some(peer) = &peer {
+            routes.push(Route::new("mcp-proxy", peer, "up/", Some(peer.pid())));
+        }
+        let mut variants = Vec::new();
+        let mut groups = Vec::new();
+        for workload in &P5_WORKLOADS {
+            let served: Vec<&Route> = routes
+                .iter()
+                .filter(|route| route.label != "mcp-proxy" || workload.peer_speaks())
+                .collect();
+            groups.push(served.len());
+            for route in served {
+                variants.push((
+                    format!("{} → {}", workload.label, route.label),
+                    workload.spec(route, s),
+                ));
+            }
+        }
+        let named: Vec<(&str, Spec)> = variants
+            .iter()
+            .map(|(name, spec)| (name.as_str(), spec.clone()))
+            .collect();
+        let mut aggs = self.interleave(&named, s.rounds)?;
+        drop((gateway, peer, upstream));
+        // The peer's one-caller figures, for the workloads it cannot run.
+        let mut peer_latency = None;
+        let mut rest = &mut aggs[..];
+        for (workload, size) in P5_WORKLOADS.iter().zip(groups) {
+            let (group, tail) = rest.split_at_mut(size);
+            rest = tail;
+            let (direct, hops) = group.split_first_mut().expect("a direct route");
+            let (ours, peer) = match hops {
+                [ours] => (ours, None),
+                [ours, peer] => (ours, Some(peer)),
+                _ => unreachable!("one or two gateways"),
+            };
+            let peer = match peer {
+                Some(peer) => {
+                    let figures = PeerFigures::of(direct, peer);
+                    if workload.judge == P5Judge::Latency && peer_latency.is_none() {
+                        peer_latency = Some(figures);
+                    }
+                    Some(figures)
+                }
+                None => peer_latency.map(PeerFigures::instead),
+            };
+            self.report.rows.extend(workload.rows(direct, ours, peer));
+        }
         for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
             self.detail("P5", name, agg);
         }
@@ -715,4 +678,283 @@ pub(crate) fn workspace_root() -> PathBuf {
         .nth(2)
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Where a P5 loop sends its calls: the upstream itself, or a gateway in
+/// front of it (whose tools carry a prefix, and whose CPU is measured).
+struct Route {
+    label: &'static str,
+    url: String,
+    prefix: &'static str,
+    pid: Option<u32>,
+}
+
+impl Route {
+    fn new(label: &'static str, process: &Guarded, prefix: &'static str, pid: Option<u32>) -> Self {
+        Route {
+            label,
+            url: process.url.clone(),
+            prefix,
+            pid,
+        }
+    }
+}
+
+/// What a P5 loop calls.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum P5Tool {
+    Echo,
+    /// The upstream's `sleep` tool, 1 ms.
+    Sleep1ms,
+}
+
+/// How a P5 workload is judged.
+#[derive(Clone, Copy, PartialEq)]
+enum P5Judge {
+    /// One caller: added p50 and gateway CPU per call.
+    Latency,
+    /// Many callers: throughput through the gateway vs direct, at least this ratio.
+    Throughput(f64),
+    /// Shown, not judged.
+    Reference,
+}
+
+/// One P5 workload, run through every route.
+struct P5Workload {
+    label: &'static str,
+    client: Client,
+    callers: usize,
+    sessions: usize,
+    tool: P5Tool,
+    judge: P5Judge,
+}
+
+/// mcp-proxy 0.6.0's figures measured on this machine (docs/BENCHMARKS.md,
+/// "Peers"): the targets when the peer is not run alongside (no `--peers`).
+const MCP_PROXY_ADDED_P50_US: f64 = 193.0;
+const MCP_PROXY_CPU_PER_CALL_US: f64 = 194.0;
+
+const P5_WORKLOADS: [P5Workload; 6] = [
+    P5Workload {
+        label: "1 caller, rmcp client (pooled)",
+        client: Client::RawPooled,
+        callers: 1,
+        sessions: 1,
+        tool: P5Tool::Echo,
+        judge: P5Judge::Latency,
+    },
+    P5Workload {
+        label: "8 callers, one session",
+        client: Client::RawPooled,
+        callers: 8,
+        sessions: 1,
+        tool: P5Tool::Echo,
+        judge: P5Judge::Throughput(0.55),
+    },
+    P5Workload {
+        label: "8 callers, 8 sessions",
+        client: Client::RawPooled,
+        callers: 8,
+        sessions: 8,
+        tool: P5Tool::Echo,
+        judge: P5Judge::Throughput(0.55),
+    },
+    P5Workload {
+        label: "1 ms tool, 8 callers",
+        client: Client::RawPooled,
+        callers: 8,
+        sessions: 1,
+        tool: P5Tool::Sleep1ms,
+        judge: P5Judge::Throughput(0.9),
+    },
+    P5Workload {
+        label: "1 caller, 2026-07-28 stateless client",
+        client: Client::RawModern,
+        callers: 1,
+        sessions: 1,
+        tool: P5Tool::Echo,
+        judge: P5Judge::Latency,
+    },
+    P5Workload {
+        label: "1 caller, rmcp default client (conn. per call)",
+        client: Client::RawDefault,
+        callers: 1,
+        sessions: 1,
+        tool: P5Tool::Echo,
+        judge: P5Judge::Reference,
+    },
+];
+
+impl P5Workload {
+    fn spec(&self, route: &Route, settings: &Settings) -> Spec {
+        let (tool, arguments) = match self.tool {
+            P5Tool::Echo => ("echo", echo()),
+            P5Tool::Sleep1ms => ("sleep", json!({"ms": 1})),
+        };
+        let mut spec = timed(
+            loop_spec(
+                self.client,
+                &route.url,
+                &format!("{}{tool}", route.prefix),
+                arguments,
+            ),
+            settings,
+        );
+        if let Spec::Loop {
+            callers,
+            sessions,
+            observe_pid,
+            ..
+        } = &mut spec
+        {
+            *callers = self.callers;
+            *sessions = self.sessions;
+            *observe_pid = route.pid;
+        }
+        spec
+    }
+
+    /// Can mcp-proxy 0.6.0 serve this workload? It speaks no 2026-07-28.
+    fn peer_speaks(&self) -> bool {
+        self.client != Client::RawModern
+    }
+
+    /// The report rows: ours judged against the target, and against the
+    /// peer measured in the same rounds when there is one.
+    fn rows(
+        &self,
+        direct: &mut Aggregate,
+        ours: &mut Aggregate,
+        peer: Option<PeerFigures>,
+    ) -> Vec<Row> {
+        let cpu = |agg: &Aggregate| agg.observed_per_call_us().unwrap_or(f64::NAN);
+        let direct_p50 = direct.percentile_us(50.0);
+        let added = ours.percentile_us(50.0) - direct_p50;
+        let ratio = ours.throughput() / direct.throughput();
+        let label = self.label;
+        match self.judge {
+            P5Judge::Latency => {
+                let (added_target, added_limit) = against_peer(
+                    peer.map(|peer| (peer.added_p50_us, peer.source)),
+                    MCP_PROXY_ADDED_P50_US,
+                    |limit| format!("≤ +{limit:.0} µs"),
+                );
+                let (cpu_target, cpu_limit) = against_peer(
+                    peer.map(|peer| (peer.cpu_per_call_us, peer.source)),
+                    MCP_PROXY_CPU_PER_CALL_US,
+                    |limit| format!("≤ {limit:.0} µs"),
+                );
+                vec![
+                    Row {
+                        id: "P5".into(),
+                        scenario: format!("{label}: added p50"),
+                        ours: format!("{:.0} µs", ours.percentile_us(50.0)),
+                        baseline: format!("{direct_p50:.0} µs"),
+                        ratio: format!("{added:+.0} µs"),
+                        target: added_target,
+                        met: Some(added <= added_limit),
+                    },
+                    Row {
+                        id: "P5".into(),
+                        scenario: format!("{label}: gateway CPU per call"),
+                        ours: format!("{:.0} µs", cpu(ours)),
+                        baseline: "—".into(),
+                        ratio: "—".into(),
+                        target: cpu_target,
+                        met: Some(cpu(ours) <= cpu_limit),
+                    },
+                ]
+            }
+            P5Judge::Throughput(floor) => {
+                let peer_ratio = peer.map(|peer| peer.ratio);
+                let limit = peer_ratio.map_or(floor, |peer| peer.max(floor));
+                let target = match peer_ratio {
+                    Some(peer) => format!("≥ {floor}× and ≥ mcp-proxy ({peer:.2}×)"),
+                    None => format!("≥ {floor}×"),
+                };
+                vec![
+                    Row {
+                        id: "P5".into(),
+                        scenario: format!("{label}: throughput via gateway vs direct"),
+                        ours: format!("{:.0} calls/s", ours.throughput()),
+                        baseline: format!("{:.0} calls/s", direct.throughput()),
+                        ratio: format!("{ratio:.2}×"),
+                        target,
+                        met: Some(ratio >= limit),
+                    },
+                    Row::info(
+                        "P5",
+                        &format!("{label}: gateway CPU per call"),
+                        format!("{:.0} µs", cpu(ours)),
+                        "—".into(),
+                        peer.map_or("—".into(), |peer| {
+                            format!("mcp-proxy {:.0} µs", peer.cpu_per_call_us)
+                        }),
+                    ),
+                ]
+            }
+            P5Judge::Reference => vec![Row::info(
+                "P5",
+                &format!("reference, {label}: added p50; gateway CPU per call"),
+                format!(
+                    "{:.0} µs; {:.0} µs CPU",
+                    ours.percentile_us(50.0),
+                    cpu(ours)
+                ),
+                format!("{direct_p50:.0} µs"),
+                match peer {
+                    Some(peer) => format!(
+                        "{added:+.0} µs (mcp-proxy {:+.0} µs; {:.0} µs CPU)",
+                        peer.added_p50_us, peer.cpu_per_call_us
+                    ),
+                    None => format!("{added:+.0} µs"),
+                },
+            )],
+        }
+    }
+}
+
+/// What the peer measured on one workload (or on another, standing in).
+#[derive(Clone, Copy)]
+struct PeerFigures {
+    added_p50_us: f64,
+    cpu_per_call_us: f64,
+    ratio: f64,
+    source: &'static str,
+}
+
+impl PeerFigures {
+    fn of(direct: &mut Aggregate, peer: &mut Aggregate) -> Self {
+        PeerFigures {
+            added_p50_us: peer.percentile_us(50.0) - direct.percentile_us(50.0),
+            cpu_per_call_us: peer.observed_per_call_us().unwrap_or(f64::NAN),
+            ratio: peer.throughput() / direct.throughput(),
+            source: "mcp-proxy, this run",
+        }
+    }
+
+    /// Its one-caller figures stand in where it cannot run the workload.
+    fn instead(self) -> Self {
+        PeerFigures {
+            source: "mcp-proxy's 1-caller figures, this run",
+            ..self
+        }
+    }
+}
+
+/// A target that is the peer's figure measured in this run, or the one
+/// recorded for it when the peer was not run. Returns the target's text and
+/// the limit.
+fn against_peer(
+    measured: Option<(f64, &str)>,
+    recorded: f64,
+    show: impl Fn(f64) -> String,
+) -> (String, f64) {
+    match measured {
+        Some((limit, source)) => (format!("{} ({source})", show(limit)), limit),
+        None => (
+            format!("{} (mcp-proxy, recorded)", show(recorded)),
+            recorded,
+        ),
+    }
 }

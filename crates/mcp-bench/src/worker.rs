@@ -20,8 +20,8 @@ use mcp_supervisor::{
     registry::{CallTool, Registry, Shutdown, Status, Warmup},
 };
 use rmcp::{
-    ServiceExt,
-    model::{CallToolRequestParams, JsonObject},
+    model::{CallToolRequestParams, JsonObject, ProtocolVersion},
+    service::{ClientLifecycleMode, ClientServiceExt},
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -39,6 +39,9 @@ pub(crate) enum Client {
     /// The best raw rmcp setup: rmcp over one pooled reqwest client
     /// (`TCP_NODELAY`), on a current-thread runtime.
     RawPooled,
+    /// `RawPooled` speaking protocol 2026-07-28: `server/discover`, then
+    /// self-contained (stateless) requests, no session.
+    RawModern,
     /// `Registry::new(config).start()` + `CallTool`, in an actix system.
     Supervised,
 }
@@ -54,6 +57,10 @@ pub(crate) enum Spec {
         tool: String,
         arguments: serde_json::Value,
         callers: usize,
+        /// Separate client sessions the callers are spread over (each its
+        /// own rmcp client and connection pool); 1 shares one between all.
+        #[serde(default = "one")]
+        sessions: usize,
         max_concurrent_calls: usize,
         seconds: f64,
         warmup_seconds: f64,
@@ -87,6 +94,7 @@ pub(crate) fn run(spec_json: &str) -> anyhow::Result<()> {
             tool,
             arguments,
             callers,
+            sessions,
             max_concurrent_calls,
             seconds,
             warmup_seconds,
@@ -96,6 +104,7 @@ pub(crate) fn run(spec_json: &str) -> anyhow::Result<()> {
                 tool,
                 arguments: arguments.as_object().cloned(),
                 callers: callers.max(1),
+                sessions: sessions.clamp(1, callers.max(1)),
                 measure: Duration::from_secs_f64(seconds),
                 warmup: Duration::from_secs_f64(warmup_seconds),
                 observe_pid,
@@ -106,8 +115,8 @@ pub(crate) fn run(spec_json: &str) -> anyhow::Result<()> {
                     max_concurrent_calls,
                     plan,
                 )),
-                Client::RawDefault | Client::RawPooled => {
-                    current_thread()?.block_on(raw_loop(client == Client::RawPooled, url, plan))
+                Client::RawDefault | Client::RawPooled | Client::RawModern => {
+                    current_thread()?.block_on(raw_loop(client, url, plan))
                 }
             }
         }
@@ -142,25 +151,27 @@ struct Plan {
     tool: String,
     arguments: Option<JsonObject>,
     callers: usize,
+    sessions: usize,
     warmup: Duration,
     measure: Duration,
     observe_pid: Option<u32>,
 }
 
 /// Runs `call` from `plan.callers` concurrent callers: warmup, then the
-/// measured window, then the result. `call` answers whether the call succeeded.
+/// measured window, then the result. `call` answers whether the call
+/// succeeded; it is given the caller's number.
 async fn drive<F, Fut>(plan: &Plan, call: F) -> LoopResult
 where
-    F: Fn() -> Fut + Clone + 'static,
+    F: Fn(usize) -> Fut + Clone + 'static,
     Fut: std::future::Future<Output = bool>,
 {
     // Warmup: same load, not recorded.
     let warm_end = Instant::now() + plan.warmup;
-    let warmers = (0..plan.callers).map(|_| {
+    let warmers = (0..plan.callers).map(|caller| {
         let call = call.clone();
         async move {
             while Instant::now() < warm_end {
-                call().await;
+                call(caller).await;
             }
         }
     });
@@ -171,7 +182,7 @@ where
     let cpu_before = measure::process_cpu();
     let start = Instant::now();
     let end = start + plan.measure;
-    let loops = (0..plan.callers).map(|_| {
+    let loops = (0..plan.callers).map(|caller| {
         let call = call.clone();
         let errors = errors.clone();
         async move {
@@ -181,7 +192,7 @@ where
                 if began >= end {
                     break;
                 }
-                let ok = call().await;
+                let ok = call(caller).await;
                 if ok {
                     samples.push(began.elapsed().as_nanos() as u64);
                 } else {
@@ -231,7 +242,7 @@ async fn supervised_loop(
         let registry = registry.clone();
         let tool = plan.tool.clone();
         let arguments = plan.arguments.clone();
-        move || {
+        move |_caller| {
             let message = CallTool {
                 connection: "up".into(),
                 tool: tool.clone(),
@@ -247,36 +258,58 @@ async fn supervised_loop(
     Ok(result)
 }
 
-async fn raw_loop(pooled: bool, url: String, plan: Plan) -> anyhow::Result<LoopResult> {
-    let transport = if pooled {
-        let http = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()?;
-        StreamableHttpClientTransport::with_client(
-            http,
-            StreamableHttpClientTransportConfig::with_uri(url),
-        )
-    } else {
-        StreamableHttpClientTransport::from_uri(url)
-    };
-    let client = ().serve(transport).await.context("rmcp initialize")?;
-    let peer = client.peer().clone();
+async fn raw_loop(client: Client, url: String, plan: Plan) -> anyhow::Result<LoopResult> {
+    let mut sessions = Vec::with_capacity(plan.sessions);
+    for _ in 0..plan.sessions {
+        sessions.push(raw_session(client, &url).await?);
+    }
+    let peers: Arc<Vec<_>> = Arc::new(sessions.iter().map(|s| s.peer().clone()).collect());
     let call = {
         let tool = plan.tool.clone();
         let arguments = plan.arguments.clone();
-        move || {
+        move |caller: usize| {
             let mut params = CallToolRequestParams::new(tool.clone());
             params.arguments = arguments.clone();
-            let peer = peer.clone();
+            let peer = peers[caller % peers.len()].clone();
             async move {
                 matches!(peer.call_tool(params).await, Ok(result) if result.is_error != Some(true))
             }
         }
     };
     let result = drive(&plan, call).await;
-    let _ = client.cancel().await;
+    for session in sessions {
+        let _ = session.cancel().await;
+    }
     Ok(result)
+}
+
+/// One raw rmcp client session to `url`, set up as `client` says.
+async fn raw_session(
+    client: Client,
+    url: &str,
+) -> anyhow::Result<rmcp::service::RunningService<rmcp::RoleClient, ()>> {
+    let transport = match client {
+        Client::RawDefault => StreamableHttpClientTransport::from_uri(url.to_owned()),
+        _ => {
+            let http = reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .pool_idle_timeout(Duration::from_secs(60))
+                .build()?;
+            StreamableHttpClientTransport::with_client(
+                http,
+                StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+            )
+        }
+    };
+    let lifecycle = match client {
+        Client::RawModern => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        _ => ClientLifecycleMode::Initialize,
+    };
+    ().serve_with_lifecycle(transport, lifecycle)
+        .await
+        .with_context(|| format!("rmcp client ({client:?}) to {url}"))
 }
 
 /// P4: one config, `connections` HTTP connections to the same upstream;
@@ -515,4 +548,8 @@ pub(crate) fn read_pids(dir: &Path, count: usize) -> Vec<u32> {
 
 fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_default()
+}
+
+fn one() -> usize {
+    1
 }

@@ -650,7 +650,7 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<bool> {
 
 async fn soak(seconds: u64) -> anyhow::Result<bool> {
     let started = Instant::now();
-    let bins = Binaries::locate()?;
+    let bins = Binaries::locate(&crate::scenarios::workspace_root())?;
     let root = crate::scenarios::workspace_root();
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
