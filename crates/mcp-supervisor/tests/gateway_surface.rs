@@ -739,3 +739,51 @@ fn malformed_params_of_a_served_method_are_invalid_params() {
         assert_eq!(upstream.requests("resources/read"), 0);
     });
 }
+
+/// Large requests (a body of 1 MiB or more) are processed two at a time, so
+/// what their parsed copies cost in memory is bounded, and they are never in
+/// the way of a small one: with two large calls in progress (held at the
+/// upstream) and a third waiting in the gateway, small calls are answered
+/// (docs/DECISIONS.md #70).
+#[test]
+fn large_requests_go_two_at_a_time_and_small_calls_pass_them() {
+    run(|| async {
+        let (upstream, gateway) = gateway("", "max_concurrent_calls = 8").await;
+        upstream.control().hold("echo");
+        let client = connect(&gateway, Plain::default()).await;
+        let big = "x".repeat(mcp_supervisor::gateway::LARGE_BODY_BYTES);
+        let large: Vec<_> = (0..3)
+            .map(|_| {
+                let peer = client.peer().clone();
+                let call = tool_call("a__echo", json!({ "text": big }));
+                tokio::spawn(async move { peer.call_tool(call).await })
+            })
+            .collect();
+        eventually!(upstream.control().held() == 2);
+
+        // Small calls are answered while the large ones are in progress,
+        // and none of them lets the third large request through.
+        for n in 0..20 {
+            let sum = client
+                .call_tool(tool_call("a__add", json!({"a": n, "b": 1})))
+                .await
+                .unwrap();
+            assert_eq!(text(&sum), (n + 1).to_string());
+        }
+        assert!(large.iter().all(|call| !call.is_finished()));
+        assert_eq!(
+            upstream.tool_calls("echo"),
+            2,
+            "a third large request reached the upstream while two were in progress"
+        );
+
+        // One answered: the third goes in.
+        upstream.control().release(1);
+        eventually!(upstream.tool_calls("echo") == 3);
+        upstream.control().release(2);
+        for call in large {
+            let echoed = call.await.unwrap().unwrap();
+            assert_eq!(text(&echoed).len(), big.len());
+        }
+    });
+}

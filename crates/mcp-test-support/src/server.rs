@@ -161,6 +161,18 @@ struct ControlInner {
     /// Open `subscriptions/listen` streams (protocol 2026-07-28 clients,
     /// which have no session): list changes and resource updates go there.
     listeners: Mutex<Vec<SubscriptionSink>>,
+    /// Calls of one tool held until released ([`ServerControl::hold`]).
+    hold: Hold,
+}
+
+/// A tool whose calls wait, once received, until the test lets them go.
+#[derive(Debug)]
+struct Hold {
+    tool: Mutex<Option<String>>,
+    /// One permit per call let go.
+    release: tokio::sync::Semaphore,
+    /// Calls waiting right now.
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// One session's resource subscriptions.
@@ -197,6 +209,11 @@ impl ServerControl {
                 peers: Mutex::new(Vec::new()),
                 subscribers: Mutex::new(Vec::new()),
                 listeners: Mutex::new(Vec::new()),
+                hold: Hold {
+                    tool: Mutex::new(None),
+                    release: tokio::sync::Semaphore::new(0),
+                    waiting: std::sync::atomic::AtomicUsize::new(0),
+                },
             }),
         }
     }
@@ -219,6 +236,37 @@ impl ServerControl {
     /// Calls of this tool whose body ran to the end.
     pub fn completed_calls(&self, tool: &str) -> u64 {
         self.inner.counters.completed_calls(tool)
+    }
+
+    /// From now on, calls of `tool` wait once received (counted in
+    /// [`held`](Self::held)) until [`release`](Self::release) lets them go.
+    pub fn hold(&self, tool: &str) {
+        *lock(&self.inner.hold.tool) = Some(tool.to_owned());
+    }
+
+    /// Lets `calls` held calls (or calls still to come) go on.
+    pub fn release(&self, calls: usize) {
+        self.inner.hold.release.add_permits(calls);
+    }
+
+    /// Calls waiting in [`hold`](Self::hold) right now.
+    pub fn held(&self) -> usize {
+        self.inner.hold.waiting.load(Ordering::SeqCst)
+    }
+
+    async fn wait_if_held(&self, tool: &str) {
+        let hold = &self.inner.hold;
+        if lock(&hold.tool).as_deref() != Some(tool) {
+            return;
+        }
+        hold.waiting.fetch_add(1, Ordering::SeqCst);
+        // Counted down however the wait ends (the call may be cancelled).
+        let _waiting = scopeguard(|| {
+            hold.waiting.fetch_sub(1, Ordering::SeqCst);
+        });
+        if let Ok(permit) = hold.release.acquire().await {
+            permit.forget();
+        }
     }
 
     /// Most tool calls executing at once since the last [`reset_peak`](Self::reset_peak).
@@ -379,6 +427,19 @@ impl ServerControl {
         subscribers.retain(|subscriber| !subscriber.peer.is_transport_closed());
         subscribers.push(Subscriber { peer, uris });
     }
+}
+
+/// Runs `f` when dropped.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -685,6 +746,7 @@ impl ServerHandler for TestMcpServer {
         if behavior.hang_tool.as_deref() == Some(name.as_str()) {
             std::future::pending::<()>().await;
         }
+        self.control.wait_if_held(&name).await;
         if !behavior.delay.is_zero() {
             tokio::time::sleep(behavior.delay).await;
         }

@@ -8,6 +8,10 @@
 //! - checks the bearer token (scheme case-insensitive, constant-time);
 //! - reads a POST body within `body_timeout` (else 408) and `max_body_bytes`
 //!   (else 413), so a slow client cannot hold a request open;
+//! - admits large requests (a body of [`LARGE_BODY_BYTES`] or more) at most
+//!   [`LARGE_AT_ONCE`] at a time, so what their parsing and copies cost in
+//!   memory is bounded however many arrive together; the others wait with
+//!   only their bytes held (small requests never wait);
 //! - caps live sessions at `max_sessions` (`CappedSessions`): beyond it,
 //!   `initialize` is answered 503 with a JSON-RPC error; a session idle for
 //!   `session_idle_timeout` is closed;
@@ -52,10 +56,7 @@ use rmcp::{
 };
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio_util::{
-    sync::CancellationToken,
-    task::{TaskTracker, task_tracker::TaskTrackerToken},
-};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{handler::GatewayHandler, state::GatewayState};
 use crate::{
@@ -126,11 +127,23 @@ impl GatewayShutdown {
     }
 }
 
+/// A request body this large (1 MiB) or larger is a large request.
+pub const LARGE_BODY_BYTES: usize = 1 << 20;
+
+/// Large requests processed at once. A parsed JSON body costs many times its
+/// bytes (a 3.6 MB body of small objects is about 50 MB of values) and a
+/// call holds a few copies while it runs: two at once keep the gateway's
+/// memory in the hundreds of MiB where eight together reached 2 GB
+/// (docs/DECISIONS.md #70).
+pub const LARGE_AT_ONCE: usize = 2;
+
 #[derive(Clone)]
 struct Endpoint {
     mcp: StreamableHttpService<GatewayHandler, CappedSessions>,
     sessions: Arc<CappedSessions>,
     requests: TaskTracker,
+    /// Permits for large requests in progress ([`LARGE_AT_ONCE`]).
+    large: Arc<tokio::sync::Semaphore>,
     token: Option<Arc<BearerToken>>,
     body_timeout: Duration,
     max_body_bytes: usize,
@@ -163,6 +176,7 @@ pub async fn serve_http(
         mcp,
         sessions,
         requests: shutdown.requests.clone(),
+        large: Arc::new(tokio::sync::Semaphore::new(LARGE_AT_ONCE)),
         token: settings.auth.clone().map(Arc::new),
         body_timeout: settings.body_timeout,
         max_body_bytes: settings.max_body_bytes,
@@ -193,7 +207,7 @@ async fn mcp_endpoint(State(endpoint): State<Endpoint>, request: Request) -> Res
         Method::POST => {
             let in_progress = endpoint.requests.token();
             let response = endpoint.post(request).await;
-            response.map(|body| Body::new(Answering::new(body, in_progress)))
+            response.map(|body| Body::new(Holding::new(body, in_progress)))
         }
         Method::DELETE => endpoint.delete(request).await,
         _ => endpoint.mcp.handle(request).await.map(Body::new),
@@ -209,22 +223,23 @@ fn opens_a_stream(headers: &HeaderMap) -> bool {
 }
 
 pin_project_lite::pin_project! {
-    /// A response body that counts as a request in progress until it is
-    /// sent (or dropped, the client gone).
-    struct Answering<B> {
+    /// A response body that holds `guard` until it is sent (or dropped, the
+    /// client gone): the request counts as in progress
+    /// ([`TaskTrackerToken`]), or keeps its large-request permit, until then.
+    struct Holding<B, G> {
         #[pin]
         body: B,
-        in_progress: TaskTrackerToken,
+        guard: G,
     }
 }
 
-impl<B> Answering<B> {
-    fn new(body: B, in_progress: TaskTrackerToken) -> Self {
-        Answering { body, in_progress }
+impl<B, G> Holding<B, G> {
+    fn new(body: B, guard: G) -> Self {
+        Holding { body, guard }
     }
 }
 
-impl<B: http_body::Body> http_body::Body for Answering<B> {
+impl<B: http_body::Body, G> http_body::Body for Holding<B, G> {
     type Data = B::Data;
     type Error = B::Error;
 
@@ -257,6 +272,14 @@ impl Endpoint {
             Ok(body) => body,
             Err(refused) => return refused,
         };
+        // A large request waits for a permit with only its bytes held; the
+        // permit goes with its answer, which is when its copies are gone.
+        let permit = if body.len() >= LARGE_BODY_BYTES {
+            // The semaphore is never closed: this always gets a permit.
+            self.large.clone().acquire_owned().await.ok()
+        } else {
+            None
+        };
         let declared_json = is_json(&parts.headers);
         // Checked here first (peeking at the body only when full) so a flood
         // of initializes is refused without rmcp logging each one as an error.
@@ -281,7 +304,10 @@ impl Endpoint {
         if declared_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
             return not_json_rpc(&body);
         }
-        response.map(Body::new)
+        match permit {
+            Some(permit) => response.map(|answer| Body::new(Holding::new(answer, permit))),
+            None => response.map(Body::new),
+        }
     }
 
     async fn delete(&self, request: Request) -> Response {

@@ -30,7 +30,7 @@ pub mod state;
 
 pub use forward::ListChangedForwarder;
 pub use handler::GatewayHandler;
-pub use http::{GatewayShutdown, serve_http};
+pub use http::{GatewayShutdown, LARGE_AT_ONCE, LARGE_BODY_BYTES, serve_http};
 pub use state::GatewayState;
 
 use rmcp::ServiceExt;
