@@ -692,3 +692,44 @@ fn idle_sessions_expire() {
         initialize(&client, &served.url).await;
     });
 }
+
+/// A request whose answer is all there is to send is answered with plain
+/// JSON and a `Content-Length`, not an SSE stream (docs/DECISIONS.md #71).
+#[test]
+fn an_answer_with_nothing_before_it_is_plain_json() {
+    run(|| async {
+        let served = gateway("").await;
+        let client = http();
+        let id = initialize(&client, &served.url).await;
+        let initialized = mcp_post(
+            &client,
+            &served.url,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(initialized.status(), 202);
+        let listed = mcp_post(
+            &client,
+            &served.url,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
+        )
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(listed.status(), 200);
+        assert_eq!(listed.headers()[header::CONTENT_TYPE], "application/json");
+        let length: usize = listed.headers()[header::CONTENT_LENGTH]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let body = json_body(listed).await;
+        assert_eq!(body["id"], 7, "{body}");
+        assert!(body["result"]["tools"].is_array(), "{body}");
+        assert_eq!(length, body.to_string().len());
+    });
+}

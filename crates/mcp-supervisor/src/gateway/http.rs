@@ -15,6 +15,9 @@
 //! - caps live sessions at `max_sessions` (`CappedSessions`): beyond it,
 //!   `initialize` is answered 503 with a JSON-RPC error; a session idle for
 //!   `session_idle_timeout` is closed;
+//! - answers a request with plain JSON when nothing comes before its answer
+//!   (`answer.rs`; rmcp streams every answer of a session as SSE), and asks
+//!   rmcp for JSON on stateless (2026-07-28) requests (`json_response`);
 //! - corrects two answers of rmcp 3.11: a body that is not JSON, or not a
 //!   JSON-RPC message, gets 400 with a JSON-RPC error (-32700 / -32600)
 //!   instead of 415, and `DELETE` of an unknown session gets 404 instead of
@@ -58,7 +61,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use super::{handler::GatewayHandler, state::GatewayState};
+use super::{answer, handler::GatewayHandler, state::GatewayState};
 use crate::{
     config::{BearerToken, GatewaySettings},
     listener::{
@@ -161,7 +164,8 @@ pub async fn serve_http(
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.allowed_hosts.clone())
         .with_allowed_origins(hosts.origins())
-        .with_cancellation_token(shutdown.sessions.child_token());
+        .with_cancellation_token(shutdown.sessions.child_token())
+        .with_json_response(true);
     config.max_request_body_bytes = settings.max_body_bytes;
     let sessions = Arc::new(CappedSessions::new(
         settings.max_sessions,
@@ -206,7 +210,7 @@ async fn mcp_endpoint(State(endpoint): State<Endpoint>, request: Request) -> Res
         Method::POST if opens_a_stream(request.headers()) => endpoint.post(request).await,
         Method::POST => {
             let in_progress = endpoint.requests.token();
-            let response = endpoint.post(request).await;
+            let response = answer::as_json_when_answered(endpoint.post(request).await).await;
             response.map(|body| Body::new(Holding::new(body, in_progress)))
         }
         Method::DELETE => endpoint.delete(request).await,

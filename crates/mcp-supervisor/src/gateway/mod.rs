@@ -18,6 +18,7 @@
 //! - [`forward`]: relays what upstreams announce (list changes, resource
 //!   updates, logs) to downstream sessions.
 
+mod answer;
 pub mod directory;
 pub mod downstream;
 pub mod forward;

@@ -1,0 +1,241 @@
+//! A request's answer as plain JSON when it can be (docs/DECISIONS.md #71).
+//!
+//! rmcp's server answers every request of a session with an SSE stream: a
+//! priming event, then the messages, then the end of the stream, each written
+//! to the socket on its own. When the first message on that stream is the
+//! request's answer (nothing came before it: no progress, no request to the
+//! client), this sends that message alone as `application/json` with a
+//! `Content-Length`, the bytes rmcp wrote passed through unchanged. When
+//! something else comes first, or a keep-alive says the request is a long
+//! one, the response stays the stream it was, nothing lost: the events read
+//! so far, then the rest.
+
+use axum::{
+    body::{Body, Bytes},
+    http::{HeaderValue, StatusCode, header},
+    response::Response,
+};
+use bytes::BytesMut;
+use futures::{Stream, StreamExt};
+use serde::de::IgnoredAny;
+
+/// `response` (rmcp's answer to one POSTed request) as JSON if its stream
+/// starts with the request's answer; otherwise the same stream.
+pub(super) async fn as_json_when_answered(response: Response) -> Response {
+    if response.status() != StatusCode::OK || !is_event_stream(&response) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let mut stream = body.into_data_stream();
+    let mut read = BytesMut::new();
+    let mut scanned = 0;
+    loop {
+        // Every complete event read so far, in order.
+        while let Some(end) = event_end(&read[scanned..]) {
+            let event = &read[scanned..scanned + end];
+            scanned += end;
+            match Event::parse(event) {
+                Event::Empty => continue,
+                Event::Message(data) if is_answer(&data) => {
+                    // The rest of the stream (its end) is not needed; rmcp
+                    // is done with it once the answer is written.
+                    parts.headers.insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    );
+                    parts.headers.remove(header::CACHE_CONTROL);
+                    parts.headers.remove("x-accel-buffering");
+                    return Response::from_parts(parts, Body::from(data));
+                }
+                Event::Message(_) | Event::KeepAlive => {
+                    return Response::from_parts(parts, resumed(read.freeze(), stream));
+                }
+            }
+        }
+        match stream.next().await {
+            Some(Ok(chunk)) => read.extend_from_slice(&chunk),
+            // Ended (or failed) before any message: what there was, as it was.
+            Some(Err(_)) | None => {
+                return Response::from_parts(parts, Body::from(read.freeze()));
+            }
+        }
+    }
+}
+
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"))
+}
+
+/// The stream again: `read` first, then what is left of `rest`.
+fn resumed<S, E>(read: Bytes, rest: S) -> Body
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Into<axum::BoxError> + 'static,
+{
+    let head = futures::stream::once(async move { Ok::<_, E>(read) });
+    Body::from_stream(head.chain(rest))
+}
+
+/// The length of the first complete event in `bytes` (through the blank
+/// line that ends it), if there is one.
+fn event_end(bytes: &[u8]) -> Option<usize> {
+    let mut line_start = 0;
+    for (i, byte) in bytes.iter().enumerate() {
+        if *byte == b'\n' {
+            let line = &bytes[line_start..i];
+            if line.is_empty() || line == b"\r" {
+                return Some(i + 1);
+            }
+            line_start = i + 1;
+        }
+    }
+    None
+}
+
+/// One SSE event, as far as this module cares.
+#[derive(Debug, PartialEq, Eq)]
+enum Event {
+    /// No data (rmcp's priming event: an id and a retry delay).
+    Empty,
+    /// A comment line (a keep-alive): the request is taking its time.
+    KeepAlive,
+    /// A message: its `data` lines, joined.
+    Message(Bytes),
+}
+
+impl Event {
+    fn parse(event: &[u8]) -> Event {
+        let mut data = BytesMut::new();
+        let mut lines = 0;
+        for line in event.split(|byte| *byte == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.starts_with(b":") {
+                return Event::KeepAlive;
+            }
+            let Some(value) = line.strip_prefix(b"data:") else {
+                continue;
+            };
+            if lines > 0 {
+                data.extend_from_slice(b"\n");
+            }
+            data.extend_from_slice(value.strip_prefix(b" ").unwrap_or(value));
+            lines += 1;
+        }
+        if data.iter().all(u8::is_ascii_whitespace) {
+            Event::Empty
+        } else {
+            Event::Message(data.freeze())
+        }
+    }
+}
+
+/// Whether `message` is a JSON-RPC response or error (an `id` and no
+/// `method`), read without building it.
+fn is_answer(message: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        id: Option<IgnoredAny>,
+        method: Option<IgnoredAny>,
+    }
+    serde_json::from_slice::<Shape>(message)
+        .is_ok_and(|shape| shape.id.is_some() && shape.method.is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PRIMING: &str = "data: \nid: 0/0\nretry: 3000\n\n";
+    const ANSWER: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"isError":false}}"#;
+    const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+
+    fn sse(chunks: Vec<String>) -> Response {
+        let stream = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|chunk| Ok::<_, std::convert::Infallible>(Bytes::from(chunk))),
+        );
+        Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(Body::from_stream(stream))
+            .unwrap()
+    }
+
+    async fn text(response: Response) -> (String, String) {
+        let kind = response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (kind, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn an_answer_first_is_sent_as_json_whatever_the_chunking() {
+        let whole = format!("{PRIMING}data: {ANSWER}\nid: 1/0\n\n");
+        for split in [0, 5, PRIMING.len(), PRIMING.len() + 9, whole.len() - 1] {
+            let chunks = vec![whole[..split].to_owned(), whole[split..].to_owned()];
+            let answered = as_json_when_answered(sse(chunks)).await;
+            assert!(answered.headers().get(header::CACHE_CONTROL).is_none());
+            assert_eq!(
+                text(answered).await,
+                ("application/json".into(), ANSWER.into()),
+                "split at {split}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn anything_before_the_answer_keeps_the_whole_stream() {
+        let progress = format!("data: {PROGRESS}\nid: 1/0\n\n");
+        let answer = format!("data: {ANSWER}\nid: 2/0\n\n");
+        let keep_alive = ":\n\n".to_owned();
+        for first in [progress, keep_alive] {
+            let chunks = vec![PRIMING.to_owned(), first.clone(), answer.clone()];
+            let kept = as_json_when_answered(sse(chunks)).await;
+            assert_eq!(
+                text(kept).await,
+                (
+                    "text/event-stream".into(),
+                    format!("{PRIMING}{first}{answer}")
+                )
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_without_a_message_is_kept_as_it_was() {
+        let kept = as_json_when_answered(sse(vec![PRIMING.to_owned()])).await;
+        assert_eq!(
+            text(kept).await,
+            ("text/event-stream".into(), PRIMING.to_owned())
+        );
+    }
+
+    #[test]
+    fn events_are_split_at_blank_lines_and_read_by_their_fields() {
+        assert_eq!(event_end(b"data: x\n\nrest"), Some(9));
+        assert_eq!(event_end(b"data: x\r\n\r\n"), Some(11));
+        assert_eq!(event_end(b"data: x\n"), None);
+        assert_eq!(Event::parse(PRIMING.as_bytes()), Event::Empty);
+        assert_eq!(Event::parse(b": keep-alive\n\n"), Event::KeepAlive);
+        assert_eq!(
+            Event::parse(b"data: {\"a\":\ndata: 1}\n\n"),
+            Event::Message(Bytes::from_static(b"{\"a\":\n1}"))
+        );
+        assert!(is_answer(ANSWER.as_bytes()));
+        assert!(is_answer(
+            br#"{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m"}}"#
+        ));
+        assert!(!is_answer(PROGRESS.as_bytes()));
+        assert!(!is_answer(
+            br#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{}}"#
+        ));
+    }
+}
