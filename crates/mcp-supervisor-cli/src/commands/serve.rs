@@ -76,22 +76,20 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         Some(bind("gateway", config.gateway.listen).await?)
     };
 
-    // Payloads are encoded and parsed off the actors' thread, so a large one
-    // never stalls other callers (docs/ARCHITECTURE.md, "Threads"): the
-    // gateway's HTTP server on a multi-thread runtime, and the upstream
-    // sessions' I/O on one thread of their own, where what an upstream sends
-    // is handled in the order it arrives (a request's progress before its
-    // answer).
+    // Two threads share a call's work (docs/ARCHITECTURE.md, "Threads"):
+    // the gateway's HTTP server on a `network` thread of its own, the actors
+    // and the upstream sessions on this one, where what an upstream sends is
+    // handled in the order it arrives (a request's progress before its
+    // answer). One network worker, not one per core: hand-offs between
+    // workers cost more than they gained (docs/DECISIONS.md #72). A large
+    // request is parsed on a blocking thread (gateway/http.rs).
     let network = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .thread_name("network")
         .enable_all()
         .build()
-        .map_err(|error| Exit::Failed(format!("cannot start the network threads: {error}")))?;
-    let upstream = Upstreams::start()
-        .map_err(|error| Exit::Failed(format!("cannot start the upstream thread: {error}")))?;
-    let registry = Registry::new(config.clone())
-        .with_io(upstream.handle.clone())
-        .start();
+        .map_err(|error| Exit::Failed(format!("cannot start the network thread: {error}")))?;
+    let registry = Registry::new(config.clone()).start();
     let state = GatewayState::new(
         registry.clone(),
         config.gateway.expose,
@@ -191,49 +189,8 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     }
     // Whatever is left there (nothing, normally) is dropped without waiting.
     network.shutdown_background();
-    upstream.stop();
     tracing::info!("stopped");
     Ok(())
-}
-
-/// The thread the upstream sessions' I/O runs on: a current-thread runtime,
-/// so tasks run in the order they are woken.
-struct Upstreams {
-    handle: tokio::runtime::Handle,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Upstreams {
-    fn start() -> std::io::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let handle = runtime.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("upstreams".into())
-            .spawn(move || {
-                let _ = runtime.block_on(stopped);
-                // Every session is closed by then; whatever is left is
-                // dropped without waiting.
-                runtime.shutdown_background();
-            })?;
-        Ok(Upstreams {
-            handle,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-
-    fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 /// How long the answers given at shutdown may take to reach their clients,

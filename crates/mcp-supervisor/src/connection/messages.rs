@@ -172,27 +172,9 @@ impl Handler<Forward> for ConnectionActor {
             }
             Admitted::Run(run) => run,
         };
-        let answer = run.finish(move |op, ended| {
+        Box::pin(run.finish(move |op, ended| {
             operation::forwarded(&op.connection, &label, op.budget, ended, pass_errors)
-        });
-        // The operation copies, sends and drops the request (perhaps
-        // megabytes): off the actors' thread when there is a network runtime.
-        let Some(io) = self.deps.io.clone() else {
-            return Box::pin(answer);
-        };
-        let connection = self.config.name.clone();
-        Box::pin(async move {
-            io.spawn(answer).await.unwrap_or_else(|_| {
-                Forwarded::Refused(
-                    Unavailable {
-                        failure: Failure::transport("connection stopped"),
-                        retry_in: None,
-                        message: text::stopped(&connection),
-                    }
-                    .into(),
-                )
-            })
-        })
+        }))
     }
 }
 

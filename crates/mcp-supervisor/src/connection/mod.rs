@@ -57,11 +57,6 @@ pub struct ConnectionDeps {
     pub deaths: Option<Recipient<ConnectionDied>>,
     /// Bound on a graceful session close at stop.
     pub shutdown_timeout: std::time::Duration,
-    /// Where sessions run their I/O (rmcp's transport tasks: encoding,
-    /// parsing, a child's pipes). `None`: on the actor's own thread. `serve`
-    /// passes a multi-thread runtime, so a large payload is parsed off the
-    /// actors' thread and never stalls other callers.
-    pub io: Option<tokio::runtime::Handle>,
 }
 
 /// What one actor of a connection starts from: which actor it is, the
@@ -230,7 +225,6 @@ impl ConnectionActor {
             self.recorder.clone(),
             SessionHandler::new(events_tx).knowing(self.protocol.clone()),
         );
-        let open = on_runtime(self.deps.io.clone(), open);
         ctx.spawn(
             open.into_actor(self)
                 .map(move |result, actor, ctx| actor.connected(result, events_rx, ctx)),
@@ -490,25 +484,6 @@ impl Drop for ConnectionActor {
                 standing: self.handover.take().or_else(|| self.lifecycle.standing()),
             });
         }
-    }
-}
-
-/// Runs `open` on `io` when given (so the tasks the session spawns live
-/// there), else where it is polled.
-async fn on_runtime(
-    io: Option<tokio::runtime::Handle>,
-    open: impl std::future::Future<Output = Result<Session, Failure>> + Send + 'static,
-) -> Result<Session, Failure> {
-    let Some(io) = io else {
-        return open.await;
-    };
-    // If the actor is dropped first, dropping the handle leaves the build to
-    // finish there; the session it builds is then dropped, which closes it.
-    match io.spawn(open).await {
-        Ok(result) => result,
-        Err(error) => Err(Failure::transport(format!(
-            "the session's runtime stopped: {error}"
-        ))),
     }
 }
 

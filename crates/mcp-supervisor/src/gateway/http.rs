@@ -294,12 +294,22 @@ impl Endpoint {
             return too_many_sessions(&body, self.sessions.max);
         }
         let request = Request::from_parts(parts, Body::from(body.clone()));
-        let (response, refused) = SESSION_REFUSED
-            .scope(Cell::new(false), async {
-                let response = self.mcp.handle(request).await;
-                (response, SESSION_REFUSED.with(Cell::get))
-            })
-            .await;
+        let mcp = self.mcp.clone();
+        let handled = SESSION_REFUSED.scope(Cell::new(false), async move {
+            let response = mcp.handle(request).await;
+            (response, SESSION_REFUSED.with(Cell::get))
+        });
+        let (response, refused) = if permit.is_some() {
+            // rmcp parses the body inside `handle`: a large one is parsed on
+            // a blocking thread, so the network thread keeps serving others.
+            let runtime = tokio::runtime::Handle::current();
+            match tokio::task::spawn_blocking(move || runtime.block_on(handled)).await {
+                Ok(handled) => handled,
+                Err(_) => return internal_error(),
+            }
+        } else {
+            handled.await
+        };
         if refused {
             return too_many_sessions(&body, self.sessions.max);
         }
@@ -370,6 +380,15 @@ impl Endpoint {
                 .into_response()),
         }
     }
+}
+
+/// A request whose handling panicked (never expected).
+fn internal_error() -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Internal Server Error: the request could not be handled",
+    )
+        .into_response()
 }
 
 /// rmcp's own answer to a body over the limit.

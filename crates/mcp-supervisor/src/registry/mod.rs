@@ -39,8 +39,6 @@ pub struct Registry {
     schemas: SchemaInterner,
     subscribers: Vec<Recipient<ConnectionEvent>>,
     shutting_down: bool,
-    /// Where sessions run their I/O (see [`Registry::with_io`]).
-    io: Option<tokio::runtime::Handle>,
 }
 
 impl Registry {
@@ -60,16 +58,7 @@ impl Registry {
             schemas: SchemaInterner::default(),
             subscribers: Vec::new(),
             shutting_down: false,
-            io: None,
         }
-    }
-
-    /// Runs every session's I/O on `io` (a multi-thread runtime) instead of
-    /// the actors' thread: encoding and parsing large payloads then never
-    /// delays other connections' calls. The actors stay where they are.
-    pub fn with_io(mut self, io: tokio::runtime::Handle) -> Self {
-        self.io = Some(io);
-        self
     }
 
     fn deps(&self, ctx: &Context<Self>) -> ConnectionDeps {
@@ -79,7 +68,6 @@ impl Registry {
             events: Some(ctx.address().recipient()),
             deaths: Some(ctx.address().recipient()),
             shutdown_timeout: self.config.supervisor.shutdown_timeout,
-            io: self.io.clone(),
         }
     }
 
