@@ -174,6 +174,7 @@ async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> 
         behavior,
         count_file: args.count_file.clone(),
         speaks: args.speaks(),
+        oauth: None,
     };
     let server = TestServer::start_on(addr, options).await?;
     late_tool_on_signals(server.control().clone())?;

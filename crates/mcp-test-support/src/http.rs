@@ -75,7 +75,23 @@ pub struct TestServerOptions {
     pub count_file: Option<PathBuf>,
     /// Which protocol generations the server answers.
     pub speaks: Speaks,
+    /// When set, `/mcp` is an OAuth-protected resource: it takes the access
+    /// tokens of this authorization server ([`crate::oauth`]) and publishes
+    /// its protected-resource metadata (RFC 9728).
+    pub oauth: Option<OAuthProtection>,
 }
+
+/// How an OAuth-protected test server checks its callers.
+#[derive(Debug, Clone)]
+pub struct OAuthProtection {
+    pub server: Arc<crate::oauth::AuthServer>,
+    /// Scopes `tools/call` of a tool needs, beyond a valid token:
+    /// `(tool, scope)`. Without one: 403 `insufficient_scope` naming it.
+    pub tool_scopes: Vec<(String, String)>,
+}
+
+/// Where a protected test server publishes its resource metadata.
+pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
 
 impl TestServerOptions {
     /// The defaults, as a 2025-era server: for tests of what a session
@@ -97,6 +113,7 @@ impl Default for TestServerOptions {
             behavior: ServerBehavior::default(),
             count_file: None,
             speaks: Speaks::Both,
+            oauth: None,
         }
     }
 }
@@ -315,6 +332,9 @@ struct AppState {
     /// Kept to expire sessions on demand.
     sessions: Arc<LocalSessionManager>,
     bearer: Option<Arc<str>>,
+    oauth: Option<OAuthProtection>,
+    /// `http://ADDR`, for the resource metadata and its link.
+    base: Arc<str>,
     tallies: Arc<HttpTallies>,
 }
 
@@ -343,6 +363,16 @@ fn serve(
         mcp,
         sessions,
         bearer: options.require_bearer.as_deref().map(Arc::from),
+        oauth: options.oauth.clone(),
+        base: Arc::from(
+            format!(
+                "http://{}",
+                listener
+                    .local_addr()
+                    .map_or_else(|_| "127.0.0.1:0".into(), |addr| addr.to_string())
+            )
+            .as_str(),
+        ),
         tallies: tallies.clone(),
     };
     let router = router(state);
@@ -402,6 +432,11 @@ fn router(state: AppState) -> Router {
         .route("/_control/counts", get(get_counts))
         .route("/_control/late_tool", post(set_late_tool))
         .route("/_control/reset_peak", post(reset_peak))
+        .route(RESOURCE_METADATA_PATH, get(resource_metadata))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(resource_metadata),
+        )
         .with_state(state)
 }
 
@@ -412,7 +447,7 @@ async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Respon
         if request.method() == Method::GET {
             state.tallies.stream_gets.fetch_add(1, Ordering::Relaxed);
         }
-        if let Some(denied) = state.check_bearer(request.headers()) {
+        if let Some(denied) = state.check_bearer(request.headers(), None) {
             return denied;
         }
         return state.forward(request).await;
@@ -429,7 +464,7 @@ async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Respon
             .counters()
             .record_request(method, info.tool.as_deref());
     }
-    if let Some(denied) = state.check_bearer(&parts.headers) {
+    if let Some(denied) = state.check_bearer(&parts.headers, info.tool.as_deref()) {
         return denied;
     }
     let session_id = parts
@@ -496,13 +531,17 @@ impl AppState {
         self.mcp.handle(request).await.map(Body::new)
     }
 
-    /// `Some(401)` when a bearer token is required and not presented.
-    fn check_bearer(&self, headers: &HeaderMap) -> Option<Response> {
-        let token = self.bearer.as_deref()?;
+    /// `Some(401)` when a bearer token is required and not presented; with
+    /// OAuth, `Some(403)` when the token lacks the scope `tool` needs.
+    fn check_bearer(&self, headers: &HeaderMap, tool: Option<&str>) -> Option<Response> {
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "));
+        if let Some(oauth) = &self.oauth {
+            return self.check_oauth(oauth, presented, tool);
+        }
+        let token = self.bearer.as_deref()?;
         if presented == Some(token) {
             return None;
         }
@@ -515,6 +554,72 @@ impl AppState {
                 .into_response(),
         )
     }
+}
+
+impl AppState {
+    fn check_oauth(
+        &self,
+        oauth: &OAuthProtection,
+        presented: Option<&str>,
+        tool: Option<&str>,
+    ) -> Option<Response> {
+        use crate::oauth::Refusal;
+        let needed = tool.and_then(|tool| {
+            oauth
+                .tool_scopes
+                .iter()
+                .find(|(name, _)| name == tool)
+                .map(|(_, scope)| scope.as_str())
+        });
+        let metadata = format!("{}{RESOURCE_METADATA_PATH}", self.base);
+        let refusal = match presented.map(|token| oauth.server.check(token, needed)) {
+            Some(Ok(_)) => return None,
+            Some(Err(refusal)) => refusal,
+            None => Refusal::Invalid,
+        };
+        let (status, challenge) = match refusal {
+            Refusal::Invalid => (
+                StatusCode::UNAUTHORIZED,
+                format!("Bearer resource_metadata=\"{metadata}\""),
+            ),
+            Refusal::InsufficientScope(scope) => (
+                StatusCode::FORBIDDEN,
+                format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{metadata}\""
+                ),
+            ),
+        };
+        let challenge = HeaderValue::from_str(&challenge).ok()?;
+        Some(
+            (
+                status,
+                [(header::WWW_AUTHENTICATE, challenge)],
+                "Unauthorized",
+            )
+                .into_response(),
+        )
+    }
+}
+
+/// The protected-resource metadata (RFC 9728) of an OAuth-protected server.
+async fn resource_metadata(State(state): State<AppState>) -> Response {
+    let Some(oauth) = &state.oauth else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let mut scopes: Vec<&str> = oauth
+        .tool_scopes
+        .iter()
+        .map(|(_, scope)| scope.as_str())
+        .collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    Json(serde_json::json!({
+        "resource": format!("{}{MCP_PATH}", state.base),
+        "authorization_servers": [oauth.server.issuer()],
+        "scopes_supported": scopes,
+        "bearer_methods_supported": ["header"],
+    }))
+    .into_response()
 }
 
 fn status_response(

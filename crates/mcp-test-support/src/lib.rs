@@ -50,6 +50,7 @@ pub mod conformance;
 mod counters;
 pub mod fault;
 pub mod http;
+pub mod oauth;
 pub mod server;
 pub mod stdio;
 pub mod wait;
