@@ -68,33 +68,20 @@ async fn log_in(server: &AuthServer, client: &Client, scope: &str) -> (String, S
     assert_eq!(location_param(&authorized, "state").as_deref(), Some("st"));
     assert_eq!(location_param(&authorized, "iss").as_deref(), Some(issuer));
     let code = location_param(&authorized, "code").expect("a code");
-    let (status, tokens) = post_form(
-        client,
-        &format!("{issuer}/token"),
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", REDIRECT),
-            ("code_verifier", verifier),
-            ("client_id", &client_id),
-        ],
-    )
-    .await;
+    let token_url = format!("{issuer}/token");
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", verifier),
+        ("client_id", client_id.as_str()),
+    ];
+    let exchange = || post_form(client, &token_url, &form);
+    let (status, tokens) = exchange().await;
     assert_eq!(status, StatusCode::OK, "{tokens}");
     assert_eq!(tokens["token_type"], "Bearer");
     // A code works once.
-    let (again, _) = post_form(
-        client,
-        &format!("{issuer}/token"),
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", REDIRECT),
-            ("code_verifier", verifier),
-            ("client_id", &client_id),
-        ],
-    )
-    .await;
+    let (again, _) = exchange().await;
     assert_eq!(again, StatusCode::BAD_REQUEST);
     (
         client_id,
