@@ -101,8 +101,8 @@ impl CallOutcome {
     /// The label used in metrics and status counters.
     pub fn label(&self) -> &'static str {
         match self {
-            CallOutcome::Success(_) => "ok",
-            CallOutcome::ToolError(_) => "tool_error",
+            CallOutcome::Success(_) => OK_LABEL,
+            CallOutcome::ToolError(_) => TOOL_ERROR_LABEL,
             CallOutcome::Rejected { .. } => "rejected",
             CallOutcome::Unavailable { .. } => "unavailable",
             CallOutcome::Busy { .. } => "busy",
@@ -123,12 +123,31 @@ impl CallOutcome {
 
     /// Wraps an upstream result, telling tool errors from successes.
     pub fn from_result(result: CallToolResult) -> Self {
-        if result.is_error == Some(true) {
+        if is_tool_error(&result) {
             CallOutcome::ToolError(result)
         } else {
             CallOutcome::Success(result)
         }
     }
+
+    /// The label `from_result(result)` is counted under, without taking (or
+    /// copying) the result.
+    pub fn result_label(result: &CallToolResult) -> &'static str {
+        if is_tool_error(result) {
+            TOOL_ERROR_LABEL
+        } else {
+            OK_LABEL
+        }
+    }
+}
+
+/// The labels of upstream results, in metrics and status counters.
+const OK_LABEL: &str = "ok";
+const TOOL_ERROR_LABEL: &str = "tool_error";
+
+/// Whether an upstream result is a tool error (`isError: true`).
+fn is_tool_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
 }
 
 /// The agent-facing message texts (docs/SUPERVISION.md, "What agents read").
@@ -285,5 +304,19 @@ mod tests {
             timed_out("gh", "search", Duration::from_secs(60)),
             "MCP connection 'gh' did not answer 'search' within 60 seconds; the call may have run."
         );
+    }
+
+    #[test]
+    fn a_result_is_counted_under_the_label_of_its_outcome() {
+        use rmcp::model::{CallToolResult, ContentBlock};
+        for is_error in [None, Some(false), Some(true)] {
+            let mut result = CallToolResult::success(vec![ContentBlock::text("x")]);
+            result.is_error = is_error;
+            assert_eq!(
+                super::CallOutcome::result_label(&result),
+                super::CallOutcome::from_result(result.clone()).label(),
+                "is_error = {is_error:?}"
+            );
+        }
     }
 }

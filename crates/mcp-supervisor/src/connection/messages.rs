@@ -260,7 +260,7 @@ impl Counted for Forwarded {
     fn label(&self) -> &'static str {
         match self {
             Forwarded::Answered(rmcp::model::ServerResult::CallToolResult(result)) => {
-                CallOutcome::from_result(result.clone()).label()
+                CallOutcome::result_label(result)
             }
             Forwarded::Answered(_) => "ok",
             Forwarded::Error(_) => "rejected",
