@@ -76,10 +76,10 @@ impl Counters {
 
     /// Marks a tool call as executing until the guard is dropped (also when
     /// the call is cancelled and its future dropped).
-    pub(crate) fn enter_call(&self) -> InFlightGuard<'_> {
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    pub(crate) fn enter_call(&self) -> Counted<'_> {
+        let (guard, now) = Counted::enter(&self.in_flight);
         self.peak.fetch_max(now, Ordering::SeqCst);
-        InFlightGuard { counters: self }
+        guard
     }
 
     pub(crate) fn record_completed(&self, tool: &str) {
@@ -125,15 +125,22 @@ impl Counters {
     }
 }
 
-/// Decrements the in-flight count when a tool call ends.
+/// One counted in a gauge (tool calls in flight, calls held) until dropped,
+/// also when the future holding it is dropped (a cancelled call).
 #[derive(Debug)]
-pub(crate) struct InFlightGuard<'a> {
-    counters: &'a Counters,
+pub(crate) struct Counted<'a>(&'a AtomicUsize);
+
+impl<'a> Counted<'a> {
+    /// Counts one in `gauge`; also returns the gauge's new value.
+    pub(crate) fn enter(gauge: &'a AtomicUsize) -> (Self, usize) {
+        let now = gauge.fetch_add(1, Ordering::SeqCst) + 1;
+        (Counted(gauge), now)
+    }
 }
 
-impl Drop for InFlightGuard<'_> {
+impl Drop for Counted<'_> {
     fn drop(&mut self) {
-        self.counters.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

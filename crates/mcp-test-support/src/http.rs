@@ -358,21 +358,18 @@ fn serve(
             .disable_allowed_hosts()
             .with_cancellation_token(shutdown.child_token()),
     );
+    // A bound listener always knows its address.
+    let base: Arc<str> = match listener.local_addr() {
+        Ok(addr) => format!("http://{addr}").into(),
+        Err(_) => "http://127.0.0.1".into(),
+    };
     let state = AppState {
         control,
         mcp,
         sessions,
         bearer: options.require_bearer.as_deref().map(Arc::from),
         oauth: options.oauth.clone(),
-        base: Arc::from(
-            format!(
-                "http://{}",
-                listener
-                    .local_addr()
-                    .map_or_else(|_| "127.0.0.1:0".into(), |addr| addr.to_string())
-            )
-            .as_str(),
-        ),
+        base,
         tallies: tallies.clone(),
     };
     let router = router(state);

@@ -40,7 +40,7 @@ use rmcp::{
 use serde::Deserialize;
 
 use crate::{
-    counters::{Counters, Counts},
+    counters::{Counted, Counters, Counts},
     fault::FaultHandle,
 };
 
@@ -259,11 +259,7 @@ impl ServerControl {
         if lock(&hold.tool).as_deref() != Some(tool) {
             return;
         }
-        hold.waiting.fetch_add(1, Ordering::SeqCst);
-        // Counted down however the wait ends (the call may be cancelled).
-        let _waiting = scopeguard(|| {
-            hold.waiting.fetch_sub(1, Ordering::SeqCst);
-        });
+        let (_waiting, _) = Counted::enter(&hold.waiting);
         if let Ok(permit) = hold.release.acquire().await {
             permit.forget();
         }
@@ -427,19 +423,6 @@ impl ServerControl {
         subscribers.retain(|subscriber| !subscriber.peer.is_transport_closed());
         subscribers.push(Subscriber { peer, uris });
     }
-}
-
-/// Runs `f` when dropped.
-fn scopeguard(f: impl FnOnce()) -> impl Drop {
-    struct Guard<F: FnOnce()>(Option<F>);
-    impl<F: FnOnce()> Drop for Guard<F> {
-        fn drop(&mut self) {
-            if let Some(f) = self.0.take() {
-                f();
-            }
-        }
-    }
-    Guard(Some(f))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

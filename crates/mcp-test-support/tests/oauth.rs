@@ -28,6 +28,22 @@ fn location_param(response: &reqwest::Response, name: &str) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
+async fn get_json(client: &Client, url: &str) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// A `client_credentials` token request as the confidential client
+/// `machine` (secret `s3cret`, Basic authentication).
+async fn machine_token_request(client: &Client, token_url: &str, scope: &str) -> reqwest::Response {
+    client
+        .post(token_url)
+        .basic_auth("machine", Some("s3cret"))
+        .form(&[("grant_type", "client_credentials"), ("scope", scope)])
+        .send()
+        .await
+        .unwrap()
+}
+
 async fn post_form(client: &Client, url: &str, form: &[(&str, &str)]) -> (StatusCode, Value) {
     let response = client.post(url).form(form).send().await.unwrap();
     let status = response.status();
@@ -94,17 +110,11 @@ async fn log_in(server: &AuthServer, client: &Client, scope: &str) -> (String, S
 async fn authorization_code_with_pkce_then_refresh_with_rotation() {
     let server = AuthServer::start().await.unwrap();
     let client = http();
-    let metadata: Value = client
-        .get(format!(
-            "{}/.well-known/oauth-authorization-server",
-            server.issuer()
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let metadata = get_json(
+        &client,
+        &format!("{}/.well-known/oauth-authorization-server", server.issuer()),
+    )
+    .await;
     assert_eq!(metadata["issuer"], server.issuer());
     assert_eq!(
         metadata["code_challenge_methods_supported"],
@@ -226,23 +236,12 @@ async fn client_credentials_and_injected_token_endpoint_failures() {
     let token_url = format!("{}/token", server.issuer());
 
     server.fail_token_requests(503, Some(7), 1);
-    let failed = client
-        .post(&token_url)
-        .basic_auth("machine", Some("s3cret"))
-        .form(&[("grant_type", "client_credentials"), ("scope", "jobs")])
-        .send()
-        .await
-        .unwrap();
+    let failed = machine_token_request(&client, &token_url, "jobs").await;
     assert_eq!(failed.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(failed.headers()[header::RETRY_AFTER], "7");
 
-    let issued: Value = client
-        .post(&token_url)
-        .basic_auth("machine", Some("s3cret"))
-        .form(&[("grant_type", "client_credentials"), ("scope", "jobs")])
-        .send()
+    let issued: Value = machine_token_request(&client, &token_url, "jobs")
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -315,14 +314,7 @@ async fn a_protected_server_takes_the_authorization_servers_tokens() {
         challenge,
         format!("Bearer resource_metadata=\"{base}{RESOURCE_METADATA_PATH}\"")
     );
-    let metadata: Value = client
-        .get(format!("{base}{RESOURCE_METADATA_PATH}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let metadata = get_json(&client, &format!("{base}{RESOURCE_METADATA_PATH}")).await;
     assert_eq!(metadata["resource"], upstream.url());
     assert_eq!(metadata["authorization_servers"], json!([auth.issuer()]));
 
@@ -330,13 +322,8 @@ async fn a_protected_server_takes_the_authorization_servers_tokens() {
         let client = client.clone();
         let token_url = format!("{}/token", auth.issuer());
         async move {
-            let issued: Value = client
-                .post(token_url)
-                .basic_auth("machine", Some("s3cret"))
-                .form(&[("grant_type", "client_credentials"), ("scope", scope)])
-                .send()
+            let issued: Value = machine_token_request(&client, &token_url, scope)
                 .await
-                .unwrap()
                 .json()
                 .await
                 .unwrap();

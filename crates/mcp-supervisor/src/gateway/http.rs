@@ -140,7 +140,8 @@ pub const LARGE_BODY_BYTES: usize = 1 << 20;
 /// (docs/DECISIONS.md #70).
 pub const LARGE_AT_ONCE: usize = 2;
 
-#[derive(Clone)]
+/// What the MCP endpoint's handler shares between requests (one, behind an
+/// `Arc`: nothing is copied per request).
 struct Endpoint {
     mcp: StreamableHttpService<GatewayHandler, CappedSessions>,
     sessions: Arc<CappedSessions>,
@@ -187,7 +188,7 @@ pub async fn serve_http(
     };
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
-        .with_state(endpoint);
+        .with_state(Arc::new(endpoint));
     let server = Server {
         port: Port::Gateway,
         header_timeout: settings.header_timeout,
@@ -200,7 +201,7 @@ pub async fn serve_http(
     listener::serve(listener, router, server, shutdown.accepting.clone()).await
 }
 
-async fn mcp_endpoint(State(endpoint): State<Endpoint>, request: Request) -> Response {
+async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     if let Some(token) = &endpoint.token
         && !bearer_matches(request.headers(), token)
     {
@@ -270,7 +271,7 @@ tokio::task_local! {
 }
 
 impl Endpoint {
-    async fn post(&self, request: Request) -> Response {
+    async fn post(self: &Arc<Self>, request: Request) -> Response {
         let (parts, body) = request.into_parts();
         let body = match self.read_body(&parts.headers, body).await {
             Ok(body) => body,
@@ -294,21 +295,18 @@ impl Endpoint {
             return too_many_sessions(&body, self.sessions.max);
         }
         let request = Request::from_parts(parts, Body::from(body.clone()));
-        let mcp = self.mcp.clone();
-        let handled = SESSION_REFUSED.scope(Cell::new(false), async move {
-            let response = mcp.handle(request).await;
-            (response, SESSION_REFUSED.with(Cell::get))
-        });
         let (response, refused) = if permit.is_some() {
             // rmcp parses the body inside `handle`: a large one is parsed on
             // a blocking thread, so the network thread keeps serving others.
             let runtime = tokio::runtime::Handle::current();
-            match tokio::task::spawn_blocking(move || runtime.block_on(handled)).await {
+            let endpoint = self.clone();
+            let handled = move || runtime.block_on(endpoint.handle(request));
+            match tokio::task::spawn_blocking(handled).await {
                 Ok(handled) => handled,
                 Err(_) => return internal_error(),
             }
         } else {
-            handled.await
+            self.handle(request).await
         };
         if refused {
             return too_many_sessions(&body, self.sessions.max);
@@ -320,8 +318,19 @@ impl Endpoint {
         }
         match permit {
             Some(permit) => response.map(|answer| Body::new(Holding::new(answer, permit))),
-            None => response.map(Body::new),
+            None => response,
         }
+    }
+
+    /// rmcp's answer to `request`, and whether it was an `initialize` that
+    /// [`CappedSessions`] refused.
+    async fn handle(&self, request: Request) -> (Response, bool) {
+        SESSION_REFUSED
+            .scope(Cell::new(false), async {
+                let response = self.mcp.handle(request).await.map(Body::new);
+                (response, SESSION_REFUSED.with(Cell::get))
+            })
+            .await
     }
 
     async fn delete(&self, request: Request) -> Response {
