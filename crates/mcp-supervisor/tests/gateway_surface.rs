@@ -11,7 +11,10 @@
 mod support;
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -784,6 +787,84 @@ fn large_requests_go_two_at_a_time_and_small_calls_pass_them() {
         for call in large {
             let echoed = call.await.unwrap().unwrap();
             assert_eq!(text(&echoed).len(), big.len());
+        }
+    });
+}
+
+/// A large request that waits for its turn holds none of its bytes: the
+/// gateway reads its body only once a permit is free, so its client waits to
+/// send it. Whether the body's length is declared or not (chunked: read up
+/// to `LARGE_BODY_BYTES`, then it waits). Once a large call is answered the
+/// waiting bodies are read (docs/DECISIONS.md #70).
+#[test]
+fn a_waiting_large_request_is_not_read_until_its_turn() {
+    run(|| async {
+        let settings = "[gateway]\nmax_body_bytes = 67108864\n";
+        let (upstream, gateway) = gateway(settings, "max_concurrent_calls = 8").await;
+        upstream.control().hold("echo");
+        let client = connect(&gateway, Plain::default()).await;
+        let big = "x".repeat(mcp_supervisor::gateway::LARGE_BODY_BYTES);
+        let held: Vec<_> = (0..2)
+            .map(|_| {
+                let peer = client.peer().clone();
+                let call = tool_call("a__echo", json!({ "text": big }));
+                tokio::spawn(async move { peer.call_tool(call).await })
+            })
+            .collect();
+        eventually!(upstream.control().held() == 2);
+
+        // 48 MiB each, far more than loopback socket buffers hold.
+        const SIZE: usize = 48 << 20;
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let waiting: Vec<_> = [true, false]
+            .into_iter()
+            .map(|declared| {
+                let pulled = Arc::new(AtomicUsize::new(0));
+                let chunk = bytes::Bytes::from(vec![b' '; 64 << 10]);
+                let counted = Arc::clone(&pulled);
+                let chunks = futures::stream::iter((0..SIZE / chunk.len()).map(move |_| {
+                    counted.fetch_add(chunk.len(), Ordering::SeqCst);
+                    Ok::<_, std::io::Error>(chunk.clone())
+                }));
+                let mut post = http
+                    .post(&gateway.url)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .body(reqwest::Body::wrap_stream(chunks));
+                if declared {
+                    post = post.header("content-length", SIZE);
+                }
+                (pulled, tokio::spawn(post.send()))
+            })
+            .collect();
+
+        // Small calls are answered meanwhile; the waiting bodies stay unread
+        // (what was sent sits in the socket buffers, a few MiB at most).
+        for n in 0..20 {
+            let sum = client
+                .call_tool(tool_call("a__add", json!({"a": n, "b": 1})))
+                .await
+                .unwrap();
+            assert_eq!(text(&sum), (n + 1).to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        for (pulled, _) in &waiting {
+            let pulled = pulled.load(Ordering::SeqCst);
+            assert!(
+                pulled < SIZE / 2,
+                "{pulled} bytes of a waiting large request were taken"
+            );
+        }
+
+        upstream.control().release(2);
+        for call in held {
+            call.await.unwrap().unwrap();
+        }
+        for (pulled, sent) in waiting {
+            // Whitespace is not a JSON-RPC message: 400, once it was all read.
+            let answer = sent.await.unwrap().unwrap();
+            assert_eq!(answer.status(), reqwest::StatusCode::BAD_REQUEST);
+            assert_eq!(pulled.load(Ordering::SeqCst), SIZE);
         }
     });
 }

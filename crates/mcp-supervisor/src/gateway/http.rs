@@ -10,8 +10,9 @@
 //!   (else 413), so a slow client cannot hold a request open;
 //! - admits large requests (a body of [`LARGE_BODY_BYTES`] or more) at most
 //!   [`LARGE_AT_ONCE`] at a time, so what their parsing and copies cost in
-//!   memory is bounded however many arrive together; the others wait with
-//!   only their bytes held (small requests never wait);
+//!   memory is bounded however many arrive together; the others wait before
+//!   their bodies are read, holding none of their bytes (small requests
+//!   never wait);
 //! - caps live sessions at `max_sessions` (`CappedSessions`): beyond it,
 //!   `initialize` is answered 503 with a JSON-RPC error; a session idle for
 //!   `session_idle_timeout` is closed;
@@ -58,7 +59,11 @@ use rmcp::{
     },
 };
 use serde_json::Value;
-use tokio::net::TcpListener;
+use tokio::{
+    net::TcpListener,
+    sync::{OwnedSemaphorePermit, Semaphore},
+    time::Instant,
+};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{answer, handler::GatewayHandler, state::GatewayState};
@@ -147,7 +152,7 @@ struct Endpoint {
     sessions: Arc<CappedSessions>,
     requests: TaskTracker,
     /// Permits for large requests in progress ([`LARGE_AT_ONCE`]).
-    large: Arc<tokio::sync::Semaphore>,
+    large: Arc<Semaphore>,
     token: Option<Arc<BearerToken>>,
     body_timeout: Duration,
     max_body_bytes: usize,
@@ -181,7 +186,7 @@ pub async fn serve_http(
         mcp,
         sessions,
         requests: shutdown.requests.clone(),
-        large: Arc::new(tokio::sync::Semaphore::new(LARGE_AT_ONCE)),
+        large: Arc::new(Semaphore::new(LARGE_AT_ONCE)),
         token: settings.auth.clone().map(Arc::new),
         body_timeout: settings.body_timeout,
         max_body_bytes: settings.max_body_bytes,
@@ -273,17 +278,13 @@ tokio::task_local! {
 impl Endpoint {
     async fn post(self: &Arc<Self>, request: Request) -> Response {
         let (parts, body) = request.into_parts();
-        let body = match self.read_body(&parts.headers, body).await {
-            Ok(body) => body,
+        // A large request waits for a permit before its body is read (a
+        // waiting one holds none of its bytes; its client waits to send
+        // them); the permit goes with its answer, which is when its copies
+        // are gone.
+        let (body, permit) = match self.read_body(&parts.headers, body).await {
+            Ok(read) => read,
             Err(refused) => return refused,
-        };
-        // A large request waits for a permit with only its bytes held; the
-        // permit goes with its answer, which is when its copies are gone.
-        let permit = if body.len() >= LARGE_BODY_BYTES {
-            // The semaphore is never closed: this always gets a permit.
-            self.large.clone().acquire_owned().await.ok()
-        } else {
-            None
         };
         let declared_json = is_json(&parts.headers);
         // Checked here first (peeking at the body only when full) so a flood
@@ -351,8 +352,16 @@ impl Endpoint {
         response.map(Body::new)
     }
 
-    /// The whole body, within `body_timeout` and `max_body_bytes`.
-    async fn read_body(&self, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {
+    /// The whole body, within `body_timeout` and `max_body_bytes`, and the
+    /// permit a large one holds. A body declared large waits for its permit
+    /// before it is read; one without a length, once it has reached
+    /// [`LARGE_BODY_BYTES`]. Time spent waiting for a permit is ours, not
+    /// the client's: it does not count toward `body_timeout`.
+    async fn read_body(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), Response> {
         let limit = self.max_body_bytes;
         let declared = headers
             .get(header::CONTENT_LENGTH)
@@ -361,33 +370,51 @@ impl Endpoint {
         if declared.is_some_and(|length| length > limit as u64) {
             return Err(payload_too_large(limit));
         }
-        let read = async {
-            let mut chunks = body.into_data_stream();
-            let mut collected = BytesMut::new();
-            while let Some(chunk) = chunks.next().await {
-                let Ok(chunk) = chunk else {
-                    return Err((
-                        StatusCode::BAD_REQUEST,
-                        "Bad Request: the request body could not be read",
-                    )
-                        .into_response());
-                };
-                if chunk.len() > limit - collected.len() {
-                    return Err(payload_too_large(limit));
-                }
-                collected.extend_from_slice(&chunk);
-            }
-            Ok(collected.freeze())
-        };
-        match tokio::time::timeout(self.body_timeout, read).await {
-            Ok(read) => read,
-            Err(_elapsed) => Err((
-                StatusCode::REQUEST_TIMEOUT,
-                [(header::CONNECTION, "close")],
-                "Request Timeout: the request body did not arrive within gateway.body_timeout",
-            )
-                .into_response()),
+        let mut permit = None;
+        if declared.is_some_and(|length| length >= LARGE_BODY_BYTES as u64) {
+            permit = Some(self.large_permit().await);
         }
+        let mut deadline = Instant::now() + self.body_timeout;
+        let mut chunks = body.into_data_stream();
+        let mut collected = BytesMut::new();
+        loop {
+            let Ok(chunk) = tokio::time::timeout_at(deadline, chunks.next()).await else {
+                return Err((
+                    StatusCode::REQUEST_TIMEOUT,
+                    [(header::CONNECTION, "close")],
+                    "Request Timeout: the request body did not arrive within gateway.body_timeout",
+                )
+                    .into_response());
+            };
+            let Some(chunk) = chunk else {
+                return Ok((collected.freeze(), permit));
+            };
+            let Ok(chunk) = chunk else {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: the request body could not be read",
+                )
+                    .into_response());
+            };
+            if chunk.len() > limit - collected.len() {
+                return Err(payload_too_large(limit));
+            }
+            collected.extend_from_slice(&chunk);
+            if permit.is_none() && collected.len() >= LARGE_BODY_BYTES {
+                let waiting = Instant::now();
+                permit = Some(self.large_permit().await);
+                deadline += waiting.elapsed();
+            }
+        }
+    }
+
+    /// One of the [`LARGE_AT_ONCE`] permits, when one is free.
+    async fn large_permit(&self) -> OwnedSemaphorePermit {
+        self.large
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the large-request semaphore is never closed")
     }
 }
 
