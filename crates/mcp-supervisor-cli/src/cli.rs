@@ -72,6 +72,24 @@ pub(crate) enum Command {
         #[command(flatten)]
         admin: AdminTarget,
     },
+    /// Log in to an OAuth connection: prints a URL to open (and runs `$BROWSER` with it), waits
+    /// for the authorization, stores the tokens.
+    Login {
+        #[arg(long, short)]
+        config: PathBuf,
+        /// The connection (its `auth.kind` must be "oauth").
+        connection: String,
+        /// How long to wait for the authorization.
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+    },
+    /// Remove an OAuth connection's stored tokens.
+    Logout {
+        #[arg(long, short)]
+        config: PathBuf,
+        /// The connection.
+        connection: String,
+    },
     /// Convert an `mcpServers` JSON file (desktop MCP clients' format) to TOML on stdout.
     Import {
         /// The JSON file to convert (`-` for stdin).

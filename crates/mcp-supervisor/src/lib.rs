@@ -24,6 +24,7 @@ pub mod gateway;
 pub mod http;
 mod listener;
 pub mod meta;
+pub mod oauth;
 pub mod outcome;
 pub mod policy;
 pub mod registry;

@@ -184,10 +184,23 @@ pub mod messages {
 
     /// `MCP connection '{name}' is unavailable (…); it will not be retried.`
     pub fn retired(name: &str, failure: &Failure) -> String {
+        if failure.kind == FailureKind::NeedsLogin {
+            return needs_login(name);
+        }
         format!(
             "MCP connection '{name}' is unavailable (kind={}, status={}); it will not be retried.",
             failure.kind,
             failure.status_label()
+        )
+    }
+
+    /// An OAuth connection without usable tokens.
+    pub fn needs_login(name: &str) -> String {
+        format!(
+            "MCP connection '{name}' needs a login (kind=needs_login): its OAuth tokens are \
+             missing, expired or revoked, and nothing is sent to it until someone runs \
+             `mcp-supervisor login {name}` on the supervisor's host, then \
+             `mcp-supervisor reset {name}`. Tell the user; do not retry until then."
         )
     }
 

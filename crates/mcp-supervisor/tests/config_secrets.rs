@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use mcp_supervisor::config::{Config, Transport, import_mcp_servers, summary};
+use mcp_supervisor::config::{Config, Transport, UpstreamAuth, import_mcp_servers, summary};
 
 const CANARY: &str = "CANARY-7f3a9c-SECRET";
 
@@ -57,7 +57,14 @@ fn planted_secrets_are_really_loaded() {
     assert_eq!(config.gateway.auth.as_ref().unwrap().expose(), CANARY);
     for name in ["by-env", "by-file"] {
         match &config.connection(name).unwrap().transport {
-            Transport::Http(h) => assert_eq!(h.auth.as_ref().unwrap().expose(), CANARY),
+            Transport::Http(h) => assert_eq!(
+                h.auth
+                    .as_ref()
+                    .and_then(UpstreamAuth::bearer)
+                    .unwrap()
+                    .expose(),
+                CANARY
+            ),
             Transport::Stdio(_) => panic!("{name} should be http"),
         }
     }

@@ -198,6 +198,11 @@ impl AuthServer {
             .extend(std::iter::repeat_n((status, retry_after), times));
     }
 
+    /// Token requests are answered again (the faults not used yet are dropped).
+    pub fn stop_failing_token_requests(&self) {
+        self.state.lock().token_faults.clear();
+    }
+
     pub fn counts(&self) -> AuthCounts {
         self.state.lock().counts
     }

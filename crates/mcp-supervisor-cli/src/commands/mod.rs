@@ -3,6 +3,7 @@
 mod admin_client;
 mod check;
 mod import;
+mod login;
 mod oneshot;
 mod reset;
 mod serve;
@@ -25,5 +26,11 @@ pub(crate) fn run(command: Command) -> Result<(), Exit> {
         } => oneshot::call(&config, connection, tool, arguments),
         Command::Status { admin } => status::run(admin),
         Command::Reset { connection, admin } => reset::run(&connection, admin),
+        Command::Login {
+            config,
+            connection,
+            timeout,
+        } => login::login(&config, &connection, timeout),
+        Command::Logout { config, connection } => login::logout(&config, &connection),
     }
 }

@@ -1,38 +1,172 @@
-//! `auth = { kind = "bearer", token | token_env | token_file }`: reading the token.
+//! `auth = { kind = "bearer", token | token_env | token_file }`: reading the token;
+//! `auth = { kind = "oauth", … }` of an http connection: its settings.
 //!
 //! The token becomes a [`SecretString`] as soon as it is read, and no message in
 //! this file mentions its text: errors name the key, the variable or the path.
 
 use std::fs;
+use std::path::{Path, PathBuf};
 
 use secrecy::{ExposeSecret, SecretString};
 
 use super::error::ConfigError;
 use super::keypath::KeyPath;
-use super::model::BearerToken;
+use super::model::{BearerToken, OAuthGrant, OAuthSettings, SupervisorSettings, UpstreamAuth};
 use super::raw::RawAuth;
 use super::validate::Validator;
 
 impl Validator<'_> {
-    /// Resolves an `auth` table at `key` to its token.
+    /// Resolves an `auth` table of the gateway or the admin API at `key` to
+    /// its token.
     pub(crate) fn bearer(&self, key: &KeyPath, raw: RawAuth) -> Result<BearerToken, ConfigError> {
         match raw.kind.as_deref() {
-            Some("bearer") => {}
-            Some(_) => {
-                // The kind is not echoed: a token pasted into the wrong key would be.
-                return Err(self.invalid(
-                    &key.key("kind"),
-                    "unknown auth kind; the only supported kind is \"bearer\"",
-                ));
+            Some("bearer") => self.bearer_token(key, raw),
+            Some("oauth") => Err(self.invalid(
+                &key.key("kind"),
+                "\"oauth\" is for connections to upstream servers; here the only kind is \"bearer\"",
+            )),
+            // The kind is not echoed: a token pasted into the wrong key would be.
+            Some(_) => Err(self.invalid(
+                &key.key("kind"),
+                "unknown auth kind; the only supported kind is \"bearer\"",
+            )),
+            None => Err(self.invalid(
+                &key.key("kind"),
+                "missing required key 'kind' (the only supported kind is \"bearer\")",
+            )),
+        }
+    }
+
+    /// Resolves an http connection's `auth` table at `key`.
+    pub(crate) fn upstream_auth(
+        &self,
+        key: &KeyPath,
+        raw: RawAuth,
+        connection: &str,
+        supervisor: &SupervisorSettings,
+    ) -> Result<UpstreamAuth, ConfigError> {
+        match raw.kind.as_deref() {
+            Some("bearer") => self.bearer_token(key, raw).map(UpstreamAuth::Bearer),
+            Some("oauth") => {
+                let Some(state_dir) = &supervisor.state_dir else {
+                    return Err(self.invalid(
+                        &key.key("kind"),
+                        "an OAuth connection keeps its tokens in the state directory, and none \
+                         is known (HOME is not set): set supervisor.state_dir",
+                    ));
+                };
+                let token_file = token_file(state_dir, connection);
+                self.oauth(key, raw, token_file).map(UpstreamAuth::OAuth)
             }
-            None => {
+            Some(_) => Err(self.invalid(
+                &key.key("kind"),
+                "unknown auth kind; the supported kinds are \"bearer\" and \"oauth\"",
+            )),
+            None => Err(self.invalid(
+                &key.key("kind"),
+                "missing required key 'kind' (\"bearer\" or \"oauth\")",
+            )),
+        }
+    }
+
+    fn oauth(
+        &self,
+        key: &KeyPath,
+        raw: RawAuth,
+        token_file: PathBuf,
+    ) -> Result<OAuthSettings, ConfigError> {
+        for (name, present) in [
+            ("token", raw.token.is_some()),
+            ("token_env", raw.token_env.is_some()),
+            ("token_file", raw.token_file.is_some()),
+        ] {
+            if present {
                 return Err(self.invalid(
-                    &key.key("kind"),
-                    "missing required key 'kind' (the only supported kind is \"bearer\")",
+                    &key.key(name),
+                    "only valid for kind = \"bearer\"; an OAuth connection gets its tokens \
+                     from `mcp-supervisor login`",
                 ));
             }
         }
+        let grant = match raw.grant.as_deref() {
+            None => OAuthGrant::default(),
+            Some(name) => OAuthGrant::parse(name).ok_or_else(|| {
+                self.invalid(
+                    &key.key("grant"),
+                    format!(
+                        "unknown grant; expected one of \"{}\"",
+                        OAuthGrant::NAMES.join("\", \"")
+                    ),
+                )
+            })?,
+        };
+        if grant == OAuthGrant::ClientCredentials {
+            return Err(self.invalid(
+                &key.key("grant"),
+                "\"client_credentials\" is not supported yet (docs/OAUTH.md); use \
+                 \"authorization_code\" and `mcp-supervisor login`",
+            ));
+        }
+        if let Some(id) = &raw.client_id
+            && (id.is_empty() || id.chars().any(char::is_control))
+        {
+            return Err(self.invalid(&key.key("client_id"), "not a valid client id"));
+        }
+        let client_secret = match raw.client_secret_env {
+            Some(var) => {
+                let here = key.key("client_secret_env");
+                if raw.client_id.is_none() {
+                    return Err(self.invalid(
+                        &here,
+                        "a client secret needs its 'client_id' (without one the client \
+                         registers itself)",
+                    ));
+                }
+                Some(self.token_from_env(&here, &var)?)
+            }
+            None => None,
+        };
+        let scopes = raw.scopes.unwrap_or_default();
+        if let Some(i) = scopes.iter().position(|scope| {
+            scope.is_empty() || scope.chars().any(|c| c.is_whitespace() || c.is_control())
+        }) {
+            return Err(self.invalid(
+                &key.key("scopes").index(i),
+                "a scope is one non-empty word without spaces",
+            ));
+        }
+        let authorization_server = match raw.authorization_server {
+            Some(url) => {
+                self.check(
+                    &key.key("authorization_server"),
+                    super::values::http_url(&url),
+                )?;
+                Some(url)
+            }
+            None => None,
+        };
+        Ok(OAuthSettings {
+            client_id: raw.client_id,
+            client_secret,
+            scopes,
+            grant,
+            authorization_server,
+            token_file,
+        })
+    }
 
+    fn bearer_token(&self, key: &KeyPath, raw: RawAuth) -> Result<BearerToken, ConfigError> {
+        for (name, present) in [
+            ("client_id", raw.client_id.is_some()),
+            ("client_secret_env", raw.client_secret_env.is_some()),
+            ("scopes", raw.scopes.is_some()),
+            ("grant", raw.grant.is_some()),
+            ("authorization_server", raw.authorization_server.is_some()),
+        ] {
+            if present {
+                return Err(self.invalid(&key.key(name), "only valid for kind = \"oauth\""));
+            }
+        }
         let given: Vec<&str> = [
             ("token", raw.token.is_some()),
             ("token_env", raw.token_env.is_some()),
@@ -120,4 +254,9 @@ impl Validator<'_> {
         }
         Ok(())
     }
+}
+
+/// Where connection `name` keeps its OAuth tokens under `state_dir`.
+pub(crate) fn token_file(state_dir: &Path, name: &str) -> PathBuf {
+    state_dir.join("oauth").join(format!("{name}.json"))
 }

@@ -34,8 +34,8 @@ pub use import::{ImportError, import_mcp_servers};
 pub use model::{
     AdminSettings, BearerToken, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, GatewaySettings, HttpTransport,
-    Prefix, QuarantineSettings, RestartBudget, RetryCalls, StdioTransport, SupervisorSettings,
-    Transport,
+    OAuthGrant, OAuthSettings, Prefix, QuarantineSettings, RestartBudget, RetryCalls,
+    StdioTransport, SupervisorSettings, Transport, UpstreamAuth,
 };
 pub use summary::summary;
 

@@ -54,6 +54,10 @@ pub struct SupervisorSettings {
     pub restart_budget: RestartBudget,
     /// Park/retire policy.
     pub quarantine: QuarantineSettings,
+    /// Where OAuth tokens are kept: `state_dir`, else
+    /// `$XDG_STATE_HOME/mcp-supervisor`, else `~/.local/state/mcp-supervisor`;
+    /// `None` when none of those is known.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Default for SupervisorSettings {
@@ -66,6 +70,7 @@ impl Default for SupervisorSettings {
             shutdown_timeout: Duration::from_secs(10),
             restart_budget: RestartBudget::default(),
             quarantine: QuarantineSettings::default(),
+            state_dir: None,
         }
     }
 }
@@ -381,8 +386,8 @@ impl Transport {
 pub struct HttpTransport {
     /// Absolute `http`/`https` URL with a host and no userinfo (validated).
     pub url: String,
-    /// Bearer token sent as `Authorization: Bearer …`.
-    pub auth: Option<BearerToken>,
+    /// How requests are authorized: a static bearer token or OAuth.
+    pub auth: Option<UpstreamAuth>,
     /// Extra request headers, sorted by name; names are valid HTTP header names,
     /// values are valid header values, and none conflicts with `auth`.
     pub headers: Vec<(String, SecretString)>,
@@ -468,6 +473,114 @@ impl Choice for RetryCalls {
             Self::Safe => "safe",
             Self::Always => "always",
             Self::Never => "never",
+        }
+    }
+}
+
+/// How an http connection's requests are authorized (`auth.kind`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UpstreamAuth {
+    /// `kind = "bearer"`: sent as `Authorization: Bearer …`.
+    Bearer(BearerToken),
+    /// `kind = "oauth"`: tokens from `mcp-supervisor login` (docs/OAUTH.md).
+    OAuth(OAuthSettings),
+}
+
+impl UpstreamAuth {
+    /// The static bearer token, if that is the kind.
+    pub fn bearer(&self) -> Option<&BearerToken> {
+        match self {
+            Self::Bearer(token) => Some(token),
+            Self::OAuth(_) => None,
+        }
+    }
+
+    /// The OAuth settings, if that is the kind.
+    pub fn oauth(&self) -> Option<&OAuthSettings> {
+        match self {
+            Self::Bearer(_) => None,
+            Self::OAuth(settings) => Some(settings),
+        }
+    }
+
+    /// `"bearer"` or `"oauth"`, as spelled in the config.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Bearer(_) => "bearer",
+            Self::OAuth(_) => "oauth",
+        }
+    }
+}
+
+/// `auth = { kind = "oauth", … }` of an http connection.
+#[derive(Clone)]
+pub struct OAuthSettings {
+    /// A pre-registered client; `None`: dynamic client registration (or a
+    /// Client ID Metadata Document, when the server supports it).
+    pub client_id: Option<String>,
+    /// The pre-registered client's secret (from `client_secret_env`).
+    pub client_secret: Option<SecretString>,
+    /// Scopes to ask for; empty: the ones the server says it needs.
+    pub scopes: Vec<String>,
+    pub grant: OAuthGrant,
+    /// The authorization server's issuer URL, when the upstream's metadata
+    /// should not decide it.
+    pub authorization_server: Option<String>,
+    /// The connection's token file: `oauth/NAME.json` in the state directory.
+    pub token_file: PathBuf,
+}
+
+impl PartialEq for OAuthSettings {
+    fn eq(&self, other: &Self) -> bool {
+        self.client_id == other.client_id
+            && self.client_secret.as_ref().map(ExposeSecret::expose_secret)
+                == other
+                    .client_secret
+                    .as_ref()
+                    .map(ExposeSecret::expose_secret)
+            && self.scopes == other.scopes
+            && self.grant == other.grant
+            && self.authorization_server == other.authorization_server
+            && self.token_file == other.token_file
+    }
+}
+
+impl Eq for OAuthSettings {}
+
+impl fmt::Debug for OAuthSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthSettings")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("scopes", &self.scopes)
+            .field("grant", &self.grant)
+            .field("authorization_server", &self.authorization_server)
+            .field("token_file", &self.token_file)
+            .finish()
+    }
+}
+
+/// `auth.grant`: how an OAuth connection gets its tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OAuthGrant {
+    /// A person logs in once (`mcp-supervisor login`); tokens are refreshed.
+    #[default]
+    AuthorizationCode,
+    /// The client's own credentials, for machine-to-machine servers.
+    ClientCredentials,
+}
+
+impl OAuthGrant {
+    pub const NAMES: [&'static str; 2] = ["authorization_code", "client_credentials"];
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "authorization_code" => Some(Self::AuthorizationCode),
+            "client_credentials" => Some(Self::ClientCredentials),
+            _ => None,
         }
     }
 }

@@ -34,6 +34,7 @@ pub(crate) struct RawSupervisor {
     pub(crate) list_timeout: Option<String>,
     pub(crate) max_attempts: Option<i64>,
     pub(crate) shutdown_timeout: Option<String>,
+    pub(crate) state_dir: Option<String>,
     pub(crate) restart_budget: Option<RawRestartBudget>,
     pub(crate) quarantine: Option<RawQuarantine>,
 }
@@ -90,7 +91,9 @@ pub(crate) struct RawAdmin {
 }
 
 /// `auth = { kind = "bearer", token | token_env | token_file }`, used by the gateway,
-/// the admin API and http connections.
+/// the admin API and http connections; http connections also take
+/// `auth = { kind = "oauth", client_id, client_secret_env, scopes, grant,
+/// authorization_server }`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(
     deny_unknown_fields,
@@ -101,6 +104,12 @@ pub(crate) struct RawAuth {
     pub(crate) token: Option<SecretString>,
     pub(crate) token_env: Option<String>,
     pub(crate) token_file: Option<String>,
+    // kind = "oauth".
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret_env: Option<String>,
+    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) grant: Option<String>,
+    pub(crate) authorization_server: Option<String>,
 }
 
 /// `[connections.NAME]`: the keys of both transports, all optional; which ones are

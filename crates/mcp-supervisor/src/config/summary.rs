@@ -56,8 +56,8 @@ fn connection_line(conn: &ConnectionConfig) -> String {
     match &conn.transport {
         Transport::Http(http) => {
             let _ = write!(line, "http   url={}", redact_url(&http.url));
-            if http.auth.is_some() {
-                line.push_str(" auth=bearer");
+            if let Some(auth) = &http.auth {
+                let _ = write!(line, " auth={}", auth.kind());
             }
             if !http.headers.is_empty() {
                 let names: Vec<&str> = http.headers.iter().map(|(n, _)| n.as_str()).collect();

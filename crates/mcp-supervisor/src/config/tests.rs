@@ -151,7 +151,13 @@ fn http_connection_with_token_env_and_headers() {
     assert_eq!(conn.transport.kind(), "http");
     let h = http(conn);
     assert_eq!(h.url, "https://example.invalid/mcp");
-    assert_eq!(h.auth.as_ref().map(BearerToken::expose), Some("ghp_abc"));
+    assert_eq!(
+        h.auth
+            .as_ref()
+            .and_then(UpstreamAuth::bearer)
+            .map(BearerToken::expose),
+        Some("ghp_abc")
+    );
     let headers: Vec<(&str, &str)> = h
         .headers
         .iter()
@@ -624,7 +630,11 @@ fn import_round_trip() {
     let github = http(config.connection("github").unwrap());
     assert_eq!(github.url, "https://example.invalid/mcp");
     assert_eq!(
-        github.auth.as_ref().map(BearerToken::expose),
+        github
+            .auth
+            .as_ref()
+            .and_then(UpstreamAuth::bearer)
+            .map(BearerToken::expose),
         Some("ghp_SECRETVALUE")
     );
     assert_eq!(github.headers.len(), 1);

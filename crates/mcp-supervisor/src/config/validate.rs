@@ -84,7 +84,11 @@ impl<'a> Validator<'a> {
     }
 
     /// Runs a value check and attaches the key path to its problem.
-    fn check<T>(&self, key: &KeyPath, result: Result<T, String>) -> Result<T, ConfigError> {
+    pub(crate) fn check<T>(
+        &self,
+        key: &KeyPath,
+        result: Result<T, String>,
+    ) -> Result<T, ConfigError> {
         result.map_err(|problem| self.invalid(key, problem))
     }
 
@@ -157,7 +161,26 @@ impl<'a> Validator<'a> {
             )?,
             quarantine: self
                 .quarantine(&key.key("quarantine"), raw.quarantine.unwrap_or_default())?,
+            state_dir: self.state_dir(&key.key("state_dir"), raw.state_dir)?,
         })
+    }
+
+    /// `state_dir` as configured (relative to the config file), else the XDG
+    /// state directory.
+    fn state_dir(
+        &self,
+        key: &KeyPath,
+        raw: Option<String>,
+    ) -> Result<Option<PathBuf>, ConfigError> {
+        match raw {
+            Some(path) if path.is_empty() => Err(self.invalid(key, "must not be empty")),
+            Some(path) => Ok(Some(self.resolve(&path))),
+            None => Ok((self.env)("XDG_STATE_HOME")
+                .filter(|dir| Path::new(dir).is_absolute())
+                .map(PathBuf::from)
+                .or_else(|| (self.env)("HOME").map(|home| Path::new(&home).join(".local/state")))
+                .map(|dir| dir.join("mcp-supervisor"))),
+        }
     }
 
     fn restart_budget(
@@ -371,7 +394,7 @@ impl<'a> Validator<'a> {
     ) -> Result<ConnectionConfig, ConfigError> {
         self.check(key, values::connection_name(&name))?;
         let transport = match raw.transport.as_deref() {
-            Some("http") => Transport::Http(self.http(key, &mut raw)?),
+            Some("http") => Transport::Http(self.http(key, &name, &mut raw, sup)?),
             Some("stdio") => Transport::Stdio(self.stdio(key, &mut raw)?),
             Some(other) => {
                 return Err(self.invalid(
@@ -439,7 +462,13 @@ impl<'a> Validator<'a> {
         })
     }
 
-    fn http(&self, key: &KeyPath, raw: &mut RawConnection) -> Result<HttpTransport, ConfigError> {
+    fn http(
+        &self,
+        key: &KeyPath,
+        name: &str,
+        raw: &mut RawConnection,
+        supervisor: &SupervisorSettings,
+    ) -> Result<HttpTransport, ConfigError> {
         self.forbid(key, "stdio", "command", raw.command.is_some())?;
         self.forbid(key, "stdio", "args", raw.args.is_some())?;
         self.forbid(key, "stdio", "env", raw.env.is_some())?;
@@ -451,7 +480,7 @@ impl<'a> Validator<'a> {
         let auth = raw
             .auth
             .take()
-            .map(|auth| self.bearer(&key.key("auth"), auth))
+            .map(|auth| self.upstream_auth(&key.key("auth"), auth, name, supervisor))
             .transpose()?;
         let headers = match raw.headers.take() {
             Some(headers) => self.headers(

@@ -331,7 +331,7 @@ fn set_inputs(request: &mut ClientRequest, answers: InputResponses, state: Optio
 /// than one request (keep it: other calls may be in flight on it).
 pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
     match (failure.kind, phase) {
-        (FailureKind::Auth, _) => true,
+        (FailureKind::Auth | FailureKind::NeedsLogin, _) => true,
         (FailureKind::RateLimit, _) | (FailureKind::Permission, Phase::Call) => false,
         (FailureKind::Protocol | FailureKind::Server | FailureKind::Timeout, Phase::Call) => false,
         (FailureKind::Transport | FailureKind::Unknown, _) => true,

@@ -197,6 +197,8 @@ fn http_error(error: &HttpError) -> Failure {
         StreamableHttpError::ReservedHeaderConflict(_) => {
             Failure::new(FailureKind::Protocol, "configured header is reserved")
         }
+        // Getting or refreshing an OAuth token failed.
+        StreamableHttpError::Auth(error) => crate::oauth::auth_failure(error),
         _ => Failure::new(FailureKind::Protocol, "unexpected server response"),
     }
 }

@@ -22,6 +22,10 @@ pub use retry_after::parse_retry_after;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum FailureKind {
+    /// An OAuth connection has no usable tokens (none stored, or the
+    /// authorization server rejected the refresh token): a person must run
+    /// `mcp-supervisor login`. Nothing is sent until then.
+    NeedsLogin,
     /// HTTP 401 or rmcp `AuthRequired`: the credential is wrong; retrying cannot help.
     Auth,
     /// HTTP 403 or rmcp `InsufficientScope`: this request is not allowed.
@@ -42,7 +46,8 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in priority order (most specific first).
-    pub const ALL: [FailureKind; 8] = [
+    pub const ALL: [FailureKind; 9] = [
+        FailureKind::NeedsLogin,
         FailureKind::Auth,
         FailureKind::Permission,
         FailureKind::RateLimit,
@@ -56,6 +61,7 @@ impl FailureKind {
     /// The wire name used in messages, `/status` and metrics labels.
     pub fn as_str(self) -> &'static str {
         match self {
+            FailureKind::NeedsLogin => "needs_login",
             FailureKind::Auth => "auth",
             FailureKind::Permission => "permission",
             FailureKind::RateLimit => "rate_limit",
@@ -153,6 +159,11 @@ impl Failure {
     /// The deadline of an operation passed.
     pub fn timeout(reason: impl Into<String>) -> Self {
         Failure::new(FailureKind::Timeout, reason)
+    }
+
+    /// An OAuth connection has no usable tokens; `reason` says why.
+    pub fn needs_login(reason: impl Into<String>) -> Self {
+        Failure::new(FailureKind::NeedsLogin, reason).with_not_run()
     }
 
     /// The connection or stream broke.

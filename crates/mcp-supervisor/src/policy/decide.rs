@@ -73,7 +73,7 @@ pub enum Decision {
 pub fn decide(settings: &PolicySettings, s: &Situation<'_>) -> Decision {
     let failure = s.failure;
     match (failure.kind, s.phase) {
-        (FailureKind::Auth, _) => Decision::Retire,
+        (FailureKind::Auth | FailureKind::NeedsLogin, _) => Decision::Retire,
         (FailureKind::Permission, Phase::Connect) => Decision::Retire,
         (FailureKind::Permission | FailureKind::Protocol, Phase::Call) => Decision::Reject,
         (FailureKind::RateLimit, _) => rate_limited(settings, s),

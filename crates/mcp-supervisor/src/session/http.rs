@@ -2,13 +2,16 @@
 
 use std::{collections::HashMap, time::Duration};
 
+use futures::future::BoxFuture;
+
 use http::{HeaderName, HeaderValue};
 use rmcp::{
     RoleClient,
     model::{ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest},
-    service::{ClientServiceExt, RunningService},
+    service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService},
     transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+        AuthClient, StreamableHttpClientTransport,
+        streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
 use tokio::time::Instant;
@@ -17,11 +20,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Session, SessionHandler, classify_recorded, watch::Watched};
 use crate::{
-    config::HttpTransport,
+    config::{HttpTransport, UpstreamAuth},
     failure::{Failure, FailureKind},
     http::{
         HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, RecordingClient, Reuse, stall_verdict,
     },
+    oauth,
 };
 
 /// The HTTP clients all HTTP connections share: one pooled (keep-alive reuse
@@ -65,9 +69,23 @@ pub async fn open_http(
     let again = (clients.clone(), recorder.clone());
     let mut config = StreamableHttpClientTransportConfig::with_uri(transport.url.as_str())
         .custom_headers(header_map(transport)?);
-    if let Some(token) = &transport.auth {
-        config = config.auth_header(token.expose());
-    }
+    // OAuth: the stored tokens (nothing is sent without them), the
+    // authorization server found, both within the connect's deadline.
+    let oauth = match &transport.auth {
+        Some(UpstreamAuth::Bearer(token)) => {
+            config = config.auth_header(token.expose());
+            None
+        }
+        Some(UpstreamAuth::OAuth(settings)) => {
+            let manager = oauth::manager_for(&transport.url, settings);
+            match tokio::time::timeout_at(deadline, manager).await {
+                Ok(manager) => Some(manager?),
+                Err(_) => return Err(Failure::timeout("OAuth discovery did not complete in time")),
+            }
+        }
+        None => None,
+    };
+    let logs_in = oauth.is_some();
     let origin = reqwest::Url::parse(&transport.url)
         .ok()
         .map(|url| clients.origin(&url));
@@ -75,14 +93,17 @@ pub async fn open_http(
     let mut client = RecordingClient::new(clients, recorder.clone());
     let server_stream = client.defer_server_stream();
     let ended = CancellationToken::new();
-    let rmcp_transport = Watched::new(
-        StreamableHttpClientTransport::with_client(client, config),
-        ended.clone(),
-    );
     let lifecycle = handler.lifecycle();
-    let serving = handler
-        .clone()
-        .serve_with_lifecycle(rmcp_transport, lifecycle);
+    let serving = match oauth {
+        Some(manager) => serve(
+            handler.clone(),
+            AuthClient::new(client, manager),
+            config,
+            lifecycle,
+            ended.clone(),
+        ),
+        None => serve(handler.clone(), client, config, lifecycle, ended.clone()),
+    };
     let service = match tokio::time::timeout_at(deadline, serving).await {
         Ok(Ok(service)) => service,
         Ok(Err(error)) => {
@@ -90,7 +111,10 @@ pub async fn open_http(
                 let (clients, recorder) = again;
                 return Box::pin(open_http(transport, clients, recorder, legacy, deadline)).await;
             }
-            return Err(classify_recorded(&error, Some(&recorder)));
+            return Err(login_needed(
+                classify_recorded(&error, Some(&recorder)),
+                logs_in,
+            ));
         }
         Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
     };
@@ -109,7 +133,44 @@ pub async fn open_http(
         }
         probe.settle(verdict);
     }
-    Ok(Session::new(service, Some(recorder), ended))
+    let session = Session::new(service, Some(recorder), ended);
+    Ok(if logs_in {
+        session.logging_in()
+    } else {
+        session
+    })
+}
+
+/// Starts the MCP session over `client` (ours, or it wrapped in rmcp's OAuth
+/// client).
+fn serve<C>(
+    handler: SessionHandler,
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    lifecycle: ClientLifecycleMode,
+    ended: CancellationToken,
+) -> BoxFuture<'static, Result<RunningService<RoleClient, SessionHandler>, ClientInitializeError>>
+where
+    C: StreamableHttpClient + Send + Sync + 'static,
+{
+    let transport = Watched::new(
+        StreamableHttpClientTransport::with_client(client, config),
+        ended,
+    );
+    Box::pin(handler.serve_with_lifecycle(transport, lifecycle))
+}
+
+/// On an OAuth connection, a 401 the token could not be refreshed past
+/// means a person must log in again.
+pub(crate) fn login_needed(failure: Failure, logs_in: bool) -> Failure {
+    if logs_in && failure.kind == FailureKind::Auth {
+        Failure {
+            kind: FailureKind::NeedsLogin,
+            ..failure
+        }
+    } else {
+        failure
+    }
 }
 
 fn announces_anything(service: &RunningService<RoleClient, SessionHandler>) -> bool {

@@ -55,6 +55,8 @@ pub struct Session {
     ended: CancellationToken,
     /// What a 2026-07-28 upstream keeps on our side (`None` for 2025 ones).
     modern: Option<Arc<modern::Modern>>,
+    /// An OAuth session: a 401 it cannot get past means `NeedsLogin`.
+    logs_in: bool,
 }
 
 impl Session {
@@ -70,7 +72,14 @@ impl Session {
             child: None,
             ended,
             modern,
+            logs_in: false,
         }
+    }
+
+    /// Marks an OAuth session (see [`http::login_needed`]).
+    pub(crate) fn logging_in(mut self) -> Self {
+        self.logs_in = true;
+        self
     }
 
     /// A stdio session, owning the process group of its child.
@@ -86,6 +95,7 @@ impl Session {
             child: Some(child),
             ended,
             modern,
+            logs_in: false,
         }
     }
 
@@ -372,7 +382,10 @@ impl Session {
     /// The failure an rmcp error means, using the HTTP recording when the
     /// error itself lost the status.
     fn classify(&self, error: &(dyn std::error::Error + 'static)) -> Failure {
-        classify_recorded(error, self.recorder.as_ref())
+        http::login_needed(
+            classify_recorded(error, self.recorder.as_ref()),
+            self.logs_in,
+        )
     }
 }
 

@@ -46,14 +46,20 @@ fn retry_ms(ms: u64) -> Decision {
 }
 
 #[test]
-fn auth_retires_now_in_both_phases() {
-    let f = failure(FailureKind::Auth);
-    for phase in [Phase::Connect, Phase::Call] {
-        for attempt in 1..=3 {
-            let mut s = situation(&f, phase, attempt);
-            s.call_retry_allowed = true;
-            s.guard_active = true; // the guard never saves an auth failure
-            assert_eq!(decide_default(&s), Decision::Retire, "{phase:?} {attempt}");
+fn auth_and_needs_login_retire_now_in_both_phases() {
+    for kind in [FailureKind::Auth, FailureKind::NeedsLogin] {
+        let f = failure(kind);
+        for phase in [Phase::Connect, Phase::Call] {
+            for attempt in 1..=3 {
+                let mut s = situation(&f, phase, attempt);
+                s.call_retry_allowed = true;
+                s.guard_active = true; // the guard never saves an auth failure
+                assert_eq!(
+                    decide_default(&s),
+                    Decision::Retire,
+                    "{kind} {phase:?} {attempt}"
+                );
+            }
         }
     }
 }
@@ -291,7 +297,7 @@ proptest! {
         };
         let decision = decide_default(&s);
         if decision == Decision::Retire {
-            prop_assert!(kind == FailureKind::Auth
+            prop_assert!(matches!(kind, FailureKind::Auth | FailureKind::NeedsLogin)
                 || (kind == FailureKind::Permission && phase == Phase::Connect));
         }
     }

@@ -1,0 +1,106 @@
+//! `login NAME` and `logout NAME`: an OAuth connection's tokens
+//! (docs/OAUTH.md).
+
+use std::{path::Path, process::Stdio, time::Duration};
+
+use mcp_supervisor::{
+    config::{Config, OAuthSettings, Transport, UpstreamAuth},
+    oauth::{self, TokenFile},
+};
+
+use super::oneshot::load;
+use crate::exit::Exit;
+
+/// `mcp-supervisor login NAME --config F [--timeout 300s]`.
+pub(crate) fn login(config_path: &Path, name: &str, patience: Duration) -> Result<(), Exit> {
+    let config = load(config_path)?;
+    let (url, settings) = oauth_connection(&config, name)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| Exit::Failed(format!("cannot start: {error}")))?;
+    let logged_in = runtime
+        .block_on(oauth::login(&url, &settings, open, patience))
+        .map_err(|error| Exit::Failed(format!("login to '{name}' failed: {error}")))?;
+    let scopes = if logged_in.scopes.is_empty() {
+        "no scopes named".to_owned()
+    } else {
+        format!("scopes {}", logged_in.scopes.join(" "))
+    };
+    let lifetime = match logged_in.expires_in {
+        Some(seconds) => format!("; the access token lives {seconds} s"),
+        None => String::new(),
+    };
+    let refresh = if logged_in.refreshable {
+        "; it is refreshed as needed"
+    } else {
+        "; no refresh token: log in again when it expires"
+    };
+    println!(
+        "Logged in to '{name}' ({scopes}{lifetime}{refresh}). Tokens: {}",
+        settings.token_file.display()
+    );
+    println!("A running supervisor picks them up on `mcp-supervisor reset {name}`.");
+    Ok(())
+}
+
+/// `mcp-supervisor logout NAME --config F`: removes the stored tokens.
+pub(crate) fn logout(config_path: &Path, name: &str) -> Result<(), Exit> {
+    let config = load(config_path)?;
+    let (_, settings) = oauth_connection(&config, name)?;
+    let file = TokenFile::new(settings.token_file.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|error| Exit::Failed(format!("cannot start: {error}")))?;
+    match runtime.block_on(file.remove()) {
+        Ok(true) => println!("Logged out of '{name}': its tokens are removed."),
+        Ok(false) => println!("'{name}' had no stored tokens."),
+        Err(error) => {
+            return Err(Exit::Failed(format!(
+                "cannot remove {}: {error}",
+                settings.token_file.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn oauth_connection(config: &Config, name: &str) -> Result<(String, OAuthSettings), Exit> {
+    let Some(connection) = config.connection(name) else {
+        return Err(Exit::Usage(format!(
+            "no connection named '{name}' in the config"
+        )));
+    };
+    match &connection.transport {
+        Transport::Http(http) => match &http.auth {
+            Some(UpstreamAuth::OAuth(settings)) => Ok((http.url.clone(), settings.clone())),
+            _ => Err(Exit::Usage(format!(
+                "connection '{name}' does not use OAuth (set auth = {{ kind = \"oauth\" }})"
+            ))),
+        },
+        Transport::Stdio(_) => Err(Exit::Usage(format!(
+            "connection '{name}' is a stdio connection; only http connections log in"
+        ))),
+    }
+}
+
+/// Shows the URL a person must open; with `$BROWSER` set, runs it with the
+/// URL as its last argument (as many command-line tools do, so a script can
+/// complete the flow too).
+fn open(url: &str) {
+    eprintln!("Open this URL to authorize mcp-supervisor:\n\n  {url}\n");
+    if let Some(browser) = std::env::var_os("BROWSER").filter(|value| !value.is_empty()) {
+        let started = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"eval "$0 \"\$1\"""#)
+            .arg(&browser)
+            .arg(url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn();
+        if let Err(error) = started {
+            eprintln!("(could not run $BROWSER: {error})");
+        }
+    }
+    eprintln!("Waiting for the authorization to complete…");
+}

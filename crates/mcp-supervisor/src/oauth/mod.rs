@@ -1,0 +1,121 @@
+//! Upstream OAuth 2.1 (docs/OAUTH.md; docs/DECISIONS.md #73): a person logs
+//! in once ([`login`]), the tokens are kept in the connection's
+//! [`TokenFile`], and the connection's transport sends them, refreshing
+//! ahead of expiry and once after a 401 (rmcp's `AuthClient` and
+//! `AuthorizationManager`). A connection without usable tokens fails with
+//! [`FailureKind::NeedsLogin`](crate::FailureKind::NeedsLogin) and sends
+//! nothing.
+
+mod login;
+mod store;
+
+use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
+
+pub use login::{LoggedIn, LoginError, login};
+pub use store::TokenFile;
+
+use crate::{config::OAuthSettings, failure::Failure};
+
+/// The authorization manager for a connection's requests: its stored
+/// tokens, its authorization server's metadata. `NeedsLogin` when there are
+/// no tokens (nothing is sent then); other failures as classified.
+pub(crate) async fn manager_for(
+    url: &str,
+    settings: &OAuthSettings,
+) -> Result<AuthorizationManager, Failure> {
+    let file = TokenFile::new(settings.token_file.clone());
+    let stored = file
+        .credentials()
+        .await
+        .map_err(|error| Failure::needs_login(format!("token file: {error}")))?;
+    if stored.is_none_or(|stored| stored.token_response.is_none()) {
+        return Err(Failure::needs_login("no OAuth tokens stored"));
+    }
+    let mut manager = new_manager(url)
+        .await
+        .map_err(|error| auth_failure(&error))?;
+    manager.set_credential_store(file);
+    if let Some(issuer) = &settings.authorization_server {
+        manager.set_metadata(
+            fetch_metadata(issuer)
+                .await
+                .map_err(|error| auth_failure(&error))?,
+        );
+    }
+    match manager.initialize_from_store().await {
+        Ok(true) => Ok(manager),
+        Ok(false) => Err(Failure::needs_login(
+            "the authorization server changed since the login",
+        )),
+        Err(error) => Err(auth_failure(&error)),
+    }
+}
+
+/// A manager for `url` that may reach loopback and private addresses when
+/// the URL itself is one (rmcp refuses discovered hosts of another class).
+async fn new_manager(url: &str) -> Result<AuthorizationManager, AuthError> {
+    AuthorizationManager::new_allowing_private_addresses(url).await
+}
+
+/// RFC 8414 metadata of the configured `authorization_server` (its path,
+/// if any, after the well-known prefix), then OpenID discovery.
+async fn fetch_metadata(issuer: &str) -> Result<AuthorizationMetadata, AuthError> {
+    let base = reqwest::Url::parse(issuer)
+        .map_err(|_| AuthError::MetadataError("authorization_server is not a URL".into()))?;
+    let path = base.path().trim_end_matches('/');
+    let origin = base.origin().ascii_serialization();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|_| AuthError::MetadataError("no HTTP client".into()))?;
+    for candidate in [
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!("{origin}/.well-known/openid-configuration{path}"),
+        format!("{origin}{path}/.well-known/openid-configuration"),
+    ] {
+        let Ok(response) = client.get(&candidate).send().await else {
+            continue;
+        };
+        if !response.status().is_success() {
+            continue;
+        }
+        if let Ok(metadata) = response.json::<AuthorizationMetadata>().await {
+            return Ok(metadata);
+        }
+    }
+    Err(AuthError::MetadataError(format!(
+        "no authorization server metadata found for {issuer}"
+    )))
+}
+
+/// An OAuth failure as the supervisor classifies it: what needs a person is
+/// `NeedsLogin`; the authorization server failing is a server failure
+/// (parked and retried like any upstream's).
+pub(crate) fn auth_failure(error: &AuthError) -> Failure {
+    use crate::failure::FailureKind;
+    match error {
+        AuthError::AuthorizationRequired
+        | AuthError::TokenRefreshRejected(_)
+        | AuthError::CredentialStoreError(_) => Failure::needs_login(short(error)),
+        _ => Failure::new(FailureKind::Server, short(error)).with_not_run(),
+    }
+}
+
+/// The error's kind in a few words: rmcp's texts can carry an authorization
+/// server's response, which is not ours to print.
+fn short(error: &AuthError) -> String {
+    let text = match error {
+        AuthError::AuthorizationRequired => "authorization required",
+        AuthError::TokenRefreshRejected(_) => "the refresh token was rejected",
+        AuthError::TokenRefreshFailed(_) => "token refresh failed",
+        AuthError::CredentialStoreError(_) => "the token file could not be used",
+        AuthError::MetadataError(_) | AuthError::NoAuthorizationSupport => {
+            "authorization server metadata could not be discovered"
+        }
+        AuthError::RegistrationFailed(_) => "client registration failed",
+        AuthError::TokenExchangeFailed(_) => "the token request failed",
+        AuthError::HttpError(_) => "the authorization server could not be reached",
+        _ => "OAuth error",
+    };
+    text.to_owned()
+}

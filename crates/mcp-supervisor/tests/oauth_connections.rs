@@ -1,0 +1,271 @@
+//! OAuth connections over real loopback HTTP, against the test
+//! authorization server and a protected MCP server (`mcp-test-support`):
+//! without tokens a connection needs a login and sends nothing; a login
+//! (the test plays the person's browser) stores the tokens in a private
+//! file, and the connection's calls carry them.
+
+mod support;
+
+use std::{os::unix::fs::PermissionsExt, path::Path, sync::Arc, time::Duration};
+
+use actix::Actor;
+use mcp_supervisor::{
+    CallOutcome, FailureKind,
+    config::{Config, OAuthSettings, Transport, UpstreamAuth},
+    oauth,
+    registry::Registry,
+};
+use mcp_test_support::{TestServer, TestServerOptions, http::OAuthProtection, oauth::AuthServer};
+use support::*;
+
+/// A protected test server and its authorization server.
+async fn protected() -> (Arc<AuthServer>, TestServer) {
+    let auth = Arc::new(AuthServer::start().await.unwrap());
+    let upstream = TestServer::start(TestServerOptions {
+        oauth: Some(OAuthProtection {
+            server: auth.clone(),
+            tool_scopes: Vec::new(),
+        }),
+        ..TestServerOptions::default()
+    })
+    .await
+    .unwrap();
+    (auth, upstream)
+}
+
+/// Connection `a`, OAuth, its tokens under `state_dir`.
+fn oauth_config(url: &str, state_dir: &Path, auth_keys: &str) -> Config {
+    config(&format!(
+        "[supervisor]\nstate_dir = \"{}\"\n{}",
+        state_dir.display(),
+        http_connection(
+            "a",
+            url,
+            &format!("auth = {{ kind = \"oauth\"{auth_keys} }}")
+        )
+    ))
+}
+
+fn oauth_settings(config: &Config) -> OAuthSettings {
+    let Transport::Http(http) = &config.connection("a").unwrap().transport else {
+        panic!("an http connection");
+    };
+    let Some(UpstreamAuth::OAuth(settings)) = &http.auth else {
+        panic!("an OAuth connection");
+    };
+    settings.clone()
+}
+
+/// Plays the person's browser: follows the authorization URL's redirects
+/// (the test server approves at once) to the login's loopback listener.
+fn browser(url: &str) {
+    let url = url.to_owned();
+    tokio::spawn(async move {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let page = client.get(url).send().await.unwrap();
+        assert!(page.status().is_success(), "{}", page.status());
+    });
+}
+
+fn echo_args() -> Option<serde_json::Map<String, serde_json::Value>> {
+    args(&[("text", serde_json::json!("hello"))])
+}
+
+#[test]
+fn without_tokens_a_connection_needs_a_login_and_sends_nothing() {
+    run(|| async {
+        let (auth, upstream) = protected().await;
+        let state = tempfile::tempdir().unwrap();
+        let registry = Registry::new(oauth_config(&upstream.url(), state.path(), "")).start();
+        for _ in 0..3 {
+            let CallOutcome::Unavailable {
+                failure,
+                message,
+                retry_in,
+            } = call(&registry, "a", "echo", echo_args()).await
+            else {
+                panic!("a connection without tokens is unavailable");
+            };
+            assert_eq!(failure.kind, FailureKind::NeedsLogin);
+            assert!(message.contains("mcp-supervisor login a"), "{message}");
+            assert_eq!(retry_in, None);
+        }
+        assert_eq!(upstream.requests("initialize"), 0);
+        assert_eq!(auth.counts().metadata, 0);
+        assert_eq!(auth.counts().token_requests, 0);
+    });
+}
+
+#[test]
+fn a_login_stores_private_tokens_and_the_connection_uses_them() {
+    run(|| async {
+        let (auth, upstream) = protected().await;
+        let state = tempfile::tempdir().unwrap();
+        let config = oauth_config(&upstream.url(), state.path(), "");
+        let settings = oauth_settings(&config);
+
+        let logged_in = oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert!(logged_in.refreshable);
+        assert_eq!(auth.counts().registrations, 1, "a client was registered");
+        assert_eq!(auth.counts().token_requests, 1);
+        let file = state.path().join("oauth/a.json");
+        assert_eq!(settings.token_file, file);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+
+        let registry = Registry::new(config).start();
+        for _ in 0..3 {
+            match call(&registry, "a", "echo", echo_args()).await {
+                CallOutcome::Success(result) => assert_eq!(text(&result), "hello"),
+                other => panic!("the call goes through with the stored token: {other:?}"),
+            }
+        }
+        assert_eq!(upstream.tool_calls("echo"), 3);
+        // The tokens were still good: no refresh, no new login.
+        assert_eq!(auth.counts().token_requests, 1);
+    });
+}
+
+/// A protected server, a login to it done, and a registry on the config.
+async fn logged_in(
+    access_ttl: Option<Duration>,
+) -> (Arc<AuthServer>, TestServer, tempfile::TempDir, Config) {
+    let (auth, upstream) = protected().await;
+    if let Some(ttl) = access_ttl {
+        auth.set_access_ttl(ttl);
+    }
+    let state = tempfile::tempdir().unwrap();
+    let config = oauth_config(&upstream.url(), state.path(), "");
+    oauth::login(
+        &upstream.url(),
+        &oauth_settings(&config),
+        browser,
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    (auth, upstream, state, config)
+}
+
+fn succeeded(outcome: &CallOutcome) -> bool {
+    matches!(outcome, CallOutcome::Success(result) if text(result) == "hello")
+}
+
+/// An access token near its expiry is refreshed before it is sent, once
+/// for every caller waiting on it.
+#[test]
+fn a_token_near_expiry_is_refreshed_once_for_concurrent_calls() {
+    run(|| async {
+        // rmcp refreshes when less than half the lifetime (at most 30 s) is left.
+        let (auth, upstream, _state, config) = logged_in(Some(Duration::from_secs(4))).await;
+        let registry = Registry::new(config).start();
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        let before = auth.counts();
+        // Token ages are whole seconds: 3.1 s is 3 or 4 of the 4.
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let registry = registry.clone();
+                actix_rt::spawn(async move { call(&registry, "a", "echo", echo_args()).await })
+            })
+            .collect();
+        for call in calls {
+            let outcome = call.await.unwrap();
+            assert!(succeeded(&outcome), "{outcome:?}");
+        }
+        assert_eq!(auth.counts().refreshes - before.refreshes, 1);
+        assert_eq!(auth.counts().token_requests - before.token_requests, 1);
+        assert_eq!(upstream.tool_calls("echo"), 9);
+    });
+}
+
+/// A token the server no longer takes (401) is refreshed, and the call,
+/// which did not run, is sent again with the new one.
+#[test]
+fn a_rejected_token_is_refreshed_and_the_call_sent_again() {
+    run(|| async {
+        let (auth, upstream, _state, config) = logged_in(None).await;
+        let registry = Registry::new(config).start();
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        auth.expire_access_tokens();
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(succeeded(&outcome), "{outcome:?}");
+        assert_eq!(auth.counts().refreshes, 1);
+        assert_eq!(upstream.completed_calls("echo"), 2, "each call ran once");
+    });
+}
+
+/// A revoked grant: the refresh gets `invalid_grant`, the connection needs
+/// a login, and from then on nothing is sent to either server.
+#[test]
+fn a_revoked_grant_needs_a_login_and_then_nothing_is_sent() {
+    run(|| async {
+        let (auth, upstream, state, config) = logged_in(None).await;
+        let registry = Registry::new(config).start();
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        auth.revoke_all();
+        let CallOutcome::Unavailable {
+            failure, message, ..
+        } = call(&registry, "a", "echo", echo_args()).await
+        else {
+            panic!("a revoked grant makes the connection unavailable");
+        };
+        assert_eq!(failure.kind, FailureKind::NeedsLogin);
+        assert!(message.contains("mcp-supervisor login a"), "{message}");
+        let (auth_seen, upstream_seen) = (auth.counts(), upstream.requests("tools/call"));
+        for _ in 0..3 {
+            let outcome = call(&registry, "a", "echo", echo_args()).await;
+            assert!(
+                matches!(&outcome, CallOutcome::Unavailable { failure, .. } if failure.kind == FailureKind::NeedsLogin),
+                "{outcome:?}"
+            );
+        }
+        assert_eq!(auth.counts(), auth_seen);
+        assert_eq!(upstream.requests("tools/call"), upstream_seen);
+        // The rejected tokens are gone from the file: a restart needs the
+        // login too, without asking anyone.
+        let stored = std::fs::read_to_string(state.path().join("oauth/a.json")).unwrap();
+        assert!(!stored.contains("refresh_token"), "{stored}");
+    });
+}
+
+/// The authorization server failing (503) is a failure like any
+/// upstream's, not a login problem: the connection parks (no hammering the
+/// authorization server), and after a reset the calls go through.
+#[test]
+fn a_failing_token_endpoint_parks_the_connection_like_any_failure() {
+    run(|| async {
+        let (auth, upstream, _state, config) = logged_in(None).await;
+        let registry = Registry::new(config).start();
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        auth.expire_access_tokens();
+        let before = auth.counts().token_requests;
+        auth.fail_token_requests(503, Some(1), 100);
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        let CallOutcome::Unavailable {
+            failure, retry_in, ..
+        } = &outcome
+        else {
+            panic!("the call cannot get a token: {outcome:?}");
+        };
+        assert_eq!(failure.kind, FailureKind::Server, "{outcome:?}");
+        assert!(retry_in.is_some(), "parked: {outcome:?}");
+        let asked = auth.counts().token_requests - before;
+        assert!(asked <= 6, "{asked} token requests for one call");
+        // Parked: no more token requests.
+        let parked = call(&registry, "a", "echo", echo_args()).await;
+        assert!(
+            matches!(parked, CallOutcome::Unavailable { .. }),
+            "{parked:?}"
+        );
+        assert_eq!(auth.counts().token_requests - before, asked);
+
+        auth.stop_failing_token_requests();
+        reset(&registry, "a").await;
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(succeeded(&outcome), "{outcome:?}");
+        assert_eq!(upstream.completed_calls("echo"), 2);
+    });
+}
