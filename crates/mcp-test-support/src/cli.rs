@@ -8,6 +8,7 @@ use std::{
     io::Write as _,
     net::SocketAddr,
     path::{Path, PathBuf},
+    sync::Arc,
     time::Duration,
 };
 
@@ -15,7 +16,8 @@ use anyhow::Context as _;
 use clap::Parser;
 
 use crate::{
-    http::{TestServer, TestServerOptions},
+    http::{OAuthProtection, TestServer, TestServerOptions},
+    oauth::AuthServer,
     server::{ServerBehavior, ServerControl, Speaks},
     stdio::{StdioOptions, serve_stdio},
 };
@@ -66,6 +68,12 @@ pub struct Args {
     /// HTTP mode: require `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "TOKEN")]
     pub require_bearer: Option<String>,
+    /// HTTP mode: protected by OAuth, with an authorization server of its
+    /// own on another port (`oauth::AuthServer`: registration, PKCE,
+    /// approves every authorization at once); its URL is printed after the
+    /// server's.
+    #[arg(long)]
+    pub oauth: bool,
     /// HTTP mode: leave Nagle's algorithm on (no TCP_NODELAY).
     #[arg(long)]
     pub no_nodelay: bool,
@@ -176,12 +184,30 @@ async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> 
         speaks: args.speaks(),
         oauth: None,
     };
+    let auth = if args.oauth {
+        Some(Arc::new(AuthServer::start().await?))
+    } else {
+        None
+    };
+    let options = TestServerOptions {
+        oauth: auth.clone().map(|server| OAuthProtection {
+            server,
+            tool_scopes: Vec::new(),
+        }),
+        ..options
+    };
     let server = TestServer::start_on(addr, options).await?;
     late_tool_on_signals(server.control().clone())?;
     let shutdown = shutdown_signal(args.ignore_sigterm)?;
     write_pid_file(args)?;
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "listening on {}", server.url())?;
+    // One write: a reader that takes the first line and closes the pipe
+    // must not make the second fail.
+    let mut banner = format!("listening on {}\n", server.url());
+    if let Some(auth) = &auth {
+        banner.push_str(&format!("authorization server on {}\n", auth.issuer()));
+    }
+    stdout.write_all(banner.as_bytes())?;
     stdout.flush()?;
     drop(stdout);
     shutdown.await?;

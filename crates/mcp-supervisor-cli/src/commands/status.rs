@@ -30,6 +30,17 @@ struct Row {
     in_flight: u64,
     queued: u64,
     calls: Calls,
+    #[serde(default)]
+    oauth: Option<OAuth>,
+}
+
+/// An OAuth connection's tokens.
+#[derive(Debug, Deserialize)]
+struct OAuth {
+    needs_login: bool,
+    expires_at: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,7 +74,7 @@ pub(crate) fn run(target: AdminTarget) -> Result<(), Exit> {
     Ok(())
 }
 
-const HEADER: [&str; 11] = [
+const HEADER: [&str; 12] = [
     "NAME",
     "TRANSPORT",
     "STATE",
@@ -75,11 +86,12 @@ const HEADER: [&str; 11] = [
     "PARKS",
     "RESTARTS",
     "LAST FAILURE",
+    "OAUTH",
 ];
 
 /// One line per connection, columns aligned, two spaces apart.
 fn table(rows: &[Row]) -> String {
-    let cells: Vec<[String; 11]> = rows.iter().map(cells).collect();
+    let cells: Vec<[String; 12]> = rows.iter().map(cells).collect();
     let mut widths = HEADER.map(str::len);
     for row in &cells {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -99,7 +111,7 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-fn cells(row: &Row) -> [String; 11] {
+fn cells(row: &Row) -> [String; 12] {
     let calls = &row.calls;
     // Every answer that was not the tool's own result.
     let errors =
@@ -129,7 +141,25 @@ fn cells(row: &Row) -> [String; 11] {
         row.parks.to_string(),
         row.restarts.to_string(),
         last_failure,
+        row.oauth
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |oauth| oauth_cell(&row.name, oauth)),
     ]
+}
+
+/// `needs login: mcp-supervisor login NAME`, or the token's expiry and scopes.
+fn oauth_cell(name: &str, oauth: &OAuth) -> String {
+    if oauth.needs_login {
+        return format!("needs login: mcp-supervisor login {name}");
+    }
+    let mut cell = match &oauth.expires_at {
+        Some(at) => format!("token until {at}"),
+        None => "logged in".to_owned(),
+    };
+    if !oauth.scopes.is_empty() {
+        let _ = write!(cell, ", scopes {}", oauth.scopes.join(" "));
+    }
+    cell
 }
 
 #[cfg(test)]
@@ -187,13 +217,14 @@ mod tests {
                 "PARKS",
                 "RESTARTS",
                 "LAST",
-                "FAILURE"
+                "FAILURE",
+                "OAUTH"
             ]
         );
         assert_eq!(
             columns(lines[1]),
             [
-                "files", "stdio", "ready", "14", "1", "2", "10", "0", "0", "0", "-"
+                "files", "stdio", "ready", "14", "1", "2", "10", "0", "0", "0", "-", "-"
             ]
         );
         assert_eq!(
@@ -211,7 +242,8 @@ mod tests {
                 "15",
                 "1",
                 "2",
-                "server/503"
+                "server/503",
+                "-"
             ]
         );
         assert_eq!(
@@ -228,13 +260,41 @@ mod tests {
                 "0",
                 "3",
                 "6",
-                "transport/none"
+                "transport/none",
+                "-"
             ]
         );
         // Aligned: every column starts at the same offset on every line.
         let ok_at = lines[0].find("OK").unwrap();
         assert_eq!(&lines[1][ok_at..ok_at + 2], "10");
         assert_eq!(&lines[2][ok_at..ok_at + 1], "3");
+    }
+
+    #[test]
+    fn an_oauth_connection_shows_its_token_or_the_login_it_needs() {
+        let row = |name: &str, oauth: serde_json::Value| {
+            json!({"name": name, "transport": "http", "state": "ready",
+             "since": "2026-01-01T00:00:00Z", "tool_count": 1, "dead": false,
+             "last_failure": null, "parks": 0, "parked_until": null, "retired_reason": null,
+             "restarts": 0, "in_flight": 0, "queued": 0,
+             "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0, "busy": 0, "timed_out": 0},
+             "oauth": oauth})
+        };
+        let text = table(&rows(json!({"connections": [
+            row("docs", json!({"logged_in": true, "needs_login": false,
+                "expires_at": "2026-01-01T01:00:00Z", "scopes": ["read", "write"], "refreshable": true})),
+            row("mail", json!({"logged_in": false, "needs_login": true,
+                "expires_at": null, "scopes": [], "refreshable": false})),
+        ]})));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[1].ends_with("token until 2026-01-01T01:00:00Z, scopes read write"),
+            "{text}"
+        );
+        assert!(
+            lines[2].ends_with("needs login: mcp-supervisor login mail"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -22,6 +22,20 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         })
     });
     let calls = &status.calls;
+    let needs_login = status.state == "retired"
+        && status
+            .last_failure
+            .as_ref()
+            .is_some_and(|(failure, _)| failure.kind == crate::FailureKind::NeedsLogin);
+    let oauth = status.oauth.as_ref().map(|oauth| {
+        json!({
+            "logged_in": oauth.logged_in,
+            "needs_login": needs_login || !oauth.logged_in,
+            "expires_at": oauth.expires_at.map(rfc3339),
+            "scopes": oauth.scopes,
+            "refreshable": oauth.refreshable,
+        })
+    });
     json!({
         "name": status.name,
         "transport": status.transport,
@@ -44,6 +58,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
             "busy": calls.busy,
             "timed_out": calls.timed_out,
         },
+        "oauth": oauth,
     })
 }
 
@@ -87,9 +102,32 @@ mod tests {
                 "last_failure": null, "parks": 0, "parked_until": null,
                 "retired_reason": null, "restarts": 0, "in_flight": 0, "queued": 0,
                 "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0,
-                          "busy": 0, "timed_out": 0}
+                          "busy": 0, "timed_out": 0},
+                "oauth": null
             }]})
         );
+    }
+
+    #[test]
+    fn an_oauth_connection_shows_its_token_and_whether_it_needs_a_login() {
+        use crate::oauth::OAuthStatus;
+        let mut docs = idle("docs");
+        docs.oauth = Some(OAuthStatus {
+            logged_in: true,
+            expires_at: Some(at(NEW_YEAR_2026 + 3600)),
+            scopes: vec!["read".into()],
+            refreshable: true,
+        });
+        let mut revoked = docs.clone();
+        revoked.state = "retired";
+        revoked.last_failure = Some((Failure::needs_login("x"), at(NEW_YEAR_2026)));
+        let value = status_json(&[docs, revoked]);
+        assert_eq!(
+            value["connections"][0]["oauth"],
+            json!({"logged_in": true, "needs_login": false,
+                   "expires_at": "2026-01-01T01:00:00Z", "scopes": ["read"], "refreshable": true})
+        );
+        assert_eq!(value["connections"][1]["oauth"]["needs_login"], true);
     }
 
     #[test]

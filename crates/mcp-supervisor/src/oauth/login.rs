@@ -135,7 +135,7 @@ pub async fn login(
         .unwrap_or_else(|| StoredCredentials::new(String::new(), None, Vec::new(), None));
     use oauth2::TokenResponse;
     Ok(LoggedIn {
-        scopes: stored.granted_scopes,
+        scopes: super::granted(&stored.granted_scopes),
         expires_in: token.expires_in().map(|lifetime| lifetime.as_secs()),
         refreshable: token.refresh_token().is_some(),
     })

@@ -14,7 +14,66 @@ use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetada
 pub use login::{LoggedIn, LoginError, login};
 pub use store::TokenFile;
 
-use crate::{config::OAuthSettings, failure::Failure};
+use crate::{
+    config::{ConnectionConfig, OAuthSettings, Transport, UpstreamAuth},
+    failure::Failure,
+};
+
+/// What `/status` and `mcp-supervisor status` show of an OAuth connection's
+/// tokens (never a token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthStatus {
+    /// Tokens are stored (they may still turn out revoked).
+    pub logged_in: bool,
+    /// When the access token expires, when the server said.
+    pub expires_at: Option<std::time::SystemTime>,
+    /// What was granted.
+    pub scopes: Vec<String>,
+    /// A refresh token is stored.
+    pub refreshable: bool,
+}
+
+/// The settings of `connection`, if it is an OAuth connection.
+pub fn settings_of(connection: &ConnectionConfig) -> Option<&OAuthSettings> {
+    match &connection.transport {
+        Transport::Http(http) => http.auth.as_ref().and_then(UpstreamAuth::oauth),
+        Transport::Stdio(_) => None,
+    }
+}
+
+/// The token file's state (an unreadable file counts as not logged in).
+pub async fn status(settings: &OAuthSettings) -> OAuthStatus {
+    use oauth2::TokenResponse;
+    let stored = TokenFile::new(settings.token_file.clone())
+        .credentials()
+        .await
+        .ok()
+        .flatten();
+    let token = stored
+        .as_ref()
+        .and_then(|stored| stored.token_response.as_ref());
+    let received = stored.as_ref().and_then(|stored| stored.token_received_at);
+    OAuthStatus {
+        logged_in: token.is_some(),
+        expires_at: token.and_then(TokenResponse::expires_in).zip(received).map(
+            |(lifetime, at)| std::time::UNIX_EPOCH + std::time::Duration::from_secs(at) + lifetime,
+        ),
+        scopes: stored
+            .as_ref()
+            .map(|stored| granted(&stored.granted_scopes))
+            .unwrap_or_default(),
+        refreshable: token.is_some_and(|token| token.refresh_token().is_some()),
+    }
+}
+
+/// The granted scopes, without the empty ones a blank `scope` gives.
+pub(crate) fn granted(scopes: &[String]) -> Vec<String> {
+    scopes
+        .iter()
+        .filter(|scope| !scope.is_empty())
+        .cloned()
+        .collect()
+}
 
 /// The authorization manager for a connection's requests: its stored
 /// tokens, its authorization server's metadata. `NeedsLogin` when there are

@@ -105,6 +105,8 @@ pub struct ConnectionStatus {
     pub calls: CallCounts,
     pub durations: crate::connection::stats::DurationHistogram,
     pub failures: crate::connection::stats::FailuresByKind,
+    /// An OAuth connection's tokens (`None` for other connections).
+    pub oauth: Option<crate::oauth::OAuthStatus>,
 }
 
 impl ConnectionStatus {
@@ -127,6 +129,7 @@ impl ConnectionStatus {
             calls: CallCounts::default(),
             durations: Default::default(),
             failures: Default::default(),
+            oauth: None,
         }
     }
 }
@@ -346,6 +349,7 @@ struct Reported {
     restarts: u32,
     history: History,
     snapshot: ConnectionSnapshot,
+    oauth: Option<crate::oauth::OAuthStatus>,
 }
 
 impl Registry {
@@ -360,6 +364,7 @@ impl Registry {
                 let catalog = entry.loaded_catalog();
                 let restarts = entry.restarts;
                 let history = entry.history.clone();
+                let oauth = crate::oauth::settings_of(&entry.config).cloned();
                 async move {
                     let snapshot = match actor {
                         Some(actor) => actor.send(Snapshot).await.unwrap_or(idle),
@@ -368,11 +373,16 @@ impl Registry {
                     // Read after the actor answered, so the history is at
                     // least as recent as the snapshot.
                     let history = history.lock().clone();
+                    let oauth = match oauth {
+                        Some(settings) => Some(crate::oauth::status(&settings).await),
+                        None => None,
+                    };
                     Reported {
                         catalog,
                         restarts,
                         history,
                         snapshot,
+                        oauth,
                     }
                 }
             })
@@ -437,6 +447,7 @@ impl Handler<Status> for Registry {
                         restarts,
                         history,
                         snapshot: s,
+                        oauth,
                     } = reported;
                     ConnectionStatus {
                         dead: s.state == "retired",
@@ -455,6 +466,7 @@ impl Handler<Status> for Registry {
                         calls: history.calls,
                         durations: history.durations,
                         failures: history.failures,
+                        oauth,
                     }
                 })
                 .collect()

@@ -1,0 +1,145 @@
+//! OAuth as a user runs it, with the built binaries: `mcp-test-server
+//! --oauth` (a protected server and its authorization server), `login` with
+//! `$BROWSER` doing the browser's part, then `call`, `serve` and `status`
+//! using the stored tokens, and `logout`. The tokens never appear in any
+//! output (docs/OAUTH.md).
+
+use std::{fs, os::unix::fs::PermissionsExt};
+
+use e2e::{HttpUpstream, Run, Served, supervisor};
+use serde_json::Value;
+
+/// Follows the authorization URL's redirects, as a browser would; the test
+/// authorization server approves at once.
+const BROWSER: &str = "curl -sSL -o /dev/null";
+
+/// `docs` and `mail`, both OAuth, both to `url`; tokens under `state`.
+fn config_text(url: &str, state: &std::path::Path) -> String {
+    format!(
+        "[supervisor]\nstate_dir = \"{}\"\n\
+         [connections.docs]\ntransport = \"http\"\nurl = \"{url}\"\nauth = {{ kind = \"oauth\" }}\n\
+         [connections.mail]\ntransport = \"http\"\nurl = \"{url}\"\nauth = {{ kind = \"oauth\" }}\n",
+        state.display()
+    )
+}
+
+/// The stored tokens' texts, for "appears nowhere" checks.
+fn stored_secrets(file: &std::path::Path) -> Vec<String> {
+    let stored: Value = serde_json::from_str(&fs::read_to_string(file).unwrap()).unwrap();
+    let token = &stored["credentials"]["token_response"];
+    ["access_token", "refresh_token"]
+        .iter()
+        .map(|key| token[key].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn assert_clean(what: &str, output: &str, secrets: &[String]) {
+    for secret in secrets {
+        assert!(
+            !output.contains(secret.as_str()),
+            "{what} printed a token: {output}"
+        );
+    }
+}
+
+#[test]
+fn login_then_call_serve_and_status_use_the_stored_tokens_and_print_none() {
+    let upstream = HttpUpstream::start_with(&["--oauth"]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config_path = dir.path().join("supervisor.toml");
+    let config = config_text(&upstream.url, &state);
+    fs::write(&config_path, &config).unwrap();
+    let config_arg = config_path.to_str().unwrap();
+    let call = |connection: &str| -> Run {
+        supervisor(
+            &[
+                "call",
+                "--config",
+                config_arg,
+                connection,
+                "echo",
+                r#"{"text":"hi"}"#,
+            ],
+            &[],
+        )
+    };
+
+    // Before a login: the supervisor's value, naming the command to run.
+    let refused = call("docs");
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    assert!(
+        refused.stderr.contains("`mcp-supervisor login docs`"),
+        "{refused:?}"
+    );
+
+    let login = supervisor(
+        &["login", "--config", config_arg, "docs", "--timeout", "60s"],
+        &[("BROWSER", BROWSER)],
+    );
+    assert_eq!(login.code, Some(0), "{login:?}");
+    assert!(
+        login.stderr.contains("/authorize?"),
+        "the URL is shown: {login:?}"
+    );
+    assert!(login.stdout.contains("Logged in to 'docs'"), "{login:?}");
+    let file = state.join("oauth/docs.json");
+    let mode = fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let secrets = stored_secrets(&file);
+    assert_clean("login", &login.all_output(), &secrets);
+
+    // A new process (a restart) uses the stored tokens.
+    let called = call("docs");
+    assert_eq!(called.code, Some(0), "{called:?}");
+    assert_eq!(called.stdout.trim(), "hi");
+    assert_clean("call", &called.all_output(), &secrets);
+
+    // `serve` keeps serving with one connection logged in and one not;
+    // `status` shows which.
+    let served = Served::start(&config);
+    let admin = served.admin_url.trim_start_matches("http://").to_owned();
+    let status = supervisor(&["status", "--admin", &admin], &[]);
+    assert_eq!(status.code, Some(0), "{status:?}");
+    let line = |name: &str| {
+        status
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row: {}", status.stdout))
+            .to_owned()
+    };
+    assert!(line("docs").contains("token until"), "{}", status.stdout);
+    assert!(
+        line("mail").contains("needs login: mcp-supervisor login mail"),
+        "{}",
+        status.stdout
+    );
+    assert_clean("status", &status.all_output(), &secrets);
+    assert_clean("serve", &served.stderr(), &secrets);
+    drop(served);
+
+    let logout = supervisor(&["logout", "--config", config_arg, "docs"], &[]);
+    assert_eq!(logout.code, Some(0), "{logout:?}");
+    assert!(!file.exists());
+    assert_eq!(call("docs").code, Some(1));
+}
+
+#[test]
+fn login_refuses_a_connection_that_does_not_use_oauth() {
+    let upstream = HttpUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = upstream.config(dir.path());
+    let login = supervisor(&["login", "--config", config.to_str().unwrap(), "t"], &[]);
+    assert_eq!(login.code, Some(2), "{login:?}");
+    assert!(login.stderr.contains("does not use OAuth"), "{login:?}");
+    let unknown = supervisor(
+        &["login", "--config", config.to_str().unwrap(), "nope"],
+        &[],
+    );
+    assert_eq!(unknown.code, Some(2), "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("no connection named 'nope'"),
+        "{unknown:?}"
+    );
+}
