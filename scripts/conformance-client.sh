@@ -146,6 +146,49 @@ json-schema-2020-12-preservation)
     # (the echo checks fail; see tests/conformance/client-expected-failures.txt).
     list
     ;;
+auth/*)
+    # Authorization: the connection uses OAuth, with its tokens in this
+    # run's own state directory. `login` discovers, registers (or uses the
+    # pre-registered client the context names), and prints the
+    # authorization URL; $BROWSER follows it (the suite's authorization
+    # endpoint redirects at once) to login's loopback listener. Then the
+    # tools are listed and, when the server has one, a tool called, with
+    # the tokens from the file.
+    read -r client_id client_secret < <(python3 -c '
+import json, os
+context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+print(context.get("client_id") or "-", context.get("client_secret") or "-")
+')
+    # A published client metadata document's URL (the one the suite's
+    # CIMD scenario expects); used only where the server supports them.
+    keys=", client_metadata_url = \"https://conformance-test.local/client-metadata.json\""
+    [[ $client_id != - ]] && keys+=", client_id = \"$client_id\""
+    if [[ $client_secret != - ]]; then
+        keys+=", client_secret_env = \"CONFORMANCE_CLIENT_SECRET\""
+        export CONFORMANCE_CLIENT_SECRET=$client_secret
+    fi
+    { printf '[supervisor]\nstate_dir = "%s"\n' "$work/state"; cat "$config"
+      printf 'auth = { kind = "oauth"%s }\n' "$keys"; } >"$work/oauth.toml"
+    mv "$work/oauth.toml" "$config"
+    login() {
+        say "login"
+        BROWSER="curl -sS -L -o /dev/null" "$supervisor" login --config "$config" server --timeout 30s
+    }
+    # `again COMMAND...`: runs it; when it says the connection needs a
+    # login (the server wants more scopes, or its authorization server
+    # changed), logs in again, as the operator would, and runs it again.
+    again() {
+        if "$@" 2>"$work/err"; then cat "$work/err" >&2; return 0; fi
+        cat "$work/err" >&2
+        grep -q "mcp-supervisor login server" "$work/err" || return 1
+        login && "$@"
+    }
+    login || status=$?
+    say "tools"
+    again "$supervisor" tools --config "$config" server || status=$?
+    say "call test-tool"
+    again "$supervisor" call --config "$config" server test-tool '{}' || status=$?
+    ;;
 sep-2640-*)
     # The skills extension (SEP-2640): a host lists skills/list and reads
     # skill files on demand. Our client has no skills support; list only.

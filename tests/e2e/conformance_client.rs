@@ -5,8 +5,10 @@
 //! `scripts/conformance-client.sh` (one `[connections.server]` per scenario,
 //! `mcp-supervisor tools` and `mcp-supervisor call`).
 //!
-//! Every non-`auth/*` client scenario the installed suite lists runs once per
-//! protocol generation it applies to: `client --scenario X` alone picks one
+//! Every client scenario the installed suite lists runs once per
+//! protocol generation it applies to (the authorization scenarios, `auth/*`,
+//! in tests of their own: the connection uses OAuth, and the script logs in
+//! with `mcp-supervisor login`, docs/OAUTH.md): `client --scenario X` alone picks one
 //! generation (2025-11-25 unless X was introduced in 2026-07-28), so each run
 //! passes `--spec-version`: the newest 2025-era version X lists (the legacy
 //! generation, `initialize` handshake), and `2026-07-28` when X lists it (the
@@ -87,25 +89,62 @@ enum Verdict {
 
 #[test]
 fn legacy_generation() {
-    check_generation(Generation::Legacy);
+    check_generation(Generation::Legacy, Family::Protocol);
 }
 
 #[test]
 fn modern_generation() {
-    check_generation(Generation::Modern);
+    check_generation(Generation::Modern, Family::Protocol);
 }
 
 #[test]
 fn extension_scenarios() {
-    check_generation(Generation::Extension);
+    check_generation(Generation::Extension, Family::Protocol);
 }
 
-fn check_generation(generation: Generation) {
+#[test]
+fn authorization_legacy_generation() {
+    check_generation(Generation::Legacy, Family::Authorization);
+}
+
+#[test]
+fn authorization_modern_generation() {
+    check_generation(Generation::Modern, Family::Authorization);
+}
+
+#[test]
+fn authorization_extension_scenarios() {
+    check_generation(Generation::Extension, Family::Authorization);
+}
+
+/// Which scenarios a test runs: the authorization ones (`auth/*`) or the
+/// others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Protocol,
+    Authorization,
+}
+
+impl Family {
+    fn of(scenario: &str) -> Family {
+        if scenario.starts_with("auth/") {
+            Family::Authorization
+        } else {
+            Family::Protocol
+        }
+    }
+}
+
+fn check_generation(generation: Generation, family: Family) {
     let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
-    let runs = runs_of(generation, &client_scenarios());
+    let runs: Vec<Run> = runs_of(generation, &client_scenarios())
+        .into_iter()
+        .filter(|run| Family::of(&run.scenario) == family)
+        .collect();
     assert!(
         !runs.is_empty(),
-        "no {generation:?} client scenario to run; the suite's `list` output may have changed"
+        "no {generation:?} {family:?} client scenario to run; the suite's `list` output may \
+         have changed"
     );
     let mut problems = Vec::new();
     let mut summary = Vec::new();
@@ -140,7 +179,8 @@ fn check_generation(generation: Generation) {
     }
     assert!(
         problems.is_empty(),
-        "conformance client scenarios ({generation:?}): {} problem(s):\n{}\n\nall runs:\n  {}",
+        "conformance client scenarios ({generation:?}, {family:?}): {} problem(s):\n{}\n\nall \
+         runs:\n  {}",
         problems.len(),
         problems.join("\n"),
         summary.join("\n  ")
@@ -165,7 +205,7 @@ fn the_expected_failures_name_real_runs() {
             runs.iter()
                 .any(|run| run.id() == *entry || run.scenario == *entry),
             "{entry} is listed in {EXPECTED_FAILURES} but no run has that name: the suite \
-             has no such non-auth client scenario, or does not run it at that version \
+             has no such client scenario, or does not run it at that version \
              (runs: {:?})",
             runs.iter().map(Run::id).collect::<Vec<_>>()
         );
@@ -191,6 +231,7 @@ fn the_listing_is_parsed() {
         [
             "initialize",
             "tools_call",
+            "auth/basic-cimd",
             "request-metadata",
             "sep-2640-client-no-prefetch"
         ]
@@ -203,11 +244,19 @@ fn the_listing_is_parsed() {
     };
     assert_eq!(
         ids(Generation::Legacy),
-        ["initialize@2025-11-25", "tools_call@2025-11-25"]
+        [
+            "initialize@2025-11-25",
+            "tools_call@2025-11-25",
+            "auth/basic-cimd@2025-11-25"
+        ]
     );
     assert_eq!(
         ids(Generation::Modern),
-        ["tools_call@2026-07-28", "request-metadata@2026-07-28"]
+        [
+            "tools_call@2026-07-28",
+            "auth/basic-cimd@2026-07-28",
+            "request-metadata@2026-07-28"
+        ]
     );
     assert_eq!(ids(Generation::Extension), ["sep-2640-client-no-prefetch"]);
 }
@@ -220,7 +269,7 @@ fn suite() -> PathBuf {
     installed_tool("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 }
 
-/// The installed suite's non-auth client scenarios (`list`).
+/// The installed suite's client scenarios (`list`).
 fn client_scenarios() -> Vec<Scenario> {
     let listed = Command::new(node())
         .arg(suite())
@@ -239,8 +288,7 @@ fn client_scenarios() -> Vec<Scenario> {
     scenarios
 }
 
-/// The `  - NAME [TAG,TAG]` lines under `Client scenarios`, without `auth/*`
-/// (the authorization scenarios need an OAuth-capable client).
+/// The `  - NAME [TAG,TAG]` lines under `Client scenarios`.
 fn parse_client_scenarios(listing: &str) -> Vec<Scenario> {
     let mut in_client = false;
     let mut scenarios = Vec::new();
@@ -256,9 +304,6 @@ fn parse_client_scenarios(listing: &str) -> Vec<Scenario> {
             continue;
         };
         let (name, tags) = entry.split_once(' ').unwrap_or((entry, ""));
-        if name.starts_with("auth/") {
-            continue;
-        }
         let tags = tags
             .trim()
             .trim_start_matches('[')
@@ -372,13 +417,24 @@ fn run_scenario(run: &Run) -> (Verdict, String) {
 }
 
 /// `runs/SCENARIO-TIMESTAMP/checks.json`: the suite writes one directory per
-/// run (none with checks for a scenario it skipped).
+/// run (none with checks for a scenario it skipped); `auth/NAME` runs are in
+/// `runs/auth/NAME-TIMESTAMP/`.
 fn checks_file(runs: &Path) -> Option<PathBuf> {
-    let mut found = std::fs::read_dir(runs)
+    let entries = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .collect::<Vec<_>>()
+    };
+    let mut found = entries(runs)
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|dir| dir.path().join("checks.json"))
+        .flat_map(|dir| {
+            let mut candidates = vec![dir.join("checks.json")];
+            candidates.extend(entries(&dir).into_iter().map(|sub| sub.join("checks.json")));
+            candidates
+        })
         .filter(|path| path.is_file());
     let first = found.next();
     assert!(found.next().is_none(), "more than one run in {runs:?}");

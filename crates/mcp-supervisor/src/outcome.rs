@@ -185,7 +185,7 @@ pub mod messages {
     /// `MCP connection '{name}' is unavailable (…); it will not be retried.`
     pub fn retired(name: &str, failure: &Failure) -> String {
         if failure.kind == FailureKind::NeedsLogin {
-            return needs_login(name);
+            return needs_login(name, failure.wanted_scope());
         }
         format!(
             "MCP connection '{name}' is unavailable (kind={}, status={}); it will not be retried.",
@@ -194,13 +194,19 @@ pub mod messages {
         )
     }
 
-    /// An OAuth connection without usable tokens.
-    pub fn needs_login(name: &str) -> String {
+    /// An OAuth connection without usable tokens, or whose tokens lack
+    /// `scope` (space-separated) it needs to work at all.
+    pub fn needs_login(name: &str, scope: Option<&str>) -> String {
+        let why = match scope {
+            Some(scope) => {
+                format!("its OAuth login lacks the scope {scope}, which the server requires")
+            }
+            None => "its OAuth tokens are missing, expired or revoked".to_owned(),
+        };
         format!(
-            "MCP connection '{name}' needs a login (kind=needs_login): its OAuth tokens are \
-             missing, expired or revoked, and nothing is sent to it until someone runs \
-             `mcp-supervisor login {name}` on the supervisor's host, then \
-             `mcp-supervisor reset {name}`. Tell the user; do not retry until then."
+            "MCP connection '{name}' needs a login (kind=needs_login): {why}, and nothing is \
+             sent to it until someone runs `mcp-supervisor login {name}` on the supervisor's \
+             host, then `mcp-supervisor reset {name}`. Tell the user; do not retry until then."
         )
     }
 
@@ -208,6 +214,13 @@ pub mod messages {
     pub fn rejected(name: &str, failure: &Failure) -> String {
         let status = failure.status_label();
         match failure.kind {
+            FailureKind::Permission if failure.wanted_scope().is_some() => format!(
+                "MCP connection '{name}' rejected this call (status={status}): it needs the \
+                 OAuth scope {}, which the login did not grant. The connection is still \
+                 available for other calls. Tell the user to run `mcp-supervisor login {name}` \
+                 (the new login asks for this scope too), then retry.",
+                failure.wanted_scope().unwrap_or_default()
+            ),
             FailureKind::Permission => format!(
                 "MCP connection '{name}' rejected this call (status={status}): the provider \
                  denied this specific request, not the connection. The connection is still \

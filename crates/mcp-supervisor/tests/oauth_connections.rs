@@ -20,11 +20,16 @@ use support::*;
 
 /// A protected test server and its authorization server.
 async fn protected() -> (Arc<AuthServer>, TestServer) {
+    protected_with(Vec::new()).await
+}
+
+/// One whose tools in `tool_scopes` need a scope beyond a valid token.
+async fn protected_with(tool_scopes: Vec<(String, String)>) -> (Arc<AuthServer>, TestServer) {
     let auth = Arc::new(AuthServer::start().await.unwrap());
     let upstream = TestServer::start(TestServerOptions {
         oauth: Some(OAuthProtection {
             server: auth.clone(),
-            tool_scopes: Vec::new(),
+            tool_scopes,
         }),
         ..TestServerOptions::default()
     })
@@ -267,5 +272,70 @@ fn a_failing_token_endpoint_parks_the_connection_like_any_failure() {
         let outcome = call(&registry, "a", "echo", echo_args()).await;
         assert!(succeeded(&outcome), "{outcome:?}");
         assert_eq!(upstream.completed_calls("echo"), 2);
+    });
+}
+
+/// Step-up: a tool that needs a scope the login did not grant gets the
+/// supervisor's rejection naming the scope and the command (the connection
+/// stays available); the scope is recorded, the next login asks for it
+/// with the ones held, and after a reset the call goes through.
+#[test]
+fn a_missing_scope_is_asked_for_by_the_next_login() {
+    run(|| async {
+        let (_auth, upstream) = protected_with(vec![("add".to_owned(), "math".to_owned())]).await;
+        let state = tempfile::tempdir().unwrap();
+        let config = oauth_config(&upstream.url(), state.path(), ", scopes = [\"basic\"]");
+        let settings = oauth_settings(&config);
+        oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
+            .await
+            .unwrap();
+        let registry = Registry::new(config).start();
+        let sum = || {
+            let registry = registry.clone();
+            async move {
+                call(
+                    &registry,
+                    "a",
+                    "add",
+                    args(&[("a", serde_json::json!(1)), ("b", serde_json::json!(2))]),
+                )
+                .await
+            }
+        };
+        let CallOutcome::Rejected { failure, message } = sum().await else {
+            panic!("a call without its scope is rejected");
+        };
+        assert_eq!(failure.wanted_scope(), Some("math"));
+        assert!(message.contains("scope math"), "{message}");
+        assert!(message.contains("mcp-supervisor login a"), "{message}");
+        // The connection is still there for calls the token allows.
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        // Recorded in the background, right after the answer.
+        let mut wanted = Vec::new();
+        for _ in 0..100 {
+            wanted = oauth::status(&settings).await.wanted_scopes;
+            if !wanted.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(wanted, ["math"]);
+
+        let again = oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
+            .await
+            .unwrap();
+        let mut granted = again.scopes.clone();
+        granted.sort();
+        assert_eq!(
+            granted,
+            ["basic", "math"],
+            "the scopes held and the one wanted"
+        );
+        assert!(oauth::status(&settings).await.wanted_scopes.is_empty());
+        reset(&registry, "a").await;
+        let CallOutcome::Success(result) = sum().await else {
+            panic!("with the scope, the call goes through");
+        };
+        assert_eq!(text(&result), "3");
     });
 }

@@ -41,6 +41,8 @@ struct OAuth {
     expires_at: Option<String>,
     #[serde(default)]
     scopes: Vec<String>,
+    #[serde(default)]
+    wanted_scopes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,7 +152,12 @@ fn cells(row: &Row) -> [String; 12] {
 /// `needs login: mcp-supervisor login NAME`, or the token's expiry and scopes.
 fn oauth_cell(name: &str, oauth: &OAuth) -> String {
     if oauth.needs_login {
-        return format!("needs login: mcp-supervisor login {name}");
+        let wanted = if oauth.wanted_scopes.is_empty() {
+            String::new()
+        } else {
+            format!(" (with scopes {})", oauth.wanted_scopes.join(" "))
+        };
+        return format!("needs login{wanted}: mcp-supervisor login {name}");
     }
     let mut cell = match &oauth.expires_at {
         Some(at) => format!("token until {at}"),
@@ -158,6 +165,13 @@ fn oauth_cell(name: &str, oauth: &OAuth) -> String {
     };
     if !oauth.scopes.is_empty() {
         let _ = write!(cell, ", scopes {}", oauth.scopes.join(" "));
+    }
+    if !oauth.wanted_scopes.is_empty() {
+        let _ = write!(
+            cell,
+            "; the server wants {}: mcp-supervisor login {name}",
+            oauth.wanted_scopes.join(" ")
+        );
     }
     cell
 }

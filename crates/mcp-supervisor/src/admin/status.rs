@@ -34,6 +34,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
             "expires_at": oauth.expires_at.map(rfc3339),
             "scopes": oauth.scopes,
             "refreshable": oauth.refreshable,
+            "wanted_scopes": oauth.wanted_scopes,
         })
     });
     json!({
@@ -117,6 +118,7 @@ mod tests {
             expires_at: Some(at(NEW_YEAR_2026 + 3600)),
             scopes: vec!["read".into()],
             refreshable: true,
+            wanted_scopes: Vec::new(),
         });
         let mut revoked = docs.clone();
         revoked.state = "retired";
@@ -125,7 +127,8 @@ mod tests {
         assert_eq!(
             value["connections"][0]["oauth"],
             json!({"logged_in": true, "needs_login": false,
-                   "expires_at": "2026-01-01T01:00:00Z", "scopes": ["read"], "refreshable": true})
+                   "expires_at": "2026-01-01T01:00:00Z", "scopes": ["read"], "refreshable": true,
+                   "wanted_scopes": []})
         );
         assert_eq!(value["connections"][1]["oauth"]["needs_login"], true);
     }

@@ -126,6 +126,20 @@ impl Validator<'_> {
             }
             None => None,
         };
+        if let Some(url) = &raw.client_metadata_url
+            && !url.starts_with("https://")
+        {
+            return Err(self.invalid(
+                &key.key("client_metadata_url"),
+                "a client metadata document is published at an https:// URL",
+            ));
+        }
+        if let Some(url) = &raw.client_metadata_url {
+            self.check(
+                &key.key("client_metadata_url"),
+                super::values::http_url(url),
+            )?;
+        }
         let scopes = raw.scopes.unwrap_or_default();
         if let Some(i) = scopes.iter().position(|scope| {
             scope.is_empty() || scope.chars().any(|c| c.is_whitespace() || c.is_control())
@@ -147,6 +161,7 @@ impl Validator<'_> {
         };
         Ok(OAuthSettings {
             client_id: raw.client_id,
+            client_metadata_url: raw.client_metadata_url,
             client_secret,
             scopes,
             grant,
@@ -158,6 +173,7 @@ impl Validator<'_> {
     fn bearer_token(&self, key: &KeyPath, raw: RawAuth) -> Result<BearerToken, ConfigError> {
         for (name, present) in [
             ("client_id", raw.client_id.is_some()),
+            ("client_metadata_url", raw.client_metadata_url.is_some()),
             ("client_secret_env", raw.client_secret_env.is_some()),
             ("scopes", raw.scopes.is_some()),
             ("grant", raw.grant.is_some()),

@@ -518,6 +518,10 @@ pub struct OAuthSettings {
     /// A pre-registered client; `None`: dynamic client registration (or a
     /// Client ID Metadata Document, when the server supports it).
     pub client_id: Option<String>,
+    /// An `https` URL where this client's metadata document is published
+    /// (Client ID Metadata Documents): used as the client id by an
+    /// authorization server that supports them, instead of registering.
+    pub client_metadata_url: Option<String>,
     /// The pre-registered client's secret (from `client_secret_env`).
     pub client_secret: Option<SecretString>,
     /// Scopes to ask for; empty: the ones the server says it needs.
@@ -533,6 +537,7 @@ pub struct OAuthSettings {
 impl PartialEq for OAuthSettings {
     fn eq(&self, other: &Self) -> bool {
         self.client_id == other.client_id
+            && self.client_metadata_url == other.client_metadata_url
             && self.client_secret.as_ref().map(ExposeSecret::expose_secret)
                 == other
                     .client_secret
@@ -551,6 +556,7 @@ impl fmt::Debug for OAuthSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OAuthSettings")
             .field("client_id", &self.client_id)
+            .field("client_metadata_url", &self.client_metadata_url)
             .field(
                 "client_secret",
                 &self.client_secret.as_ref().map(|_| "[REDACTED]"),

@@ -106,6 +106,7 @@ pub(crate) struct RawAuth {
     pub(crate) token_file: Option<String>,
     // kind = "oauth".
     pub(crate) client_id: Option<String>,
+    pub(crate) client_metadata_url: Option<String>,
     pub(crate) client_secret_env: Option<String>,
     pub(crate) scopes: Option<Vec<String>>,
     pub(crate) grant: Option<String>,

@@ -764,6 +764,7 @@ fn an_oauth_connection_keeps_its_tokens_under_the_state_directory() {
     let settings = auth.oauth().unwrap();
     assert_eq!(auth.kind(), "oauth");
     assert_eq!(settings.client_id.as_deref(), Some("app"));
+    assert_eq!(settings.client_metadata_url, None);
     assert_eq!(settings.scopes, ["read", "write"]);
     assert_eq!(settings.grant, OAuthGrant::AuthorizationCode);
     assert_eq!(

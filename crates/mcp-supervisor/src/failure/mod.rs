@@ -101,6 +101,9 @@ impl fmt::Display for FailureKind {
     }
 }
 
+/// How [`Failure::insufficient_scope`] starts its reason.
+const NEEDS_SCOPE: &str = "insufficient scope, needs: ";
+
 /// One classified failure. Built by [`classify`] or the constructors below.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
@@ -159,6 +162,23 @@ impl Failure {
     /// The deadline of an operation passed.
     pub fn timeout(reason: impl Into<String>) -> Self {
         Failure::new(FailureKind::Timeout, reason)
+    }
+
+    /// A 403 `insufficient_scope`: the token lacks `scope` (space-separated,
+    /// when the challenge named it).
+    pub fn insufficient_scope(scope: Option<&str>) -> Self {
+        Failure {
+            reason: match scope {
+                Some(scope) => format!("{NEEDS_SCOPE}{scope}"),
+                None => "insufficient scope".to_owned(),
+            },
+            ..Failure::from_status(403, None)
+        }
+    }
+
+    /// The scopes a 403 `insufficient_scope` named, space-separated.
+    pub fn wanted_scope(&self) -> Option<&str> {
+        self.reason.strip_prefix(NEEDS_SCOPE)
     }
 
     /// An OAuth connection has no usable tokens; `reason` says why.

@@ -211,7 +211,10 @@ impl RecordingClient {
                 StreamableHttpError::AuthRequired(AuthRequiredError::new(challenge))
             }
             (StatusCode::FORBIDDEN, Some(challenge)) => {
-                StreamableHttpError::InsufficientScope(InsufficientScopeError::new(challenge, None))
+                let scope = required_scope(&challenge);
+                StreamableHttpError::InsufficientScope(InsufficientScopeError::new(
+                    challenge, scope,
+                ))
             }
             (StatusCode::METHOD_NOT_ALLOWED, _) if method == "GET" => {
                 StreamableHttpError::ServerDoesNotSupportSse
@@ -607,8 +610,42 @@ async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u
     Ok(body)
 }
 
+/// The `scope` of an `insufficient_scope` challenge, if it names one: only
+/// scope-token characters (RFC 6749 §3.3) and spaces, at most 200 of them,
+/// since the text ends up in messages.
+fn required_scope(challenge: &str) -> Option<String> {
+    let base = reqwest::Url::parse("http://localhost/").ok()?;
+    let params = rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base);
+    if !params.is_insufficient_scope() {
+        return None;
+    }
+    let scope: String = params
+        .scope?
+        .chars()
+        .filter(|c| *c == ' ' || (c.is_ascii_graphic() && !matches!(c, '"' | '\\')))
+        .take(200)
+        .collect();
+    let scope = scope.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!scope.is_empty()).then_some(scope)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_scope_an_insufficient_scope_challenge_names_is_kept_clean() {
+        use super::required_scope;
+        assert_eq!(
+            required_scope(r#"Bearer error="insufficient_scope", scope="files:read  files:write""#)
+                .as_deref(),
+            Some("files:read files:write")
+        );
+        assert_eq!(
+            required_scope(r#"Bearer error="invalid_token", scope="a""#),
+            None
+        );
+        assert_eq!(required_scope(r#"Bearer error="insufficient_scope""#), None);
+    }
+
     use super::*;
 
     #[test]

@@ -87,14 +87,24 @@ pub async fn login(
     manager.set_credential_store(file.clone());
     let metadata = match &settings.authorization_server {
         Some(issuer) => fetch_metadata(issuer).await,
-        None => manager.resolve_metadata().await.map(|found| found.metadata),
+        None => {
+            let challenge = challenge(url).await;
+            manager
+                .resolve_metadata_from_challenge(challenge.as_deref())
+                .await
+                .map(|found| found.metadata)
+        }
     }
     .map_err(oauth("discovery"))?;
     manager.set_metadata(metadata);
 
     let mut request = AuthorizationRequest::new(&redirect).with_client_name(CLIENT_NAME);
-    if !settings.scopes.is_empty() {
-        request = request.with_scopes(settings.scopes.iter().cloned());
+    let scopes = scopes_to_ask(settings, &file).await;
+    if !scopes.is_empty() {
+        request = request.with_scopes(scopes);
+    }
+    if let Some(url) = &settings.client_metadata_url {
+        request = request.with_client_metadata_url(url);
     }
     if let Some(id) = &settings.client_id {
         request = request.with_preregistered_client(id);
@@ -139,6 +149,85 @@ pub async fn login(
         expires_in: token.expires_in().map(|lifetime| lifetime.as_secs()),
         refreshable: token.refresh_token().is_some(),
     })
+}
+
+/// The configured scopes, and after a server asked for more (a 403
+/// `insufficient_scope`), those plus every scope held and wanted (step-up:
+/// the new tokens replace the old, so they must cover what those did).
+/// Empty: let discovery choose (the challenge's scope, or the server's).
+async fn scopes_to_ask(settings: &OAuthSettings, file: &TokenFile) -> Vec<String> {
+    let wanted = file.wanted_scopes().await.unwrap_or_default();
+    if wanted.is_empty() {
+        return settings.scopes.clone();
+    }
+    let held = file
+        .credentials()
+        .await
+        .ok()
+        .flatten()
+        .map(|stored| super::granted(&stored.granted_scopes))
+        .unwrap_or_default();
+    let mut scopes = settings.scopes.clone();
+    for scope in held.into_iter().chain(wanted) {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    scopes
+}
+
+/// The server's `WWW-Authenticate` challenge to a request without a token:
+/// where its protected resource metadata is, and which scopes it wants.
+/// Asked with `server/discover` (stateless), then `initialize` (some
+/// servers take that one without a token; a session it opens is closed
+/// again). `None` when neither is challenged; discovery then tries the
+/// well-known URLs.
+async fn challenge(url: &str) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .ok()?;
+    let client_info =
+        serde_json::json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")});
+    let probes = [
+        (
+            "2026-07-28",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                "params": {"_meta": {"io.modelcontextprotocol/clientInfo": client_info}}}),
+        ),
+        (
+            "2025-11-25",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": client_info}}),
+        ),
+    ];
+    for (version, body) in probes {
+        let answer = client
+            .post(url)
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", version)
+            .json(&body)
+            .send()
+            .await
+            .ok()?;
+        if answer.status() == http::StatusCode::UNAUTHORIZED {
+            return answer
+                .headers()
+                .get(http::header::WWW_AUTHENTICATE)?
+                .to_str()
+                .ok()
+                .map(str::to_owned);
+        }
+        if let Some(session) = answer.headers().get("mcp-session-id") {
+            let _ = client
+                .delete(url)
+                .header("mcp-session-id", session)
+                .send()
+                .await;
+        }
+    }
+    None
 }
 
 /// The redirect: passed on once; the page tells the person to go back.

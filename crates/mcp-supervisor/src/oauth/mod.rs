@@ -16,7 +16,8 @@ pub use store::TokenFile;
 
 use crate::{
     config::{ConnectionConfig, OAuthSettings, Transport, UpstreamAuth},
-    failure::Failure,
+    failure::{Failure, FailureKind},
+    policy::Phase,
 };
 
 /// What `/status` and `mcp-supervisor status` show of an OAuth connection's
@@ -31,6 +32,9 @@ pub struct OAuthStatus {
     pub scopes: Vec<String>,
     /// A refresh token is stored.
     pub refreshable: bool,
+    /// Scopes the server asked for that the tokens lack (the next login
+    /// asks for them).
+    pub wanted_scopes: Vec<String>,
 }
 
 /// The settings of `connection`, if it is an OAuth connection.
@@ -44,11 +48,9 @@ pub fn settings_of(connection: &ConnectionConfig) -> Option<&OAuthSettings> {
 /// The token file's state (an unreadable file counts as not logged in).
 pub async fn status(settings: &OAuthSettings) -> OAuthStatus {
     use oauth2::TokenResponse;
-    let stored = TokenFile::new(settings.token_file.clone())
-        .credentials()
-        .await
-        .ok()
-        .flatten();
+    let file = TokenFile::new(settings.token_file.clone());
+    let stored = file.credentials().await.ok().flatten();
+    let wanted_scopes = file.wanted_scopes().await.unwrap_or_default();
     let token = stored
         .as_ref()
         .and_then(|stored| stored.token_response.as_ref());
@@ -63,6 +65,7 @@ pub async fn status(settings: &OAuthSettings) -> OAuthStatus {
             .map(|stored| granted(&stored.granted_scopes))
             .unwrap_or_default(),
         refreshable: token.is_some_and(|token| token.refresh_token().is_some()),
+        wanted_scopes,
     }
 }
 
@@ -81,7 +84,7 @@ pub(crate) fn granted(scopes: &[String]) -> Vec<String> {
 pub(crate) async fn manager_for(
     url: &str,
     settings: &OAuthSettings,
-) -> Result<AuthorizationManager, Failure> {
+) -> Result<(AuthorizationManager, TokenFile), Failure> {
     let file = TokenFile::new(settings.token_file.clone());
     let stored = file
         .credentials()
@@ -93,7 +96,7 @@ pub(crate) async fn manager_for(
     let mut manager = new_manager(url)
         .await
         .map_err(|error| auth_failure(&error))?;
-    manager.set_credential_store(file);
+    manager.set_credential_store(file.clone());
     if let Some(issuer) = &settings.authorization_server {
         manager.set_metadata(
             fetch_metadata(issuer)
@@ -102,7 +105,7 @@ pub(crate) async fn manager_for(
         );
     }
     match manager.initialize_from_store().await {
-        Ok(true) => Ok(manager),
+        Ok(true) => Ok((manager, file)),
         Ok(false) => Err(Failure::needs_login(
             "the authorization server changed since the login",
         )),
@@ -147,11 +150,43 @@ async fn fetch_metadata(issuer: &str) -> Result<AuthorizationMetadata, AuthError
     )))
 }
 
+/// What a failure on an OAuth session means: a 401 that a refresh could
+/// not get past needs a login; a 403 `insufficient_scope` records the scopes
+/// for the next login to ask for, and while connecting (the session cannot
+/// work without them) needs that login. Other failures are as classified.
+pub(crate) fn on_session(failure: Failure, tokens: Option<&TokenFile>, phase: Phase) -> Failure {
+    let Some(tokens) = tokens else {
+        return failure;
+    };
+    if let Some(scope) = failure.wanted_scope() {
+        let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
+        let tokens = tokens.clone();
+        tokio::spawn(async move {
+            if let Err(error) = tokens.want(&scopes).await {
+                tracing::warn!(%error, "could not record the OAuth scopes the server asked for");
+            }
+        });
+        if phase == Phase::Connect {
+            return Failure {
+                kind: FailureKind::NeedsLogin,
+                ..failure
+            };
+        }
+        return failure;
+    }
+    if failure.kind == FailureKind::Auth {
+        return Failure {
+            kind: FailureKind::NeedsLogin,
+            ..failure
+        };
+    }
+    failure
+}
+
 /// An OAuth failure as the supervisor classifies it: what needs a person is
 /// `NeedsLogin`; the authorization server failing is a server failure
 /// (parked and retried like any upstream's).
 pub(crate) fn auth_failure(error: &AuthError) -> Failure {
-    use crate::failure::FailureKind;
     match error {
         AuthError::AuthorizationRequired
         | AuthError::TokenRefreshRejected(_)

@@ -16,10 +16,14 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::RwLock;
 
 /// What the file holds. Versioned, so a later format can read this one.
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 struct Contents {
     version: u32,
-    credentials: StoredCredentials,
+    credentials: Option<StoredCredentials>,
+    /// Scopes a 403 `insufficient_scope` named that the tokens lack: the
+    /// next login asks for them too (step-up).
+    #[serde(default)]
+    wanted_scopes: Vec<String>,
 }
 
 const VERSION: u32 = 1;
@@ -28,8 +32,8 @@ const VERSION: u32 = 1;
 #[derive(Clone)]
 pub struct TokenFile {
     path: Arc<Path>,
-    /// `None`: not read yet; `Some(None)`: no tokens.
-    cached: Arc<RwLock<Option<Option<StoredCredentials>>>>,
+    /// `None`: not read yet.
+    cached: Arc<RwLock<Option<Contents>>>,
 }
 
 impl fmt::Debug for TokenFile {
@@ -54,6 +58,15 @@ impl TokenFile {
 
     /// The stored credentials, read from the file the first time.
     pub async fn credentials(&self) -> io::Result<Option<StoredCredentials>> {
+        Ok(self.contents().await?.credentials)
+    }
+
+    /// Scopes a server asked for that the stored tokens lack.
+    pub async fn wanted_scopes(&self) -> io::Result<Vec<String>> {
+        Ok(self.contents().await?.wanted_scopes)
+    }
+
+    async fn contents(&self) -> io::Result<Contents> {
         if let Some(cached) = self.cached.read().await.as_ref() {
             return Ok(cached.clone());
         }
@@ -63,11 +76,39 @@ impl TokenFile {
         Ok(read)
     }
 
-    /// Replaces the file (and the cache) with `credentials`.
+    /// Replaces the stored credentials with `credentials`; the wanted
+    /// scopes they were granted are no longer wanted.
     pub async fn store(&self, credentials: StoredCredentials) -> io::Result<()> {
+        self.update(|contents| {
+            contents
+                .wanted_scopes
+                .retain(|scope| !credentials.granted_scopes.contains(scope));
+            contents.credentials = Some(credentials);
+        })
+        .await
+    }
+
+    /// Adds `scopes` to the wanted ones (a step-up the next login asks for).
+    pub async fn want(&self, scopes: &[String]) -> io::Result<()> {
+        self.update(|contents| {
+            for scope in scopes {
+                if !contents.wanted_scopes.contains(scope) {
+                    contents.wanted_scopes.push(scope.clone());
+                }
+            }
+        })
+        .await
+    }
+
+    async fn update(&self, change: impl FnOnce(&mut Contents)) -> io::Result<()> {
         let mut cached = self.cached.write().await;
-        write(&self.path, &credentials)?;
-        *cached = Some(Some(credentials));
+        let mut contents = match cached.as_ref() {
+            Some(contents) => contents.clone(),
+            None => read(&self.path)?,
+        };
+        change(&mut contents);
+        write(&self.path, &contents)?;
+        *cached = Some(contents);
         Ok(())
     }
 
@@ -79,15 +120,15 @@ impl TokenFile {
             Err(error) if error.kind() == io::ErrorKind::NotFound => false,
             Err(error) => return Err(error),
         };
-        *cached = Some(None);
+        *cached = Some(Contents::default());
         Ok(removed)
     }
 }
 
-fn read(path: &Path) -> io::Result<Option<StoredCredentials>> {
+fn read(path: &Path) -> io::Result<Contents> {
     let text = match fs::read(path) {
         Ok(text) => text,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Contents::default()),
         Err(error) => return Err(error),
     };
     // serde's message could quote the file's text (a token): not passed on.
@@ -103,12 +144,12 @@ fn read(path: &Path) -> io::Result<Option<StoredCredentials>> {
             "the token file is of another version (log in again)",
         ));
     }
-    Ok(Some(contents.credentials))
+    Ok(contents)
 }
 
 /// Writes a new file beside the old one (0600 from its creation) and
 /// renames it over, so a reader sees the old tokens or the new, never half.
-fn write(path: &Path, credentials: &StoredCredentials) -> io::Result<()> {
+fn write(path: &Path, contents: &Contents) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::DirBuilder::new()
         .recursive(true)
@@ -116,7 +157,7 @@ fn write(path: &Path, credentials: &StoredCredentials) -> io::Result<()> {
         .create(dir)?;
     let contents = Contents {
         version: VERSION,
-        credentials: credentials.clone(),
+        ..contents.clone()
     };
     let bytes = serde_json::to_vec_pretty(&contents).map_err(io::Error::other)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -202,6 +243,22 @@ mod tests {
         assert!(fresh.remove().await.unwrap());
         assert!(fresh.credentials().await.unwrap().is_none());
         assert!(!path.exists());
+    }
+
+    #[tokio::test]
+    async fn wanted_scopes_are_kept_until_a_login_grants_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = TokenFile::new(dir.path().join("a.json"));
+        file.store(credentials("one")).await.unwrap();
+        file.want(&["admin".to_owned(), "read".to_owned()])
+            .await
+            .unwrap();
+        let fresh = TokenFile::new(dir.path().join("a.json"));
+        assert_eq!(fresh.wanted_scopes().await.unwrap(), ["admin", "read"]);
+        assert_eq!(fresh.credentials().await.unwrap().unwrap().client_id, "one");
+        // `credentials` were granted "read": only "admin" is still wanted.
+        fresh.store(credentials("two")).await.unwrap();
+        assert_eq!(fresh.wanted_scopes().await.unwrap(), ["admin"]);
     }
 
     #[tokio::test]

@@ -26,6 +26,7 @@ use crate::{
         HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, RecordingClient, Reuse, stall_verdict,
     },
     oauth,
+    policy::Phase,
 };
 
 /// The HTTP clients all HTTP connections share: one pooled (keep-alive reuse
@@ -85,7 +86,7 @@ pub async fn open_http(
         }
         None => None,
     };
-    let logs_in = oauth.is_some();
+    let tokens = oauth.as_ref().map(|(_, tokens)| tokens.clone());
     let origin = reqwest::Url::parse(&transport.url)
         .ok()
         .map(|url| clients.origin(&url));
@@ -95,7 +96,7 @@ pub async fn open_http(
     let ended = CancellationToken::new();
     let lifecycle = handler.lifecycle();
     let serving = match oauth {
-        Some(manager) => serve(
+        Some((manager, _)) => serve(
             handler.clone(),
             AuthClient::new(client, manager),
             config,
@@ -111,10 +112,8 @@ pub async fn open_http(
                 let (clients, recorder) = again;
                 return Box::pin(open_http(transport, clients, recorder, legacy, deadline)).await;
             }
-            return Err(login_needed(
-                classify_recorded(&error, Some(&recorder)),
-                logs_in,
-            ));
+            let failure = classify_recorded(&error, Some(&recorder));
+            return Err(oauth::on_session(failure, tokens.as_ref(), Phase::Connect));
         }
         Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
     };
@@ -134,10 +133,9 @@ pub async fn open_http(
         probe.settle(verdict);
     }
     let session = Session::new(service, Some(recorder), ended);
-    Ok(if logs_in {
-        session.logging_in()
-    } else {
-        session
+    Ok(match tokens {
+        Some(tokens) => session.logging_in(tokens),
+        None => session,
     })
 }
 
@@ -158,19 +156,6 @@ where
         ended,
     );
     Box::pin(handler.serve_with_lifecycle(transport, lifecycle))
-}
-
-/// On an OAuth connection, a 401 the token could not be refreshed past
-/// means a person must log in again.
-pub(crate) fn login_needed(failure: Failure, logs_in: bool) -> Failure {
-    if logs_in && failure.kind == FailureKind::Auth {
-        Failure {
-            kind: FailureKind::NeedsLogin,
-            ..failure
-        }
-    } else {
-        failure
-    }
 }
 
 fn announces_anything(service: &RunningService<RoleClient, SessionHandler>) -> bool {

@@ -40,6 +40,7 @@ pub use stdio::{ChildGroup, open_stdio};
 use crate::{
     failure::{Failure, classify_with_fallback},
     http::{HttpRecorder, RecordingClient},
+    policy::Phase,
 };
 
 /// A live session. Dropping it cancels the rmcp service; prefer [`Session::close`].
@@ -55,8 +56,8 @@ pub struct Session {
     ended: CancellationToken,
     /// What a 2026-07-28 upstream keeps on our side (`None` for 2025 ones).
     modern: Option<Arc<modern::Modern>>,
-    /// An OAuth session: a 401 it cannot get past means `NeedsLogin`.
-    logs_in: bool,
+    /// An OAuth session's tokens (see [`crate::oauth::on_session`]).
+    tokens: Option<crate::oauth::TokenFile>,
 }
 
 impl Session {
@@ -72,13 +73,13 @@ impl Session {
             child: None,
             ended,
             modern,
-            logs_in: false,
+            tokens: None,
         }
     }
 
-    /// Marks an OAuth session (see [`http::login_needed`]).
-    pub(crate) fn logging_in(mut self) -> Self {
-        self.logs_in = true;
+    /// Marks an OAuth session, whose tokens are in `tokens`.
+    pub(crate) fn logging_in(mut self, tokens: crate::oauth::TokenFile) -> Self {
+        self.tokens = Some(tokens);
         self
     }
 
@@ -95,7 +96,7 @@ impl Session {
             child: Some(child),
             ended,
             modern,
-            logs_in: false,
+            tokens: None,
         }
     }
 
@@ -264,7 +265,7 @@ impl Session {
             _ => None,
         };
         SendError::Failed {
-            failure: self.classify(error),
+            failure: self.classify(error, Phase::Call),
             upstream,
         }
     }
@@ -310,7 +311,7 @@ impl Session {
         };
         match tokio::time::timeout_at(deadline, listing).await {
             Ok(Ok(surface)) => Ok(surface),
-            Ok(Err(error)) => Err(self.classify(&error)),
+            Ok(Err(error)) => Err(self.classify(&error, Phase::Connect)),
             Err(_) => Err(Failure::timeout("no answer to the listing in time")),
         }
     }
@@ -381,11 +382,9 @@ impl Session {
 
     /// The failure an rmcp error means, using the HTTP recording when the
     /// error itself lost the status.
-    fn classify(&self, error: &(dyn std::error::Error + 'static)) -> Failure {
-        http::login_needed(
-            classify_recorded(error, self.recorder.as_ref()),
-            self.logs_in,
-        )
+    fn classify(&self, error: &(dyn std::error::Error + 'static), phase: Phase) -> Failure {
+        let failure = classify_recorded(error, self.recorder.as_ref());
+        crate::oauth::on_session(failure, self.tokens.as_ref(), phase)
     }
 }
 
