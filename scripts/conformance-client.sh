@@ -153,7 +153,7 @@ auth/*)
     # authorization URL; $BROWSER follows it (the suite's authorization
     # endpoint redirects at once) to login's loopback listener. Then the
     # tools are listed and, when the server has one, a tool called, with
-    # the tokens from the file.
+    # the tokens from the file. A client credentials scenario needs no login.
     read -r client_id client_secret < <(python3 -c '
 import json, os
 context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
@@ -166,6 +166,12 @@ print(context.get("client_id") or "-", context.get("client_secret") or "-")
     if [[ $client_secret != - ]]; then
         keys+=", client_secret_env = \"CONFORMANCE_CLIENT_SECRET\""
         export CONFORMANCE_CLIENT_SECRET=$client_secret
+    fi
+    # Machine to machine: the connection gets its own tokens, no login.
+    machine=false
+    if [[ $scenario == auth/client-credentials-basic ]]; then
+        keys+=", grant = \"client_credentials\""
+        machine=true
     fi
     { printf '[supervisor]\nstate_dir = "%s"\n' "$work/state"; cat "$config"
       printf 'auth = { kind = "oauth"%s }\n' "$keys"; } >"$work/oauth.toml"
@@ -183,7 +189,7 @@ print(context.get("client_id") or "-", context.get("client_secret") or "-")
         grep -q "mcp-supervisor login server" "$work/err" || return 1
         login && "$@"
     }
-    login || status=$?
+    $machine || login || status=$?
     say "tools"
     again "$supervisor" tools --config "$config" server || status=$?
     say "call test-tool"

@@ -339,3 +339,66 @@ fn a_missing_scope_is_asked_for_by_the_next_login() {
         assert_eq!(text(&result), "3");
     });
 }
+
+/// `client_credentials`: no login; the connection gets its own token with
+/// its client id and secret, asks for a new one once the old is near its
+/// expiry (one request for concurrent calls), and once after a 401.
+#[test]
+fn a_client_credentials_connection_renews_its_own_tokens() {
+    run(|| async {
+        let (auth, upstream) = protected().await;
+        auth.register_client("machine", Some("s3cret"), &[]);
+        // Renewed when half the lifetime is left.
+        auth.set_access_ttl(Duration::from_secs(2));
+        let state = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[supervisor]\nstate_dir = \"{}\"\n{}",
+            state.path().display(),
+            http_connection(
+                "a",
+                &upstream.url(),
+                "auth = { kind = \"oauth\", grant = \"client_credentials\", client_id = \"machine\", \
+                 client_secret_env = \"MACHINE_SECRET\" }"
+            )
+        );
+        let config = Config::from_toml_str(&text, Path::new("test.toml"), &|name| {
+            (name == "MACHINE_SECRET").then(|| "s3cret".to_owned())
+        })
+        .unwrap();
+        let registry = Registry::new(config).start();
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        assert_eq!(auth.counts().token_requests, 1);
+        assert_eq!(auth.counts().authorizations, 0, "no login");
+
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let registry = registry.clone();
+                actix_rt::spawn(async move { call(&registry, "a", "echo", echo_args()).await })
+            })
+            .collect();
+        for call in calls {
+            let outcome = call.await.unwrap();
+            assert!(succeeded(&outcome), "{outcome:?}");
+        }
+        assert_eq!(
+            auth.counts().token_requests,
+            2,
+            "one renewal ahead of expiry"
+        );
+
+        auth.expire_access_tokens();
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(succeeded(&outcome), "{outcome:?}");
+        assert_eq!(
+            auth.counts().token_requests,
+            3,
+            "one new token after the 401"
+        );
+        assert_eq!(upstream.completed_calls("echo"), 10);
+        assert!(
+            !state.path().join("oauth").exists(),
+            "client credentials tokens are not stored"
+        );
+    });
+}

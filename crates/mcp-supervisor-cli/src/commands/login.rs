@@ -4,7 +4,7 @@
 use std::{path::Path, process::Stdio, time::Duration};
 
 use mcp_supervisor::{
-    config::{Config, OAuthSettings, Transport, UpstreamAuth},
+    config::{Config, OAuthGrant, OAuthSettings, Transport, UpstreamAuth},
     oauth::{self, TokenFile},
 };
 
@@ -73,6 +73,14 @@ fn oauth_connection(config: &Config, name: &str) -> Result<(String, OAuthSetting
     };
     match &connection.transport {
         Transport::Http(http) => match &http.auth {
+            Some(UpstreamAuth::OAuth(settings))
+                if settings.grant == OAuthGrant::ClientCredentials =>
+            {
+                Err(Exit::Usage(format!(
+                    "connection '{name}' uses grant = \"client_credentials\": it gets its own \
+                     tokens and needs no login"
+                )))
+            }
             Some(UpstreamAuth::OAuth(settings)) => Ok((http.url.clone(), settings.clone())),
             _ => Err(Exit::Usage(format!(
                 "connection '{name}' does not use OAuth (set auth = {{ kind = \"oauth\" }})"

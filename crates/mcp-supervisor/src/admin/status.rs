@@ -30,7 +30,8 @@ fn connection_json(status: &ConnectionStatus) -> Value {
     let oauth = status.oauth.as_ref().map(|oauth| {
         json!({
             "logged_in": oauth.logged_in,
-            "needs_login": needs_login || !oauth.logged_in,
+            "grant": if oauth.by_itself { "client_credentials" } else { "authorization_code" },
+            "needs_login": needs_login || !(oauth.logged_in || oauth.by_itself),
             "expires_at": oauth.expires_at.map(rfc3339),
             "scopes": oauth.scopes,
             "refreshable": oauth.refreshable,
@@ -114,6 +115,7 @@ mod tests {
         use crate::oauth::OAuthStatus;
         let mut docs = idle("docs");
         docs.oauth = Some(OAuthStatus {
+            by_itself: false,
             logged_in: true,
             expires_at: Some(at(NEW_YEAR_2026 + 3600)),
             scopes: vec!["read".into()],
@@ -126,7 +128,7 @@ mod tests {
         let value = status_json(&[docs, revoked]);
         assert_eq!(
             value["connections"][0]["oauth"],
-            json!({"logged_in": true, "needs_login": false,
+            json!({"grant": "authorization_code", "logged_in": true, "needs_login": false,
                    "expires_at": "2026-01-01T01:00:00Z", "scopes": ["read"], "refreshable": true,
                    "wanted_scopes": []})
         );

@@ -100,11 +100,13 @@ impl Validator<'_> {
                 )
             })?,
         };
-        if grant == OAuthGrant::ClientCredentials {
+        if grant == OAuthGrant::ClientCredentials
+            && (raw.client_id.is_none() || raw.client_secret_env.is_none())
+        {
             return Err(self.invalid(
                 &key.key("grant"),
-                "\"client_credentials\" is not supported yet (docs/OAUTH.md); use \
-                 \"authorization_code\" and `mcp-supervisor login`",
+                "\"client_credentials\" needs the client's 'client_id' and \
+                 'client_secret_env'",
             ));
         }
         if let Some(id) = &raw.client_id

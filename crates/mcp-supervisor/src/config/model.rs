@@ -575,7 +575,8 @@ pub enum OAuthGrant {
     /// A person logs in once (`mcp-supervisor login`); tokens are refreshed.
     #[default]
     AuthorizationCode,
-    /// The client's own credentials, for machine-to-machine servers.
+    /// The client's own credentials (`client_id` and `client_secret_env`),
+    /// for machine-to-machine servers: no login, tokens renewed by itself.
     ClientCredentials,
 }
 

@@ -819,6 +819,11 @@ fn oauth_keys_are_checked_with_the_key_named() {
             "only valid for kind = \"oauth\"",
         ),
         (
+            "auth = { kind = \"oauth\", grant = \"client_credentials\", client_id = \"svc\" }",
+            "connections.docs.auth.grant",
+            "'client_secret_env'",
+        ),
+        (
             "auth = { kind = \"oauth\", grant = \"password\" }",
             "connections.docs.auth.grant",
             "unknown grant",

@@ -11,11 +11,10 @@ use rmcp::transport::auth::{
 };
 use tokio::{net::TcpListener, sync::mpsc};
 
-use super::{TokenFile, fetch_metadata, new_manager, short};
+use super::{TokenFile, discover, new_manager, short};
 use crate::config::OAuthSettings;
 
-/// The client name a dynamically registered client gets.
-const CLIENT_NAME: &str = "mcp-supervisor";
+use super::CLIENT_NAME;
 
 /// What a login got.
 #[derive(Debug)]
@@ -85,18 +84,9 @@ pub async fn login(
         .map_err(oauth("cannot reach the server"))?;
     let file = TokenFile::new(settings.token_file.clone());
     manager.set_credential_store(file.clone());
-    let metadata = match &settings.authorization_server {
-        Some(issuer) => fetch_metadata(issuer).await,
-        None => {
-            let challenge = challenge(url).await;
-            manager
-                .resolve_metadata_from_challenge(challenge.as_deref())
-                .await
-                .map(|found| found.metadata)
-        }
-    }
-    .map_err(oauth("discovery"))?;
-    manager.set_metadata(metadata);
+    discover(&mut manager, url, settings)
+        .await
+        .map_err(oauth("discovery"))?;
 
     let mut request = AuthorizationRequest::new(&redirect).with_client_name(CLIENT_NAME);
     let scopes = scopes_to_ask(settings, &file).await;
@@ -174,60 +164,6 @@ async fn scopes_to_ask(settings: &OAuthSettings, file: &TokenFile) -> Vec<String
         }
     }
     scopes
-}
-
-/// The server's `WWW-Authenticate` challenge to a request without a token:
-/// where its protected resource metadata is, and which scopes it wants.
-/// Asked with `server/discover` (stateless), then `initialize` (some
-/// servers take that one without a token; a session it opens is closed
-/// again). `None` when neither is challenged; discovery then tries the
-/// well-known URLs.
-async fn challenge(url: &str) -> Option<String> {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .ok()?;
-    let client_info =
-        serde_json::json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")});
-    let probes = [
-        (
-            "2026-07-28",
-            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
-                "params": {"_meta": {"io.modelcontextprotocol/clientInfo": client_info}}}),
-        ),
-        (
-            "2025-11-25",
-            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                           "clientInfo": client_info}}),
-        ),
-    ];
-    for (version, body) in probes {
-        let answer = client
-            .post(url)
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", version)
-            .json(&body)
-            .send()
-            .await
-            .ok()?;
-        if answer.status() == http::StatusCode::UNAUTHORIZED {
-            return answer
-                .headers()
-                .get(http::header::WWW_AUTHENTICATE)?
-                .to_str()
-                .ok()
-                .map(str::to_owned);
-        }
-        if let Some(session) = answer.headers().get("mcp-session-id") {
-            let _ = client
-                .delete(url)
-                .header("mcp-session-id", session)
-                .send()
-                .await;
-        }
-    }
-    None
 }
 
 /// The redirect: passed on once; the page tells the person to go back.

@@ -6,10 +6,17 @@
 //! [`FailureKind::NeedsLogin`](crate::FailureKind::NeedsLogin) and sends
 //! nothing.
 
+mod credentials;
 mod login;
 mod store;
 
-use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
+use std::sync::Arc;
+
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
+};
+
+pub(crate) use credentials::{ClientTokens, CredentialsClient};
 
 pub use login::{LoggedIn, LoginError, login};
 pub use store::TokenFile;
@@ -24,6 +31,9 @@ use crate::{
 /// tokens (never a token).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthStatus {
+    /// A `client_credentials` connection: it gets its own tokens (none are
+    /// stored, and it never needs a login).
+    pub by_itself: bool,
     /// Tokens are stored (they may still turn out revoked).
     pub logged_in: bool,
     /// When the access token expires, when the server said.
@@ -50,12 +60,14 @@ pub async fn status(settings: &OAuthSettings) -> OAuthStatus {
     use oauth2::TokenResponse;
     let file = TokenFile::new(settings.token_file.clone());
     let stored = file.credentials().await.ok().flatten();
+    let by_itself = settings.grant == crate::config::OAuthGrant::ClientCredentials;
     let wanted_scopes = file.wanted_scopes().await.unwrap_or_default();
     let token = stored
         .as_ref()
         .and_then(|stored| stored.token_response.as_ref());
     let received = stored.as_ref().and_then(|stored| stored.token_received_at);
     OAuthStatus {
+        by_itself,
         logged_in: token.is_some(),
         expires_at: token.and_then(TokenResponse::expires_in).zip(received).map(
             |(lifetime, at)| std::time::UNIX_EPOCH + std::time::Duration::from_secs(at) + lifetime,
@@ -111,6 +123,117 @@ pub(crate) async fn manager_for(
         )),
         Err(error) => Err(auth_failure(&error)),
     }
+}
+
+/// The name a client registers under, and tells servers it is.
+const CLIENT_NAME: &str = "mcp-supervisor";
+
+/// A `client_credentials` connection's token source: its authorization
+/// server discovered, its client configured; tokens are asked for on the
+/// first request.
+pub(crate) async fn client_tokens(
+    url: &str,
+    settings: &OAuthSettings,
+) -> Result<Arc<ClientTokens>, Failure> {
+    use secrecy::ExposeSecret;
+    let (Some(client_id), Some(client_secret)) = (&settings.client_id, &settings.client_secret)
+    else {
+        // Config validation requires both for this grant.
+        return Err(Failure::needs_login(
+            "client credentials are not configured",
+        ));
+    };
+    let mut manager = new_manager(url)
+        .await
+        .map_err(|error| auth_failure(&error))?;
+    discover(&mut manager, url, settings)
+        .await
+        .map_err(|error| auth_failure(&error))?;
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id: client_id.clone(),
+        client_secret: client_secret.expose_secret().to_owned(),
+        scopes: settings.scopes.clone(),
+        resource: Some(url.to_owned()),
+    };
+    manager
+        .configure_client_credentials(&config)
+        .map_err(|error| auth_failure(&error))?;
+    Ok(Arc::new(ClientTokens::new(manager, config)))
+}
+
+/// Sets `manager`'s authorization server metadata: the configured
+/// `authorization_server`'s, else found from the server's challenge.
+async fn discover(
+    manager: &mut AuthorizationManager,
+    url: &str,
+    settings: &OAuthSettings,
+) -> Result<(), AuthError> {
+    let metadata = match &settings.authorization_server {
+        Some(issuer) => fetch_metadata(issuer).await?,
+        None => {
+            let challenge = challenge(url).await;
+            manager
+                .resolve_metadata_from_challenge(challenge.as_deref())
+                .await?
+                .metadata
+        }
+    };
+    manager.set_metadata(metadata);
+    Ok(())
+}
+
+/// The server's `WWW-Authenticate` challenge to a request without a token:
+/// where its protected resource metadata is, and which scopes it wants.
+/// Asked with `server/discover` (stateless), then `initialize` (some
+/// servers take that one without a token; a session it opens is closed
+/// again). `None` when neither is challenged; discovery then tries the
+/// well-known URLs.
+async fn challenge(url: &str) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .ok()?;
+    let client_info =
+        serde_json::json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")});
+    let probes = [
+        (
+            "2026-07-28",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                "params": {"_meta": {"io.modelcontextprotocol/clientInfo": client_info}}}),
+        ),
+        (
+            "2025-11-25",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": client_info}}),
+        ),
+    ];
+    for (version, body) in probes {
+        let answer = client
+            .post(url)
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", version)
+            .json(&body)
+            .send()
+            .await
+            .ok()?;
+        if answer.status() == http::StatusCode::UNAUTHORIZED {
+            return answer
+                .headers()
+                .get(http::header::WWW_AUTHENTICATE)?
+                .to_str()
+                .ok()
+                .map(str::to_owned);
+        }
+        if let Some(session) = answer.headers().get("mcp-session-id") {
+            let _ = client
+                .delete(url)
+                .header("mcp-session-id", session)
+                .send()
+                .await;
+        }
+    }
+    None
 }
 
 /// A manager for `url` that may reach loopback and private addresses when

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Session, SessionHandler, classify_recorded, watch::Watched};
 use crate::{
-    config::{HttpTransport, UpstreamAuth},
+    config::{HttpTransport, OAuthGrant, UpstreamAuth},
     failure::{Failure, FailureKind},
     http::{
         HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, RecordingClient, Reuse, stall_verdict,
@@ -70,23 +70,38 @@ pub async fn open_http(
     let again = (clients.clone(), recorder.clone());
     let mut config = StreamableHttpClientTransportConfig::with_uri(transport.url.as_str())
         .custom_headers(header_map(transport)?);
-    // OAuth: the stored tokens (nothing is sent without them), the
-    // authorization server found, both within the connect's deadline.
-    let oauth = match &transport.auth {
+    // OAuth: the stored tokens (nothing is sent without them) or the
+    // client's own credentials, and the authorization server found, within
+    // the connect's deadline.
+    let authorizer = match &transport.auth {
         Some(UpstreamAuth::Bearer(token)) => {
             config = config.auth_header(token.expose());
-            None
+            Authorizer::None
         }
         Some(UpstreamAuth::OAuth(settings)) => {
-            let manager = oauth::manager_for(&transport.url, settings);
-            match tokio::time::timeout_at(deadline, manager).await {
-                Ok(manager) => Some(manager?),
+            let found = async {
+                match settings.grant {
+                    OAuthGrant::AuthorizationCode => {
+                        let (manager, tokens) =
+                            oauth::manager_for(&transport.url, settings).await?;
+                        Ok(Authorizer::Login(Box::new(manager), tokens))
+                    }
+                    OAuthGrant::ClientCredentials => oauth::client_tokens(&transport.url, settings)
+                        .await
+                        .map(Authorizer::Client),
+                }
+            };
+            match tokio::time::timeout_at(deadline, found).await {
+                Ok(found) => found?,
                 Err(_) => return Err(Failure::timeout("OAuth discovery did not complete in time")),
             }
         }
-        None => None,
+        None => Authorizer::None,
     };
-    let tokens = oauth.as_ref().map(|(_, tokens)| tokens.clone());
+    let tokens = match &authorizer {
+        Authorizer::Login(_, tokens) => Some(tokens.clone()),
+        _ => None,
+    };
     let origin = reqwest::Url::parse(&transport.url)
         .ok()
         .map(|url| clients.origin(&url));
@@ -95,15 +110,22 @@ pub async fn open_http(
     let server_stream = client.defer_server_stream();
     let ended = CancellationToken::new();
     let lifecycle = handler.lifecycle();
-    let serving = match oauth {
-        Some((manager, _)) => serve(
+    let serving = match authorizer {
+        Authorizer::Login(manager, _) => serve(
             handler.clone(),
-            AuthClient::new(client, manager),
+            AuthClient::new(client, *manager),
             config,
             lifecycle,
             ended.clone(),
         ),
-        None => serve(handler.clone(), client, config, lifecycle, ended.clone()),
+        Authorizer::Client(tokens) => serve(
+            handler.clone(),
+            oauth::CredentialsClient::new(client, tokens),
+            config,
+            lifecycle,
+            ended.clone(),
+        ),
+        Authorizer::None => serve(handler.clone(), client, config, lifecycle, ended.clone()),
     };
     let service = match tokio::time::timeout_at(deadline, serving).await {
         Ok(Ok(service)) => service,
@@ -137,6 +159,15 @@ pub async fn open_http(
         Some(tokens) => session.logging_in(tokens),
         None => session,
     })
+}
+
+/// What authorizes an HTTP session's requests beyond static headers.
+enum Authorizer {
+    None,
+    /// Tokens from `mcp-supervisor login`, refreshed by rmcp's `AuthClient`.
+    Login(Box<rmcp::transport::AuthorizationManager>, oauth::TokenFile),
+    /// `client_credentials`: tokens the connection gets by itself.
+    Client(std::sync::Arc<oauth::ClientTokens>),
 }
 
 /// Starts the MCP session over `client` (ours, or it wrapped in rmcp's OAuth
