@@ -95,6 +95,17 @@ fn without_tokens_a_connection_needs_a_login_and_sends_nothing() {
             assert!(message.contains("mcp-supervisor login a"), "{message}");
             assert_eq!(retry_in, None);
         }
+        // Agents see it in list_mcps too, with what to tell their user.
+        let listed = mcp_supervisor::meta::call(&registry, "list_mcps", None).await;
+        let listed: serde_json::Value = serde_json::from_str(&text(&listed)).unwrap();
+        let row = &listed["connections"][0];
+        assert_eq!(row["state"], "retired");
+        assert!(
+            row["needs_login"]
+                .as_str()
+                .is_some_and(|says| says.contains("mcp-supervisor login a")),
+            "{listed}"
+        );
         assert_eq!(upstream.requests("initialize"), 0);
         assert_eq!(auth.counts().metadata, 0);
         assert_eq!(auth.counts().token_requests, 0);

@@ -14,6 +14,13 @@
 //!   asking the user to export it: the token is not written to the file. Other
 //!   headers, including other `Authorization` schemes, and `env` values are
 //!   copied as they are: the source file held them in clear text too.
+//! - OAuth: an `oauth` object (`clientId`, `clientSecret`, `scopes`, as some
+//!   clients write it) or an `auth` object (`CLIENT_ID`, `CLIENT_SECRET`,
+//!   `scopes`, as others do) becomes `auth = { kind = "oauth", … }`; a secret
+//!   is not copied but becomes `client_secret_env = "<NAME>_CLIENT_SECRET"`
+//!   with a comment asking the user to export it. A remote server with no
+//!   credential at all gets a comment saying how to turn OAuth on, since
+//!   desktop clients log in to such servers by themselves.
 //! - The output is validated with [`Config::from_toml_str`] before it is returned,
 //!   so what `import` prints always loads (given the token variables).
 
@@ -105,6 +112,8 @@ const KNOWN_KEYS: &[&str] = &[
     "headers",
     "description",
     "disabled",
+    "oauth",
+    "auth",
 ];
 
 fn convert_server(
@@ -240,7 +249,15 @@ fn http(
         .transpose()?;
     let _ = writeln!(out, "url = {}", toml_string(url.unwrap_or_default()));
 
+    let oauth = oauth(out, name, server, token_vars)?;
     let Some(headers) = server.get("headers") else {
+        if !oauth {
+            let _ = writeln!(
+                out,
+                "# If this server asks for a login, add auth = {{ kind = \"oauth\" }} and run\n\
+                 # `mcp-supervisor login --config FILE {name}` (docs/OAUTH.md)."
+            );
+        }
         return Ok(());
     };
     let headers = headers
@@ -252,7 +269,7 @@ fn http(
                 .and_then(|s| s.get(..7))
                 .is_some_and(|p| p.eq_ignore_ascii_case("bearer "))
     });
-    if let Some((header, _)) = bearer {
+    if let Some((header, _)) = bearer.filter(|_| !oauth) {
         let var = token_var(name, token_vars);
         let _ = writeln!(
             out,
@@ -278,10 +295,73 @@ fn http(
     Ok(())
 }
 
+/// Writes `auth = { kind = "oauth", … }` for a server whose entry has an
+/// `oauth` or `auth` object; `true` if it did.
+fn oauth(
+    out: &mut String,
+    name: &str,
+    server: &Map<String, Value>,
+    token_vars: &mut BTreeSet<String>,
+) -> Result<bool, ImportError> {
+    let Some(settings) = server.get("oauth").or_else(|| server.get("auth")) else {
+        return Ok(false);
+    };
+    let settings = settings
+        .as_object()
+        .ok_or_else(|| problem(name, "\"oauth\"/\"auth\" must be an object"))?;
+    let field = |keys: &[&str]| keys.iter().find_map(|key| settings.get(*key));
+    let mut keys = String::from("kind = \"oauth\"");
+    if let Some(id) = field(&["clientId", "client_id", "CLIENT_ID"]) {
+        let _ = write!(
+            keys,
+            ", client_id = {}",
+            toml_string(string(name, "clientId", id)?)
+        );
+        if field(&["clientSecret", "client_secret", "CLIENT_SECRET"]).is_some() {
+            let var = unique_var(&format!("{}_CLIENT_SECRET", env_base(name)), token_vars);
+            let _ = writeln!(
+                out,
+                "# The client secret was not copied: export {var} with it."
+            );
+            let _ = write!(keys, ", client_secret_env = {}", toml_string(&var));
+        }
+    }
+    if let Some(scopes) = field(&["scopes", "scope"]) {
+        let scopes: Vec<toml::Value> = match scopes {
+            Value::String(text) => text
+                .split_whitespace()
+                .map(|scope| toml::Value::String(scope.to_owned()))
+                .collect(),
+            Value::Array(items) => items
+                .iter()
+                .map(|item| string(name, "scopes", item).map(|s| toml::Value::String(s.to_owned())))
+                .collect::<Result<_, _>>()?,
+            _ => {
+                return Err(problem(
+                    name,
+                    "\"scopes\" must be a string or an array of strings",
+                ));
+            }
+        };
+        if !scopes.is_empty() {
+            let _ = write!(keys, ", scopes = {}", toml::Value::Array(scopes));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# Log in once: mcp-supervisor login --config FILE {name}\nauth = {{ {keys} }}"
+    );
+    Ok(true)
+}
+
 /// `<NAME>_TOKEN`, made unique if two server names map to the same variable.
 fn token_var(name: &str, used: &mut BTreeSet<String>) -> String {
-    let base: String = name
-        .chars()
+    unique_var(&format!("{}_TOKEN", env_base(name)), used)
+}
+
+/// A server name as an environment variable name's start: `my-docs` → `MY_DOCS`.
+fn env_base(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {
                 c.to_ascii_uppercase()
@@ -289,11 +369,15 @@ fn token_var(name: &str, used: &mut BTreeSet<String>) -> String {
                 '_'
             }
         })
-        .collect();
-    let mut var = format!("{base}_TOKEN");
+        .collect()
+}
+
+/// `base`, or `base_2`, `base_3`, … if taken; recorded as taken.
+fn unique_var(base: &str, used: &mut BTreeSet<String>) -> String {
+    let mut var = base.to_owned();
     let mut n = 2;
     while used.contains(&var) {
-        var = format!("{base}_TOKEN_{n}");
+        var = format!("{base}_{n}");
         n += 1;
     }
     used.insert(var.clone());

@@ -874,3 +874,46 @@ fn oauth_keys_are_checked_with_the_key_named() {
     .to_string();
     assert!(nowhere.contains("set supervisor.state_dir"), "{nowhere}");
 }
+
+#[test]
+fn import_maps_what_desktop_clients_say_about_oauth() {
+    let json = r#"{
+      "mcpServers": {
+        "docs": { "url": "https://docs.example/mcp",
+                  "oauth": { "clientId": "my-app", "clientSecret": "CANARY-secret", "scopes": ["read", "write"] } },
+        "mail": { "url": "https://mail.example/mcp",
+                  "auth": { "CLIENT_ID": "m1", "scopes": "mail.read" } },
+        "open": { "url": "https://open.example/mcp" }
+      }
+    }"#;
+    let toml = import_mcp_servers(json).unwrap();
+    assert!(!toml.contains("CANARY"), "{toml}");
+    assert!(toml.contains("export DOCS_CLIENT_SECRET"), "{toml}");
+    assert!(
+        toml.contains("mcp-supervisor login --config FILE docs"),
+        "{toml}"
+    );
+    assert!(toml.contains("If this server asks for a login"), "{toml}");
+    let env = |name: &str| match name {
+        "HOME" => Some("/home/u".to_owned()),
+        "DOCS_CLIENT_SECRET" => Some("CANARY-secret".to_owned()),
+        _ => None,
+    };
+    let config = Config::from_toml_str(&toml, Path::new("imported.toml"), &env).unwrap();
+    let oauth_of = |name: &str| {
+        http(config.connection(name).unwrap())
+            .auth
+            .as_ref()
+            .and_then(UpstreamAuth::oauth)
+            .cloned()
+    };
+    let docs = oauth_of("docs").unwrap();
+    assert_eq!(docs.client_id.as_deref(), Some("my-app"));
+    assert!(docs.client_secret.is_some());
+    assert_eq!(docs.scopes, ["read", "write"]);
+    let mail = oauth_of("mail").unwrap();
+    assert_eq!(mail.client_id.as_deref(), Some("m1"));
+    assert!(mail.client_secret.is_none());
+    assert_eq!(mail.scopes, ["mail.read"]);
+    assert!(oauth_of("open").is_none());
+}

@@ -170,14 +170,22 @@ async fn list_mcps(registry: &Addr<Registry>) -> Result<Value, String> {
         .into_iter()
         .zip(counts)
         .map(|(summary, count)| {
-            json!({
+            let mut row = json!({
                 "id": summary.name,
                 "name": summary.name,
                 "description": summary.description,
                 "tool_count": count.or(summary.tool_count),
                 "state": summary.state,
                 "dead": summary.dead,
-            })
+            });
+            if summary.needs_login {
+                // Only where it is so: what an agent tells its user.
+                row["needs_login"] = json!(format!(
+                    "a person must run `mcp-supervisor login {}` on the supervisor's host",
+                    summary.name
+                ));
+            }
+            row
         })
         .collect();
     Ok(json!({ "connections": rows }))

@@ -78,6 +78,8 @@ pub struct ConnectionSummary {
     pub state: &'static str,
     /// Retired: it will not be retried.
     pub dead: bool,
+    /// Retired because its OAuth login is missing or no longer good.
+    pub needs_login: bool,
 }
 
 /// Per-connection status (docs/SUPERVISION.md, "GET /status").
@@ -422,6 +424,8 @@ impl Handler<ListConnections> for Registry {
                 .zip(notes)
                 .map(|(reported, description)| ConnectionSummary {
                     dead: reported.snapshot.state == "retired",
+                    needs_login: reported.snapshot.retired_reason.as_deref()
+                        == Some(crate::FailureKind::NeedsLogin.as_str()),
                     name: reported.snapshot.name,
                     description,
                     tool_count: reported.catalog.map(|catalog| catalog.len()),
