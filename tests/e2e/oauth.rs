@@ -33,6 +33,21 @@ fn stored_secrets(file: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The body of `GET /ROUTE` on the admin API at `address` (HTTP/1.0, so
+/// the server closes the connection after it).
+fn admin_get(address: &str, route: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET /{route} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+        "{answer}"
+    );
+    answer
+}
+
 fn assert_clean(what: &str, output: &str, secrets: &[String]) {
     for secret in secrets {
         assert!(
@@ -116,6 +131,9 @@ fn login_then_call_serve_and_status_use_the_stored_tokens_and_print_none() {
         status.stdout
     );
     assert_clean("status", &status.all_output(), &secrets);
+    for route in ["status", "metrics"] {
+        assert_clean(route, &admin_get(&admin, route), &secrets);
+    }
     assert_clean("serve", &served.stderr(), &secrets);
     drop(served);
 

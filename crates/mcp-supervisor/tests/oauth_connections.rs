@@ -247,42 +247,45 @@ fn a_revoked_grant_needs_a_login_and_then_nothing_is_sent() {
     });
 }
 
-/// The authorization server failing (503) is a failure like any
-/// upstream's, not a login problem: the connection parks (no hammering the
-/// authorization server), and after a reset the calls go through.
+/// The authorization server failing (503, or 429: slow down) is a failure
+/// like any upstream's, not a login problem: the connection parks (no
+/// hammering the authorization server), and after a reset the calls go
+/// through.
 #[test]
 fn a_failing_token_endpoint_parks_the_connection_like_any_failure() {
     run(|| async {
-        let (auth, upstream, _state, config) = logged_in(None).await;
-        let registry = Registry::new(config).start();
-        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
-        auth.expire_access_tokens();
-        let before = auth.counts().token_requests;
-        auth.fail_token_requests(503, Some(1), 100);
-        let outcome = call(&registry, "a", "echo", echo_args()).await;
-        let CallOutcome::Unavailable {
-            failure, retry_in, ..
-        } = &outcome
-        else {
-            panic!("the call cannot get a token: {outcome:?}");
-        };
-        assert_eq!(failure.kind, FailureKind::Server, "{outcome:?}");
-        assert!(retry_in.is_some(), "parked: {outcome:?}");
-        let asked = auth.counts().token_requests - before;
-        assert!(asked <= 6, "{asked} token requests for one call");
-        // Parked: no more token requests.
-        let parked = call(&registry, "a", "echo", echo_args()).await;
-        assert!(
-            matches!(parked, CallOutcome::Unavailable { .. }),
-            "{parked:?}"
-        );
-        assert_eq!(auth.counts().token_requests - before, asked);
+        for status in [503, 429] {
+            let (auth, upstream, _state, config) = logged_in(None).await;
+            let registry = Registry::new(config).start();
+            assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+            auth.expire_access_tokens();
+            let before = auth.counts().token_requests;
+            auth.fail_token_requests(status, Some(1), 100);
+            let outcome = call(&registry, "a", "echo", echo_args()).await;
+            let CallOutcome::Unavailable {
+                failure, retry_in, ..
+            } = &outcome
+            else {
+                panic!("{status}: the call cannot get a token: {outcome:?}");
+            };
+            assert_eq!(failure.kind, FailureKind::Server, "{status}: {outcome:?}");
+            assert!(retry_in.is_some(), "{status}: parked: {outcome:?}");
+            let asked = auth.counts().token_requests - before;
+            assert!(asked <= 6, "{status}: {asked} token requests for one call");
+            // Parked: no more token requests.
+            let parked = call(&registry, "a", "echo", echo_args()).await;
+            assert!(
+                matches!(parked, CallOutcome::Unavailable { .. }),
+                "{parked:?}"
+            );
+            assert_eq!(auth.counts().token_requests - before, asked);
 
-        auth.stop_failing_token_requests();
-        reset(&registry, "a").await;
-        let outcome = call(&registry, "a", "echo", echo_args()).await;
-        assert!(succeeded(&outcome), "{outcome:?}");
-        assert_eq!(upstream.completed_calls("echo"), 2);
+            auth.stop_failing_token_requests();
+            reset(&registry, "a").await;
+            let outcome = call(&registry, "a", "echo", echo_args()).await;
+            assert!(succeeded(&outcome), "{status}: {outcome:?}");
+            assert_eq!(upstream.completed_calls("echo"), 2);
+        }
     });
 }
 
