@@ -752,17 +752,8 @@ fn malformed_params_of_a_served_method_are_invalid_params() {
 fn large_requests_go_two_at_a_time_and_small_calls_pass_them() {
     run(|| async {
         let (upstream, gateway) = gateway("", "max_concurrent_calls = 8").await;
-        upstream.control().hold("echo");
         let client = connect(&gateway, Plain::default()).await;
-        let big = "x".repeat(mcp_supervisor::gateway::LARGE_BODY_BYTES);
-        let large: Vec<_> = (0..3)
-            .map(|_| {
-                let peer = client.peer().clone();
-                let call = tool_call("a__echo", json!({ "text": big }));
-                tokio::spawn(async move { peer.call_tool(call).await })
-            })
-            .collect();
-        eventually!(upstream.control().held() == 2);
+        let (big, large) = large_calls_held(&upstream, &client, 3).await;
 
         // Small calls are answered while the large ones are in progress,
         // and none of them lets the third large request through.
@@ -791,6 +782,29 @@ fn large_requests_go_two_at_a_time_and_small_calls_pass_them() {
     });
 }
 
+type LargeCall = tokio::task::JoinHandle<Result<rmcp::model::CallToolResult, rmcp::ServiceError>>;
+
+/// `count` calls of `a__echo` with a `LARGE_BODY_BYTES` text through
+/// `client`, the upstream holding them, once two have reached it (the two
+/// the gateway lets in at a time). The text, and the calls.
+async fn large_calls_held<H: ClientHandler>(
+    upstream: &TestServer,
+    client: &Client<H>,
+    count: usize,
+) -> (String, Vec<LargeCall>) {
+    upstream.control().hold("echo");
+    let big = "x".repeat(mcp_supervisor::gateway::LARGE_BODY_BYTES);
+    let calls = (0..count)
+        .map(|_| {
+            let peer = client.peer().clone();
+            let call = tool_call("a__echo", json!({ "text": big }));
+            tokio::spawn(async move { peer.call_tool(call).await })
+        })
+        .collect();
+    eventually!(upstream.control().held() == 2);
+    (big, calls)
+}
+
 /// A large request that waits for its turn holds none of its bytes: the
 /// gateway reads its body only once a permit is free, so its client waits to
 /// send it. Whether the body's length is declared or not (chunked: read up
@@ -801,17 +815,8 @@ fn a_waiting_large_request_is_not_read_until_its_turn() {
     run(|| async {
         let settings = "[gateway]\nmax_body_bytes = 67108864\n";
         let (upstream, gateway) = gateway(settings, "max_concurrent_calls = 8").await;
-        upstream.control().hold("echo");
         let client = connect(&gateway, Plain::default()).await;
-        let big = "x".repeat(mcp_supervisor::gateway::LARGE_BODY_BYTES);
-        let held: Vec<_> = (0..2)
-            .map(|_| {
-                let peer = client.peer().clone();
-                let call = tool_call("a__echo", json!({ "text": big }));
-                tokio::spawn(async move { peer.call_tool(call).await })
-            })
-            .collect();
-        eventually!(upstream.control().held() == 2);
+        let (_, held) = large_calls_held(&upstream, &client, 2).await;
 
         // 48 MiB each, far more than loopback socket buffers hold.
         const SIZE: usize = 48 << 20;

@@ -165,6 +165,20 @@ async fn logged_in(
     (auth, upstream, state, config)
 }
 
+/// Eight `echo` calls to `a` at once; every one succeeds.
+async fn eight_calls_at_once(registry: &actix::Addr<Registry>) {
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let registry = registry.clone();
+            actix_rt::spawn(async move { call(&registry, "a", "echo", echo_args()).await })
+        })
+        .collect();
+    for call in calls {
+        let outcome = call.await.unwrap();
+        assert!(succeeded(&outcome), "{outcome:?}");
+    }
+}
+
 fn succeeded(outcome: &CallOutcome) -> bool {
     matches!(outcome, CallOutcome::Success(result) if text(result) == "hello")
 }
@@ -181,16 +195,7 @@ fn a_token_near_expiry_is_refreshed_once_for_concurrent_calls() {
         let before = auth.counts();
         // Token ages are whole seconds: 3.1 s is 3 or 4 of the 4.
         tokio::time::sleep(Duration::from_millis(3100)).await;
-        let calls: Vec<_> = (0..8)
-            .map(|_| {
-                let registry = registry.clone();
-                actix_rt::spawn(async move { call(&registry, "a", "echo", echo_args()).await })
-            })
-            .collect();
-        for call in calls {
-            let outcome = call.await.unwrap();
-            assert!(succeeded(&outcome), "{outcome:?}");
-        }
+        eight_calls_at_once(&registry).await;
         assert_eq!(auth.counts().refreshes - before.refreshes, 1);
         assert_eq!(auth.counts().token_requests - before.token_requests, 1);
         assert_eq!(upstream.tool_calls("echo"), 9);
@@ -385,16 +390,7 @@ fn a_client_credentials_connection_renews_its_own_tokens() {
         assert_eq!(auth.counts().authorizations, 0, "no login");
 
         tokio::time::sleep(Duration::from_millis(1100)).await;
-        let calls: Vec<_> = (0..8)
-            .map(|_| {
-                let registry = registry.clone();
-                actix_rt::spawn(async move { call(&registry, "a", "echo", echo_args()).await })
-            })
-            .collect();
-        for call in calls {
-            let outcome = call.await.unwrap();
-            assert!(succeeded(&outcome), "{outcome:?}");
-        }
+        eight_calls_at_once(&registry).await;
         assert_eq!(
             auth.counts().token_requests,
             2,
