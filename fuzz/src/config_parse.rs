@@ -75,9 +75,13 @@ fn config_dir() -> &'static Path {
 }
 
 /// The injected environment: every variable is set to the canary, except
-/// `UNSET*` (missing) and `WS*` (a value with whitespace, which is refused).
+/// `UNSET*` (missing), `WS*` (a value with whitespace, which is refused), and
+/// `HOME` and `XDG_STATE_HOME`, which are locations, not secrets (the state
+/// directory, shown in `Debug`, is derived from them).
 fn env(name: &str) -> Option<String> {
-    if name.starts_with("UNSET") {
+    if name == "HOME" || name == "XDG_STATE_HOME" {
+        Some(format!("/fuzz/{}", name.to_ascii_lowercase()))
+    } else if name.starts_with("UNSET") {
         None
     } else if name.starts_with("WS") {
         Some(format!("{ENV_CANARY} two words"))

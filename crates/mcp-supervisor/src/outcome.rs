@@ -185,7 +185,7 @@ pub mod messages {
     /// `MCP connection '{name}' is unavailable (…); it will not be retried.`
     pub fn retired(name: &str, failure: &Failure) -> String {
         if failure.kind == FailureKind::NeedsLogin {
-            return needs_login(name, failure.wanted_scope());
+            return needs_login(name, failure.wants_login_for_scope());
         }
         format!(
             "MCP connection '{name}' is unavailable (kind={}, status={}); it will not be retried.",
@@ -194,14 +194,13 @@ pub mod messages {
         )
     }
 
-    /// An OAuth connection without usable tokens, or whose tokens lack
-    /// `scope` (space-separated) it needs to work at all.
-    pub fn needs_login(name: &str, scope: Option<&str>) -> String {
-        let why = match scope {
-            Some(scope) => {
-                format!("its OAuth login lacks the scope {scope}, which the server requires")
-            }
-            None => "its OAuth tokens are missing, expired or revoked".to_owned(),
+    /// An OAuth connection without usable tokens, or (`for_scope`) whose
+    /// tokens lack a scope it needs to work at all.
+    pub fn needs_login(name: &str, for_scope: bool) -> String {
+        let why = if for_scope {
+            "its OAuth login lacks a scope the server requires (`mcp-supervisor status` names it)"
+        } else {
+            "its OAuth tokens are missing, expired or revoked"
         };
         format!(
             "MCP connection '{name}' needs a login (kind=needs_login): {why}, and nothing is \
@@ -214,12 +213,12 @@ pub mod messages {
     pub fn rejected(name: &str, failure: &Failure) -> String {
         let status = failure.status_label();
         match failure.kind {
-            FailureKind::Permission if failure.wanted_scope().is_some() => format!(
-                "MCP connection '{name}' rejected this call (status={status}): it needs the \
-                 OAuth scope {}, which the login did not grant. The connection is still \
-                 available for other calls. Tell the user to run `mcp-supervisor login {name}` \
-                 (the new login asks for this scope too), then retry.",
-                failure.wanted_scope().unwrap_or_default()
+            FailureKind::Permission if failure.wants_login_for_scope() => format!(
+                "MCP connection '{name}' rejected this call (status={status}): it needs an \
+                 OAuth scope the login did not grant (`mcp-supervisor status` names it). The \
+                 connection is still available for other calls. Tell the user to run \
+                 `mcp-supervisor login {name}` (the new login asks for that scope too), then \
+                 retry."
             ),
             FailureKind::Permission => format!(
                 "MCP connection '{name}' rejected this call (status={status}): the provider \

@@ -165,9 +165,7 @@ fn http_error(error: &HttpError) -> Failure {
             reason: "authorization required".into(),
             ..Failure::from_status(401, None)
         },
-        StreamableHttpError::InsufficientScope(error) => {
-            Failure::insufficient_scope(error.get_required_scope())
-        }
+        StreamableHttpError::InsufficientScope(_) => Failure::insufficient_scope(),
         // rmcp re-initializes once by itself; reaching us means that failed
         // too. The session is what broke; a call is re-sent only if safe.
         StreamableHttpError::SessionExpired => Failure {

@@ -101,8 +101,10 @@ impl fmt::Display for FailureKind {
     }
 }
 
-/// How [`Failure::insufficient_scope`] starts its reason.
-const NEEDS_SCOPE: &str = "insufficient scope, needs: ";
+/// The reasons of [`Failure::insufficient_scope`] and
+/// [`Failure::login_for_scope`].
+const INSUFFICIENT_SCOPE: &str = "insufficient scope";
+const LOGIN_FOR_SCOPE: &str = "insufficient scope; a new login asks for it";
 
 /// One classified failure. Built by [`classify`] or the constructors below.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,21 +166,28 @@ impl Failure {
         Failure::new(FailureKind::Timeout, reason)
     }
 
-    /// A 403 `insufficient_scope`: the token lacks `scope` (space-separated,
-    /// when the challenge named it).
-    pub fn insufficient_scope(scope: Option<&str>) -> Self {
+    /// A 403 `insufficient_scope`: the token lacks a scope the server wants.
+    /// (Which one is the server's text, so it is not in the reason; an
+    /// OAuth connection records it for the next login, see
+    /// [`crate::oauth`].)
+    pub fn insufficient_scope() -> Self {
         Failure {
-            reason: match scope {
-                Some(scope) => format!("{NEEDS_SCOPE}{scope}"),
-                None => "insufficient scope".to_owned(),
-            },
+            reason: INSUFFICIENT_SCOPE.to_owned(),
             ..Failure::from_status(403, None)
         }
     }
 
-    /// The scopes a 403 `insufficient_scope` named, space-separated.
-    pub fn wanted_scope(&self) -> Option<&str> {
-        self.reason.strip_prefix(NEEDS_SCOPE)
+    /// The same on an OAuth connection: a new login asks for the scope.
+    pub fn login_for_scope(self) -> Self {
+        Failure {
+            reason: LOGIN_FOR_SCOPE.to_owned(),
+            ..self
+        }
+    }
+
+    /// Whether a new login would grant what this failure lacked.
+    pub fn wants_login_for_scope(&self) -> bool {
+        self.reason == LOGIN_FOR_SCOPE
     }
 
     /// An OAuth connection has no usable tokens; `reason` says why.

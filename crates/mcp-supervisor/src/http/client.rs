@@ -611,8 +611,8 @@ async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u
 }
 
 /// The `scope` of an `insufficient_scope` challenge, if it names one: only
-/// scope-token characters (RFC 6749 §3.3) and spaces, at most 200 of them,
-/// since the text ends up in messages.
+/// scope-token characters (RFC 6749 §3.3) and spaces, at most 200 of them
+/// (it is recorded for the next login, and `status` shows it).
 fn required_scope(challenge: &str) -> Option<String> {
     let base = reqwest::Url::parse("http://localhost/").ok()?;
     let params = rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base);

@@ -275,13 +275,19 @@ async fn fetch_metadata(issuer: &str) -> Result<AuthorizationMetadata, AuthError
 
 /// What a failure on an OAuth session means: a 401 that a refresh could
 /// not get past needs a login; a 403 `insufficient_scope` records the scopes
-/// for the next login to ask for, and while connecting (the session cannot
-/// work without them) needs that login. Other failures are as classified.
-pub(crate) fn on_session(failure: Failure, tokens: Option<&TokenFile>, phase: Phase) -> Failure {
+/// it names (in `error`) for the next login to ask for, and while
+/// connecting (the session cannot work without them) needs that login.
+/// Other failures are as classified.
+pub(crate) fn on_session(
+    failure: Failure,
+    error: &(dyn std::error::Error + 'static),
+    tokens: Option<&TokenFile>,
+    phase: Phase,
+) -> Failure {
     let Some(tokens) = tokens else {
         return failure;
     };
-    if let Some(scope) = failure.wanted_scope() {
+    if let Some(scope) = required_scope(error) {
         let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
         let tokens = tokens.clone();
         tokio::spawn(async move {
@@ -289,6 +295,7 @@ pub(crate) fn on_session(failure: Failure, tokens: Option<&TokenFile>, phase: Ph
                 tracing::warn!(%error, "could not record the OAuth scopes the server asked for");
             }
         });
+        let failure = failure.login_for_scope();
         if phase == Phase::Connect {
             return Failure {
                 kind: FailureKind::NeedsLogin,
@@ -304,6 +311,21 @@ pub(crate) fn on_session(failure: Failure, tokens: Option<&TokenFile>, phase: Ph
         };
     }
     failure
+}
+
+/// The scope an `insufficient_scope` answer in `error`'s chain named.
+fn required_scope(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    std::iter::successors(Some(error), |error| error.source())
+        .take(64)
+        .find_map(
+            |node| match node.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                Some(StreamableHttpError::InsufficientScope(refused)) => {
+                    refused.get_required_scope().map(str::to_owned)
+                }
+                _ => None,
+            },
+        )
 }
 
 /// An OAuth failure as the supervisor classifies it: what needs a person is

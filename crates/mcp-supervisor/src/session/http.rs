@@ -135,7 +135,12 @@ pub async fn open_http(
                 return Box::pin(open_http(transport, clients, recorder, legacy, deadline)).await;
             }
             let failure = classify_recorded(&error, Some(&recorder));
-            return Err(oauth::on_session(failure, tokens.as_ref(), Phase::Connect));
+            return Err(oauth::on_session(
+                failure,
+                &error,
+                tokens.as_ref(),
+                Phase::Connect,
+            ));
         }
         Err(_) => return Err(Failure::timeout("initialize did not complete in time")),
     };

@@ -384,7 +384,7 @@ impl Session {
     /// error itself lost the status.
     fn classify(&self, error: &(dyn std::error::Error + 'static), phase: Phase) -> Failure {
         let failure = classify_recorded(error, self.recorder.as_ref());
-        crate::oauth::on_session(failure, self.tokens.as_ref(), phase)
+        crate::oauth::on_session(failure, error, self.tokens.as_ref(), phase)
     }
 }
 
