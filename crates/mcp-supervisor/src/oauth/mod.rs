@@ -1,10 +1,11 @@
-//! Upstream OAuth 2.1 (docs/OAUTH.md; docs/DECISIONS.md #73): a person logs
-//! in once ([`login`]), the tokens are kept in the connection's
+//! Upstream OAuth 2.1 (docs/OAUTH.md; docs/DECISIONS.md #73, #74): a person
+//! logs in once ([`login`]), the tokens are kept in the connection's
 //! [`TokenFile`], and the connection's transport sends them, refreshing
 //! ahead of expiry and once after a 401 (rmcp's `AuthClient` and
 //! `AuthorizationManager`). A connection without usable tokens fails with
-//! [`FailureKind::NeedsLogin`](crate::FailureKind::NeedsLogin) and sends
-//! nothing.
+//! [`crate::FailureKind::NeedsLogin`] and sends
+//! nothing. A `client_credentials` connection gets its own tokens
+//! (`CredentialsClient`).
 
 mod credentials;
 mod login;
