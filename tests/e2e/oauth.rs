@@ -13,14 +13,41 @@ use serde_json::Value;
 /// authorization server approves at once.
 const BROWSER: &str = "curl -sSL -o /dev/null";
 
-/// `docs` and `mail`, both OAuth, both to `url`; tokens under `state`.
-fn config_text(url: &str, state: &std::path::Path) -> String {
+/// `docs` and `mail`, both OAuth, both to `url`; tokens under `state`; the
+/// admin API at `admin` (`login` tells a running supervisor there).
+fn config_text(url: &str, state: &std::path::Path, admin: &str) -> String {
     format!(
-        "[supervisor]\nstate_dir = \"{}\"\n\
+        "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"both\"\n\
+         [admin]\nlisten = \"{admin}\"\n[supervisor]\nstate_dir = \"{}\"\n\
          [connections.docs]\ntransport = \"http\"\nurl = \"{url}\"\nauth = {{ kind = \"oauth\" }}\n\
          [connections.mail]\ntransport = \"http\"\nurl = \"{url}\"\nauth = {{ kind = \"oauth\" }}\n",
         state.display()
     )
+}
+
+/// The text of connection `mail`'s `echo` answer to `{"text": "m"}`, asked
+/// through the gateway at `url` with `call_mcp` (the gateway has never
+/// listed `mail`'s tools: it needed a login from the start).
+fn gateway_echo(url: &str) -> String {
+    use rmcp::{
+        ServiceExt, model::CallToolRequestParams, transport::StreamableHttpClientTransport,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+        let mut call = CallToolRequestParams::new("call_mcp");
+        call.arguments = serde_json::json!({
+            "connection": "mail", "tool": "echo", "arguments": {"text": "m"}
+        })
+        .as_object()
+        .cloned();
+        let answer = client.call_tool(call).await.unwrap();
+        let _ = client.cancel().await;
+        answer.content[0].as_text().unwrap().text.clone()
+    })
 }
 
 /// The stored tokens' texts, for "appears nowhere" checks.
@@ -63,7 +90,11 @@ fn login_then_call_serve_and_status_use_the_stored_tokens_and_print_none() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let config_path = dir.path().join("supervisor.toml");
-    let config = config_text(&upstream.url, &state);
+    let admin = {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        free.local_addr().unwrap().to_string()
+    };
+    let config = config_text(&upstream.url, &state, &admin);
     fs::write(&config_path, &config).unwrap();
     let config_arg = config_path.to_str().unwrap();
     let call = |connection: &str| -> Run {
@@ -98,6 +129,7 @@ fn login_then_call_serve_and_status_use_the_stored_tokens_and_print_none() {
         "the URL is shown: {login:?}"
     );
     assert!(login.stdout.contains("Logged in to 'docs'"), "{login:?}");
+    assert!(login.stdout.contains("No supervisor answered"), "{login:?}");
     let file = state.join("oauth/docs.json");
     let mode = fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
@@ -113,7 +145,7 @@ fn login_then_call_serve_and_status_use_the_stored_tokens_and_print_none() {
     // `serve` keeps serving with one connection logged in and one not;
     // `status` shows which.
     let served = Served::start(&config);
-    let admin = served.admin_url.trim_start_matches("http://").to_owned();
+    assert_eq!(served.admin_url, format!("http://{admin}"));
     let status = supervisor(&["status", "--admin", &admin], &[]);
     assert_eq!(status.code, Some(0), "{status:?}");
     let line = |name: &str| {
@@ -134,6 +166,31 @@ fn login_then_call_serve_and_status_use_the_stored_tokens_and_print_none() {
     for route in ["status", "metrics"] {
         assert_clean(route, &admin_get(&admin, route), &secrets);
     }
+    // A login while it runs: `login` tells it, and the connection is
+    // served with the new tokens without a restart or a reset.
+    let gateway_call = || gateway_echo(&served.gateway_url);
+    let before = gateway_call();
+    assert!(before.contains("mcp-supervisor login mail"), "{before}");
+    let login_mail = supervisor(
+        &["login", "--config", config_arg, "mail", "--timeout", "60s"],
+        &[("BROWSER", BROWSER)],
+    );
+    assert_eq!(login_mail.code, Some(0), "{login_mail:?}");
+    assert!(
+        login_mail
+            .stdout
+            .contains("The running supervisor uses them for 'mail'"),
+        "{login_mail:?}"
+    );
+    let status = supervisor(&["status", "--admin", &admin], &[]);
+    let mail_row = status
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("mail"))
+        .unwrap()
+        .to_owned();
+    assert!(mail_row.contains("token until"), "{}", status.stdout);
+    assert_eq!(gateway_call(), "m", "the running gateway serves mail now");
     assert_clean("serve", &served.stderr(), &secrets);
     drop(served);
 

@@ -73,7 +73,8 @@ pub(crate) enum Command {
         admin: AdminTarget,
     },
     /// Log in to an OAuth connection: prints a URL to open (and runs `$BROWSER` with it), waits
-    /// for the authorization, stores the tokens.
+    /// for the authorization, stores the tokens, and has a supervisor running on the config use
+    /// them.
     Login {
         #[arg(long, short)]
         config: PathBuf,

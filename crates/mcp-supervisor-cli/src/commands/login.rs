@@ -8,8 +8,13 @@ use mcp_supervisor::{
     oauth::{self, TokenFile},
 };
 
-use super::oneshot::load;
-use crate::exit::Exit;
+use reqwest::Method;
+
+use super::{
+    admin_client::{AdminClient, block_on},
+    oneshot::load,
+};
+use crate::{cli::AdminTarget, exit::Exit};
 
 /// `mcp-supervisor login NAME --config F [--timeout 300s]`.
 pub(crate) fn login(config_path: &Path, name: &str, patience: Duration) -> Result<(), Exit> {
@@ -40,8 +45,34 @@ pub(crate) fn login(config_path: &Path, name: &str, patience: Duration) -> Resul
         "Logged in to '{name}' ({scopes}{lifetime}{refresh}). Tokens: {}",
         settings.token_file.display()
     );
-    println!("A running supervisor picks them up on `mcp-supervisor reset {name}`.");
+    tell_running_supervisor(config_path, name);
     Ok(())
+}
+
+/// Asks a supervisor running on `config_path` (its admin address) to reset
+/// `name`, so it connects with the new tokens on next use; says what
+/// happened either way (the login itself succeeded).
+fn tell_running_supervisor(config_path: &Path, name: &str) {
+    let target = AdminTarget {
+        admin: None,
+        config: Some(config_path.to_owned()),
+    };
+    let told = AdminClient::new(target).and_then(|client| {
+        block_on(client.request(Method::POST, &["connections", name, "reset"]))?
+    });
+    match told {
+        Ok(answer) if answer.status.is_success() => {
+            println!("The running supervisor uses them for '{name}' from its next call on.");
+        }
+        Ok(answer) => println!(
+            "The running supervisor did not reset '{name}' ({}); run `mcp-supervisor reset {name}`.",
+            answer.error_message()
+        ),
+        Err(_) => println!(
+            "No supervisor answered at the config's admin address: `serve` uses the tokens when \
+             it starts (for one running elsewhere: `mcp-supervisor reset {name} --admin HOST:PORT`)."
+        ),
+    }
 }
 
 /// `mcp-supervisor logout NAME --config F`: removes the stored tokens.
