@@ -873,3 +873,31 @@ fn a_waiting_large_request_is_not_read_until_its_turn() {
         }
     });
 }
+
+/// A large request waits for its turn at most `body_timeout`, then gets 503
+/// with `Retry-After` (two long large calls, or two clients slow to send
+/// their bodies, must not make others wait without end).
+#[test]
+fn a_large_request_that_gets_no_turn_in_time_is_told_to_retry() {
+    run(|| async {
+        let settings = "[gateway]\nbody_timeout = \"1s\"\n";
+        let (upstream, gateway) = gateway(settings, "max_concurrent_calls = 8").await;
+        let client = connect(&gateway, Plain::default()).await;
+        let (_, held) = large_calls_held(&upstream, &client, 2).await;
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let refused = http
+            .post(&gateway.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(vec![b' '; mcp_supervisor::gateway::LARGE_BODY_BYTES])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        upstream.control().release(2);
+        for call in held {
+            call.await.unwrap().unwrap();
+        }
+    });
+}

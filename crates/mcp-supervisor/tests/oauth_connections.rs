@@ -412,3 +412,73 @@ fn a_client_credentials_connection_renews_its_own_tokens() {
         );
     });
 }
+
+/// An access token that expired with no refresh token to renew it: the
+/// call is answered `needs_login` and sent nowhere (not even without a
+/// token, which a server open to anonymous callers would run).
+#[test]
+fn an_expired_token_without_a_refresh_token_sends_nothing() {
+    run(|| async {
+        let (_auth, upstream, _state, config) = logged_in(Some(Duration::from_secs(2))).await;
+        let file = oauth::TokenFile::new(oauth_settings(&config).token_file);
+        let mut stored = file.credentials().await.unwrap().unwrap();
+        stored
+            .token_response
+            .as_mut()
+            .unwrap()
+            .set_refresh_token(None);
+        file.store(stored).await.unwrap();
+        let registry = Registry::new(config).start();
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(
+            matches!(&outcome, CallOutcome::Unavailable { failure, .. } if failure.kind == FailureKind::NeedsLogin),
+            "{outcome:?}"
+        );
+        assert_eq!(upstream.tool_calls("echo"), 1, "the second call was sent");
+    });
+}
+
+/// Client credentials the authorization server refuses (a wrong secret)
+/// are an `auth` failure: the connection retires at once, with no more
+/// token requests (no retry mends a wrong secret).
+#[test]
+fn refused_client_credentials_retire_the_connection() {
+    run(|| async {
+        let (auth, upstream) = protected().await;
+        auth.register_client("machine", Some("s3cret"), &[]);
+        let state = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[supervisor]\nstate_dir = \"{}\"\n{}",
+            state.path().display(),
+            http_connection(
+                "a",
+                &upstream.url(),
+                "auth = { kind = \"oauth\", grant = \"client_credentials\", client_id = \"machine\", \
+                 client_secret_env = \"MACHINE_SECRET\" }"
+            )
+        );
+        let config = Config::from_toml_str(&text, Path::new("test.toml"), &|name| {
+            (name == "MACHINE_SECRET").then(|| "wrong".to_owned())
+        })
+        .unwrap();
+        let registry = Registry::new(config).start();
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        let CallOutcome::Unavailable {
+            failure, retry_in, ..
+        } = &outcome
+        else {
+            panic!("refused credentials: {outcome:?}");
+        };
+        assert_eq!(failure.kind, FailureKind::Auth, "{outcome:?}");
+        assert_eq!(*retry_in, None, "retired, not parked");
+        let asked = auth.counts().token_requests;
+        assert!(matches!(
+            call(&registry, "a", "echo", echo_args()).await,
+            CallOutcome::Unavailable { .. }
+        ));
+        assert_eq!(auth.counts().token_requests, asked, "nothing more asked");
+        assert_eq!(upstream.tool_calls("echo"), 0);
+    });
+}

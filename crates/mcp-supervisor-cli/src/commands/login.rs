@@ -45,14 +45,17 @@ pub(crate) fn login(config_path: &Path, name: &str, patience: Duration) -> Resul
         "Logged in to '{name}' ({scopes}{lifetime}{refresh}). Tokens: {}",
         settings.token_file.display()
     );
-    tell_running_supervisor(config_path, name);
+    let told = tell_running_supervisor(config_path, name);
+    if told {
+        println!("The running supervisor uses them for '{name}' from its next call on.");
+    }
     Ok(())
 }
 
 /// Asks a supervisor running on `config_path` (its admin address) to reset
-/// `name`, so it connects with the new tokens on next use; says what
-/// happened either way (the login itself succeeded).
-fn tell_running_supervisor(config_path: &Path, name: &str) {
+/// `name`, so its next call uses the token file as it is now; `true` if it
+/// did, else says why not (the login or logout itself succeeded).
+fn tell_running_supervisor(config_path: &Path, name: &str) -> bool {
     let target = AdminTarget {
         admin: None,
         config: Some(config_path.to_owned()),
@@ -61,18 +64,17 @@ fn tell_running_supervisor(config_path: &Path, name: &str) {
         block_on(client.request(Method::POST, &["connections", name, "reset"]))?
     });
     match told {
-        Ok(answer) if answer.status.is_success() => {
-            println!("The running supervisor uses them for '{name}' from its next call on.");
-        }
+        Ok(answer) if answer.status.is_success() => return true,
         Ok(answer) => println!(
             "The running supervisor did not reset '{name}' ({}); run `mcp-supervisor reset {name}`.",
             answer.error_message()
         ),
         Err(_) => println!(
-            "No supervisor answered at the config's admin address: `serve` uses the tokens when \
+            "No supervisor answered at the config's admin address: `serve` reads the tokens when \
              it starts (for one running elsewhere: `mcp-supervisor reset {name} --admin HOST:PORT`)."
         ),
     }
+    false
 }
 
 /// `mcp-supervisor logout NAME --config F`: removes the stored tokens.
@@ -84,7 +86,13 @@ pub(crate) fn logout(config_path: &Path, name: &str) -> Result<(), Exit> {
         .build()
         .map_err(|error| Exit::Failed(format!("cannot start: {error}")))?;
     match runtime.block_on(file.remove()) {
-        Ok(true) => println!("Logged out of '{name}': its tokens are removed."),
+        Ok(true) => {
+            println!("Logged out of '{name}': its tokens are removed.");
+            // A running supervisor still holds them in memory until reset.
+            if tell_running_supervisor(config_path, name) {
+                println!("The running supervisor no longer uses them.");
+            }
+        }
         Ok(false) => println!("'{name}' had no stored tokens."),
         Err(error) => {
             return Err(Exit::Failed(format!(

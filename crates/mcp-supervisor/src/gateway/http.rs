@@ -11,8 +11,9 @@
 //! - admits large requests (a body of [`LARGE_BODY_BYTES`] or more) at most
 //!   [`LARGE_AT_ONCE`] at a time, so what their parsing and copies cost in
 //!   memory is bounded however many arrive together; the others wait before
-//!   their bodies are read, holding none of their bytes (small requests
-//!   never wait);
+//!   their bodies are read (one with a declared length holds none of its
+//!   bytes; one without, at most 1 MiB), for at most `body_timeout`, then
+//!   get 503 with `Retry-After` (small requests never wait);
 //! - caps live sessions at `max_sessions` (`CappedSessions`): beyond it,
 //!   `initialize` is answered 503 with a JSON-RPC error; a session idle for
 //!   `session_idle_timeout` is closed;
@@ -372,7 +373,7 @@ impl Endpoint {
         }
         let mut permit = None;
         if declared.is_some_and(|length| length >= LARGE_BODY_BYTES as u64) {
-            permit = Some(self.large_permit().await);
+            permit = Some(self.large_permit().await?);
         }
         let mut deadline = Instant::now() + self.body_timeout;
         let mut chunks = body.into_data_stream();
@@ -402,19 +403,31 @@ impl Endpoint {
             collected.extend_from_slice(&chunk);
             if permit.is_none() && collected.len() >= LARGE_BODY_BYTES {
                 let waiting = Instant::now();
-                permit = Some(self.large_permit().await);
+                permit = Some(self.large_permit().await?);
                 deadline += waiting.elapsed();
             }
         }
     }
 
-    /// One of the [`LARGE_AT_ONCE`] permits, when one is free.
-    async fn large_permit(&self) -> OwnedSemaphorePermit {
-        self.large
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the large-request semaphore is never closed")
+    /// One of the [`LARGE_AT_ONCE`] permits, when one is free within
+    /// `body_timeout` (permits held by clients slow to send their bodies, or
+    /// by long calls, must not make others wait without end); else 503 with
+    /// `Retry-After`.
+    async fn large_permit(&self) -> Result<OwnedSemaphorePermit, Response> {
+        let permit = self.large.clone().acquire_owned();
+        match tokio::time::timeout(self.body_timeout, permit).await {
+            Ok(permit) => Ok(permit.expect("the large-request semaphore is never closed")),
+            Err(_) => {
+                let mut busy = (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Service Unavailable: large requests are being processed; retry shortly",
+                )
+                    .into_response();
+                busy.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                Err(busy)
+            }
+        }
     }
 }
 

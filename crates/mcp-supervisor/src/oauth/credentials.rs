@@ -1,8 +1,10 @@
-//! `grant = "client_credentials"`: a connection that gets its own tokens
-//! with its client id and secret (machine to machine; no login). rmcp's
-//! `AuthClient` only refreshes with a refresh token, which this grant does
-//! not give, so [`CredentialsClient`] asks for a new token instead: when
-//! there is none, ahead of expiry, and once after a 401.
+//! [`TokenClient`]: every request to an OAuth upstream carries a token from
+//! a [`TokenSource`], and a 401 gets one new token and one retry; without a
+//! token nothing is sent (rmcp's `AuthClient` sends the request without
+//! one). Two sources: [`LoginTokens`] (the tokens of `mcp-supervisor
+//! login`, refreshed with the refresh token) and [`ClientTokens`]
+//! (`grant = "client_credentials"`: the client's own credentials, no login;
+//! this grant gives no refresh token, so a new token is asked for instead).
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -26,11 +28,53 @@ fn renewal_margin(lifetime: Duration) -> Duration {
     (lifetime / 2).min(Duration::from_secs(30))
 }
 
+/// The longest a token is kept without asking for a new one.
+const LONGEST_HOLD: Duration = Duration::from_secs(24 * 3600);
+
 /// A lifetime the server did not state is taken as this.
 const UNSTATED_LIFETIME: Duration = Duration::from_secs(3600);
 
-/// A connection's client-credentials tokens: one request for a new token at
-/// a time; callers waiting meanwhile get its result.
+/// Where a [`TokenClient`] gets its tokens. One request for a new token at a
+/// time; callers waiting meanwhile get its result.
+pub(crate) trait TokenSource: Send + Sync + 'static {
+    /// The token to send: the current one, unless it is near its expiry or
+    /// is `rejected` (a 401 answered it); then a new one. An error means no
+    /// request is sent.
+    fn token(
+        &self,
+        rejected: Option<&str>,
+    ) -> impl Future<Output = Result<String, AuthError>> + Send;
+}
+
+/// The tokens of `mcp-supervisor login`, in the connection's token file:
+/// refreshed ahead of expiry, and after a 401, with the refresh token.
+pub(crate) struct LoginTokens {
+    manager: Mutex<AuthorizationManager>,
+}
+
+impl LoginTokens {
+    pub(crate) fn new(manager: AuthorizationManager) -> Self {
+        Self {
+            manager: Mutex::new(manager),
+        }
+    }
+}
+
+impl TokenSource for LoginTokens {
+    async fn token(&self, rejected: Option<&str>) -> Result<String, AuthError> {
+        use oauth2::TokenResponse;
+        let manager = self.manager.lock().await;
+        // Refreshes ahead of expiry; `AuthorizationRequired` when it cannot.
+        let current = manager.get_access_token().await?;
+        if rejected != Some(current.as_str()) {
+            return Ok(current);
+        }
+        let refreshed = manager.refresh_token().await?;
+        Ok(refreshed.access_token().secret().to_owned())
+    }
+}
+
+/// A connection's client-credentials tokens.
 pub(crate) struct ClientTokens {
     manager: AuthorizationManager,
     config: ClientCredentialsConfig,
@@ -50,10 +94,10 @@ impl ClientTokens {
             current: Mutex::new(None),
         }
     }
+}
 
-    /// The token to send: the current one, unless it is near its expiry or
-    /// is `rejected` (a 401 answered it); then a new one.
-    pub(crate) async fn token(&self, rejected: Option<&str>) -> Result<String, AuthError> {
+impl TokenSource for ClientTokens {
+    async fn token(&self, rejected: Option<&str>) -> Result<String, AuthError> {
         use oauth2::TokenResponse;
         let mut current = self.current.lock().await;
         if let Some(held) = current.as_ref()
@@ -68,30 +112,42 @@ impl ClientTokens {
             .await?;
         let lifetime = issued.expires_in().unwrap_or(UNSTATED_LIFETIME);
         let token = issued.access_token().secret().to_owned();
+        let now = Instant::now();
         *current = Some(Current {
             token: SecretString::from(token.clone()),
-            renew_at: Instant::now() + lifetime - renewal_margin(lifetime),
+            // `checked_add`: a server may say a token lives "forever".
+            renew_at: now
+                .checked_add(lifetime - renewal_margin(lifetime))
+                .unwrap_or(now + LONGEST_HOLD),
         });
         Ok(token)
     }
 }
 
-/// rmcp's streamable HTTP client `inner`, every request carrying a
-/// client-credentials token; a 401 gets one new token and one retry (a 401
-/// means the request did not run).
-#[derive(Clone)]
-pub(crate) struct CredentialsClient<C> {
+/// rmcp's streamable HTTP client `inner`, every request carrying a token of
+/// `S`; a 401 gets one new token and one retry (a 401 means the request did
+/// not run).
+pub(crate) struct TokenClient<C, S> {
     inner: C,
-    tokens: Arc<ClientTokens>,
+    tokens: Arc<S>,
 }
 
-impl<C> CredentialsClient<C> {
-    pub(crate) fn new(inner: C, tokens: Arc<ClientTokens>) -> Self {
+impl<C: Clone, S> Clone for TokenClient<C, S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            tokens: Arc::clone(&self.tokens),
+        }
+    }
+}
+
+impl<C, S> TokenClient<C, S> {
+    pub(crate) fn new(inner: C, tokens: Arc<S>) -> Self {
         Self { inner, tokens }
     }
 }
 
-impl<C: StreamableHttpClient + Send + Sync> CredentialsClient<C> {
+impl<C: StreamableHttpClient + Send + Sync, S: TokenSource> TokenClient<C, S> {
     async fn authorized<T, F, Fut>(&self, call: F) -> Result<T, StreamableHttpError<C::Error>>
     where
         F: Fn(Option<String>) -> Fut,
@@ -110,7 +166,9 @@ impl<C: StreamableHttpClient + Send + Sync> CredentialsClient<C> {
 
 type SseStream = futures::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>;
 
-impl<C: StreamableHttpClient + Send + Sync> StreamableHttpClient for CredentialsClient<C> {
+impl<C: StreamableHttpClient + Send + Sync, S: TokenSource> StreamableHttpClient
+    for TokenClient<C, S>
+{
     type Error = C::Error;
 
     async fn post_message(

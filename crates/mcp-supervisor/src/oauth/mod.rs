@@ -1,11 +1,11 @@
 //! Upstream OAuth 2.1 (docs/OAUTH.md; docs/DECISIONS.md #73, #74): a person
 //! logs in once ([`login`]), the tokens are kept in the connection's
 //! [`TokenFile`], and the connection's transport sends them, refreshing
-//! ahead of expiry and once after a 401 (rmcp's `AuthClient` and
+//! ahead of expiry and once after a 401 (`TokenClient` over rmcp's
 //! `AuthorizationManager`). A connection without usable tokens fails with
 //! [`crate::FailureKind::NeedsLogin`] and sends
 //! nothing. A `client_credentials` connection gets its own tokens
-//! (`CredentialsClient`).
+//! (`ClientTokens`).
 
 mod credentials;
 mod login;
@@ -17,7 +17,7 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
 };
 
-pub(crate) use credentials::{ClientTokens, CredentialsClient};
+pub(crate) use credentials::{ClientTokens, LoginTokens, TokenClient};
 
 pub use login::{LoggedIn, LoginError, login};
 pub use store::TokenFile;
@@ -70,9 +70,13 @@ pub async fn status(settings: &OAuthSettings) -> OAuthStatus {
     OAuthStatus {
         by_itself,
         logged_in: token.is_some(),
-        expires_at: token.and_then(TokenResponse::expires_in).zip(received).map(
-            |(lifetime, at)| std::time::UNIX_EPOCH + std::time::Duration::from_secs(at) + lifetime,
-        ),
+        // `checked_add`: a server may say a token lives "forever".
+        expires_at: token
+            .and_then(TokenResponse::expires_in)
+            .zip(received)
+            .and_then(|(lifetime, at)| {
+                (std::time::UNIX_EPOCH + std::time::Duration::from_secs(at)).checked_add(lifetime)
+            }),
         scopes: stored
             .as_ref()
             .map(|stored| granted(&stored.granted_scopes))
@@ -125,6 +129,10 @@ pub(crate) async fn manager_for(
         Err(error) => Err(auth_failure(&error)),
     }
 }
+
+/// How long one discovery request may take (a server that accepts the
+/// connection and never answers must not hang `login`).
+const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The name a client registers under, and tells servers it is.
 const CLIENT_NAME: &str = "mcp-supervisor";
@@ -192,6 +200,7 @@ async fn discover(
 async fn challenge(url: &str) -> Option<String> {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .timeout(DISCOVERY_TIMEOUT)
         .build()
         .ok()?;
     let client_info =
@@ -252,6 +261,7 @@ async fn fetch_metadata(issuer: &str) -> Result<AuthorizationMetadata, AuthError
     let origin = base.origin().ascii_serialization();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .timeout(DISCOVERY_TIMEOUT)
         .build()
         .map_err(|_| AuthError::MetadataError("no HTTP client".into()))?;
     for candidate in [
@@ -334,9 +344,23 @@ fn required_scope(error: &(dyn std::error::Error + 'static)) -> Option<String> {
 /// (parked and retried like any upstream's).
 pub(crate) fn auth_failure(error: &AuthError) -> Failure {
     match error {
-        AuthError::AuthorizationRequired
-        | AuthError::TokenRefreshRejected(_)
-        | AuthError::CredentialStoreError(_) => Failure::needs_login(short(error)),
+        AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_) => {
+            Failure::needs_login(short(error))
+        }
+        // rmcp keeps only the text of a refused client credentials request;
+        // the OAuth error code in it says the credentials themselves are
+        // wrong (RFC 6749 §5.2), which no retry mends.
+        AuthError::ClientCredentialsError(text)
+            if ["invalid_client", "unauthorized_client"]
+                .iter()
+                .any(|code| text.contains(code)) =>
+        {
+            Failure::new(
+                FailureKind::Auth,
+                "the authorization server refused the client credentials",
+            )
+            .with_not_run()
+        }
         _ => Failure::new(FailureKind::Server, short(error)).with_not_run(),
     }
 }

@@ -100,12 +100,11 @@ impl TokenFile {
         .await
     }
 
+    /// Changes the file: read again first, not taken from the cache, since
+    /// another process (a `login`) may have replaced it since.
     async fn update(&self, change: impl FnOnce(&mut Contents)) -> io::Result<()> {
         let mut cached = self.cached.write().await;
-        let mut contents = match cached.as_ref() {
-            Some(contents) => contents.clone(),
-            None => read(&self.path)?,
-        };
+        let mut contents = read(&self.path)?;
         change(&mut contents);
         write(&self.path, &contents)?;
         *cached = Some(contents);
@@ -161,7 +160,10 @@ fn write(path: &Path, contents: &Contents) -> io::Result<()> {
     };
     let bytes = serde_json::to_vec_pretty(&contents).map_err(io::Error::other)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Unique per write, so two writers never share (or delete) one.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
     let written = (|| {
         let mut file = fs::OpenOptions::new()
             .write(true)

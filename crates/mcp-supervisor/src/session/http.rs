@@ -1,6 +1,6 @@
 //! Opening a session over streamable HTTP.
 
-use std::{collections::HashMap, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;
 
@@ -10,7 +10,7 @@ use rmcp::{
     model::{ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest},
     service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService},
     transport::{
-        AuthClient, StreamableHttpClientTransport,
+        StreamableHttpClientTransport,
         streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
@@ -113,14 +113,14 @@ pub async fn open_http(
     let serving = match authorizer {
         Authorizer::Login(manager, _) => serve(
             handler.clone(),
-            AuthClient::new(client, *manager),
+            oauth::TokenClient::new(client, Arc::new(oauth::LoginTokens::new(*manager))),
             config,
             lifecycle,
             ended.clone(),
         ),
         Authorizer::Client(tokens) => serve(
             handler.clone(),
-            oauth::CredentialsClient::new(client, tokens),
+            oauth::TokenClient::new(client, tokens),
             config,
             lifecycle,
             ended.clone(),
@@ -169,10 +169,10 @@ pub async fn open_http(
 /// What authorizes an HTTP session's requests beyond static headers.
 enum Authorizer {
     None,
-    /// Tokens from `mcp-supervisor login`, refreshed by rmcp's `AuthClient`.
+    /// Tokens from `mcp-supervisor login`, refreshed with the refresh token.
     Login(Box<rmcp::transport::AuthorizationManager>, oauth::TokenFile),
     /// `client_credentials`: tokens the connection gets by itself.
-    Client(std::sync::Arc<oauth::ClientTokens>),
+    Client(Arc<oauth::ClientTokens>),
 }
 
 /// Starts the MCP session over `client` (ours, or it wrapped in rmcp's OAuth
