@@ -757,13 +757,7 @@ fn large_requests_go_two_at_a_time_and_small_calls_pass_them() {
 
         // Small calls are answered while the large ones are in progress,
         // and none of them lets the third large request through.
-        for n in 0..20 {
-            let sum = client
-                .call_tool(tool_call("a__add", json!({"a": n, "b": 1})))
-                .await
-                .unwrap();
-            assert_eq!(text(&sum), (n + 1).to_string());
-        }
+        twenty_small_calls(&client).await;
         assert!(large.iter().all(|call| !call.is_finished()));
         assert_eq!(
             upstream.tool_calls("echo"),
@@ -805,6 +799,36 @@ async fn large_calls_held<H: ClientHandler>(
     (big, calls)
 }
 
+/// Twenty `a__add` calls through `client`, each answered right.
+async fn twenty_small_calls<H: ClientHandler>(client: &Client<H>) {
+    for n in 0..20 {
+        let sum = client
+            .call_tool(tool_call("a__add", json!({"a": n, "b": 1})))
+            .await
+            .unwrap();
+        assert_eq!(text(&sum), (n + 1).to_string());
+    }
+}
+
+/// A gateway with `settings` (and connection `a` to a test server), a
+/// client, and two large calls of that client held at the upstream.
+async fn two_large_calls_held(
+    settings: &str,
+) -> (TestServer, ServedGateway, Client<Plain>, Vec<LargeCall>) {
+    let (upstream, gateway) = gateway(settings, "max_concurrent_calls = 8").await;
+    let client = connect(&gateway, Plain::default()).await;
+    let (_, held) = large_calls_held(&upstream, &client, 2).await;
+    (upstream, gateway, client, held)
+}
+
+/// A POST to the gateway's endpoint with the headers MCP asks for and no
+/// session.
+fn raw_post(http: &reqwest::Client, url: &str) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+}
+
 /// A large request that waits for its turn holds none of its bytes: the
 /// gateway reads its body only once a permit is free, so its client waits to
 /// send it. Whether the body's length is declared or not (chunked: read up
@@ -813,10 +837,8 @@ async fn large_calls_held<H: ClientHandler>(
 #[test]
 fn a_waiting_large_request_is_not_read_until_its_turn() {
     run(|| async {
-        let settings = "[gateway]\nmax_body_bytes = 67108864\n";
-        let (upstream, gateway) = gateway(settings, "max_concurrent_calls = 8").await;
-        let client = connect(&gateway, Plain::default()).await;
-        let (_, held) = large_calls_held(&upstream, &client, 2).await;
+        let (upstream, gateway, client, held) =
+            two_large_calls_held("[gateway]\nmax_body_bytes = 67108864\n").await;
 
         // 48 MiB each, far more than loopback socket buffers hold.
         const SIZE: usize = 48 << 20;
@@ -831,11 +853,8 @@ fn a_waiting_large_request_is_not_read_until_its_turn() {
                     counted.fetch_add(chunk.len(), Ordering::SeqCst);
                     Ok::<_, std::io::Error>(chunk.clone())
                 }));
-                let mut post = http
-                    .post(&gateway.url)
-                    .header("content-type", "application/json")
-                    .header("accept", "application/json, text/event-stream")
-                    .body(reqwest::Body::wrap_stream(chunks));
+                let mut post =
+                    raw_post(&http, &gateway.url).body(reqwest::Body::wrap_stream(chunks));
                 if declared {
                     post = post.header("content-length", SIZE);
                 }
@@ -845,13 +864,7 @@ fn a_waiting_large_request_is_not_read_until_its_turn() {
 
         // Small calls are answered meanwhile; the waiting bodies stay unread
         // (what was sent sits in the socket buffers, a few MiB at most).
-        for n in 0..20 {
-            let sum = client
-                .call_tool(tool_call("a__add", json!({"a": n, "b": 1})))
-                .await
-                .unwrap();
-            assert_eq!(text(&sum), (n + 1).to_string());
-        }
+        twenty_small_calls(&client).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         for (pulled, _) in &waiting {
             let pulled = pulled.load(Ordering::SeqCst);
@@ -880,15 +893,10 @@ fn a_waiting_large_request_is_not_read_until_its_turn() {
 #[test]
 fn a_large_request_that_gets_no_turn_in_time_is_told_to_retry() {
     run(|| async {
-        let settings = "[gateway]\nbody_timeout = \"1s\"\n";
-        let (upstream, gateway) = gateway(settings, "max_concurrent_calls = 8").await;
-        let client = connect(&gateway, Plain::default()).await;
-        let (_, held) = large_calls_held(&upstream, &client, 2).await;
+        let (upstream, gateway, _client, held) =
+            two_large_calls_held("[gateway]\nbody_timeout = \"1s\"\n").await;
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let refused = http
-            .post(&gateway.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
+        let refused = raw_post(&http, &gateway.url)
             .body(vec![b' '; mcp_supervisor::gateway::LARGE_BODY_BYTES])
             .send()
             .await

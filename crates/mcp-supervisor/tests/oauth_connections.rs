@@ -165,6 +165,25 @@ async fn logged_in(
     (auth, upstream, state, config)
 }
 
+/// Connection `a` to `upstream` with `grant = "client_credentials"`, client
+/// `machine` with `secret`.
+fn machine_config(upstream: &TestServer, state_dir: &Path, secret: &str) -> Config {
+    let text = format!(
+        "[supervisor]\nstate_dir = \"{}\"\n{}",
+        state_dir.display(),
+        http_connection(
+            "a",
+            &upstream.url(),
+            "auth = { kind = \"oauth\", grant = \"client_credentials\", client_id = \"machine\", \
+             client_secret_env = \"MACHINE_SECRET\" }"
+        )
+    );
+    Config::from_toml_str(&text, Path::new("test.toml"), &|name| {
+        (name == "MACHINE_SECRET").then(|| secret.to_owned())
+    })
+    .unwrap()
+}
+
 /// Eight `echo` calls to `a` at once; every one succeeds.
 async fn eight_calls_at_once(registry: &actix::Addr<Registry>) {
     let calls: Vec<_> = (0..8)
@@ -370,20 +389,7 @@ fn a_client_credentials_connection_renews_its_own_tokens() {
         // Renewed when half the lifetime is left.
         auth.set_access_ttl(Duration::from_secs(2));
         let state = tempfile::tempdir().unwrap();
-        let text = format!(
-            "[supervisor]\nstate_dir = \"{}\"\n{}",
-            state.path().display(),
-            http_connection(
-                "a",
-                &upstream.url(),
-                "auth = { kind = \"oauth\", grant = \"client_credentials\", client_id = \"machine\", \
-                 client_secret_env = \"MACHINE_SECRET\" }"
-            )
-        );
-        let config = Config::from_toml_str(&text, Path::new("test.toml"), &|name| {
-            (name == "MACHINE_SECRET").then(|| "s3cret".to_owned())
-        })
-        .unwrap();
+        let config = machine_config(&upstream, state.path(), "s3cret");
         let registry = Registry::new(config).start();
         assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
         assert_eq!(auth.counts().token_requests, 1);
@@ -449,20 +455,7 @@ fn refused_client_credentials_retire_the_connection() {
         let (auth, upstream) = protected().await;
         auth.register_client("machine", Some("s3cret"), &[]);
         let state = tempfile::tempdir().unwrap();
-        let text = format!(
-            "[supervisor]\nstate_dir = \"{}\"\n{}",
-            state.path().display(),
-            http_connection(
-                "a",
-                &upstream.url(),
-                "auth = { kind = \"oauth\", grant = \"client_credentials\", client_id = \"machine\", \
-                 client_secret_env = \"MACHINE_SECRET\" }"
-            )
-        );
-        let config = Config::from_toml_str(&text, Path::new("test.toml"), &|name| {
-            (name == "MACHINE_SECRET").then(|| "wrong".to_owned())
-        })
-        .unwrap();
+        let config = machine_config(&upstream, state.path(), "wrong");
         let registry = Registry::new(config).start();
         let outcome = call(&registry, "a", "echo", echo_args()).await;
         let CallOutcome::Unavailable {
