@@ -95,13 +95,14 @@ pub(crate) fn granted(scopes: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The authorization manager for a connection's requests: its stored
-/// tokens, its authorization server's metadata. `NeedsLogin` when there are
-/// no tokens (nothing is sent then); other failures as classified.
-pub(crate) async fn manager_for(
+/// The token source for a connection's requests: its stored tokens, its
+/// authorization server's metadata (found as `login` found it). `NeedsLogin`
+/// when there are no tokens (nothing is sent then); other failures as
+/// classified. The token file comes too, for recording step-up scopes.
+pub(crate) async fn login_tokens(
     url: &str,
     settings: &OAuthSettings,
-) -> Result<(AuthorizationManager, TokenFile), Failure> {
+) -> Result<(Arc<LoginTokens>, TokenFile), Failure> {
     let file = TokenFile::new(settings.token_file.clone());
     let stored = file
         .credentials()
@@ -114,15 +115,11 @@ pub(crate) async fn manager_for(
         .await
         .map_err(|error| auth_failure(&error))?;
     manager.set_credential_store(file.clone());
-    if let Some(issuer) = &settings.authorization_server {
-        manager.set_metadata(
-            fetch_metadata(issuer)
-                .await
-                .map_err(|error| auth_failure(&error))?,
-        );
-    }
+    discover(&mut manager, url, settings)
+        .await
+        .map_err(|error| auth_failure(&error))?;
     match manager.initialize_from_store().await {
-        Ok(true) => Ok((manager, file)),
+        Ok(true) => Ok((Arc::new(LoginTokens::new(manager)), file)),
         Ok(false) => Err(Failure::needs_login(
             "the authorization server changed since the login",
         )),
@@ -133,6 +130,15 @@ pub(crate) async fn manager_for(
 /// How long one discovery request may take (a server that accepts the
 /// connection and never answers must not hang `login`).
 const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The client for our own discovery requests: no redirects followed (one
+/// could lead anywhere), bounded by [`DISCOVERY_TIMEOUT`].
+fn discovery_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(DISCOVERY_TIMEOUT)
+        .build()
+}
 
 /// The name a client registers under, and tells servers it is.
 const CLIENT_NAME: &str = "mcp-supervisor";
@@ -198,11 +204,7 @@ async fn discover(
 /// again). `None` when neither is challenged; discovery then tries the
 /// well-known URLs.
 async fn challenge(url: &str) -> Option<String> {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(DISCOVERY_TIMEOUT)
-        .build()
-        .ok()?;
+    let client = discovery_client().ok()?;
     let client_info =
         serde_json::json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")});
     let probes = [
@@ -259,11 +261,8 @@ async fn fetch_metadata(issuer: &str) -> Result<AuthorizationMetadata, AuthError
         .map_err(|_| AuthError::MetadataError("authorization_server is not a URL".into()))?;
     let path = base.path().trim_end_matches('/');
     let origin = base.origin().ascii_serialization();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(DISCOVERY_TIMEOUT)
-        .build()
-        .map_err(|_| AuthError::MetadataError("no HTTP client".into()))?;
+    let client =
+        discovery_client().map_err(|_| AuthError::MetadataError("no HTTP client".into()))?;
     for candidate in [
         format!("{origin}/.well-known/oauth-authorization-server{path}"),
         format!("{origin}/.well-known/openid-configuration{path}"),

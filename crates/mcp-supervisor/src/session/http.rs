@@ -81,11 +81,9 @@ pub async fn open_http(
         Some(UpstreamAuth::OAuth(settings)) => {
             let found = async {
                 match settings.grant {
-                    OAuthGrant::AuthorizationCode => {
-                        let (manager, tokens) =
-                            oauth::manager_for(&transport.url, settings).await?;
-                        Ok(Authorizer::Login(Box::new(manager), tokens))
-                    }
+                    OAuthGrant::AuthorizationCode => oauth::login_tokens(&transport.url, settings)
+                        .await
+                        .map(|(tokens, file)| Authorizer::Login(tokens, file)),
                     OAuthGrant::ClientCredentials => oauth::client_tokens(&transport.url, settings)
                         .await
                         .map(Authorizer::Client),
@@ -98,8 +96,8 @@ pub async fn open_http(
         }
         None => Authorizer::None,
     };
-    let tokens = match &authorizer {
-        Authorizer::Login(_, tokens) => Some(tokens.clone()),
+    let token_file = match &authorizer {
+        Authorizer::Login(_, file) => Some(file.clone()),
         _ => None,
     };
     let origin = reqwest::Url::parse(&transport.url)
@@ -111,9 +109,9 @@ pub async fn open_http(
     let ended = CancellationToken::new();
     let lifecycle = handler.lifecycle();
     let serving = match authorizer {
-        Authorizer::Login(manager, _) => serve(
+        Authorizer::Login(tokens, _) => serve(
             handler.clone(),
-            oauth::TokenClient::new(client, Arc::new(oauth::LoginTokens::new(*manager))),
+            oauth::TokenClient::new(client, tokens),
             config,
             lifecycle,
             ended.clone(),
@@ -138,7 +136,7 @@ pub async fn open_http(
             return Err(oauth::on_session(
                 failure,
                 &error,
-                tokens.as_ref(),
+                token_file.as_ref(),
                 Phase::Connect,
             ));
         }
@@ -160,8 +158,8 @@ pub async fn open_http(
         probe.settle(verdict);
     }
     let session = Session::new(service, Some(recorder), ended);
-    Ok(match tokens {
-        Some(tokens) => session.logging_in(tokens),
+    Ok(match token_file {
+        Some(file) => session.logging_in(file),
         None => session,
     })
 }
@@ -170,7 +168,7 @@ pub async fn open_http(
 enum Authorizer {
     None,
     /// Tokens from `mcp-supervisor login`, refreshed with the refresh token.
-    Login(Box<rmcp::transport::AuthorizationManager>, oauth::TokenFile),
+    Login(Arc<oauth::LoginTokens>, oauth::TokenFile),
     /// `client_credentials`: tokens the connection gets by itself.
     Client(Arc<oauth::ClientTokens>),
 }
