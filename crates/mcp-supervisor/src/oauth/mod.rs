@@ -382,3 +382,70 @@ fn short(error: &AuthError) -> String {
     };
     text.to_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use rmcp::transport::auth::StoredCredentials;
+
+    use super::*;
+
+    #[test]
+    fn what_a_person_must_do_is_needs_login_and_the_rest_is_a_server_failure() {
+        let kind = |error: AuthError| auth_failure(&error).kind;
+        assert_eq!(
+            kind(AuthError::AuthorizationRequired),
+            FailureKind::NeedsLogin
+        );
+        assert_eq!(
+            kind(AuthError::TokenRefreshRejected("x".into())),
+            FailureKind::NeedsLogin
+        );
+        // A full disk is not a login problem.
+        assert_eq!(
+            kind(AuthError::CredentialStoreError("x".into())),
+            FailureKind::Server
+        );
+        assert_eq!(
+            kind(AuthError::ClientCredentialsError(
+                "Token exchange failed: invalid_client".into()
+            )),
+            FailureKind::Auth
+        );
+        assert_eq!(
+            kind(AuthError::ClientCredentialsError(
+                "Token exchange failed: 503".into()
+            )),
+            FailureKind::Server
+        );
+    }
+
+    #[tokio::test]
+    async fn a_token_said_to_live_forever_shows_no_expiry_and_panics_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = serde_json::from_value(serde_json::json!({
+            "access_token": "a", "token_type": "bearer", "expires_in": u64::MAX
+        }))
+        .unwrap();
+        let settings = OAuthSettings {
+            client_id: None,
+            client_metadata_url: None,
+            client_secret: None,
+            scopes: Vec::new(),
+            grant: crate::config::OAuthGrant::AuthorizationCode,
+            authorization_server: None,
+            token_file: dir.path().join("a.json"),
+        };
+        TokenFile::new(settings.token_file.clone())
+            .store(StoredCredentials::new(
+                "c".into(),
+                Some(token),
+                Vec::new(),
+                Some(1),
+            ))
+            .await
+            .unwrap();
+        let shown = status(&settings).await;
+        assert!(shown.logged_in);
+        assert_eq!(shown.expires_at, None);
+    }
+}

@@ -264,6 +264,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_write_keeps_what_another_process_stored_since_this_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        let running = TokenFile::new(path.clone());
+        running.store(credentials("old")).await.unwrap();
+        // A `login` in another process replaces the tokens...
+        TokenFile::new(path.clone())
+            .store(credentials("new"))
+            .await
+            .unwrap();
+        // ...and the running one, recording a step-up, must not undo it.
+        running.want(&["admin".to_owned()]).await.unwrap();
+        let fresh = TokenFile::new(path);
+        assert_eq!(fresh.credentials().await.unwrap().unwrap().client_id, "new");
+        assert_eq!(fresh.wanted_scopes().await.unwrap(), ["admin"]);
+    }
+
+    #[tokio::test]
     async fn a_damaged_file_is_an_error_that_quotes_nothing_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.json");
