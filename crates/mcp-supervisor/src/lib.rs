@@ -21,6 +21,7 @@ pub mod connection;
 pub mod events;
 pub mod failure;
 pub mod gateway;
+mod heavy;
 pub mod http;
 mod listener;
 pub mod meta;

@@ -649,7 +649,7 @@ fn an_upstreams_json_rpc_error_is_passed_on_whatever_the_protocol() {
             let forwarded = registry
                 .send(Forward {
                     connection: "a".into(),
-                    request,
+                    request: request.into(),
                     link: None,
                 })
                 .await

@@ -1,6 +1,9 @@
 //! Messages a connection actor answers, public and internal.
 
-use std::time::{Duration, SystemTime};
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
 
 use actix::{
     ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseFuture,
@@ -27,7 +30,7 @@ use crate::{
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Forwarded")]
 pub struct Forward {
-    pub request: ClientRequest,
+    pub request: Arc<ClientRequest>,
     /// When the request must be answered, however long queueing, connecting
     /// and retries take (the caller's whole budget, counted from when it
     /// asked).
@@ -284,12 +287,12 @@ impl ConnectionActor {
     fn admit(
         &mut self,
         ctx: &mut Context<Self>,
-        request: ClientRequest,
+        request: Arc<ClientRequest>,
         (deadline, budget): (Instant, Duration),
         retry: CallRetry,
         link: Option<DownstreamLink>,
     ) -> Admitted {
-        let is_call = matches!(request, ClientRequest::CallToolRequest(_));
+        let is_call = matches!(*request, ClientRequest::CallToolRequest(_));
         if let Some(refusal) = self.refuses_now() {
             if is_call {
                 self.history.lock().calls.unavailable += 1;
@@ -307,16 +310,7 @@ impl ConnectionActor {
             super::admission::Admit::Now => (Some(self.lease(ctx)), None),
             super::admission::Admit::Queued(slot) => (None, Some(slot)),
         };
-        let op = self.operation(
-            ctx,
-            Request::Send {
-                request,
-                retry,
-                link,
-            },
-            deadline,
-            budget,
-        );
+        let op = self.operation(ctx, Request::send(request, retry, link), deadline, budget);
         Admitted::Run(Run {
             op,
             first,

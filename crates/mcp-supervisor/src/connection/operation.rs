@@ -23,6 +23,7 @@ use super::{
 use crate::{
     CallOutcome, Unavailable,
     failure::{Failure, FailureKind},
+    heavy::SharedRequest,
     outcome::{Forwarded, messages as text},
     policy::{Decision, Phase},
     session::{DownstreamLink, SendError, Session, Surface},
@@ -46,7 +47,8 @@ pub enum CallRetry {
 pub(crate) enum Request {
     /// A request sent upstream as it is (a `tools/call`, a `resources/read`, …).
     Send {
-        request: ClientRequest,
+        /// Kept for another attempt or input round.
+        request: SharedRequest,
         retry: CallRetry,
         /// Where its progress and server-to-client requests go (gateway only).
         link: Option<DownstreamLink>,
@@ -56,6 +58,18 @@ pub(crate) enum Request {
 }
 
 impl Request {
+    pub(crate) fn send(
+        request: Arc<ClientRequest>,
+        retry: CallRetry,
+        link: Option<DownstreamLink>,
+    ) -> Self {
+        Request::Send {
+            request: SharedRequest::new(request),
+            retry,
+            link,
+        }
+    }
+
     fn phase(&self) -> Phase {
         match self {
             Request::Send { .. } => Phase::Call,
@@ -160,7 +174,7 @@ impl Operation {
             let Request::Send { request, .. } = &mut self.request else {
                 return ended;
             };
-            if !set_inputs(request, responses, state) {
+            if !set_inputs(request.make_mut(), responses, state) {
                 return ended;
             }
             ended = self.run(None).await;
@@ -260,10 +274,16 @@ impl Operation {
 
     async fn perform(&self, session: &Arc<Session>) -> Result<Response, SendError> {
         match &self.request {
-            Request::Send { request, .. } => session
-                .send(request.clone(), self.request.link(), self.deadline)
-                .await
-                .map(Response::Sent),
+            Request::Send { request, .. } => {
+                let copy = request.copy().await.ok_or_else(|| SendError::Failed {
+                    failure: Failure::transport("the runtime is shutting down"),
+                    upstream: None,
+                })?;
+                session
+                    .send(copy, self.request.link(), self.deadline)
+                    .await
+                    .map(Response::Sent)
+            }
             Request::List => session
                 .list_surface(self.deadline)
                 .await

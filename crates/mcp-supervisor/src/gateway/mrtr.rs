@@ -47,7 +47,7 @@ use super::{
     downstream::{DownstreamRequest, DownstreamSession, Question},
     state::GatewayState,
 };
-use crate::{CallOutcome, Failure, Forwarded};
+use crate::{CallOutcome, Failure, Forwarded, heavy::SharedRequest};
 
 /// How long a `requestState` (and a request waiting for a client's answers)
 /// stays valid.
@@ -333,13 +333,20 @@ async fn ask_by_requests(
     state: &Arc<GatewayState>,
     session: &Arc<DownstreamSession>,
     target: &Target,
-    mut request: ClientRequest,
+    request: ClientRequest,
     context: &RequestContext<RoleServer>,
 ) -> Result<Exchange, ErrorData> {
     let link = DownstreamRequest::link(context, &target.connection, session);
+    // Shared with the forwarding, so nothing is copied unless a round
+    // changes it (and then only what the forwarding still holds).
+    let mut request = SharedRequest::new(request);
     for _ in 0..MAX_ROUNDS {
         let forwarded = state
-            .forward(&target.connection, request.clone(), Some(link.clone()))
+            .forward(
+                &target.connection,
+                Arc::clone(request.shared()),
+                Some(link.clone()),
+            )
             .await;
         let Forwarded::Answered(ServerResult::InputRequiredResult(asked)) = forwarded else {
             return Ok(Exchange::Done(forwarded));
@@ -352,7 +359,7 @@ async fn ask_by_requests(
             let answer = link.downstream.request(question).await?;
             responses.insert(key, answer_value(answer)?);
         }
-        let (input_responses, request_state) = inputs(&mut request);
+        let (input_responses, request_state) = inputs(request.make_mut());
         *input_responses = Some(responses);
         *request_state = asked.request_state;
     }

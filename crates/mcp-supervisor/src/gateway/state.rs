@@ -254,13 +254,13 @@ impl GatewayState {
     pub(super) async fn forward(
         &self,
         connection: &str,
-        request: ClientRequest,
+        request: impl Into<Arc<ClientRequest>>,
         link: Option<DownstreamLink>,
     ) -> Forwarded {
         let downstream = link.as_ref().map(|link| link.downstream.clone());
         let forward = Forward {
             connection: connection.to_owned(),
-            request,
+            request: request.into(),
             link,
         };
         let forwarded = match self.registry.send(forward).await {

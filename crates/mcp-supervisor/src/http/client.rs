@@ -33,7 +33,7 @@ use super::{
     reuse::{HttpClients, OriginReuse},
     sse_limit::LimitedEvents,
 };
-use crate::failure::parse_retry_after;
+use crate::{failure::parse_retry_after, heavy};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -261,7 +261,7 @@ impl RecordingClient {
 /// The id of a `server/discover` the upstream refused with a 4xx (other than
 /// 401/403): how a 2025-era server answers a request outside a session.
 fn rejected_discover(
-    message: &ClientJsonRpcMessage,
+    discover: Option<rmcp::model::RequestId>,
     session_attached: bool,
     response: &reqwest::Response,
 ) -> Option<rmcp::model::RequestId> {
@@ -272,6 +272,11 @@ fn rejected_discover(
     {
         return None;
     }
+    discover
+}
+
+/// The id of `message` if it is a `server/discover` request.
+fn discover_id(message: &ClientJsonRpcMessage) -> Option<rmcp::model::RequestId> {
     match message {
         ClientJsonRpcMessage::Request(request)
             if matches!(request.request, ClientRequest::DiscoverRequest(_)) =>
@@ -426,15 +431,22 @@ impl StreamableHttpClient for RecordingClient {
         if let Some(session_id) = session_id {
             request = request.header(HEADER_SESSION_ID, session_id.as_ref());
         }
+        let discover = discover_id(&message);
+        // Notifications and replies await nothing: whatever a 2xx carries is fine.
+        let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
+        let body = heavy::encode(message)
+            .await
+            .map_err(|error| StreamableHttpError::Io(std::io::Error::other(error)))?;
         let response = request
-            .json(&message)
+            .header(CONTENT_TYPE, JSON_MIME_TYPE)
+            .body(body)
             .send()
             .await
             .map_err(transport_error)?;
         if session_attached && response.status() == StatusCode::BAD_REQUEST {
             return Err(self.session_rejection(&uri, response).await);
         }
-        if let Some(discover_id) = rejected_discover(&message, session_attached, &response) {
+        if let Some(discover_id) = rejected_discover(discover, session_attached, &response) {
             return Ok(self
                 .legacy_discover_answer(&uri, discover_id, response)
                 .await);
@@ -452,8 +464,6 @@ impl StreamableHttpClient for RecordingClient {
             response.headers(),
             HeaderName::from_static("mcp-session-id"),
         );
-        // Notifications and replies await nothing: whatever a 2xx carries is fine.
-        let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
         let content_type = header_str(response.headers(), CONTENT_TYPE);
         match content_type.as_deref() {
             Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
@@ -465,7 +475,7 @@ impl StreamableHttpClient for RecordingClient {
             }
             Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
                 let body = read_bounded(response, limits.max_json_response_size).await?;
-                match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                match heavy::decode::<ServerJsonRpcMessage>(body).await {
                     Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
                     Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
                     Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(

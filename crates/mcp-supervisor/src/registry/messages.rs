@@ -50,7 +50,9 @@ pub struct CallTool {
 #[rtype(result = "Forwarded")]
 pub struct Forward {
     pub connection: String,
-    pub request: ClientRequest,
+    /// Shared, so a caller that may send it again (another input round)
+    /// keeps it without a copy.
+    pub request: Arc<ClientRequest>,
     /// Where the upstream's progress and server-to-client requests go.
     pub link: Option<DownstreamLink>,
 }
@@ -224,7 +226,14 @@ impl Handler<CallTool> for Registry {
         params.arguments = msg.arguments;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let (connection, tool) = (msg.connection.clone(), msg.tool.clone());
-        let forwarded = self.forward(msg.connection, request, msg.timeout, None, false, ctx);
+        let forwarded = self.forward(
+            msg.connection,
+            Arc::new(request),
+            msg.timeout,
+            None,
+            false,
+            ctx,
+        );
         Box::pin(async move { CallOutcome::of_call(&connection, &tool, forwarded.await) })
     }
 }
@@ -248,7 +257,7 @@ impl Registry {
     fn forward(
         &mut self,
         connection: String,
-        request: ClientRequest,
+        request: Arc<ClientRequest>,
         timeout: Option<Duration>,
         link: Option<DownstreamLink>,
         pass_errors: bool,
@@ -263,7 +272,7 @@ impl Registry {
         // catalog, the admission queue, connecting, retries.
         let deadline = tokio::time::Instant::now() + budget;
         let retry_calls = entry.config.retry_calls;
-        let tool = match &request {
+        let tool = match request.as_ref() {
             ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
             _ => None,
         };

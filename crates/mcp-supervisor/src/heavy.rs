@@ -1,0 +1,289 @@
+//! Large payloads are copied, encoded, parsed and dropped on a blocking
+//! thread. Every connection's session runs on the caller's thread (in
+//! `serve`, the actors' thread, docs/ARCHITECTURE.md "Threads"), so a
+//! request with megabytes of arguments would otherwise hold up every other
+//! connection and mailbox while it is cloned for a retry, encoded for the
+//! upstream, or freed (docs/DECISIONS.md #75).
+
+use std::sync::Arc;
+
+use rmcp::model::ClientRequest;
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+/// Arguments with this many JSON values or more make a request heavy: it is
+/// copied and dropped off the thread. Small requests, nearly all of them,
+/// pay for a walk of at most this many values.
+pub(crate) const HEAVY_VALUES: usize = 4096;
+
+/// A message that encodes to this many bytes or more is encoded (and a body
+/// this long parsed) off the thread; a smaller one costs what it did.
+pub(crate) const HEAVY_BYTES: usize = 256 * 1024;
+
+/// A request that may be sent more than once (another attempt, another
+/// input round), shared rather than copied; a heavy one is copied for an
+/// attempt and freed off the thread.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedRequest {
+    /// Always `Some` but while dropping.
+    request: Option<Arc<ClientRequest>>,
+    heavy: bool,
+}
+
+impl SharedRequest {
+    pub(crate) fn new(request: impl Into<Arc<ClientRequest>>) -> Self {
+        let request = request.into();
+        let heavy = match request.as_ref() {
+            ClientRequest::CallToolRequest(call) => call
+                .params
+                .arguments
+                .as_ref()
+                .is_some_and(|arguments| is_heavy(arguments.values())),
+            _ => false,
+        };
+        SharedRequest {
+            request: Some(request),
+            heavy,
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<ClientRequest> {
+        self.request.as_ref().expect("only taken in drop")
+    }
+
+    /// The request, to change (copied first if someone else still holds it).
+    pub(crate) fn make_mut(&mut self) -> &mut ClientRequest {
+        Arc::make_mut(self.request.as_mut().expect("only taken in drop"))
+    }
+
+    /// A copy to send; `None` if the runtime shut down first.
+    pub(crate) async fn copy(&self) -> Option<ClientRequest> {
+        if !self.heavy {
+            return Some(ClientRequest::clone(self.shared()));
+        }
+        let shared = Arc::clone(self.shared());
+        off_thread(move || ClientRequest::clone(&shared)).await
+    }
+}
+
+impl Drop for SharedRequest {
+    fn drop(&mut self) {
+        if let Some(request) = self.request.take().filter(|_| self.heavy) {
+            drop_off_thread(request);
+        }
+    }
+}
+
+/// Whether `values` hold at least [`HEAVY_VALUES`] JSON values, counting
+/// every nested one; stops counting there.
+pub(crate) fn is_heavy<'a>(values: impl IntoIterator<Item = &'a Value>) -> bool {
+    let mut pending: Vec<&Value> = values.into_iter().collect();
+    let mut seen = 0;
+    while let Some(value) = pending.pop() {
+        seen += 1;
+        if seen >= HEAVY_VALUES {
+            return true;
+        }
+        match value {
+            Value::Array(items) => pending.extend(items),
+            Value::Object(fields) => pending.extend(fields.values()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Runs `work` on a blocking thread of the current runtime; `None` if the
+/// runtime shut down before it ran. A panic in `work` goes on in the caller.
+pub(crate) async fn off_thread<R: Send + 'static>(
+    work: impl FnOnce() -> R + Send + 'static,
+) -> Option<R> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => Some(done),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => None,
+    }
+}
+
+/// Drops `value` on a blocking thread (freeing a large one takes as long as
+/// building it), or here when there is no runtime.
+pub(crate) fn drop_off_thread<T: Send + 'static>(value: T) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(value))),
+        Err(_) => drop(value),
+    }
+}
+
+/// `message` as JSON: here if it is under [`HEAVY_BYTES`], else on a
+/// blocking thread (where it is also dropped).
+pub(crate) async fn encode<T: Serialize + Send + 'static>(
+    message: T,
+) -> serde_json::Result<Vec<u8>> {
+    let mut capped = Capped(Vec::with_capacity(256));
+    match serde_json::to_writer(&mut capped, &message) {
+        Ok(()) => Ok(capped.0),
+        Err(error) if error.is_io() => off_thread(move || serde_json::to_vec(&message))
+            .await
+            .unwrap_or_else(|| Err(shutting_down())),
+        Err(error) => Err(error),
+    }
+}
+
+/// `body` parsed as JSON: here if it is under [`HEAVY_BYTES`], else on a
+/// blocking thread.
+pub(crate) async fn decode<T: DeserializeOwned + Send + 'static>(
+    body: Vec<u8>,
+) -> serde_json::Result<T> {
+    if body.len() < HEAVY_BYTES {
+        return serde_json::from_slice(&body);
+    }
+    off_thread(move || serde_json::from_slice(&body))
+        .await
+        .unwrap_or_else(|| Err(shutting_down()))
+}
+
+fn shutting_down() -> serde_json::Error {
+    serde_json::Error::io(std::io::Error::other("the runtime is shutting down"))
+}
+
+/// A buffer that refuses to grow to [`HEAVY_BYTES`].
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + bytes.len() >= HEAVY_BYTES {
+            return Err(std::io::Error::other("heavy"));
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::thread::ThreadId;
+
+    use serde::{Serialize, Serializer};
+    use serde_json::json;
+
+    use super::*;
+
+    fn values(count: usize) -> Value {
+        json!({ "pad": (0..count - 2).collect::<Vec<_>>() })
+    }
+
+    #[test]
+    fn heaviness_counts_nested_values_and_stops_at_the_bound() {
+        assert!(!is_heavy([&values(HEAVY_VALUES - 1)]));
+        assert!(is_heavy([&values(HEAVY_VALUES)]));
+        assert!(is_heavy([&values(HEAVY_VALUES * 100)]));
+        let nested = json!([[{"a": [1, 2]}, {"b": {"c": 3}}]]);
+        assert!(!is_heavy([&nested]));
+    }
+
+    fn call(arguments: Value) -> ClientRequest {
+        let mut params = rmcp::model::CallToolRequestParams::new("echo");
+        params.arguments = arguments.as_object().cloned();
+        ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params))
+    }
+
+    #[tokio::test]
+    async fn a_shared_request_is_copied_whole_and_changed_without_touching_other_holders() {
+        let small = SharedRequest::new(call(json!({"text": "hi"})));
+        assert!(!small.heavy);
+        let mut heavy = SharedRequest::new(call(values(HEAVY_VALUES + 1)));
+        assert!(heavy.heavy, "large arguments make a heavy request");
+        let copy = heavy.copy().await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&copy).unwrap(),
+            serde_json::to_value(heavy.shared().as_ref()).unwrap(),
+            "copied whole"
+        );
+
+        let held = Arc::clone(heavy.shared());
+        let ClientRequest::CallToolRequest(changed) = heavy.make_mut() else {
+            unreachable!()
+        };
+        changed.params.request_state = Some("round 2".into());
+        let ClientRequest::CallToolRequest(before) = held.as_ref() else {
+            unreachable!()
+        };
+        assert_eq!(
+            before.params.request_state, None,
+            "another holder's copy changed"
+        );
+        let ClientRequest::CallToolRequest(after) = heavy.shared().as_ref() else {
+            unreachable!()
+        };
+        assert_eq!(after.params.request_state.as_deref(), Some("round 2"));
+        let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
+        assert!(!SharedRequest::new(ping).heavy);
+    }
+
+    /// Serializes as a string and records the thread it was serialized on.
+    struct Witness(std::sync::Arc<std::sync::Mutex<Option<ThreadId>>>, usize);
+
+    impl Serialize for Witness {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            *self.0.lock().unwrap() = Some(std::thread::current().id());
+            serializer.serialize_str(&"x".repeat(self.1))
+        }
+    }
+
+    async fn encoded_on(len: usize) -> (Vec<u8>, ThreadId) {
+        let thread = std::sync::Arc::default();
+        let bytes = encode(Witness(std::sync::Arc::clone(&thread), len))
+            .await
+            .unwrap();
+        let on = thread.lock().unwrap().unwrap();
+        (bytes, on)
+    }
+
+    #[tokio::test]
+    async fn a_small_message_is_encoded_here_a_heavy_one_elsewhere() {
+        let here = std::thread::current().id();
+        let (small, on) = encoded_on(100).await;
+        assert_eq!(on, here);
+        assert_eq!(small.len(), 102);
+        let (heavy, on) = encoded_on(HEAVY_BYTES).await;
+        assert_ne!(
+            on, here,
+            "a heavy message was encoded on the caller's thread"
+        );
+        assert_eq!(heavy.len(), HEAVY_BYTES + 2, "encoded whole");
+    }
+
+    #[tokio::test]
+    async fn a_heavy_body_decodes_like_a_small_one() {
+        let big = serde_json::to_vec(&values(HEAVY_BYTES)).unwrap();
+        assert!(big.len() >= HEAVY_BYTES);
+        let parsed: Value = decode(big).await.unwrap();
+        assert_eq!(parsed["pad"].as_array().unwrap().len(), HEAVY_BYTES - 2);
+        let small: Value = decode(b"{\"a\":1}".to_vec()).await.unwrap();
+        assert_eq!(small, json!({"a": 1}));
+        assert!(decode::<Value>(vec![b'{'; HEAVY_BYTES]).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn work_off_the_thread_runs_elsewhere_and_drops_happen_there() {
+        let here = std::thread::current().id();
+        let there = off_thread(|| std::thread::current().id()).await.unwrap();
+        assert_ne!(there, here);
+
+        struct Dropped(tokio::sync::oneshot::Sender<ThreadId>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                let (sender, _) = tokio::sync::oneshot::channel();
+                let sender = std::mem::replace(&mut self.0, sender);
+                let _ = sender.send(std::thread::current().id());
+            }
+        }
+        let (sender, dropped_on) = tokio::sync::oneshot::channel();
+        drop_off_thread(Dropped(sender));
+        assert_ne!(dropped_on.await.unwrap(), here);
+    }
+}
