@@ -47,6 +47,11 @@ impl SharedRequest {
         }
     }
 
+    /// The request, handed on: whoever takes it decides where it is freed.
+    pub(crate) fn into_shared(mut self) -> Arc<ClientRequest> {
+        self.request.take().expect("only taken in drop")
+    }
+
     pub(crate) fn shared(&self) -> &Arc<ClientRequest> {
         self.request.as_ref().expect("only taken in drop")
     }
@@ -77,20 +82,31 @@ impl Drop for SharedRequest {
 /// Whether `values` hold at least [`HEAVY_VALUES`] JSON values, counting
 /// every nested one; stops counting there.
 pub(crate) fn is_heavy<'a>(values: impl IntoIterator<Item = &'a Value>) -> bool {
-    let mut pending: Vec<&Value> = values.into_iter().collect();
-    let mut seen = 0;
-    while let Some(value) = pending.pop() {
-        seen += 1;
-        if seen >= HEAVY_VALUES {
-            return true;
-        }
+    let mut pending: Vec<&Value> = values.into_iter().take(HEAVY_VALUES).collect();
+    // Every value is counted when it is queued, so neither the walk nor its
+    // queue grows past the bound, however wide an array or object is.
+    let mut seen = pending.len();
+    while seen < HEAVY_VALUES {
+        let Some(value) = pending.pop() else {
+            return false;
+        };
         match value {
-            Value::Array(items) => pending.extend(items),
-            Value::Object(fields) => pending.extend(fields.values()),
+            Value::Array(items) => {
+                seen += items.len();
+                if seen < HEAVY_VALUES {
+                    pending.extend(items);
+                }
+            }
+            Value::Object(fields) => {
+                seen += fields.len();
+                if seen < HEAVY_VALUES {
+                    pending.extend(fields.values());
+                }
+            }
             _ => {}
         }
     }
-    false
+    true
 }
 
 /// Runs `work` on a blocking thread of the current runtime; `None` if the

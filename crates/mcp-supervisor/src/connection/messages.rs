@@ -20,6 +20,7 @@ use super::{
 use crate::{
     CallOutcome, Forwarded, Unavailable,
     failure::Failure,
+    heavy::SharedRequest,
     outcome::messages as text,
     policy::{Decision, Phase, ReportFailure, ReportSuccess},
     session::{DownstreamLink, Surface},
@@ -292,7 +293,9 @@ impl ConnectionActor {
         retry: CallRetry,
         link: Option<DownstreamLink>,
     ) -> Admitted {
-        let is_call = matches!(*request, ClientRequest::CallToolRequest(_));
+        // A heavy request refused here is freed off the thread too.
+        let request = SharedRequest::new(request);
+        let is_call = matches!(**request.shared(), ClientRequest::CallToolRequest(_));
         if let Some(refusal) = self.refuses_now() {
             if is_call {
                 self.history.lock().calls.unavailable += 1;

@@ -59,12 +59,12 @@ pub(crate) enum Request {
 
 impl Request {
     pub(crate) fn send(
-        request: Arc<ClientRequest>,
+        request: SharedRequest,
         retry: CallRetry,
         link: Option<DownstreamLink>,
     ) -> Self {
         Request::Send {
-            request: SharedRequest::new(request),
+            request,
             retry,
             link,
         }
@@ -276,7 +276,7 @@ impl Operation {
         match &self.request {
             Request::Send { request, .. } => {
                 let copy = request.copy().await.ok_or_else(|| SendError::Failed {
-                    failure: Failure::transport("the runtime is shutting down"),
+                    failure: Failure::transport("the runtime is shutting down").with_not_run(),
                     upstream: None,
                 })?;
                 session

@@ -436,7 +436,7 @@ impl StreamableHttpClient for RecordingClient {
         let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
         let body = heavy::encode(message)
             .await
-            .map_err(|error| StreamableHttpError::Io(std::io::Error::other(error)))?;
+            .map_err(|error| StreamableHttpError::Io(error.into()))?;
         let response = request
             .header(CONTENT_TYPE, JSON_MIME_TYPE)
             .body(body)

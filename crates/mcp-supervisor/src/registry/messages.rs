@@ -26,6 +26,7 @@ use crate::{
         Stop, stats::History,
     },
     events::ConnectionEvent,
+    heavy::SharedRequest,
     policy::{Forget, RegisterConnections, ResetConnection, UpdateSettings},
     session::DownstreamLink,
 };
@@ -263,6 +264,8 @@ impl Registry {
         pass_errors: bool,
         ctx: &mut Context<Self>,
     ) -> BoxFuture<'static, Forwarded> {
+        // A heavy request refused here is freed off the thread too.
+        let request = SharedRequest::new(request);
         let Some(entry) = self.entries.get(&connection) else {
             return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
                 .boxed();
@@ -272,7 +275,7 @@ impl Registry {
         // catalog, the admission queue, connecting, retries.
         let deadline = tokio::time::Instant::now() + budget;
         let retry_calls = entry.config.retry_calls;
-        let tool = match request.as_ref() {
+        let tool = match request.shared().as_ref() {
             ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
             _ => None,
         };
@@ -317,7 +320,7 @@ impl Registry {
                 (None, _) => CallRetry::Safe,
             };
             let forward = ConnectionForward {
-                request,
+                request: request.into_shared(),
                 deadline,
                 budget,
                 retry,
