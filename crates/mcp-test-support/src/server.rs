@@ -504,7 +504,10 @@ pub struct FailArgs {
 #[derive(Debug, Clone)]
 pub struct TestMcpServer {
     control: ServerControl,
-    tool_router: ToolRouter<Self>,
+    /// Built once per process and shared: a 2026-07-28 client's every
+    /// request is served by an instance of its own, and building the router
+    /// (schemas, name checks) cost more than the request.
+    tool_router: Arc<ToolRouter<Self>>,
     /// Whether this session's client is registered for `list_changed`
     /// notifications: on `notifications/initialized`, or on its first
     /// request if that is handled first (notifications and requests are
@@ -516,12 +519,14 @@ pub struct TestMcpServer {
     subscriber: Arc<AtomicBool>,
 }
 
+static ROUTER: std::sync::OnceLock<Arc<ToolRouter<TestMcpServer>>> = std::sync::OnceLock::new();
+
 impl TestMcpServer {
     /// A handler reporting to (and steered by) `control`.
     pub fn new(control: ServerControl) -> Self {
         Self {
             control,
-            tool_router: Self::tool_router(),
+            tool_router: Arc::clone(ROUTER.get_or_init(|| Arc::new(Self::tool_router()))),
             registered: Arc::new(AtomicBool::new(false)),
             subscriptions: Arc::default(),
             subscriber: Arc::new(AtomicBool::new(false)),
@@ -966,5 +971,16 @@ mod tests {
         control.inner.sampling_tool.store(true, Ordering::SeqCst);
         assert!(server.tool_visible(SAMPLING_TOOL));
         assert!(server.tool_router.get(SAMPLING_TOOL).is_some());
+    }
+
+    /// A 2026-07-28 request gets an instance of its own: they share one
+    /// router rather than building it each time.
+    #[test]
+    fn instances_share_one_tool_router() {
+        let control = ServerControl::default();
+        let first = TestMcpServer::new(control.clone());
+        let second = TestMcpServer::new(control);
+        assert!(Arc::ptr_eq(&first.tool_router, &second.tool_router));
+        assert!(first.tool_router.get("echo").is_some());
     }
 }
