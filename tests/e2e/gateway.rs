@@ -395,14 +395,14 @@ fn thread_names(pid: u32) -> Vec<String> {
     names
 }
 
-/// The gateway's HTTP server runs on one `network` thread of its own, a
-/// large request is parsed on a blocking thread beside it, the upstream
-/// sessions run beside the actors (no thread of their own), and the
-/// allocator returns freed memory from a background thread
-/// (docs/ARCHITECTURE.md, "Threads"; docs/DECISIONS.md #72; the numbers are
-/// in docs/BENCHMARKS.md, "Large payloads").
+/// The gateway's HTTP server runs beside the actors on a machine of two
+/// cores or fewer, on one `network` thread of its own on a larger one; a
+/// large request is parsed on a blocking thread; the upstream sessions run
+/// beside the actors (no thread of their own); and the allocator returns
+/// freed memory from a background thread (docs/ARCHITECTURE.md, "Threads";
+/// docs/DECISIONS.md #72 and #76; the numbers are in docs/BENCHMARKS.md).
 #[tokio::test]
-async fn the_network_side_runs_on_its_own_thread_and_memory_is_returned() {
+async fn the_network_side_runs_where_the_machine_wants_it_and_memory_is_returned() {
     let upstream = HttpUpstream::start();
     let served = Served::start(&connection("a", &upstream, ""));
     let client = connect(&served.gateway_url).await;
@@ -411,13 +411,25 @@ async fn the_network_side_runs_on_its_own_thread_and_memory_is_returned() {
     assert_eq!(text(&result).len(), big.len());
 
     let names = thread_names(served.child.id());
-    // tokio names its blocking threads like its workers: the one worker,
-    // and the blocking thread that parsed the large request (kept 10 s).
     let network = names.iter().filter(|name| *name == "network").count();
-    assert_eq!(
-        network, 2,
-        "one network worker and one blocking thread: {names:?}"
-    );
+    if std::thread::available_parallelism().map_or(1, |cores| cores.get()) <= 2 {
+        assert_eq!(
+            network, 0,
+            "the HTTP server runs beside the actors: {names:?}"
+        );
+        // tokio's blocking thread that parsed the large request (kept 10 s).
+        assert!(
+            names.iter().any(|name| name.starts_with("tokio")),
+            "a blocking thread parsed the large request: {names:?}"
+        );
+    } else {
+        // tokio names its blocking threads like its workers: the one worker,
+        // and the blocking thread that parsed the large request (kept 10 s).
+        assert_eq!(
+            network, 2,
+            "one network worker and one blocking thread: {names:?}"
+        );
+    }
     assert!(
         !names.iter().any(|name| name == "upstreams"),
         "the sessions run beside the actors: {names:?}"

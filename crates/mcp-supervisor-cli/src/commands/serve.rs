@@ -76,19 +76,28 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         Some(bind("gateway", config.gateway.listen).await?)
     };
 
-    // Two threads share a call's work (docs/ARCHITECTURE.md, "Threads"):
-    // the gateway's HTTP server on a `network` thread of its own, the actors
-    // and the upstream sessions on this one, where what an upstream sends is
-    // handled in the order it arrives (a request's progress before its
-    // answer). One network worker, not one per core: hand-offs between
-    // workers cost more than they gained (docs/DECISIONS.md #72). A large
-    // request is parsed on a blocking thread (gateway/http.rs).
-    let network = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("network")
-        .enable_all()
-        .build()
-        .map_err(|error| Exit::Failed(format!("cannot start the network thread: {error}")))?;
+    // Where the gateway's HTTP server runs (docs/ARCHITECTURE.md,
+    // "Threads"; docs/DECISIONS.md #76). The actors and the upstream sessions
+    // run on this thread, where what an upstream sends is handled in the
+    // order it arrives (a request's progress before its answer). On a
+    // machine of two cores or fewer the HTTP server runs here too: every
+    // hand-off between threads cost more than the second thread gained. With
+    // more cores it gets one `network` thread of its own (#72). Large
+    // requests are parsed, copied and encoded on blocking threads either way.
+    let network = if std::thread::available_parallelism().map_or(true, |cores| cores.get() <= 2) {
+        None
+    } else {
+        Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("network")
+                .enable_all()
+                .build()
+                .map_err(|error| {
+                    Exit::Failed(format!("cannot start the network thread: {error}"))
+                })?,
+        )
+    };
     let registry = Registry::new(config.clone()).start();
     let state = GatewayState::new(
         registry.clone(),
@@ -123,11 +132,11 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
             );
             let settings = config.gateway.clone();
             let stop = gateway_stop.clone();
-            // Registered again with the network runtime's reactor.
+            // Registered again with the reactor of the runtime it runs on.
             let listener = listener.into_std().map_err(|error| {
                 Exit::Failed(format!("cannot hand the gateway's socket over: {error}"))
             })?;
-            gateway_task = Some(network.spawn(async move {
+            let task = async move {
                 let listener = match TcpListener::from_std(listener) {
                     Ok(listener) => listener,
                     Err(error) => {
@@ -138,7 +147,11 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
                 if let Err(error) = serve_http(listener, state, &settings, stop).await {
                     tracing::error!(%error, "gateway stopped");
                 }
-            }));
+            };
+            gateway_task = Some(match &network {
+                Some(network) => network.spawn(task),
+                None => actix_rt::spawn(task),
+            });
             print!("{announce}");
         }
         None => {
@@ -188,7 +201,9 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         let _ = tokio::time::timeout(ANSWER_FLUSH, task).await;
     }
     // Whatever is left there (nothing, normally) is dropped without waiting.
-    network.shutdown_background();
+    if let Some(network) = network {
+        network.shutdown_background();
+    }
     tracing::info!("stopped");
     Ok(())
 }
