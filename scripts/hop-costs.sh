@@ -27,21 +27,8 @@ done
 scratch=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
 
-# Starts "$@" in the background, output to $scratch/$name.out; sets `url`
-# to the first URL it prints and `pid` to its process.
-start() {
-    local name=$1
-    shift
-    "$@" >"$scratch/$name.out" 2>&1 &
-    pid=$!
-    url=""
-    for _ in $(seq 100); do
-        url=$(grep -o 'http://[^ ]*' "$scratch/$name.out" | head -1 || true)
-        [[ -n "$url" ]] && break
-        sleep 0.1
-    done
-    [[ -n "$url" ]] || { echo "$name did not start" >&2; exit 1; }
-}
+# shellcheck source=scripts/start-background.sh
+source scripts/start-background.sh
 
 # Sums CPU and run-queue wait (ns) and time slices over the threads of each pid given.
 snapshot() {

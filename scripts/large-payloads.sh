@@ -16,22 +16,8 @@ cd "$(dirname "$0")/.."
 scratch=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
 
-# Starts "$@" in the background (a job of this shell, so it is stopped at
-# the end) with stdout to $scratch/$name.out; sets `url` to the first URL it
-# prints and `pid` to its process.
-start() {
-    local name=$1
-    shift
-    "$@" >"$scratch/$name.out" 2>"$scratch/$name.err" &
-    pid=$!
-    url=""
-    for _ in $(seq 100); do
-        url=$(grep -o 'http://[^ ]*' "$scratch/$name.out" | head -1 || true)
-        [[ -n "$url" ]] && break
-        sleep 0.1
-    done
-    [[ -n "$url" ]] || { echo "$name did not start" >&2; exit 1; }
-}
+# shellcheck source=scripts/start-background.sh
+source scripts/start-background.sh
 
 for bin in "$@"; do
     start a "$bin/mcp-test-server" --http 127.0.0.1:0
