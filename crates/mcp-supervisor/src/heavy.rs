@@ -47,11 +47,6 @@ impl SharedRequest {
         }
     }
 
-    /// The request, handed on: whoever takes it decides where it is freed.
-    pub(crate) fn into_shared(mut self) -> Arc<ClientRequest> {
-        self.request.take().expect("only taken in drop")
-    }
-
     pub(crate) fn shared(&self) -> &Arc<ClientRequest> {
         self.request.as_ref().expect("only taken in drop")
     }

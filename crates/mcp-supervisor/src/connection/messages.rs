@@ -1,9 +1,6 @@
 //! Messages a connection actor answers, public and internal.
 
-use std::{
-    sync::Arc,
-    time::{Duration, SystemTime},
-};
+use std::time::{Duration, SystemTime};
 
 use actix::{
     ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseFuture,
@@ -30,8 +27,9 @@ use crate::{
 /// deadline-bound, classified and retried like a call. Always answered.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Forwarded")]
-pub struct Forward {
-    pub request: Arc<ClientRequest>,
+pub(crate) struct Forward {
+    /// Whether it is heavy was found once, by the registry.
+    pub request: SharedRequest,
     /// When the request must be answered, however long queueing, connecting
     /// and retries take (the caller's whole budget, counted from when it
     /// asked).
@@ -161,7 +159,7 @@ impl Handler<Forward> for ConnectionActor {
     type Result = ResponseFuture<Forwarded>;
 
     fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
-        let label = label_of(&msg.request);
+        let label = label_of(msg.request.shared());
         let pass_errors = msg.pass_errors;
         let admitted = self.admit(
             ctx,
@@ -288,13 +286,11 @@ impl ConnectionActor {
     fn admit(
         &mut self,
         ctx: &mut Context<Self>,
-        request: Arc<ClientRequest>,
+        request: SharedRequest,
         (deadline, budget): (Instant, Duration),
         retry: CallRetry,
         link: Option<DownstreamLink>,
     ) -> Admitted {
-        // A heavy request refused here is freed off the thread too.
-        let request = SharedRequest::new(request);
         let is_call = matches!(**request.shared(), ClientRequest::CallToolRequest(_));
         if let Some(refusal) = self.refuses_now() {
             if is_call {

@@ -22,11 +22,11 @@ use tokio::{sync::mpsc, time::Instant};
 
 pub use lifecycle::Standing;
 pub(crate) use lifecycle::{Lease, LeaseError};
+pub(crate) use messages::Forward as ConnectionForward;
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub use messages::{
-    CallCounts, ConnectionDied, ConnectionSnapshot, Forward as ConnectionForward,
-    ListTools as ConnectionList, Snapshot, Stop,
+    CallCounts, ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
 pub use operation::CallRetry;
 

@@ -264,7 +264,8 @@ impl Registry {
         pass_errors: bool,
         ctx: &mut Context<Self>,
     ) -> BoxFuture<'static, Forwarded> {
-        // A heavy request refused here is freed off the thread too.
+        // Found heavy or not once, here; a heavy request refused anywhere
+        // on its way is freed off the thread too.
         let request = SharedRequest::new(request);
         let Some(entry) = self.entries.get(&connection) else {
             return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
@@ -320,7 +321,7 @@ impl Registry {
                 (None, _) => CallRetry::Safe,
             };
             let forward = ConnectionForward {
-                request: request.into_shared(),
+                request,
                 deadline,
                 budget,
                 retry,
