@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use actix::Actor;
 use mcp_supervisor::{
-    CallOutcome,
+    CallOutcome, FailureKind,
     registry::{ListTools, Registry, Status},
 };
 use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
@@ -66,6 +66,49 @@ fn a_2025_upstream_is_found_out_once_and_remembered() {
             1,
             "without probing again"
         );
+    });
+}
+
+/// `protocol = "2025-11-25"` pins the generation: a server that speaks both
+/// gets a session with `initialize` and is never asked `server/discover`;
+/// a rebuilt session is pinned too.
+#[test]
+fn a_pinned_2025_protocol_opens_sessions_with_initialize() {
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let toml = http_connection("a", &upstream.url(), "protocol = \"2025-11-25\"");
+        let registry = Registry::new(config(&toml)).start();
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        upstream.faults().push(FaultRule::once(
+            Match::tool("lookup"),
+            Fault::DropConnection,
+        ));
+        let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        assert_eq!(text_of(&outcome), "value-of-k");
+        assert_eq!(upstream.requests("initialize"), 2, "a session per build");
+        assert_eq!(upstream.requests("server/discover"), 0);
+    });
+}
+
+/// `protocol = "2026-07-28"` against a server that speaks only 2025: no
+/// fallback to `initialize`; the call is answered with a protocol failure.
+#[test]
+fn a_pinned_2026_protocol_does_not_fall_back() {
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let toml = http_connection("a", &upstream.url(), "protocol = \"2026-07-28\"");
+        let registry = Registry::new(config(&toml)).start();
+        let outcome = call(&registry, "a", "echo", args(&[("text", json!("hi"))])).await;
+        assert!(
+            matches!(&outcome, CallOutcome::Unavailable { failure, .. } if failure.kind == FailureKind::Protocol),
+            "{outcome:?}"
+        );
+        assert_eq!(upstream.requests("initialize"), 0);
+        assert!(upstream.requests("server/discover") >= 1);
     });
 }
 

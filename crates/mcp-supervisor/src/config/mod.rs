@@ -35,7 +35,7 @@ pub use model::{
     AdminSettings, BearerToken, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, GatewaySettings, HttpTransport,
     OAuthGrant, OAuthSettings, Prefix, QuarantineSettings, RestartBudget, RetryCalls,
-    StdioTransport, SupervisorSettings, Transport, UpstreamAuth,
+    StdioTransport, SupervisorSettings, Transport, UpstreamAuth, UpstreamProtocol,
 };
 pub use summary::summary;
 

@@ -321,6 +321,8 @@ pub struct ConnectionConfig {
     pub max_attempts: u32,
     /// Which failed calls may be re-sent (docs/SUPERVISION.md, "Never twice").
     pub retry_calls: RetryCalls,
+    /// Which protocol generation the connection speaks to the server.
+    pub protocol: UpstreamProtocol,
 }
 
 /// Default `max_concurrent_calls` of a connection.
@@ -351,6 +353,7 @@ impl ConnectionConfig {
             list_timeout: supervisor.list_timeout,
             max_attempts: supervisor.max_attempts,
             retry_calls: RetryCalls::default(),
+            protocol: UpstreamProtocol::default(),
         }
     }
 
@@ -473,6 +476,35 @@ impl Choice for RetryCalls {
             Self::Safe => "safe",
             Self::Always => "always",
             Self::Never => "never",
+        }
+    }
+}
+
+/// `connections.NAME.protocol`: the MCP protocol generation spoken to the
+/// server (docs/CONFIG.md). `Newest` asks the server what it speaks and takes
+/// the newest generation both sides know; a pinned version is used from the
+/// first request on, and a server that does not speak it is a protocol
+/// failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamProtocol {
+    /// `server/discover` first (2026-07-28), `initialize` when the server is
+    /// 2025-era.
+    #[default]
+    Newest,
+    /// Sessions with the `initialize` handshake, version 2025-11-25.
+    V2025_11_25,
+    /// Stateless requests, version 2026-07-28.
+    V2026_07_28,
+}
+
+impl Choice for UpstreamProtocol {
+    const ALL: &'static [Self] = &[Self::Newest, Self::V2025_11_25, Self::V2026_07_28];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Newest => "newest",
+            Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
         }
     }
 }

@@ -130,6 +130,7 @@ pub(crate) struct RawConnection {
     pub(crate) list_timeout: Option<String>,
     pub(crate) max_attempts: Option<i64>,
     pub(crate) retry_calls: Option<String>,
+    pub(crate) protocol: Option<String>,
     // transport = "http".
     pub(crate) url: Option<String>,
     pub(crate) auth: Option<RawAuth>,

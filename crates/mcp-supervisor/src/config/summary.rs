@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Choice, Config, ConnectionConfig, Transport, redact_url};
+use super::model::{Choice, Config, ConnectionConfig, Transport, UpstreamProtocol, redact_url};
 
 /// One line for the gateway, one for admin, then one per connection in name
 /// order. Deterministic: the same config always gives the same text.
@@ -90,7 +90,10 @@ fn connection_line(conn: &ConnectionConfig) -> String {
         " tools={tools} concurrency={} queue={} retry={}",
         conn.max_concurrent_calls,
         conn.max_queued_calls,
-        conn.retry_calls.as_str()
+        conn.retry_calls.as_str(),
     );
+    if conn.protocol != UpstreamProtocol::Newest {
+        let _ = write!(line, " protocol={}", conn.protocol.as_str());
+    }
     line
 }

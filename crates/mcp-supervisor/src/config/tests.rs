@@ -83,6 +83,7 @@ fn connection_inherits_supervisor_values_and_overrides_them() {
         max_concurrent_calls = 1
         max_queued_calls = 2
         retry_calls = "never"
+        protocol = "2025-11-25"
         allowed_tools = []
         notes = "tuned"
         "#,
@@ -96,6 +97,7 @@ fn connection_inherits_supervisor_values_and_overrides_them() {
     assert_eq!(plain.max_concurrent_calls, 4);
     assert_eq!(plain.max_queued_calls, 64);
     assert_eq!(plain.retry_calls, RetryCalls::Safe);
+    assert_eq!(plain.protocol, UpstreamProtocol::Newest);
     assert_eq!(plain.allowed_tools, None);
 
     let tuned = config.connection("tuned").unwrap();
@@ -106,6 +108,7 @@ fn connection_inherits_supervisor_values_and_overrides_them() {
     assert_eq!(tuned.max_concurrent_calls, 1);
     assert_eq!(tuned.max_queued_calls, 2);
     assert_eq!(tuned.retry_calls, RetryCalls::Never);
+    assert_eq!(tuned.protocol, UpstreamProtocol::V2025_11_25);
     assert_eq!(tuned.allowed_tools, Some(vec![]));
     assert_eq!(tuned.notes.as_deref(), Some("tuned"));
 }
@@ -448,6 +451,10 @@ fn rule_violations_name_the_key() {
             "connections.a.retry_calls: unknown value \"maybe\"",
         ),
         (
+            "[connections.a]\ntransport = \"stdio\"\ncommand = \"x\"\nprotocol = \"2024-11-05\"",
+            "connections.a.protocol: unknown value \"2024-11-05\"; expected \"newest\", \"2025-11-25\" or \"2026-07-28\"",
+        ),
+        (
             "[connections.a]\ntransport = \"stdio\"\ncommand = \"x\"\nallowed_tools = [\"t\", \"t\"]",
             "connections.a.allowed_tools[1]: lists \"t\" twice",
         ),
@@ -717,6 +724,7 @@ fn summary_lists_everything_in_order() {
         cwd = "/tmp"
         allowed_tools = []
         max_concurrent_calls = 1
+        protocol = "2026-07-28"
         "#,
         Path::new("x.toml"),
         &env,
@@ -726,7 +734,7 @@ fn summary_lists_everything_in_order() {
 gateway  listen=127.0.0.1:7300 path=/mcp expose=namespaced prefix=always auth=bearer allowed_hosts=localhost,127.0.0.1,[::1] max_body_bytes=4194304 max_connections=512 max_sessions=256
 admin    listen=127.0.0.1:7301 auth=none allowed_hosts=localhost,127.0.0.1,[::1] max_connections=32
 connections: 2
-  cli  stdio  command=srv args=2 env=K cwd=/tmp tools=none concurrency=1 queue=64 retry=safe
+  cli  stdio  command=srv args=2 env=K cwd=/tmp tools=none concurrency=1 queue=64 retry=safe protocol=2026-07-28
   web  http   url=https://user-less.example/mcp?[REDACTED] auth=bearer headers=X-A,X-B tools=a,b concurrency=4 queue=64 retry=safe
 ";
     assert_eq!(summary(&config), expected);

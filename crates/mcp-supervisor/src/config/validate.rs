@@ -17,6 +17,7 @@ use super::model::{
     AdminSettings, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, GatewaySettings, HttpTransport,
     QuarantineSettings, RestartBudget, RetryCalls, StdioTransport, SupervisorSettings, Transport,
+    UpstreamProtocol,
 };
 use super::raw::{
     RawAdmin, RawConfig, RawConnection, RawGateway, RawQuarantine, RawRestartBudget, RawSupervisor,
@@ -421,6 +422,11 @@ impl<'a> Validator<'a> {
             raw.retry_calls.as_deref(),
             RetryCalls::default(),
         )?;
+        let protocol = self.choice(
+            &key.key("protocol"),
+            raw.protocol.as_deref(),
+            UpstreamProtocol::default(),
+        )?;
         Ok(ConnectionConfig {
             transport,
             allowed_tools,
@@ -458,6 +464,7 @@ impl<'a> Validator<'a> {
                 sup.max_attempts,
             )?,
             retry_calls,
+            protocol,
             name,
         })
     }

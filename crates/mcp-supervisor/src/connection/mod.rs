@@ -94,14 +94,16 @@ pub struct ConnectionActor {
     recorder: HttpRecorder,
     /// Cancelled at stop: every running operation answers at once.
     stop: tokio_util::sync::CancellationToken,
-    /// The protocol version the upstream agreed to last time, so a rebuilt
-    /// session starts the same way without probing again.
+    /// The protocol version the upstream agreed to last time (or the one the
+    /// config pins), so a rebuilt session starts the same way without probing
+    /// again.
     protocol: Option<rmcp::model::ProtocolVersion>,
 }
 
 impl ConnectionActor {
     pub fn new(config: Arc<ConnectionConfig>, deps: ConnectionDeps, start: Incarnation) -> Self {
         let admission = Admission::new(config.max_concurrent_calls, config.max_queued_calls);
+        let protocol = crate::session::pinned_version(config.protocol);
         ConnectionActor {
             config,
             deps,
@@ -115,7 +117,7 @@ impl ConnectionActor {
             strikes_pending: false,
             recorder: HttpRecorder::default(),
             stop: tokio_util::sync::CancellationToken::new(),
-            protocol: None,
+            protocol,
         }
     }
 

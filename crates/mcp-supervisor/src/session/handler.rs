@@ -25,10 +25,22 @@ use rmcp::{
 };
 use tokio::sync::mpsc;
 
+use crate::config::UpstreamProtocol;
+
 use super::relay::Links;
 
 /// The version offered at `initialize`: the newest with that handshake.
 const LEGACY_OFFER: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The version a connection starts with when its config pins one
+/// (`protocol`); `None` asks the server what it speaks.
+pub(crate) fn pinned_version(protocol: UpstreamProtocol) -> Option<ProtocolVersion> {
+    match protocol {
+        UpstreamProtocol::Newest => None,
+        UpstreamProtocol::V2025_11_25 => Some(LEGACY_OFFER),
+        UpstreamProtocol::V2026_07_28 => Some(ProtocolVersion::V_2026_07_28),
+    }
+}
 
 /// Which of an upstream's lists changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

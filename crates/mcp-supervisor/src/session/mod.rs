@@ -32,6 +32,7 @@ use rmcp::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use handler::pinned_version;
 pub use handler::{ListKind, SessionEvent, SessionHandler};
 pub use http::{open_http, shared_http_client};
 pub use relay::{Downstream, DownstreamLink};
