@@ -2,7 +2,7 @@
 # Who pays for a call through the gateway (docs/BENCHMARKS.md, P5, "Who pays
 # for a call with 8 callers").
 #
-#   scripts/hop-costs.sh [BINDIR] [--legacy-upstream] [--peer]
+#   scripts/hop-costs.sh [BINDIR] [--legacy-upstream] [--peer] [--pinned]
 #
 # Starts `mcp-test-server --http` and `mcp-supervisor serve` in front of it
 # (from BINDIR, default the release build), then runs an `mcp-bench worker`
@@ -11,16 +11,19 @@
 # it prints calls/s and, per process on the path, CPU time and run-queue
 # wait per call, from /proc/PID/task/*/schedstat read 2 s apart in the
 # middle of the loop. --legacy-upstream starts the upstream speaking only
-# 2025-11-25.
+# 2025-11-25; --pinned also measures a second gateway whose connection pins
+# `protocol = "2025-11-25"` (the generation mcp-proxy speaks upstream).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${CARGO_TARGET_DIR:-target}/release"
 upstream_args=()
 peer=""
+pinned=""
 for arg in "$@"; do
     case "$arg" in
         --legacy-upstream) upstream_args+=(--legacy-only) ;;
         --peer) peer=1 ;;
+        --pinned) pinned=1 ;;
         *) bin=$arg ;;
     esac
 done
@@ -71,7 +74,10 @@ PY
 start upstream "$bin/mcp-test-server" --http 127.0.0.1:0 "${upstream_args[@]}"
 upstream_url=$url
 upstream_pid=$pid
-cat >"$scratch/config.toml" <<TOML
+# start_gateway NAME [EXTRA-CONFIG-LINE]: our gateway in front of the
+# upstream; sets gateway_url and gateway_pid.
+start_gateway() {
+    cat >"$scratch/$1.toml" <<TOML
 [gateway]
 listen = "127.0.0.1:0"
 [admin]
@@ -80,14 +86,23 @@ listen = "127.0.0.1:0"
 transport = "http"
 url = "$upstream_url"
 max_concurrent_calls = 8
+${2:-}
 TOML
-start gateway "$bin/mcp-supervisor" serve --config "$scratch/config.toml"
-for _ in $(seq 100); do grep -q "gateway listening" "$scratch/gateway.out" && break; sleep 0.1; done
-gateway_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/gateway.out" | head -1)
-gateway_pid=$pid
+    start "$1" "$bin/mcp-supervisor" serve --config "$scratch/$1.toml"
+    for _ in $(seq 100); do grep -q "gateway listening" "$scratch/$1.out" && break; sleep 0.1; done
+    gateway_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/$1.out" | head -1)
+    gateway_pid=$pid
+}
 
 measure "direct" "$upstream_url" echo "$upstream_pid"
+start_gateway gateway
 measure "gateway" "$gateway_url" up__echo "$upstream_pid" "$gateway_pid"
+kill "$gateway_pid"
+if [[ -n "$pinned" ]]; then
+    start_gateway pinned 'protocol = "2025-11-25"'
+    measure "gateway, upstream pinned to 2025-11-25" "$gateway_url" up__echo "$upstream_pid" "$gateway_pid"
+    kill "$gateway_pid"
+fi
 if [[ -n "$peer" ]]; then
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat >"$scratch/proxy.toml" <<TOML
