@@ -17,9 +17,17 @@ use serde_json::json;
 use support::*;
 
 async fn upstream(options: TestServerOptions) -> (TestServer, actix::Addr<Registry>) {
+    configured(options, "").await
+}
+
+/// An upstream, and a registry whose connection `a` to it has `extra` set.
+async fn configured(
+    options: TestServerOptions,
+    extra: &str,
+) -> (TestServer, actix::Addr<Registry>) {
     let upstream = TestServer::start(options).await.unwrap();
     let settings = "[supervisor.quarantine]\nbase_cooldown = \"1s\"\n";
-    let toml = format!("{settings}{}", http_connection("a", &upstream.url(), ""));
+    let toml = format!("{settings}{}", http_connection("a", &upstream.url(), extra));
     (upstream, Registry::new(config(&toml)).start())
 }
 
@@ -75,11 +83,8 @@ fn a_2025_upstream_is_found_out_once_and_remembered() {
 #[test]
 fn a_pinned_2025_protocol_opens_sessions_with_initialize() {
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let toml = http_connection("a", &upstream.url(), "protocol = \"2025-11-25\"");
-        let registry = Registry::new(config(&toml)).start();
+        let (upstream, registry) =
+            configured(TestServerOptions::default(), "protocol = \"2025-11-25\"").await;
         assert_eq!(echo_text(&registry, "a").await, "hi");
         upstream.faults().push(FaultRule::once(
             Match::tool("lookup"),
@@ -97,11 +102,8 @@ fn a_pinned_2025_protocol_opens_sessions_with_initialize() {
 #[test]
 fn a_pinned_2026_protocol_does_not_fall_back() {
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::legacy())
-            .await
-            .unwrap();
-        let toml = http_connection("a", &upstream.url(), "protocol = \"2026-07-28\"");
-        let registry = Registry::new(config(&toml)).start();
+        let (upstream, registry) =
+            configured(TestServerOptions::legacy(), "protocol = \"2026-07-28\"").await;
         let outcome = call(&registry, "a", "echo", args(&[("text", json!("hi"))])).await;
         assert!(
             matches!(&outcome, CallOutcome::Unavailable { failure, .. } if failure.kind == FailureKind::Protocol),
