@@ -16,6 +16,16 @@ use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
 use serde_json::json;
 use support::*;
 
+/// The protocol version `status` shows for connection `a`.
+async fn protocol(registry: &actix::Addr<Registry>) -> Option<String> {
+    let statuses = registry.send(Status).await.unwrap();
+    statuses
+        .into_iter()
+        .find(|s| s.name == "a")
+        .unwrap()
+        .protocol
+}
+
 async fn upstream(options: TestServerOptions) -> (TestServer, actix::Addr<Registry>) {
     configured(options, "").await
 }
@@ -43,6 +53,7 @@ fn a_2026_upstream_is_reached_with_discover_and_never_initialize() {
         assert!(upstream.requests("server/discover") >= 1);
         assert_eq!(upstream.requests("initialize"), 0);
         assert_eq!(upstream.tool_calls("echo"), 3);
+        assert_eq!(protocol(&registry).await.as_deref(), Some("2026-07-28"));
     });
 }
 
@@ -53,7 +64,13 @@ fn a_2026_upstream_is_reached_with_discover_and_never_initialize() {
 fn a_2025_upstream_is_found_out_once_and_remembered() {
     run(|| async {
         let (upstream, registry) = upstream(TestServerOptions::legacy()).await;
+        assert_eq!(
+            protocol(&registry).await,
+            None,
+            "not known before connecting"
+        );
         assert_eq!(echo_text(&registry, "a").await, "hi");
+        assert_eq!(protocol(&registry).await.as_deref(), Some("2025-11-25"));
         assert_eq!(upstream.requests("server/discover"), 1);
         assert_eq!(upstream.requests("initialize"), 1);
         // A dropped connection mid-call breaks the session; a read-only
@@ -85,7 +102,13 @@ fn a_pinned_2025_protocol_opens_sessions_with_initialize() {
     run(|| async {
         let (upstream, registry) =
             configured(TestServerOptions::default(), "protocol = \"2025-11-25\"").await;
+        assert_eq!(
+            protocol(&registry).await.as_deref(),
+            Some("2025-11-25"),
+            "a pin is shown before the first session"
+        );
         assert_eq!(echo_text(&registry, "a").await, "hi");
+        assert_eq!(protocol(&registry).await.as_deref(), Some("2025-11-25"));
         upstream.faults().push(FaultRule::once(
             Match::tool("lookup"),
             Fault::DropConnection,

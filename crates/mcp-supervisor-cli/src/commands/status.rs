@@ -20,6 +20,9 @@ struct StatusBody {
 struct Row {
     name: String,
     transport: String,
+    /// Absent from servers older than the column.
+    #[serde(default)]
+    protocol: Option<String>,
     state: String,
     tool_count: Option<u64>,
     last_failure: Option<LastFailure>,
@@ -76,9 +79,10 @@ pub(crate) fn run(target: AdminTarget) -> Result<(), Exit> {
     Ok(())
 }
 
-const HEADER: [&str; 12] = [
+const HEADER: [&str; 13] = [
     "NAME",
     "TRANSPORT",
+    "PROTOCOL",
     "STATE",
     "TOOLS",
     "IN-FLIGHT",
@@ -93,7 +97,7 @@ const HEADER: [&str; 12] = [
 
 /// One line per connection, columns aligned, two spaces apart.
 fn table(rows: &[Row]) -> String {
-    let cells: Vec<[String; 12]> = rows.iter().map(cells).collect();
+    let cells: Vec<[String; 13]> = rows.iter().map(cells).collect();
     let mut widths = HEADER.map(str::len);
     for row in &cells {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -113,7 +117,7 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-fn cells(row: &Row) -> [String; 12] {
+fn cells(row: &Row) -> [String; 13] {
     let calls = &row.calls;
     // Every answer that was not the tool's own result.
     let errors =
@@ -133,6 +137,7 @@ fn cells(row: &Row) -> [String; 12] {
     [
         row.name.clone(),
         row.transport.clone(),
+        row.protocol.clone().unwrap_or_else(|| "-".to_owned()),
         state,
         row.tool_count
             .map_or_else(|| "-".to_owned(), |count| count.to_string()),
@@ -191,12 +196,12 @@ mod tests {
     #[test]
     fn the_table_shows_every_column_with_err_summed_and_park_deadline() {
         let body = json!({"connections": [
-            {"name": "files", "transport": "stdio", "state": "ready",
+            {"name": "files", "transport": "stdio", "protocol": "2026-07-28", "state": "ready",
              "since": "2026-01-01T00:00:00Z", "tool_count": 14, "dead": false,
              "last_failure": null, "parks": 0, "parked_until": null, "retired_reason": null,
              "restarts": 0, "in_flight": 1, "queued": 2,
              "calls": {"ok": 10, "tool_error": 0, "rejected": 0, "unavailable": 0, "busy": 0, "timed_out": 0}},
-            {"name": "github", "transport": "http", "state": "parked",
+            {"name": "github", "transport": "http", "protocol": null, "state": "parked",
              "since": "2026-01-01T00:00:00Z", "tool_count": null, "dead": false,
              "last_failure": {"kind": "server", "status": 503, "at": "2026-01-01T00:00:00Z"},
              "parks": 1, "parked_until": "2026-01-01T00:00:30Z", "retired_reason": null,
@@ -222,6 +227,7 @@ mod tests {
             [
                 "NAME",
                 "TRANSPORT",
+                "PROTOCOL",
                 "STATE",
                 "TOOLS",
                 "IN-FLIGHT",
@@ -238,7 +244,19 @@ mod tests {
         assert_eq!(
             columns(lines[1]),
             [
-                "files", "stdio", "ready", "14", "1", "2", "10", "0", "0", "0", "-", "-"
+                "files",
+                "stdio",
+                "2026-07-28",
+                "ready",
+                "14",
+                "1",
+                "2",
+                "10",
+                "0",
+                "0",
+                "0",
+                "-",
+                "-"
             ]
         );
         assert_eq!(
@@ -246,6 +264,7 @@ mod tests {
             [
                 "github",
                 "http",
+                "-",
                 "parked",
                 "until",
                 "2026-01-01T00:00:30Z",
@@ -265,6 +284,7 @@ mod tests {
             [
                 "old",
                 "stdio",
+                "-",
                 "retired",
                 "(crash_loop)",
                 "1",

@@ -41,6 +41,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
     json!({
         "name": status.name,
         "transport": status.transport,
+        "protocol": status.protocol,
         "state": status.state,
         "since": rfc3339(status.since),
         "tool_count": status.tool_count,
@@ -99,7 +100,7 @@ mod tests {
         assert_eq!(
             value,
             json!({"connections":[{
-                "name": "files", "transport": "stdio", "state": "idle",
+                "name": "files", "transport": "stdio", "protocol": null, "state": "idle",
                 "since": "2026-01-01T00:00:00Z", "tool_count": null, "dead": false,
                 "last_failure": null, "parks": 0, "parked_until": null,
                 "retired_reason": null, "restarts": 0, "in_flight": 0, "queued": 0,
@@ -139,6 +140,7 @@ mod tests {
     fn a_parked_connection_shows_its_failure_and_cooldown() {
         let mut parked = idle("github");
         parked.transport = "http";
+        parked.protocol = Some("2025-11-25".into());
         parked.state = "parked";
         parked.tool_count = Some(14);
         parked.last_failure = Some((Failure::from_status(503, None), at(NEW_YEAR_2026 + 61)));
@@ -159,6 +161,7 @@ mod tests {
         let connection = &value["connections"][1];
         assert_eq!(connection["name"], "github");
         assert_eq!(connection["transport"], "http");
+        assert_eq!(connection["protocol"], "2025-11-25");
         assert_eq!(connection["state"], "parked");
         assert_eq!(connection["tool_count"], 14);
         assert_eq!(

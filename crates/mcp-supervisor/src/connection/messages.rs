@@ -101,6 +101,9 @@ pub struct ConnectionSnapshot {
     pub queued: usize,
     /// The most calls ever in flight at once.
     pub peak_in_flight: usize,
+    /// The protocol version the server agreed to (or the pinned one, before
+    /// it did); `None` before the first session when not pinned.
+    pub protocol: Option<String>,
 }
 
 /// A connection actor has ended (see the `Drop` of [`ConnectionActor`]).

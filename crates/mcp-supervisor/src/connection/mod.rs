@@ -445,6 +445,7 @@ impl ConnectionActor {
             in_flight: self.admission.in_flight(),
             queued: self.admission.queued(),
             peak_in_flight: self.admission.peak(),
+            protocol: self.protocol.as_ref().map(ToString::to_string),
         }
     }
 }

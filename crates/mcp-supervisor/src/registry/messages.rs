@@ -95,6 +95,9 @@ pub struct Status;
 pub struct ConnectionStatus {
     pub name: String,
     pub transport: &'static str,
+    /// The protocol version spoken (agreed, or pinned before the first
+    /// session); `None` before the first session when not pinned.
+    pub protocol: Option<String>,
     pub state: &'static str,
     pub since: SystemTime,
     pub tool_count: Option<usize>,
@@ -120,6 +123,7 @@ impl ConnectionStatus {
         ConnectionStatus {
             name: name.to_owned(),
             transport,
+            protocol: None,
             state: "idle",
             since: SystemTime::now(),
             tool_count: None,
@@ -417,6 +421,8 @@ fn idle_snapshot(entry: &Entry) -> ConnectionSnapshot {
         in_flight: 0,
         queued: 0,
         peak_in_flight: 0,
+        protocol: crate::session::pinned_version(entry.config.protocol)
+            .map(|version| version.to_string()),
     }
 }
 
@@ -473,6 +479,7 @@ impl Handler<Status> for Registry {
                         restarts,
                         name: s.name,
                         transport: s.transport,
+                        protocol: s.protocol,
                         state: s.state,
                         since: s.since,
                         last_failure: history.last_failure,
