@@ -130,7 +130,7 @@ say "MCP client: $check"
 if ! status=$("$SUPERVISOR" status 2>&1); then
     die "mcp-supervisor status failed: $status"
 fi
-grep -Eq '^demo +stdio +ready ' <<<"$status" || die "status does not show demo ready:"$'\n'"$status"
+grep -Eq '^demo +stdio +[0-9-]+ +ready ' <<<"$status" || die "status does not show demo ready (with the protocol it agreed):"$'\n'"$status"
 say "status: demo is ready"
 DEMO_PID=$(child_named "$SUPERVISOR_PID" mcp-demo-server) || true
 [[ -n "$DEMO_PID" ]] || die "no mcp-demo-server child of the supervisor after a call"
