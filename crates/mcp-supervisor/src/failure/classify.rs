@@ -134,21 +134,27 @@ fn initialize_error<'a>(
     Some(match error {
         ClientInitializeError::TransportError { error, .. } => {
             pending.push(error);
-            Failure::transport("initialize could not be sent")
+            Failure::transport("the session handshake could not be sent")
         }
         ClientInitializeError::ConnectionClosed(_) => {
-            Failure::transport("connection closed during initialize")
+            Failure::transport("connection closed during the session handshake")
         }
-        ClientInitializeError::Cancelled => Failure::transport("initialize cancelled"),
+        ClientInitializeError::Cancelled => Failure::transport("session handshake cancelled"),
         ClientInitializeError::JsonRpcError(data) => Failure::new(
             FailureKind::Protocol,
-            format!("initialize answered JSON-RPC error {}", data.code.0),
+            format!(
+                "the session handshake (initialize or server/discover) answered JSON-RPC error {}",
+                data.code.0
+            ),
         ),
         ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
             pending.push(fallback.as_ref());
             return None;
         }
-        _ => Failure::new(FailureKind::Protocol, "unexpected initialize response"),
+        _ => Failure::new(
+            FailureKind::Protocol,
+            "unexpected answer to the session handshake",
+        ),
     })
 }
 

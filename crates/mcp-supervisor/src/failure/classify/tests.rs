@@ -266,6 +266,23 @@ fn table() -> Vec<Row> {
     ]
 }
 
+/// A session starts with `initialize` (2025) or `server/discover`
+/// (2026-07-28), so a failed start names neither alone: a connection pinned
+/// to 2026-07-28 whose discover is refused must not read as a refused
+/// `initialize`.
+#[test]
+fn a_failed_handshake_names_both_ways_to_start() {
+    let refused = classify(&ClientInitializeError::JsonRpcError(ErrorData::new(
+        ErrorCode(-32600),
+        "x",
+        None,
+    )));
+    assert_eq!(
+        refused.reason,
+        "the session handshake (initialize or server/discover) answered JSON-RPC error -32600"
+    );
+}
+
 #[test]
 fn every_row_of_the_table() {
     for row in table() {
