@@ -88,9 +88,7 @@ url = "$upstream_url"
 max_concurrent_calls = 8
 ${2:-}
 TOML
-    start "$1" "$bin/mcp-supervisor" serve --config "$scratch/$1.toml"
-    for _ in $(seq 100); do grep -q "gateway listening" "$scratch/$1.out" && break; sleep 0.1; done
-    gateway_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/$1.out" | head -1)
+    start_serve "$1" "$bin" "$scratch/$1.toml"
     gateway_pid=$pid
 }
 

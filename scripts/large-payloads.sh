@@ -37,11 +37,9 @@ call_timeout = "60s"
 transport = "http"
 url = "$b"
 TOML
-    start serve "$bin/mcp-supervisor" serve --config "$scratch/config.toml"
-    for _ in $(seq 100); do grep -q "gateway listening" "$scratch/serve.out" && break; sleep 0.1; done
-    gateway=$(grep -o 'http://[^ ]*/mcp' "$scratch/serve.out" | head -1)
+    start_serve serve "$bin" "$scratch/config.toml"
     echo "== $bin"
-    python3 scripts/large-payloads.py "$gateway" "$pid" 3
+    python3 scripts/large-payloads.py "$gateway_url" "$pid" 3
     kill $(jobs -p) 2>/dev/null || true
     wait 2>/dev/null || true
 done

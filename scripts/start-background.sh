@@ -17,3 +17,12 @@ start() {
     done
     [[ -n "$url" ]] || { echo "$name did not start" >&2; exit 1; }
 }
+
+# start_serve NAME BINDIR CONFIG: `mcp-supervisor serve --config CONFIG` from
+# BINDIR, started as NAME; once it says the gateway listens, sets
+# `gateway_url` to the gateway's MCP endpoint and `pid` to the process.
+start_serve() {
+    start "$1" "$2/mcp-supervisor" serve --config "$3"
+    for _ in $(seq 100); do grep -q "gateway listening" "$scratch/$1.out" && break; sleep 0.1; done
+    gateway_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/$1.out" | head -1)
+}
