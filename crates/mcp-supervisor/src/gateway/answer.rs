@@ -145,7 +145,7 @@ fn is_answer(message: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     const PRIMING: &str = "data: \nid: 0/0\nretry: 3000\n\n";
@@ -165,7 +165,8 @@ mod tests {
             .unwrap()
     }
 
-    async fn text(response: Response) -> (String, String) {
+    /// A response's content type and body.
+    pub(in crate::gateway) async fn text(response: Response) -> (String, String) {
         let kind = response.headers()[header::CONTENT_TYPE]
             .to_str()
             .unwrap()

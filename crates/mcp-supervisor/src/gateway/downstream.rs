@@ -19,8 +19,8 @@ use rmcp::{
     ErrorData, RoleServer,
     model::{
         ClientCapabilities, ClientResult, ErrorCode, GetExtensions, LoggingLevel,
-        LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
-        ServerConfig, ServerRequest,
+        LoggingMessageNotificationParam, ProgressNotification, ProgressNotificationParam,
+        ProgressToken, RequestId, ServerConfig, ServerJsonRpcMessage, ServerRequest,
     },
     service::{OriginatingRequestId, Peer, RequestContext},
 };
@@ -187,13 +187,36 @@ impl DownstreamRequest {
         connection: &str,
         session: &Arc<DownstreamSession>,
     ) -> DownstreamLink {
-        Self::build(
-            context,
+        Origin::of(context).link(
             connection,
             Asking::Request,
             context.ct.clone(),
             Some(session),
         )
+    }
+
+    /// The link for request `id` of a 2025 session's client that the
+    /// gateway answers without rmcp's server (`direct.rs`): what the client
+    /// declared at `initialize`, `cancelled` as its cancellation, and its
+    /// progress (with the client's `token`) sent to `progress` as messages
+    /// for the request's own answer. `None` before the session is initialized.
+    pub(super) fn direct(
+        session: &Arc<DownstreamSession>,
+        id: RequestId,
+        connection: &str,
+        cancelled: CancellationToken,
+        progress: Option<(ProgressToken, mpsc::UnboundedSender<ServerJsonRpcMessage>)>,
+    ) -> Option<DownstreamLink> {
+        let peer = session.peer()?.clone();
+        let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
+        let origin = Origin {
+            peer,
+            id,
+            capabilities,
+            progress: progress.map(|(token, answer)| (token, ProgressTo::Answer(answer))),
+            log_level: None,
+        };
+        Some(origin.link(connection, Asking::Request, cancelled, Some(session)))
     }
 
     /// The link for a request of a 2026-07-28 client: questions arrive on the
@@ -205,35 +228,79 @@ impl DownstreamRequest {
         cancelled: CancellationToken,
     ) -> (DownstreamLink, mpsc::UnboundedReceiver<Question>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let origin = Origin::of(context);
         (
-            Self::build(context, connection, Asking::Question(tx), cancelled, None),
+            origin.link(connection, Asking::Question(tx), cancelled, None),
             rx,
         )
     }
+}
 
-    fn build(
-        context: &RequestContext<RoleServer>,
+/// The downstream request a link is for: its client, its id, and what it
+/// declared (capabilities, a progress token, a log level).
+struct Origin {
+    peer: Peer<RoleServer>,
+    id: RequestId,
+    capabilities: Option<ClientCapabilities>,
+    /// The client's progress token, and where its progress goes.
+    progress: Option<(ProgressToken, ProgressTo)>,
+    log_level: Option<LoggingLevel>,
+}
+
+/// Where a request's progress goes.
+enum ProgressTo {
+    /// The client's session (rmcp sends it on the request's stream).
+    Session(Peer<RoleServer>),
+    /// The request's answer, which the gateway writes itself (`direct.rs`).
+    Answer(mpsc::UnboundedSender<ServerJsonRpcMessage>),
+}
+
+impl ProgressTo {
+    /// Sends `params`; `false` once the client is gone.
+    async fn send(&self, params: ProgressNotificationParam) -> bool {
+        match self {
+            ProgressTo::Session(peer) => peer.notify_progress(params).await.is_ok(),
+            ProgressTo::Answer(answer) => {
+                let notification = ProgressNotification::new(params);
+                let message = ServerJsonRpcMessage::notification(notification.into());
+                answer.send(message).is_ok()
+            }
+        }
+    }
+}
+
+impl Origin {
+    fn of(context: &RequestContext<RoleServer>) -> Self {
+        Origin {
+            peer: context.peer.clone(),
+            id: context.id.clone(),
+            capabilities: context.client_capabilities(),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (token, ProgressTo::Session(context.peer.clone()))),
+            log_level: context.meta.log_level(),
+        }
+    }
+
+    fn link(
+        self,
         connection: &str,
         asking: Asking,
         cancelled: CancellationToken,
         session: Option<&Arc<DownstreamSession>>,
     ) -> DownstreamLink {
         let relaying = Arc::new(Relaying::default());
-        let progress = context.meta.get_progress_token().map(|token| {
+        let progress = self.progress.map(|(token, to)| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(relay_progress(
-                context.peer.clone(),
-                token,
-                rx,
-                relaying.clone(),
-            ));
+            tokio::spawn(relay_progress(to, token, rx, relaying.clone()));
             tx
         });
-        let capabilities = context.client_capabilities();
-        let log_level = context.meta.log_level();
+        let capabilities = self.capabilities;
+        let log_level = self.log_level;
         let downstream = DownstreamRequest {
-            peer: context.peer.clone(),
-            id: context.id.clone(),
+            peer: self.peer,
+            id: self.id,
             capabilities: capabilities.clone(),
             progress,
             relaying,
@@ -262,7 +329,7 @@ const SETTLE_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
 /// Sends progress downstream one at a time (so it stays in order) with the
 /// client's token, until the request ends.
 async fn relay_progress(
-    peer: Peer<RoleServer>,
+    to: ProgressTo,
     token: ProgressToken,
     mut progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
     relaying: Arc<Relaying>,
@@ -270,10 +337,10 @@ async fn relay_progress(
     use std::sync::atomic::Ordering;
     while let Some(mut params) = progress.recv().await {
         params.progress_token = token.clone();
-        let sent = peer.notify_progress(params).await;
+        let sent = to.send(params).await;
         relaying.pending.fetch_sub(1, Ordering::AcqRel);
         relaying.sent.notify_waiters();
-        if sent.is_err() {
+        if !sent {
             // The client is gone: nothing more will be sent, nor waited for.
             relaying.pending.store(0, Ordering::Release);
             relaying.sent.notify_waiters();

@@ -198,6 +198,46 @@ fn tool_answer(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
     Ok(downstream(meta::outcome_result(outcome)))
 }
 
+/// A call of an upstream's tool (not a meta-tool): where it goes, and the
+/// request to send there; -32602 for a tool the gateway does not expose.
+pub(super) async fn upstream_call(
+    state: &Arc<GatewayState>,
+    request: CallToolRequestParams,
+) -> Result<(Target, ClientRequest), ErrorData> {
+    if !state.namespaced() {
+        return Err(unknown_tool(&request.name));
+    }
+    let name = &request.name;
+    let Some(target) = state.route(|d| d.tool(name).cloned()).await else {
+        return Err(unknown_tool(name));
+    };
+    let mut params = request;
+    params.name = target.name.clone().into();
+    params.meta = None;
+    Ok((
+        target,
+        ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+    ))
+}
+
+/// The answer to a call of `target` once its round is over.
+pub(super) fn call_response(
+    state: &GatewayState,
+    target: &Target,
+    exchange: Exchange,
+) -> Result<CallToolResponse, ErrorData> {
+    match exchange {
+        Exchange::Done(Forwarded::Answered(ServerResult::CreateTaskResult(task))) => {
+            // The upstream runs it as a task (SEP-2663): its `tasks/*`
+            // requests must find their way back to this connection.
+            state.remember_task(&task.task.task_id, &target.connection);
+            Ok(CallToolResponse::Task(task))
+        }
+        Exchange::Done(forwarded) => tool_answer(forwarded),
+        Exchange::InputRequired(asked) => Ok(CallToolResponse::InputRequired(asked)),
+    }
+}
+
 /// The client-to-server methods the gateway serves (rmcp's own names for
 /// them). Skills are not among them (not relayed).
 const SERVED_METHODS: [&str; 18] = [
@@ -360,6 +400,16 @@ impl ServerHandler for GatewayHandler {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.session.set_peer(&context.peer);
         self.state.register(&self.session);
+        // rmcp hands over the HTTP request with the message: its session id
+        // lets this session's calls take the direct path (`direct.rs`).
+        if let Some(id) = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get(super::http::SESSION_ID_HEADER))
+            .and_then(|id| id.to_str().ok())
+        {
+            self.state.direct.admit(id, &self.session);
+        }
     }
 
     async fn list_tools(
@@ -385,32 +435,14 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
-        if self.state.meta() && meta::is_meta_tool(&name) {
+        if self.state.meta() && meta::is_meta_tool(&request.name) {
+            let name = request.name.to_string();
             let result = meta::call(&self.state.registry, &name, request.arguments).await;
             return Ok(downstream(result));
         }
-        if !self.state.namespaced() {
-            return Err(unknown_tool(&name));
-        }
-        let Some(target) = self.state.route(|d| d.tool(&name).cloned()).await else {
-            return Err(unknown_tool(&name));
-        };
-        let mut params = request;
-        params.name = target.name.clone().into();
-        params.meta = None;
-        let call = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match mrtr::exchange(&self.state, &self.session, &target, call, &context).await? {
-            Exchange::Done(Forwarded::Answered(ServerResult::CreateTaskResult(task))) => {
-                // The upstream runs it as a task (SEP-2663): its `tasks/*`
-                // requests must find their way back to this connection.
-                self.state
-                    .remember_task(&task.task.task_id, &target.connection);
-                Ok(CallToolResponse::Task(task))
-            }
-            Exchange::Done(forwarded) => tool_answer(forwarded),
-            Exchange::InputRequired(asked) => Ok(CallToolResponse::InputRequired(asked)),
-        }
+        let (target, call) = upstream_call(&self.state, request).await?;
+        let exchange = mrtr::exchange(&self.state, &self.session, &target, call, &context).await?;
+        call_response(&self.state, &target, exchange)
     }
 
     async fn list_prompts(

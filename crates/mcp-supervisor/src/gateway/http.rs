@@ -37,7 +37,7 @@ use axum::{
     Router,
     body::{Body, Bytes},
     extract::{Request, State},
-    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts},
     response::{IntoResponse, Response},
     routing::any,
 };
@@ -67,7 +67,12 @@ use tokio::{
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use super::{answer, handler::GatewayHandler, state::GatewayState};
+use super::{
+    answer,
+    direct::{self, DirectSession, Posted},
+    handler::GatewayHandler,
+    state::GatewayState,
+};
 use crate::{
     config::{BearerToken, GatewaySettings},
     listener::{
@@ -87,7 +92,7 @@ const BUSY_BODY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"to
 /// frees when a client ends its session or one idles out.
 const SESSIONS_RETRY_AFTER_SECS: &str = "30";
 
-const SESSION_ID_HEADER: &str = "mcp-session-id";
+pub(super) const SESSION_ID_HEADER: &str = "mcp-session-id";
 const MCP_METHOD_HEADER: &str = "mcp-method";
 
 /// How a running gateway is stopped, step by step (see [`serve_http`]).
@@ -151,6 +156,13 @@ pub const LARGE_AT_ONCE: usize = 2;
 struct Endpoint {
     mcp: StreamableHttpService<GatewayHandler, CappedSessions>,
     sessions: Arc<CappedSessions>,
+    /// For the direct path (`direct.rs`), which checks what rmcp would.
+    state: Arc<GatewayState>,
+    hosts: AllowedHosts,
+    /// rmcp's SSE keep-alive interval.
+    keep_alive: Option<Duration>,
+    /// Cancelled when the gateway ends its sessions.
+    ending: CancellationToken,
     requests: TaskTracker,
     /// Permits for large requests in progress ([`LARGE_AT_ONCE`]).
     large: Arc<Semaphore>,
@@ -178,14 +190,20 @@ pub async fn serve_http(
         settings.max_sessions,
         settings.session_idle_timeout,
     ));
+    let keep_alive = config.sse_keep_alive;
+    let handlers = state.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(GatewayHandler::new(state.clone())),
+        move || Ok(GatewayHandler::new(handlers.clone())),
         sessions.clone(),
         config,
     );
     let endpoint = Endpoint {
         mcp,
         sessions,
+        state,
+        hosts,
+        keep_alive,
+        ending: shutdown.sessions.clone(),
         requests: shutdown.requests.clone(),
         large: Arc::new(Semaphore::new(LARGE_AT_ONCE)),
         token: settings.auth.clone().map(Arc::new),
@@ -287,6 +305,11 @@ impl Endpoint {
             Ok(read) => read,
             Err(refused) => return refused,
         };
+        if permit.is_none()
+            && let Some(answer) = self.direct(&parts, &body).await
+        {
+            return answer;
+        }
         let declared_json = is_json(&parts.headers);
         // Checked here first (peeking at the body only when full) so a flood
         // of initializes is refused without rmcp logging each one as an error.
@@ -333,6 +356,33 @@ impl Endpoint {
                 (response, SESSION_REFUSED.with(Cell::get))
             })
             .await
+    }
+
+    /// The answer to a call that takes the direct path (`direct.rs`); `None`
+    /// for every other request, which rmcp then handles. A cancellation of a
+    /// direct call cancels it (and goes on to rmcp, which ignores it).
+    async fn direct(&self, parts: &Parts, body: &Bytes) -> Option<Response> {
+        let id = parts.headers.get(SESSION_ID_HEADER)?.to_str().ok()?;
+        let session = self.state.direct.session(id)?;
+        match Posted::read(body) {
+            Posted::Call(call)
+                if !call.is_meta(&self.state)
+                    && session.takes(&parts.headers)
+                    && self.hosts.check(&parts.uri, &parts.headers).is_ok()
+                    && self.sessions.has(id).await =>
+            {
+                self.sessions.touch(id, &session).await;
+                self.state.direct.taken();
+                let cancelled = self.ending.child_token();
+                let (answer, before) = session.answer(self.state.clone(), call, cancelled);
+                Some(direct::respond(answer, before, self.keep_alive).await)
+            }
+            Posted::Cancelled(request) => {
+                session.cancel(&request);
+                None
+            }
+            Posted::Call(_) | Posted::Other => None,
+        }
     }
 
     async fn delete(&self, request: Request) -> Response {
@@ -563,6 +613,32 @@ impl CappedSessions {
     async fn has(&self, id: &str) -> bool {
         self.local.sessions.read().await.contains_key(id)
     }
+
+    /// Counts a direct call as activity of session `id`, which rmcp's idle
+    /// timeout only sees in its session worker: at most every quarter of the
+    /// timeout, the worker is handed a message that changes nothing.
+    async fn touch(&self, id: &str, session: &DirectSession) {
+        let Some(idle) = self.local.session_config.keep_alive else {
+            return;
+        };
+        if session.touch_due(idle / 4) {
+            let _ = self.local.accept_message(&id.into(), activity()).await;
+        }
+    }
+}
+
+/// The message that counts as a session's activity: the cancellation of a
+/// request id no client uses (rmcp and our handler ignore it).
+fn activity() -> ClientJsonRpcMessage {
+    static ACTIVITY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!("mcp-supervisor/activity/{:016x}", rand::random::<u64>())
+    });
+    let cancelled = serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": *ACTIVITY },
+    });
+    serde_json::from_value(cancelled).expect("a valid cancellation")
 }
 
 impl SessionManager for CappedSessions {

@@ -15,10 +15,13 @@
 //!   generations;
 //! - [`handler`]: the rmcp `ServerHandler`;
 //! - [`http`]: the HTTP endpoint with bearer auth, Host allowlist, body limit;
+//! - `direct`: a 2025 session's plain tool calls, answered by the HTTP
+//!   endpoint without rmcp's server;
 //! - [`forward`]: relays what upstreams announce (list changes, resource
 //!   updates, logs) to downstream sessions.
 
 mod answer;
+mod direct;
 pub mod directory;
 pub mod downstream;
 pub mod forward;

@@ -47,7 +47,7 @@ use super::{
     downstream::{DownstreamRequest, DownstreamSession, Question},
     state::GatewayState,
 };
-use crate::{CallOutcome, Failure, Forwarded, heavy::SharedRequest};
+use crate::{CallOutcome, Failure, Forwarded, heavy::SharedRequest, session::DownstreamLink};
 
 /// How long a `requestState` (and a request waiting for a client's answers)
 /// stays valid.
@@ -187,7 +187,8 @@ pub(super) async fn exchange(
         .protocol_version()
         .is_some_and(|version| !version.has_initialize());
     if !modern {
-        return ask_by_requests(state, session, target, request, context).await;
+        let link = DownstreamRequest::link(context, &target.connection, session);
+        return ask_by_requests(state, target, request, link).await;
     }
     let binding = binding(target, &request);
     let rounds = &state.rounds;
@@ -327,16 +328,14 @@ impl Waiting {
     }
 }
 
-/// A 2025 client answers the upstream's `input_required` rounds as
-/// server-to-client requests on its session; the answers go back upstream.
-async fn ask_by_requests(
+/// A 2025 client (at `link`) answers the upstream's `input_required` rounds
+/// as server-to-client requests on its session; the answers go back upstream.
+pub(super) async fn ask_by_requests(
     state: &Arc<GatewayState>,
-    session: &Arc<DownstreamSession>,
     target: &Target,
     request: ClientRequest,
-    context: &RequestContext<RoleServer>,
+    link: DownstreamLink,
 ) -> Result<Exchange, ErrorData> {
-    let link = DownstreamRequest::link(context, &target.connection, session);
     // Shared with the forwarding, so nothing is copied unless a round
     // changes it (and then only what the forwarding still holds).
     let mut request = SharedRequest::new(request);

@@ -75,6 +75,8 @@ pub struct GatewayState {
     /// Tasks (SEP-2663) created through the gateway: task id → its
     /// connection, and when it was last heard of.
     tasks: Mutex<HashMap<String, (String, std::time::Instant)>>,
+    /// Sessions whose plain calls the HTTP endpoint answers itself.
+    pub(super) direct: super::direct::DirectCalls,
 }
 
 #[derive(Debug, Default)]
@@ -100,7 +102,14 @@ impl GatewayState {
             subscriptions: Mutex::new(HashMap::new()),
             rounds: Default::default(),
             tasks: Mutex::new(HashMap::new()),
+            direct: Default::default(),
         })
+    }
+
+    /// How many tool calls the HTTP endpoint answered on its direct path,
+    /// without rmcp's server (`direct.rs`).
+    pub fn direct_calls(&self) -> u64 {
+        self.direct.answered()
     }
 
     pub(super) fn namespaced(&self) -> bool {

@@ -331,6 +331,7 @@ impl Drop for ChildProcess {
 /// reach downstream clients). Stops serving when dropped.
 pub struct ServedGateway {
     pub registry: Addr<Registry>,
+    pub state: std::sync::Arc<mcp_supervisor::gateway::GatewayState>,
     /// `http://127.0.0.1:PORT/mcp`.
     pub url: String,
     shutdown: mcp_supervisor::gateway::GatewayShutdown,
@@ -363,6 +364,7 @@ impl ServedGateway {
         let settings = config.gateway.clone();
         actix_rt::spawn({
             let shutdown = shutdown.clone();
+            let state = state.clone();
             async move {
                 serve_http(listener, state, &settings, shutdown)
                     .await
@@ -371,6 +373,7 @@ impl ServedGateway {
         });
         Self {
             registry,
+            state,
             url,
             shutdown,
         }

@@ -1,0 +1,628 @@
+//! The direct path: a 2025 session's plain `tools/call`, answered by the
+//! gateway's POST handler without rmcp's server (docs/DECISIONS.md #78).
+//!
+//! On the gateway hop rmcp's server costs a call more than everything else
+//! the gateway does: the session worker, a handler task, the request's own
+//! channel and SSE stream. For the calls where it adds nothing to what the
+//! gateway does itself, the POST handler answers them, through the same
+//! supervised path and the same handler code (`handler::upstream_call`,
+//! `mrtr::ask_by_requests`, `handler::call_response`). A call takes the
+//! direct path when all of these hold, and goes through rmcp otherwise:
+//!
+//! - its session is a 2025 one ([`DirectCalls::admit`]) whose client declared
+//!   no sampling, elicitation or roots, so no request can go back to it
+//!   during the call (its log messages still reach it, on its session);
+//! - the body is small and holds one `tools/call` with only `name` and
+//!   `arguments` (no `_meta`: no progress token, no task), not a meta-tool;
+//! - the headers are plain: `Host`/`Origin` allowed, JSON in, JSON and SSE
+//!   accepted, no `Mcp-*` header but the session id and the session's own
+//!   protocol version.
+//!
+//! What rmcp's server does for such a call, the direct path does too:
+//!
+//! - the answer is shaped as rmcp shapes a handler's answer for a 2025 peer
+//!   ([`as_rmcp_answers`]);
+//! - `notifications/cancelled` for it cancels it upstream (as does the
+//!   client going away, or the gateway ending its sessions);
+//! - it counts as activity for the session's idle timeout;
+//! - a call still running after rmcp's SSE keep-alive interval is answered
+//!   as an event stream with the same keep-alives, then its answer.
+//!
+//! What it does not: a long call's stream has no event ids, so a client
+//! whose connection drops cannot resume it; the call is cancelled instead.
+
+use std::{
+    borrow::Cow,
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    body::{Body, Bytes},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use futures::{FutureExt, future::BoxFuture};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorData, JsonObject,
+    ProgressToken, RequestId, ServerJsonRpcMessage, ServerResult,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::{sync::mpsc, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    downstream::{DownstreamRequest, DownstreamSession},
+    handler,
+    http::SESSION_ID_HEADER,
+    mrtr,
+    state::GatewayState,
+};
+use crate::listener::guard::is_json;
+
+/// The 2025 sessions whose plain calls take the direct path, by session id.
+#[derive(Debug, Default)]
+pub(super) struct DirectCalls {
+    sessions: Mutex<HashMap<String, Arc<DirectSession>>>,
+    /// Calls answered on the direct path so far.
+    answered: AtomicU64,
+}
+
+/// One session whose calls may take the direct path.
+#[derive(Debug)]
+pub(super) struct DirectSession {
+    downstream: Arc<DownstreamSession>,
+    /// The protocol version agreed at `initialize`.
+    version: String,
+    /// Whether the client declared the tasks extension (SEP-2663).
+    tasks: bool,
+    /// Direct calls in progress, by request id.
+    calls: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// When a direct call last counted as the session's activity.
+    touched: Mutex<Option<Instant>>,
+}
+
+impl DirectCalls {
+    /// Lets session `id`'s plain calls take the direct path, if its client
+    /// is one the path serves (see the module doc); forgets closed sessions.
+    pub(super) fn admit(&self, id: &str, session: &Arc<DownstreamSession>) {
+        let Some(info) = session.peer().and_then(|peer| peer.peer_info()) else {
+            return;
+        };
+        let asks_nothing = |c: &ClientCapabilities| {
+            c.sampling.is_none() && c.elicitation.is_none() && c.roots.is_none()
+        };
+        if !info.protocol_version.has_initialize() || !asks_nothing(&info.capabilities) {
+            return;
+        }
+        let mut sessions = self.lock();
+        sessions.retain(|_, known| !known.downstream.is_closed());
+        // A second `notifications/initialized` changes nothing.
+        sessions.entry(id.to_owned()).or_insert_with(|| {
+            Arc::new(DirectSession {
+                downstream: session.clone(),
+                version: info.protocol_version.as_str().to_owned(),
+                tasks: info.capabilities.supports_tasks(),
+                calls: Mutex::default(),
+                touched: Mutex::default(),
+            })
+        });
+    }
+
+    /// Session `id`, if it is open and its calls may take the direct path.
+    pub(super) fn session(&self, id: &str) -> Option<Arc<DirectSession>> {
+        self.lock()
+            .get(id)
+            .filter(|session| !session.downstream.is_closed())
+            .cloned()
+    }
+
+    /// Counts a call taking the direct path.
+    pub(super) fn taken(&self) {
+        self.answered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn answered(&self) -> u64 {
+        self.answered.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<DirectSession>>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A POSTed message, as far as the direct path cares.
+#[derive(Debug)]
+pub(super) enum Posted {
+    /// A `tools/call` the direct path can answer.
+    Call(Call),
+    /// `notifications/cancelled` for this request id.
+    Cancelled(RequestId),
+    /// Anything else: rmcp's.
+    Other,
+}
+
+/// A plain `tools/call`.
+#[derive(Debug)]
+pub(super) struct Call {
+    id: RequestId,
+    params: CallToolRequestParams,
+    /// The client's progress token, when it sent one.
+    progress: Option<ProgressToken>,
+}
+
+impl Call {
+    /// Whether it calls one of the gateway's own meta-tools (those are the
+    /// handler's to answer).
+    pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
+        state.meta() && crate::meta::is_meta_tool(&self.params.name)
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    id: Option<RequestId>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// `tools/call` params with nothing but a name, arguments and a progress
+/// token.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainCall {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<ProgressOnly>,
+}
+
+/// A `_meta` holding only a progress token (what rmcp's client sends with
+/// every request).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ProgressOnly {
+    progress_token: ProgressToken,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelledParams {
+    request_id: RequestId,
+}
+
+impl Posted {
+    /// What `body` is; [`Posted::Other`] for whatever is not plainly one of
+    /// the others (rmcp then answers it, errors included).
+    pub(super) fn read(body: &[u8]) -> Posted {
+        let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(body) else {
+            return Posted::Other;
+        };
+        let params = envelope.params.map(RawValue::get);
+        match (
+            envelope.jsonrpc.as_ref(),
+            envelope.method.as_ref(),
+            envelope.id,
+        ) {
+            ("2.0", "tools/call", Some(id)) => params
+                .and_then(|params| serde_json::from_str::<PlainCall>(params).ok())
+                .map_or(Posted::Other, |call| {
+                    let mut params = CallToolRequestParams::new(call.name);
+                    params.arguments = call.arguments;
+                    let progress = call.meta.map(|meta| meta.progress_token);
+                    Posted::Call(Call {
+                        id,
+                        params,
+                        progress,
+                    })
+                }),
+            ("2.0", "notifications/cancelled", None) => params
+                .and_then(|params| serde_json::from_str::<CancelledParams>(params).ok())
+                .map_or(Posted::Other, |cancelled| {
+                    Posted::Cancelled(cancelled.request_id)
+                }),
+            _ => Posted::Other,
+        }
+    }
+}
+
+/// Headers a direct call may not carry: rmcp checks them against the body
+/// (SEP-2243), so such a request is left to it.
+const MCP_HEADER_PREFIX: &str = "mcp-";
+const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+
+impl DirectSession {
+    /// Whether a call with `headers` may take the direct path (the
+    /// `Host`/`Origin` allowlist is the caller's to check).
+    pub(super) fn takes(&self, headers: &HeaderMap) -> bool {
+        is_json(headers)
+            && accepts_json_and_sse(headers)
+            && headers.iter().all(|(name, value)| {
+                let name = name.as_str();
+                !name.starts_with(MCP_HEADER_PREFIX)
+                    || name == SESSION_ID_HEADER
+                    || (name == PROTOCOL_VERSION_HEADER
+                        && value.as_bytes() == self.version.as_bytes())
+            })
+    }
+
+    /// Cancels the direct call `id`, if one is in progress.
+    pub(super) fn cancel(&self, id: &RequestId) {
+        if let Some(call) = self.calls().get(id) {
+            call.cancel();
+        }
+    }
+
+    /// Whether a call now should count as the session's activity: at most
+    /// once per `every`.
+    pub(super) fn touch_due(&self, every: Duration) -> bool {
+        let mut touched = self.touched.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if touched.is_some_and(|at| now.duration_since(at) < every) {
+            return false;
+        }
+        *touched = Some(now);
+        true
+    }
+
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The answer to `call`, through the supervisor, and the messages that
+    /// go before it (its progress); `cancelled` (or dropping the future)
+    /// cancels it upstream. A cancelled call has no answer, as through rmcp,
+    /// which closes a cancelled request's stream.
+    pub(super) fn answer(
+        self: Arc<Self>,
+        state: Arc<GatewayState>,
+        call: Call,
+        cancelled: CancellationToken,
+    ) -> (
+        impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
+        mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    ) {
+        let (before, messages) = mpsc::unbounded_channel();
+        let Call {
+            id,
+            params,
+            progress,
+        } = call;
+        let progress = progress.map(|token| (token, before));
+        let answer = async move {
+            self.calls().insert(id.clone(), cancelled.clone());
+            let _in_progress = InProgress {
+                session: &self,
+                id: id.clone(),
+                _cancel: cancelled.clone().drop_guard(),
+            };
+            let answered = self
+                .respond(&state, id.clone(), params, progress, cancelled.clone())
+                .await;
+            if cancelled.is_cancelled() {
+                return None;
+            }
+            Some(match answered {
+                Ok(result) => ServerJsonRpcMessage::response(result, id),
+                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+            })
+        };
+        (answer, messages)
+    }
+
+    async fn respond(
+        &self,
+        state: &Arc<GatewayState>,
+        id: RequestId,
+        params: CallToolRequestParams,
+        progress: Option<(ProgressToken, mpsc::UnboundedSender<ServerJsonRpcMessage>)>,
+        cancelled: CancellationToken,
+    ) -> Result<ServerResult, ErrorData> {
+        let (target, request) = handler::upstream_call(state, params).await?;
+        let connection = &target.connection;
+        let link = DownstreamRequest::direct(&self.downstream, id, connection, cancelled, progress)
+            .ok_or_else(|| ErrorData::internal_error("the session is not initialized", None))?;
+        let exchange = mrtr::ask_by_requests(state, &target, request, link).await?;
+        as_rmcp_answers(
+            handler::call_response(state, &target, exchange)?,
+            self.tasks,
+        )
+    }
+}
+
+/// A direct call in progress: forgotten when it ends; cancelled upstream if
+/// it ends unanswered (the client went away).
+struct InProgress<'a> {
+    session: &'a DirectSession,
+    id: RequestId,
+    _cancel: tokio_util::sync::DropGuard,
+}
+
+impl Drop for InProgress<'_> {
+    fn drop(&mut self) {
+        self.session.calls().remove(&self.id);
+    }
+}
+
+/// What rmcp's server makes of a handler's `tools/call` answer for a peer on
+/// a 2025 protocol version (rmcp's `handler/server.rs`): a task only for a
+/// client that declared tasks, no `input_required`, no `resultType:
+/// complete`, and structured output only as an object.
+fn as_rmcp_answers(response: CallToolResponse, tasks: bool) -> Result<ServerResult, ErrorData> {
+    if matches!(response, CallToolResponse::Task(_)) && !tasks {
+        return Err(ErrorData::missing_required_client_capability(
+            ClientCapabilities::builder().enable_tasks().build(),
+        ));
+    }
+    let mut result = ServerResult::from(response);
+    if matches!(result, ServerResult::InputRequiredResult(_)) {
+        return Err(ErrorData::invalid_request(
+            "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
+            None,
+        ));
+    }
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    Ok(result)
+}
+
+/// SSE keep-alive: a comment, as rmcp sends.
+const KEEP_ALIVE: &[u8] = b":\n\n";
+
+/// What a direct call's response writes next.
+enum Next {
+    /// A message before the answer (progress).
+    Before(ServerJsonRpcMessage),
+    /// The answer (`None`: cancelled, no answer).
+    Answer(Option<ServerJsonRpcMessage>),
+    /// Nothing for `keep_alive`.
+    Idle,
+}
+
+/// A direct call's answer, the messages to write before it, and the answer
+/// once it is in (held until those are written).
+struct Pending {
+    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
+    before: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    answered: Option<Option<ServerJsonRpcMessage>>,
+}
+
+impl Pending {
+    /// The next thing to write: messages sent before the answer come first.
+    async fn next(&mut self, keep_alive: Option<Duration>) -> Next {
+        if self.answered.is_none() {
+            let idle = async {
+                match keep_alive {
+                    Some(every) => tokio::time::sleep(every).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(message) = self.before.recv() => return Next::Before(message),
+                answer = &mut self.answer => self.answered = Some(answer),
+                () = idle => return Next::Idle,
+            }
+        }
+        match self.before.try_recv() {
+            Ok(message) => Next::Before(message),
+            Err(_) => Next::Answer(self.answered.take().flatten()),
+        }
+    }
+}
+
+/// The HTTP answer of a direct call: JSON when the answer comes first, within
+/// `keep_alive`; else an event stream, as rmcp's: the messages before the
+/// answer, keep-alive comments every `keep_alive` while there are none, then
+/// the answer. A call with no answer (cancelled) ends its stream there; one
+/// cancelled before anything was written gets an empty stream.
+pub(super) async fn respond(
+    answer: impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
+    before: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    keep_alive: Option<Duration>,
+) -> Response {
+    let mut pending = Pending {
+        answer: answer.boxed(),
+        before,
+        answered: None,
+    };
+    let first = match pending.next(keep_alive).await {
+        Next::Answer(Some(message)) => return json(&message),
+        Next::Answer(None) => return event_stream(Body::empty()),
+        first => first,
+    };
+    let events = futures::stream::unfold(Some((first, pending)), move |state| async move {
+        let (now, mut pending) = state?;
+        let (bytes, more) = match now {
+            Next::Before(message) => (event(&message), true),
+            Next::Idle => (Bytes::from_static(KEEP_ALIVE), true),
+            Next::Answer(Some(message)) => (event(&message), false),
+            Next::Answer(None) => return None,
+        };
+        let rest = if more {
+            Some((pending.next(keep_alive).await, pending))
+        } else {
+            None
+        };
+        Some((Ok::<_, std::convert::Infallible>(bytes), rest))
+    });
+    event_stream(Body::from_stream(events))
+}
+
+fn event_stream(body: Body) -> Response {
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn json(message: &ServerJsonRpcMessage) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_vec(message).unwrap_or_default(),
+    )
+        .into_response()
+}
+
+fn event(message: &ServerJsonRpcMessage) -> Bytes {
+    let mut event = b"data: ".to_vec();
+    event.extend(serde_json::to_vec(message).unwrap_or_default());
+    event.extend_from_slice(b"\n\n");
+    event.into()
+}
+
+/// Whether `Accept` names both `application/json` and `text/event-stream`
+/// (as rmcp requires of every POST).
+fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for media in value.split(',') {
+            let essence = media.split(';').next().unwrap_or_default().trim();
+            json |= essence.eq_ignore_ascii_case("application/json");
+            sse |= essence.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    json && sse
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::answer::tests::text as body_of;
+
+    fn read(body: &str) -> Posted {
+        Posted::read(body.as_bytes())
+    }
+
+    #[test]
+    fn only_plain_calls_and_cancellations_are_read() {
+        let Posted::Call(call) = read(
+            r#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"a__echo","arguments":{"text":"x"}}}"#,
+        ) else {
+            panic!("a plain call")
+        };
+        assert_eq!(call.id, RequestId::String("c1".into()));
+        assert_eq!(call.params.name, "a__echo");
+        assert_eq!(call.params.arguments.unwrap()["text"], "x");
+        assert!(matches!(
+            read(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#),
+            Posted::Call(_)
+        ));
+        let Posted::Call(call) = read(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":4}}}"#,
+        ) else {
+            panic!("a call with a progress token")
+        };
+        assert_eq!(call.progress, Some(ProgressToken(RequestId::Number(4))));
+        for other in [
+            // `_meta` without a progress token or with more, a task, a
+            // retry's fields: rmcp's.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"x":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","requestState":"s"}}"#,
+            // Arguments that are not an object, no name, no id, a null id.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"}}"#,
+            // Another version, another method, a batch, not JSON.
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}]"#,
+            "{not json",
+        ] {
+            assert!(matches!(read(other), Posted::Other), "{other}");
+        }
+        assert!(matches!(
+            read(
+                r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"r"}}"#
+            ),
+            Posted::Cancelled(RequestId::Number(7))
+        ));
+    }
+
+    fn echo(id: i64) -> ServerJsonRpcMessage {
+        ServerJsonRpcMessage::response(
+            ServerResult::CallToolResult(rmcp::model::CallToolResult::success(vec![])),
+            RequestId::Number(id),
+        )
+    }
+
+    fn progress(step: f64) -> ServerJsonRpcMessage {
+        let params =
+            rmcp::model::ProgressNotificationParam::new(ProgressToken(RequestId::Number(1)), step);
+        let notification = rmcp::model::ProgressNotification::new(params);
+        ServerJsonRpcMessage::notification(notification.into())
+    }
+
+    fn line(message: &ServerJsonRpcMessage) -> String {
+        format!("data: {}\n\n", serde_json::to_string(message).unwrap())
+    }
+
+    /// A call answered first, within the keep-alive interval, is plain JSON;
+    /// one with progress before its answer, or a longer one, is an event
+    /// stream: the progress, keep-alives while nothing comes, then the
+    /// answer; one without an answer (cancelled) is an empty stream.
+    #[tokio::test(start_paused = true)]
+    async fn answers_are_json_unless_something_comes_first() {
+        let every = Some(Duration::from_secs(15));
+        let nothing_before = || mpsc::unbounded_channel().1;
+        let quick = respond(async { Some(echo(1)) }, nothing_before(), every).await;
+        let (kind, body) = body_of(quick).await;
+        assert_eq!(kind, "application/json");
+        assert_eq!(body, serde_json::to_string(&echo(1)).unwrap());
+
+        let long = async {
+            tokio::time::sleep(Duration::from_secs(40)).await;
+            Some(echo(2))
+        };
+        let (kind, body) = body_of(respond(long, nothing_before(), every).await).await;
+        assert_eq!(kind, "text/event-stream");
+        // At 15 and 30 seconds, then the answer at 40.
+        assert_eq!(body, format!(":\n\n:\n\n{}", line(&echo(2))));
+
+        let (before, messages) = mpsc::unbounded_channel();
+        let with_progress = async move {
+            before.send(progress(0.0)).unwrap();
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            before.send(progress(50.0)).unwrap();
+            Some(echo(3))
+        };
+        let (kind, body) = body_of(respond(with_progress, messages, every).await).await;
+        assert_eq!(kind, "text/event-stream");
+        let expected = [
+            line(&progress(0.0)),
+            ":\n\n".to_owned(),
+            line(&progress(50.0)),
+            line(&echo(3)),
+        ];
+        assert_eq!(body, expected.concat());
+
+        let cancelled = respond(async { None }, nothing_before(), every).await;
+        assert_eq!(
+            body_of(cancelled).await,
+            ("text/event-stream".to_owned(), String::new())
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! The gateway's direct path (docs/DECISIONS.md #78): a 2025 session's plain
+//! `tools/call` is answered by the HTTP endpoint without rmcp's server, the
+//! same as through it; everything else still goes through rmcp. Real
+//! loopback HTTP, raw JSON-RPC (so the answers can be compared byte for
+//! byte), a real test server upstream.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_test_support::{TestServer, TestServerOptions, eventually};
+use reqwest::header;
+use serde_json::{Value, json};
+use support::*;
+
+/// A test server, and a gateway (`settings` first) whose connection `a`
+/// points at it.
+async fn gateway(settings: &str) -> (TestServer, ServedGateway) {
+    gateway_with(TestServerOptions::default(), settings).await
+}
+
+async fn gateway_with(options: TestServerOptions, settings: &str) -> (TestServer, ServedGateway) {
+    let upstream = TestServer::start(options).await.unwrap();
+    let toml = format!("{settings}{}", http_connection("a", &upstream.url(), ""));
+    let gateway = ServedGateway::start(config(&toml)).await;
+    (upstream, gateway)
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+/// A POST of `message` with the headers MCP asks for, in `session`.
+fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    message: &Value,
+) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(message.to_string())
+}
+
+/// A 2025-11-25 session whose client declared `capabilities`; its id.
+async fn session(http: &reqwest::Client, url: &str, capabilities: Value) -> String {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "direct-test", "version": "0"},
+        },
+    });
+    let answer = http
+        .post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .body(initialize.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let id = answer.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = post(http, url, &id, &initialized).send().await.unwrap();
+    assert_eq!(sent.status(), 202);
+    id
+}
+
+/// The messages of `message`'s answer in `session`, in order: the answer
+/// last (one message for plain JSON).
+async fn exchange(http: &reqwest::Client, url: &str, session: &str, message: &Value) -> Vec<Value> {
+    let response = post(http, url, session, message).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
+    let data: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:").map(str::trim))
+        .filter(|data| !data.is_empty())
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    if data.is_empty() {
+        vec![serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON-RPC: {body}"))]
+    } else {
+        data
+    }
+}
+
+/// The JSON-RPC answer to `message` in `session`.
+async fn ask(http: &reqwest::Client, url: &str, session: &str, message: &Value) -> Value {
+    exchange(http, url, session, message).await.pop().unwrap()
+}
+
+fn call(id: u64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments}})
+}
+
+/// The same call with an (empty) `_meta`, which keeps it on rmcp's path.
+fn through_rmcp(mut call: Value) -> Value {
+    call["params"]["_meta"] = json!({});
+    call
+}
+
+/// A plain call is answered directly, as plain JSON, with what rmcp would
+/// have answered: the same result (no `resultType` for a 2025 session), the
+/// same tool error, the same JSON-RPC error for an unknown tool. A call with
+/// `_meta`, and every call of a client that declared sampling, still goes
+/// through rmcp.
+#[test]
+fn a_plain_call_is_answered_directly_as_rmcp_answers_it() {
+    run(|| async {
+        let (_upstream, gateway) = gateway("").await;
+        let http = http();
+        let id = session(&http, &gateway.url, json!({})).await;
+        let calls = [
+            call(1, "a__echo", json!({"text": "héllo"})),
+            call(2, "a__fail", json!({"message": "boom"})),
+            call(3, "a__nope", json!({})),
+            call(4, "a__add", json!({"a": 2, "b": 40})),
+        ];
+        for (n, plain) in calls.iter().enumerate() {
+            let direct = post(&http, &gateway.url, &id, plain).send().await.unwrap();
+            assert_eq!(direct.headers()[header::CONTENT_TYPE], "application/json");
+            let direct: Value = direct.json().await.unwrap();
+            assert_eq!(gateway.state.direct_calls(), n as u64 + 1, "{plain}");
+            let rmcp = ask(&http, &gateway.url, &id, &through_rmcp(plain.clone())).await;
+            assert_eq!(
+                gateway.state.direct_calls(),
+                n as u64 + 1,
+                "{plain} went direct with _meta"
+            );
+            assert_eq!(direct, rmcp, "{plain}");
+            assert_eq!(direct["id"], plain["id"]);
+        }
+        let echoed = ask(&http, &gateway.url, &id, &calls[0]).await;
+        assert_eq!(echoed["result"]["content"][0]["text"], "héllo");
+        assert!(echoed["result"].get("resultType").is_none(), "{echoed}");
+
+        // A client that can be asked for sampling: rmcp's.
+        let asking = session(&http, &gateway.url, json!({"sampling": {}})).await;
+        let before = gateway.state.direct_calls();
+        let added = ask(&http, &gateway.url, &asking, &calls[3]).await;
+        assert_eq!(added["result"]["content"][0]["text"], "42");
+        assert_eq!(gateway.state.direct_calls(), before);
+    });
+}
+
+/// A direct call with a progress token (rmcp's client sends one with every
+/// request) gets the upstream's progress on its own answer, with its token,
+/// before the result: the same messages as through rmcp, for an upstream of
+/// either generation.
+#[test]
+fn a_direct_calls_progress_comes_before_its_answer() {
+    run(|| async {
+        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        for server in [ConformanceServer::new(), ConformanceServer::legacy_only()] {
+            let upstream = ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), server)
+                .await
+                .unwrap();
+            let toml = http_connection("c", &upstream.url(), "");
+            let gateway = ServedGateway::start(config(&toml)).await;
+            let http = http();
+            let id = session(&http, &gateway.url, json!({})).await;
+            let mut plain = call(3, "c__test_tool_with_progress", json!({}));
+            plain["params"]["_meta"] = json!({"progressToken": "p-3"});
+            let direct = exchange(&http, &gateway.url, &id, &plain).await;
+            assert_eq!(gateway.state.direct_calls(), 1);
+            // Another `_meta` key keeps the call on rmcp's path.
+            let mut other = plain.clone();
+            other["params"]["_meta"]["example.com/note"] = json!(1);
+            let rmcp = exchange(&http, &gateway.url, &id, &other).await;
+            assert_eq!(gateway.state.direct_calls(), 1);
+            // The same but for the upstream's own token, which the tool
+            // names.
+            let names_token = |answer: &Value| {
+                let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+                text.starts_with("Progress reported on token ")
+            };
+            assert!(
+                names_token(&direct[3]) && names_token(&rmcp[3]),
+                "{direct:#?}"
+            );
+            assert_eq!(direct[..3], rmcp[..3]);
+            assert_eq!(direct.len(), 4, "{direct:#?}");
+            for progress in &direct[..3] {
+                assert_eq!(progress["method"], "notifications/progress");
+                assert_eq!(progress["params"]["progressToken"], "p-3");
+            }
+            assert_eq!(direct[3]["id"], 3);
+            assert!(direct[3]["result"]["content"].is_array(), "{:#}", direct[3]);
+        }
+    });
+}
+
+/// `notifications/cancelled` for a direct call cancels it upstream (a 2025
+/// upstream is told; the held call never completes), and its POST ends at
+/// once without an answer, as a call cancelled through rmcp does.
+#[test]
+fn a_cancelled_direct_call_is_cancelled_upstream() {
+    run(|| async {
+        let (upstream, gateway) = gateway_with(TestServerOptions::legacy(), "").await;
+        let http = http();
+        let id = session(&http, &gateway.url, json!({})).await;
+        upstream.control().hold("echo");
+        for (n, held) in [
+            call(8, "a__echo", json!({"text": "wait"})),
+            through_rmcp(call(9, "a__echo", json!({"text": "wait"}))),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let sent = tokio::spawn(post(&http, &gateway.url, &id, &held).send());
+            // The test server's hold does not end on a cancellation: the
+            // first call stays held.
+            eventually!(upstream.control().held() == n + 1);
+            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": held["id"], "reason": "changed my mind"}});
+            let cancelled = post(&http, &gateway.url, &id, &cancel)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(cancelled.status(), 202);
+            let ended = tokio::time::timeout(Duration::from_secs(5), async {
+                let response = sent.await.unwrap().unwrap();
+                (response.status(), response.text().await.unwrap())
+            })
+            .await
+            .expect("the cancelled call's POST ends at once");
+            assert_eq!(ended.0, 200);
+            assert!(!ended.1.contains("jsonrpc"), "{held}: {}", ended.1);
+            eventually!(upstream.requests("notifications/cancelled") == n as u64 + 1);
+        }
+        assert_eq!(gateway.state.direct_calls(), 1);
+        assert_eq!(upstream.completed_calls("echo"), 0);
+    });
+}
+
+/// Direct calls count as the session's activity: a session used only for
+/// them outlives its idle timeout, and rmcp still knows it.
+#[test]
+fn direct_calls_keep_their_session_alive() {
+    run(|| async {
+        let (_upstream, gateway) = gateway("[gateway]\nsession_idle_timeout = \"1s\"\n").await;
+        let http = http();
+        let id = session(&http, &gateway.url, json!({})).await;
+        for n in 0..8 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let sum = ask(
+                &http,
+                &gateway.url,
+                &id,
+                &call(n, "a__add", json!({"a": n, "b": 1})),
+            )
+            .await;
+            assert_eq!(sum["result"]["content"][0]["text"], (n + 1).to_string());
+        }
+        assert_eq!(gateway.state.direct_calls(), 8);
+        let list = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"});
+        let listed = ask(&http, &gateway.url, &id, &list).await;
+        assert!(listed["result"]["tools"].is_array(), "{listed}");
+    });
+}
+
+/// The direct path keeps rmcp's checks: a call from a foreign `Origin`, or
+/// one a client cannot accept as SSE, gets rmcp's refusal.
+#[test]
+fn a_direct_call_keeps_the_origin_and_accept_checks() {
+    run(|| async {
+        let (_upstream, gateway) = gateway("").await;
+        let http = http();
+        let id = session(&http, &gateway.url, json!({})).await;
+        let plain = call(1, "a__echo", json!({"text": "x"}));
+        let foreign = post(&http, &gateway.url, &id, &plain)
+            .header(header::ORIGIN, "https://evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(foreign.status(), 403);
+        let json_only = http
+            .post(&gateway.url)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json")
+            .header("mcp-session-id", &id)
+            .body(plain.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(json_only.status(), 406);
+        assert_eq!(gateway.state.direct_calls(), 0);
+    });
+}
