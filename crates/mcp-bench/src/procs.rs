@@ -190,26 +190,33 @@ pub(crate) fn start_upstream(
 }
 
 /// `mcp-supervisor serve` with one connection `up` to `upstream_url` (8 calls
-/// in flight, like the 8 callers of the throughput run); the URL is the
-/// gateway's MCP endpoint.
+/// in flight, like the 8 callers of the throughput run), `extra` keys added
+/// to it; its config and log are `{name}.toml` and `{name}.log` in `dir`.
+/// The URL is the gateway's MCP endpoint.
 pub(crate) fn start_gateway(
     bins: &Binaries,
     upstream_url: &str,
     dir: &Path,
+    name: &str,
+    extra: &str,
 ) -> anyhow::Result<Guarded> {
-    let config = dir.join("gateway.toml");
+    let config = dir.join(format!("{name}.toml"));
     std::fs::write(
         &config,
         format!(
             "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n\n\
              [admin]\nlisten = \"127.0.0.1:0\"\n\n\
              [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\
-             max_concurrent_calls = 8\n"
+             max_concurrent_calls = 8\n{extra}"
         ),
     )?;
     let mut command = Command::new(&bins.supervisor);
     command.arg("serve").arg("--config").arg(&config);
-    start_announcing(command, &["gateway listening on"], &dir.join("gateway.log"))
+    start_announcing(
+        command,
+        &["gateway listening on"],
+        &dir.join(format!("{name}.log")),
+    )
 }
 
 /// Runs one measured round in a fresh worker process (clean CPU and RSS).

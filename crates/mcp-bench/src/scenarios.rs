@@ -1,7 +1,10 @@
 //! P1–P7 (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
 //! the table they produce.
 
-use std::path::{Path, PathBuf};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+};
 
 use anyhow::Context;
 use serde_json::json;
@@ -477,7 +480,7 @@ impl Bench<'_> {
         eprintln!("P5: gateway hop");
         let s = self.settings;
         let upstream = self.upstream(true)?;
-        let gateway = procs::start_gateway(self.bins, &upstream.url, &s.scratch)?;
+        let gateway = procs::start_gateway(self.bins, &upstream.url, &s.scratch, "gateway", "")?;
         let peer = match (&self.bins.peer, s.peers) {
             (Some(binary), true) => Some(procs::start_peer_gateway(
                 binary,
@@ -490,21 +493,37 @@ impl Bench<'_> {
             ),
             _ => None,
         };
+        // Beside the peer, a second gateway speaking the generation it
+        // speaks upstream (2025-11-25): shown, not judged (the judged rows
+        // measure the default, docs/DECISIONS.md #77).
+        let pinned = match peer {
+            Some(_) => Some(procs::start_gateway(
+                self.bins,
+                &upstream.url,
+                &s.scratch,
+                "gateway-pinned",
+                "protocol = \"2025-11-25\"\n",
+            )?),
+            None => None,
+        };
         let mut routes = vec![
-            Route::new("upstream", &upstream, "", None),
-            Route::new("gateway", &gateway, "up__", Some(gateway.pid())),
+            Route::new(UPSTREAM, &upstream, "", None),
+            Route::new(GATEWAY, &gateway, "up__", Some(gateway.pid())),
         ];
+        if let Some(pinned) = &pinned {
+            routes.push(Route::new(PINNED, pinned, "up__", Some(pinned.pid())));
+        }
         if let Some(peer) = &peer {
-            routes.push(Route::new("mcp-proxy", peer, "up/", Some(peer.pid())));
+            routes.push(Route::new(PEER, peer, "up/", Some(peer.pid())));
         }
         let mut variants = Vec::new();
         let mut groups = Vec::new();
         for workload in &P5_WORKLOADS {
             let served: Vec<&Route> = routes
                 .iter()
-                .filter(|route| route.label != "mcp-proxy" || workload.peer_speaks())
+                .filter(|route| workload.peer_speaks() || ![PINNED, PEER].contains(&route.label))
                 .collect();
-            groups.push(served.len());
+            groups.push(served.iter().map(|route| route.label).collect::<Vec<_>>());
             for route in served {
                 variants.push((
                     format!("{} → {}", workload.label, route.label),
@@ -517,19 +536,19 @@ impl Bench<'_> {
             .map(|(name, spec)| (name.as_str(), spec.clone()))
             .collect();
         let mut aggs = self.interleave(&named, s.rounds)?;
-        drop((gateway, peer, upstream));
+        drop((gateway, pinned, peer, upstream));
         // The peer's one-caller figures, for the workloads it cannot run.
         let mut peer_latency = None;
         let mut rest = &mut aggs[..];
-        for (workload, size) in P5_WORKLOADS.iter().zip(groups) {
-            let (group, tail) = rest.split_at_mut(size);
+        for (workload, labels) in P5_WORKLOADS.iter().zip(groups) {
+            let (group, tail) = rest.split_at_mut(labels.len());
             rest = tail;
-            let (direct, hops) = group.split_first_mut().expect("a direct route");
-            let (ours, peer) = match hops {
-                [ours] => (ours, None),
-                [ours, peer] => (ours, Some(peer)),
-                _ => unreachable!("one or two gateways"),
-            };
+            let mut by_label: HashMap<&str, &mut Aggregate> =
+                labels.into_iter().zip(group.iter_mut()).collect();
+            let direct = by_label.remove(UPSTREAM).expect("a direct route");
+            let ours = by_label.remove(GATEWAY).expect("our gateway");
+            let pinned = by_label.remove(PINNED);
+            let peer = by_label.remove(PEER);
             let peer = match peer {
                 Some(peer) => {
                     let figures = PeerFigures::of(direct, peer);
@@ -541,6 +560,9 @@ impl Bench<'_> {
                 None => peer_latency.map(PeerFigures::instead),
             };
             self.report.rows.extend(workload.rows(direct, ours, peer));
+            if let Some(pinned) = pinned {
+                self.report.rows.push(workload.pinned_row(direct, pinned));
+            }
         }
         for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
             self.detail("P5", name, agg);
@@ -680,6 +702,12 @@ pub(crate) fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// The P5 routes.
+const UPSTREAM: &str = "upstream";
+const GATEWAY: &str = "gateway";
+const PINNED: &str = "gateway, upstream pinned to 2025-11-25";
+const PEER: &str = "mcp-proxy";
+
 /// Where a P5 loop sends its calls: the upstream itself, or a gateway in
 /// front of it (whose tools carry a prefix, and whose CPU is measured).
 struct Route {
@@ -812,6 +840,20 @@ impl P5Workload {
             *observe_pid = route.pid;
         }
         spec
+    }
+
+    /// The info row of the gateway whose upstream is pinned to 2025-11-25.
+    fn pinned_row(&self, direct: &mut Aggregate, pinned: &mut Aggregate) -> Row {
+        let added = pinned.percentile_us(50.0) - direct.percentile_us(50.0);
+        let ratio = pinned.throughput() / direct.throughput();
+        let cpu = pinned.observed_per_call_us().unwrap_or(f64::NAN);
+        Row::info(
+            "P5",
+            &format!("{}, upstream pinned to 2025-11-25", self.label),
+            format!("{:.0} calls/s; {cpu:.0} µs CPU", pinned.throughput()),
+            format!("{:.0} calls/s", direct.throughput()),
+            format!("{ratio:.2}×; {added:+.0} µs p50"),
+        )
     }
 
     /// Can mcp-proxy 0.6.0 serve this workload? It speaks no 2026-07-28.

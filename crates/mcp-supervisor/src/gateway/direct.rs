@@ -12,8 +12,9 @@
 //! - its session is a 2025 one ([`DirectCalls::admit`]) whose client declared
 //!   no sampling, elicitation or roots, so no request can go back to it
 //!   during the call (its log messages still reach it, on its session);
-//! - the body is small and holds one `tools/call` with only `name` and
-//!   `arguments` (no `_meta`: no progress token, no task), not a meta-tool;
+//! - the body is small and holds one `tools/call` with only `name`,
+//!   `arguments` and a progress token in `_meta` (rmcp's client sends one
+//!   with every request; no task, no other `_meta`), not a meta-tool;
 //! - the headers are plain: `Host`/`Origin` allowed, JSON in, JSON and SSE
 //!   accepted, no `Mcp-*` header but the session id and the session's own
 //!   protocol version.
@@ -22,6 +23,9 @@
 //!
 //! - the answer is shaped as rmcp shapes a handler's answer for a 2025 peer
 //!   ([`as_rmcp_answers`]);
+//! - the upstream's progress comes first, with the client's token, on the
+//!   answer's own event stream (plain JSON when nothing comes before the
+//!   answer, as `answer.rs` makes of rmcp's stream);
 //! - `notifications/cancelled` for it cancels it upstream (as does the
 //!   client going away, or the gateway ending its sessions);
 //! - it counts as activity for the session's idle timeout;
