@@ -104,7 +104,7 @@ SUPERVISOR_PID=$(child_named "$MAKE_PID" mcp-supervisor) ||
 say "up: gateway $GATEWAY_URL, admin $ADMIN_URL, mcp-supervisor pid $SUPERVISOR_PID"
 
 # --- an MCP client: list, call a namespaced tool and a meta-tool -----------------
-# (stderr apart: the SDK logs a harmless warning when the session's DELETE gets 202.)
+# (its stderr is kept in $LOG.client, shown if it fails.)
 if ! output=$("$PYTHON" tests/interop/python_client.py "$GATEWAY_URL" \
     demo__echo '{"text": "smoke test"}' list_mcps '{}' 2>"$LOG.client"); then
     die "the MCP client failed against $GATEWAY_URL: $(cat "$LOG.client")"

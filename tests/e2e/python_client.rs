@@ -103,6 +103,12 @@ fn run_plan(sdk: Sdk, served: &Served, options: &[&str], plan: &[Value]) -> Valu
         served.stderr()
     );
     assert_eq!(output["protocol_version"], sdk.protocol(), "{sdk:?}");
+    // Ending its session is answered as the SDK expects (it warns on 202).
+    assert!(
+        !run.stderr.contains("Session termination failed"),
+        "{sdk:?}: {}",
+        run.stderr
+    );
     output
 }
 

@@ -20,10 +20,10 @@
 //! - answers a request with plain JSON when nothing comes before its answer
 //!   (`answer.rs`; rmcp streams every answer of a session as SSE), and asks
 //!   rmcp for JSON on stateless (2026-07-28) requests (`json_response`);
-//! - corrects two answers of rmcp 3.11: a body that is not JSON, or not a
+//! - corrects three answers of rmcp 3.11: a body that is not JSON, or not a
 //!   JSON-RPC message, gets 400 with a JSON-RPC error (-32700 / -32600)
-//!   instead of 415, and `DELETE` of an unknown session gets 404 instead of
-//!   202.
+//!   instead of 415; `DELETE` of an unknown session gets 404, and of a live
+//!   one 200, instead of 202.
 //!
 //! Connections (timeouts, the connection cap) are `listener.rs`'s.
 //!
@@ -396,9 +396,14 @@ impl Endpoint {
             None => true,
         };
         let response = self.mcp.handle(request).await;
-        if !known && response.status() == StatusCode::ACCEPTED {
-            // MCP: a request for an unknown or ended session is 404.
-            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        if response.status() == StatusCode::ACCEPTED {
+            if !known {
+                // MCP: a request for an unknown or ended session is 404.
+                return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            }
+            // The session ended: 200, which every SDK takes as done (the
+            // Python SDK warns on rmcp's 202).
+            return StatusCode::OK.into_response();
         }
         response.map(Body::new)
     }
