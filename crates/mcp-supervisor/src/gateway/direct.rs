@@ -52,8 +52,9 @@ use axum::{
 };
 use futures::{FutureExt, future::BoxFuture};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorData, JsonObject,
-    ProgressToken, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorData,
+    InitializeRequestParams, JsonObject, ProgressToken, RequestId, ServerJsonRpcMessage,
+    ServerResult,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -67,7 +68,7 @@ use super::{
     mrtr,
     state::GatewayState,
 };
-use crate::listener::guard::is_json;
+use crate::listener::guard::{accepts, is_json};
 
 /// The 2025 sessions whose plain calls take the direct path, by session id.
 #[derive(Debug, Default)]
@@ -81,10 +82,6 @@ pub(super) struct DirectCalls {
 #[derive(Debug)]
 pub(super) struct DirectSession {
     downstream: Arc<DownstreamSession>,
-    /// The protocol version agreed at `initialize`.
-    version: String,
-    /// Whether the client declared the tasks extension (SEP-2663).
-    tasks: bool,
     /// Direct calls in progress, by request id.
     calls: Mutex<HashMap<RequestId, CancellationToken>>,
     /// When a direct call last counted as the session's activity.
@@ -110,8 +107,6 @@ impl DirectCalls {
         sessions.entry(id.to_owned()).or_insert_with(|| {
             Arc::new(DirectSession {
                 downstream: session.clone(),
-                version: info.protocol_version.as_str().to_owned(),
-                tasks: info.capabilities.supports_tasks(),
                 calls: Mutex::default(),
                 touched: Mutex::default(),
             })
@@ -164,7 +159,7 @@ impl Call {
     /// Whether it calls one of the gateway's own meta-tools (those are the
     /// handler's to answer).
     pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
-        state.meta() && crate::meta::is_meta_tool(&self.params.name)
+        state.serves_meta_tool(&self.params.name)
     }
 }
 
@@ -249,15 +244,24 @@ impl DirectSession {
     /// Whether a call with `headers` may take the direct path (the
     /// `Host`/`Origin` allowlist is the caller's to check).
     pub(super) fn takes(&self, headers: &HeaderMap) -> bool {
+        let Some(info) = self.info() else {
+            return false;
+        };
+        let version = info.protocol_version.as_str().as_bytes();
         is_json(headers)
-            && accepts_json_and_sse(headers)
+            && accepts(headers, "application/json")
+            && accepts(headers, "text/event-stream")
             && headers.iter().all(|(name, value)| {
                 let name = name.as_str();
                 !name.starts_with(MCP_HEADER_PREFIX)
                     || name == SESSION_ID_HEADER
-                    || (name == PROTOCOL_VERSION_HEADER
-                        && value.as_bytes() == self.version.as_bytes())
+                    || (name == PROTOCOL_VERSION_HEADER && value.as_bytes() == version)
             })
+    }
+
+    /// What the client said at `initialize`.
+    fn info(&self) -> Option<Arc<InitializeRequestParams>> {
+        self.downstream.peer().and_then(|peer| peer.peer_info())
     }
 
     /// Cancels the direct call `id`, if one is in progress.
@@ -337,10 +341,10 @@ impl DirectSession {
         let link = DownstreamRequest::direct(&self.downstream, id, connection, cancelled, progress)
             .ok_or_else(|| ErrorData::internal_error("the session is not initialized", None))?;
         let exchange = mrtr::ask_by_requests(state, &target, request, link).await?;
-        as_rmcp_answers(
-            handler::call_response(state, &target, exchange)?,
-            self.tasks,
-        )
+        let tasks = self
+            .info()
+            .is_some_and(|info| info.capabilities.supports_tasks());
+        as_rmcp_answers(handler::call_response(state, &target, exchange)?, tasks)
     }
 }
 
@@ -492,21 +496,6 @@ fn event(message: &ServerJsonRpcMessage) -> Bytes {
     event.extend(serde_json::to_vec(message).unwrap_or_default());
     event.extend_from_slice(b"\n\n");
     event.into()
-}
-
-/// Whether `Accept` names both `application/json` and `text/event-stream`
-/// (as rmcp requires of every POST).
-fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
-    let (mut json, mut sse) = (false, false);
-    for value in headers.get_all(header::ACCEPT) {
-        let Ok(value) = value.to_str() else { continue };
-        for media in value.split(',') {
-            let essence = media.split(';').next().unwrap_or_default().trim();
-            json |= essence.eq_ignore_ascii_case("application/json");
-            sse |= essence.eq_ignore_ascii_case("text/event-stream");
-        }
-    }
-    json && sse
 }
 
 #[cfg(test)]

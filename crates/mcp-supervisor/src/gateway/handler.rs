@@ -288,7 +288,7 @@ impl ServerHandler for GatewayHandler {
     /// `Mcp-Param-*` headers against the upstream's `x-mcp-header`
     /// annotations (SEP-2243) before the request goes anywhere.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        if self.state.meta() && meta::is_meta_tool(name) {
+        if self.state.serves_meta_tool(name) {
             return meta::definitions()
                 .into_iter()
                 .find(|tool| tool.name == name);
@@ -435,7 +435,7 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.state.meta() && meta::is_meta_tool(&request.name) {
+        if self.state.serves_meta_tool(&request.name) {
             let name = request.name.to_string();
             let result = meta::call(&self.state.registry, &name, request.arguments).await;
             return Ok(downstream(result));

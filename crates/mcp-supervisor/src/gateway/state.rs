@@ -112,6 +112,12 @@ impl GatewayState {
         self.direct.answered()
     }
 
+    /// Whether `name` is one of the gateway's own meta-tools, which it
+    /// answers itself.
+    pub(super) fn serves_meta_tool(&self, name: &str) -> bool {
+        self.meta() && crate::meta::is_meta_tool(name)
+    }
+
     pub(super) fn namespaced(&self) -> bool {
         matches!(self.expose, Expose::Namespaced | Expose::Both)
     }

@@ -58,10 +58,27 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| {
-            let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
-            essence.trim().eq_ignore_ascii_case("application/json")
-        })
+        .is_some_and(|value| essence(value).eq_ignore_ascii_case("application/json"))
+}
+
+/// Whether `Accept` names the media type `media` (parameters allowed; a
+/// wildcard does not count, as for rmcp).
+pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|listed| essence(listed).eq_ignore_ascii_case(media))
+}
+
+/// A media type without its parameters: `application/json` of
+/// `application/json; charset=utf-8`.
+fn essence(media: &str) -> &str {
+    media
+        .split_once(';')
+        .map_or(media, |(essence, _)| essence)
+        .trim()
 }
 
 /// A `Host` allowlist entry: a host, and a port when the entry names one.
