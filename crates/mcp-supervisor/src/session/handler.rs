@@ -16,8 +16,8 @@ use rmcp::{
         ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest,
         CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
         ElicitResult, ErrorCode, Implementation, ListRootsRequest, ListRootsResult,
-        LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
-        ResourceUpdatedNotificationParam, ServerRequest,
+        LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion, RequestId,
+        ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
     },
     service::{
         ClientLifecycleMode, InboundStreamOrigin, NotificationContext, RequestContext, RoleClient,
@@ -150,11 +150,22 @@ impl SessionHandler {
         request: ServerRequest,
         context: &RequestContext<RoleClient>,
     ) -> Result<ClientResult, ErrorData> {
-        let method = server_request_method(&request);
         let origin = match context.extensions.get::<InboundStreamOrigin>() {
-            Some(InboundStreamOrigin::OutboundRequest(id)) => self.links.by_request(id),
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id),
             _ => None,
         };
+        self.ask_for(request, origin).await
+    }
+
+    /// [`Self::ask`] for a request that arrived on the stream of the request
+    /// with id `origin` (if known).
+    pub(crate) async fn ask_for(
+        &self,
+        request: ServerRequest,
+        origin: Option<&RequestId>,
+    ) -> Result<ClientResult, ErrorData> {
+        let method = server_request_method(&request);
+        let origin = origin.and_then(|id| self.links.by_request(id));
         match origin.or_else(|| self.links.most_recent()) {
             Some(downstream) => downstream.request(request).await,
             None => unattended(&request).ok_or_else(|| {
@@ -268,10 +279,7 @@ impl ClientHandler for SessionHandler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // Progress of a request no longer in flight has no one to go to.
-        if let Some(downstream) = self.links.by_token(&params.progress_token) {
-            downstream.progress(params);
-        }
+        self.progressed(params);
     }
 
     async fn on_logging_message(
@@ -279,18 +287,7 @@ impl ClientHandler for SessionHandler {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // The requests in flight first, so a message logged during a request
-        // reaches its client before the request's answer does.
-        let reached = self
-            .links
-            .all()
-            .iter()
-            .filter_map(|downstream| downstream.log(params.clone()))
-            .collect();
-        self.emit(SessionEvent::Log {
-            message: params,
-            reached,
-        });
+        self.logged(params);
     }
 
     async fn on_resource_updated(
@@ -311,5 +308,53 @@ impl ClientHandler for SessionHandler {
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.emit(SessionEvent::ListChanged(ListKind::Resources));
+    }
+}
+
+impl SessionHandler {
+    /// What the notifications above do, for one that arrived outside rmcp's
+    /// service (see `super::stateless`).
+    pub(crate) fn notified(&self, notification: ServerNotification) {
+        match notification {
+            ServerNotification::ProgressNotification(progress) => self.progressed(progress.params),
+            ServerNotification::LoggingMessageNotification(logged) => self.logged(logged.params),
+            ServerNotification::ResourceUpdatedNotification(updated) => {
+                self.emit(SessionEvent::ResourceUpdated {
+                    uri: updated.params.uri,
+                });
+            }
+            ServerNotification::ToolListChangedNotification(_) => {
+                self.emit(SessionEvent::ListChanged(ListKind::Tools));
+            }
+            ServerNotification::PromptListChangedNotification(_) => {
+                self.emit(SessionEvent::ListChanged(ListKind::Prompts));
+            }
+            ServerNotification::ResourceListChangedNotification(_) => {
+                self.emit(SessionEvent::ListChanged(ListKind::Resources));
+            }
+            _ => {}
+        }
+    }
+
+    fn progressed(&self, params: ProgressNotificationParam) {
+        // Progress of a request no longer in flight has no one to go to.
+        if let Some(downstream) = self.links.by_token(&params.progress_token) {
+            downstream.progress(params);
+        }
+    }
+
+    fn logged(&self, params: LoggingMessageNotificationParam) {
+        // The requests in flight first, so a message logged during a request
+        // reaches its client before the request's answer does.
+        let reached = self
+            .links
+            .all()
+            .iter()
+            .filter_map(|downstream| downstream.log(params.clone()))
+            .collect();
+        self.emit(SessionEvent::Log {
+            message: params,
+            reached,
+        });
     }
 }

@@ -18,7 +18,9 @@ use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Session, SessionHandler, classify_recorded, watch::Watched};
+use super::{
+    Session, SessionHandler, classify_recorded, stateless::StatelessParts, watch::Watched,
+};
 use crate::{
     config::{HttpTransport, OAuthGrant, UpstreamAuth},
     failure::{Failure, FailureKind},
@@ -108,7 +110,7 @@ pub async fn open_http(
     let server_stream = client.defer_server_stream();
     let ended = CancellationToken::new();
     let lifecycle = handler.lifecycle();
-    let serving = match authorizer {
+    let (serving, stateless) = match authorizer {
         Authorizer::Login(tokens, _) => serve(
             handler.clone(),
             oauth::TokenClient::new(client, tokens),
@@ -157,7 +159,7 @@ pub async fn open_http(
         }
         probe.settle(verdict);
     }
-    let session = Session::new(service, Some(recorder), ended);
+    let session = Session::new(service, Some(recorder), ended).sending_plain_calls(stateless);
     Ok(match token_file {
         Some(file) => session.logging_in(file),
         None => session,
@@ -173,23 +175,31 @@ enum Authorizer {
     Client(Arc<oauth::ClientTokens>),
 }
 
+/// A session being started.
+type Serving =
+    BoxFuture<'static, Result<RunningService<RoleClient, SessionHandler>, ClientInitializeError>>;
+
 /// Starts the MCP session over `client` (ours, or it wrapped in rmcp's OAuth
-/// client).
+/// client); and what sends its plain calls if it speaks 2026-07-28.
 fn serve<C>(
     handler: SessionHandler,
     client: C,
     config: StreamableHttpClientTransportConfig,
     lifecycle: ClientLifecycleMode,
     ended: CancellationToken,
-) -> BoxFuture<'static, Result<RunningService<RoleClient, SessionHandler>, ClientInitializeError>>
+) -> (Serving, StatelessParts)
 where
-    C: StreamableHttpClient + Send + Sync + 'static,
+    C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
 {
+    let stateless = StatelessParts::new(&client, &config);
     let transport = Watched::new(
         StreamableHttpClientTransport::with_client(client, config),
         ended,
     );
-    Box::pin(handler.serve_with_lifecycle(transport, lifecycle))
+    (
+        Box::pin(handler.serve_with_lifecycle(transport, lifecycle)),
+        stateless,
+    )
 }
 
 fn announces_anything(service: &RunningService<RoleClient, SessionHandler>) -> bool {

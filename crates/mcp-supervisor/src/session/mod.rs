@@ -15,6 +15,7 @@ pub mod handler;
 pub mod http;
 mod modern;
 pub mod relay;
+mod stateless;
 pub mod stdio;
 mod watch;
 
@@ -59,6 +60,8 @@ pub struct Session {
     modern: Option<Arc<modern::Modern>>,
     /// An OAuth session's tokens (see [`crate::oauth::on_session`]).
     tokens: Option<crate::oauth::TokenFile>,
+    /// How a 2026-07-28 HTTP session sends its plain tool calls (see `stateless`).
+    stateless: Option<stateless::Stateless>,
 }
 
 impl Session {
@@ -75,7 +78,15 @@ impl Session {
             ended,
             modern,
             tokens: None,
+            stateless: None,
         }
+    }
+
+    /// An HTTP session built with `parts`: its plain tool calls skip rmcp's
+    /// client if it speaks 2026-07-28.
+    pub(crate) fn sending_plain_calls(mut self, parts: stateless::StatelessParts) -> Self {
+        self.stateless = parts.for_version(self.protocol_version().as_ref());
+        self
     }
 
     /// Marks an OAuth session, whose tokens are in `tokens`.
@@ -98,6 +109,7 @@ impl Session {
             ended,
             modern,
             tokens: None,
+            stateless: None,
         }
     }
 
@@ -192,6 +204,11 @@ impl Session {
                 }
             }
         }
+        if let Some(stateless) = self.stateless.as_ref().filter(|s| s.takes(&request)) {
+            return self
+                .send_stateless(stateless, request, options, link, deadline)
+                .await;
+        }
         let peer = self.service.peer();
         let sent = peer.send_request_with_option(request, options);
         let handle = match tokio::time::timeout_at(deadline, sent).await {
@@ -221,6 +238,46 @@ impl Session {
                 self.cancel_request(id, "timed out");
                 Err(timed_out(&method))
             }
+        }
+    }
+
+    /// [`Session::send`] for a plain tool call to a 2026-07-28 upstream: the
+    /// same request, stamped as rmcp's client stamps it, sent without it (see
+    /// `stateless`). Giving up closes the request's stream, which is how
+    /// rmcp's client cancels a 2026-07-28 request too.
+    async fn send_stateless(
+        &self,
+        stateless: &stateless::Stateless,
+        mut request: ClientRequest,
+        options: PeerRequestOptions,
+        link: Option<&DownstreamLink>,
+        deadline: Instant,
+    ) -> Result<ServerResult, SendError> {
+        let method = request.method().to_owned();
+        let (id, token) = stateless.next_id();
+        let handler = self.service.service();
+        let meta = rmcp::model::GetMeta::get_meta_mut(&mut request);
+        if let Some(version) = self.protocol_version() {
+            let info = rmcp::ClientHandler::get_info(handler);
+            meta.set_protocol_version(version);
+            meta.set_client_info(info.client_info);
+            meta.set_client_capabilities(info.capabilities);
+        }
+        if let Some(extra) = options.meta {
+            meta.extend(extra);
+        }
+        meta.set_progress_token(token.clone());
+        let _link = link.map(|link| handler.links().register(id.clone(), token, link));
+        let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
+        let sent = stateless.send(request, id, handler);
+        let outcome = tokio::select! {
+            answer = tokio::time::timeout_at(deadline, sent) => answer,
+            () = cancelled.cancelled() => return Err(SendError::Cancelled),
+        };
+        match outcome {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(self.send_failure(&error)),
+            Err(_) => Err(timed_out(&method)),
         }
     }
 
@@ -311,7 +368,12 @@ impl Session {
             })
         };
         match tokio::time::timeout_at(deadline, listing).await {
-            Ok(Ok(surface)) => Ok(surface),
+            Ok(Ok(surface)) => {
+                if let Some(stateless) = &self.stateless {
+                    stateless.listed(&surface.tools);
+                }
+                Ok(surface)
+            }
             Ok(Err(error)) => Err(self.classify(&error, Phase::Connect)),
             Err(_) => Err(Failure::timeout("no answer to the listing in time")),
         }

@@ -1,0 +1,744 @@
+//! A 2026-07-28 upstream's `tools/call`, sent by the session itself as the
+//! one POST rmcp's client would send, instead of through rmcp's service loop
+//! and HTTP transport worker.
+//!
+//! A 2026-07-28 request stands alone (no session, everything it needs in its
+//! `_meta` and headers), so nothing is lost by sending it beside rmcp's
+//! client, and a call crosses no task or channel on its way: the service
+//! loop, the transport worker and their channels were about half of the
+//! gateway's CPU per call (docs/BENCHMARKS.md, P5). What rmcp's client does
+//! for such a request, this does too, with the same HTTP client (so the same
+//! recording, authorization, limits and errors):
+//!
+//! - the same body: `_meta` with the protocol version, our client info and
+//!   capabilities, what the caller adds (log level, a downstream's
+//!   capabilities) and a progress token;
+//! - the same headers: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`;
+//! - an answer as JSON, or as an event stream whose progress, log messages
+//!   and server-to-client requests go where rmcp would send them, resumed
+//!   with `Last-Event-ID` when it ends early after an event id (SEP-1699);
+//! - cancelling is closing the stream, as rmcp does for 2026-07-28.
+//!
+//! Only tools whose name travels as a bare header value and whose input
+//! schema promotes no argument to a header (`x-mcp-header`, SEP-2243) take
+//! this way; every other request goes through rmcp.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicI64, Ordering},
+    },
+    time::Duration,
+};
+
+use futures::{FutureExt, StreamExt, future::BoxFuture, stream::BoxStream};
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    ServiceError,
+    model::{
+        ClientJsonRpcMessage, ClientRequest, JsonObject, NumberOrString, ProgressToken,
+        ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult, Tool,
+    },
+    transport::{
+        DynamicTransportError,
+        common::client_side_sse::SseRetryPolicy,
+        streamable_http_client::{
+            StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+            StreamableHttpPostResponse, StreamableHttpResponseLimits,
+        },
+    },
+};
+use sse_stream::{Error as SseError, Sse};
+
+use super::handler::SessionHandler;
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+type Events = BoxStream<'static, Result<Sse, SseError>>;
+
+/// rmcp's HTTP client interface for the two calls made here, as an object
+/// (the session's client is ours, or it wrapped for OAuth).
+trait Poster: Send + Sync {
+    fn post(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> BoxFuture<'static, Result<StreamableHttpPostResponse, HttpError>>;
+
+    fn resume(
+        &self,
+        uri: Arc<str>,
+        last_event_id: String,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> BoxFuture<'static, Result<Events, HttpError>>;
+}
+
+impl<C> Poster for C
+where
+    C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
+{
+    fn post(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> BoxFuture<'static, Result<StreamableHttpPostResponse, HttpError>> {
+        let client = self.clone();
+        async move {
+            client
+                .post_message_with_response_limits(uri, message, None, auth, headers, limits)
+                .await
+        }
+        .boxed()
+    }
+
+    fn resume(
+        &self,
+        uri: Arc<str>,
+        last_event_id: String,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> BoxFuture<'static, Result<Events, HttpError>> {
+        let client = self.clone();
+        async move {
+            client
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    None,
+                    Some(last_event_id),
+                    auth,
+                    headers,
+                    max_sse_event_size,
+                )
+                .await
+        }
+        .boxed()
+    }
+}
+
+/// How a 2026-07-28 session sends its plain tool calls (see the module).
+pub(crate) struct Stateless {
+    client: Arc<dyn Poster>,
+    uri: Arc<str>,
+    /// The configured headers and `MCP-Protocol-Version`.
+    headers: HashMap<HeaderName, HeaderValue>,
+    /// A configured bearer token (`None` with OAuth: its client adds it).
+    auth: Option<String>,
+    limits: StreamableHttpResponseLimits,
+    retry: Arc<dyn SseRetryPolicy>,
+    /// Request ids and progress tokens, apart from rmcp's (which count up
+    /// from 0 in 32 bits) so the session's links never mix them up.
+    next_id: AtomicI64,
+    /// The tools calls may be sent here for, from the last listing.
+    plain: RwLock<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Stateless {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No headers or token: they may carry credentials.
+        f.debug_struct("Stateless")
+            .field("uri", &self.uri)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a session's HTTP transport was built with, kept to send its plain
+/// tool calls if the upstream turns out to speak 2026-07-28.
+pub(crate) struct StatelessParts {
+    client: Arc<dyn Poster>,
+    uri: Arc<str>,
+    headers: HashMap<HeaderName, HeaderValue>,
+    auth: Option<String>,
+    limits: StreamableHttpResponseLimits,
+    retry: Arc<dyn SseRetryPolicy>,
+}
+
+impl StatelessParts {
+    pub(crate) fn new<C>(client: &C, config: &StreamableHttpClientTransportConfig) -> Self
+    where
+        C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
+    {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = config.max_sse_event_size;
+        limits.max_json_response_size = config.max_json_response_size;
+        limits.max_error_response_size = config.max_error_response_size;
+        StatelessParts {
+            client: Arc::new(client.clone()),
+            uri: config.uri.clone(),
+            headers: config.custom_headers.clone(),
+            auth: config.auth_header.clone(),
+            limits,
+            retry: config.retry_config.clone(),
+        }
+    }
+
+    /// The sender for a session that agreed to `version`, if it is a
+    /// 2026-07-28 one.
+    pub(crate) fn for_version(self, version: Option<&ProtocolVersion>) -> Option<Stateless> {
+        let version = version.filter(|version| !version.has_initialize())?;
+        let mut headers = self.headers;
+        headers.insert(
+            HeaderName::from_static("mcp-protocol-version"),
+            HeaderValue::from_str(version.as_str()).ok()?,
+        );
+        Some(Stateless {
+            client: self.client,
+            uri: self.uri,
+            headers,
+            auth: self.auth,
+            limits: self.limits,
+            retry: self.retry,
+            next_id: AtomicI64::new(FIRST_ID),
+            plain: RwLock::default(),
+        })
+    }
+}
+
+/// Past anything rmcp's 32-bit counters reach.
+const FIRST_ID: i64 = 1 << 40;
+
+impl Stateless {
+    /// Remembers which of the upstream's `tools` calls may be sent here.
+    pub(crate) fn listed(&self, tools: &[Tool]) {
+        let plain = tools
+            .iter()
+            .filter(|tool| bare_header_value(&tool.name) && !promotes_headers(&tool.input_schema))
+            .map(|tool| tool.name.to_string())
+            .collect();
+        *self.plain.write().unwrap_or_else(|p| p.into_inner()) = plain;
+    }
+
+    /// Whether `request` is a call sent here.
+    pub(crate) fn takes(&self, request: &ClientRequest) -> bool {
+        let ClientRequest::CallToolRequest(call) = request else {
+            return false;
+        };
+        self.plain
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(call.params.name.as_ref())
+    }
+
+    /// A fresh request id, and the progress token that goes with it.
+    pub(crate) fn next_id(&self) -> (RequestId, ProgressToken) {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        (
+            NumberOrString::Number(n),
+            ProgressToken(NumberOrString::Number(n)),
+        )
+    }
+
+    /// Sends `request` (its `_meta` complete) as request `id` and reads its
+    /// answer; what arrives before it goes to `handler`. Dropping the future
+    /// closes the stream, which cancels the request upstream.
+    pub(crate) async fn send(
+        &self,
+        request: ClientRequest,
+        id: RequestId,
+        handler: &SessionHandler,
+    ) -> Result<ServerResult, ServiceError> {
+        let mut headers = self.headers.clone();
+        if let ClientRequest::CallToolRequest(call) = &request {
+            headers.insert(MCP_METHOD, HeaderValue::from_static("tools/call"));
+            if let Ok(name) = HeaderValue::from_str(&call.params.name) {
+                headers.insert(MCP_NAME, name);
+            }
+        }
+        let message = ClientJsonRpcMessage::request(request, id.clone());
+        let posted = self
+            .client
+            .post(
+                self.uri.clone(),
+                message,
+                self.auth.clone(),
+                headers.clone(),
+                self.limits,
+            )
+            .await
+            .map_err(transport)?;
+        match posted {
+            StreamableHttpPostResponse::Json(message, _) => match answer_of(message, &id) {
+                Some(answer) => answer,
+                None => Err(ServiceError::UnexpectedResponse),
+            },
+            StreamableHttpPostResponse::Sse(events, _) => {
+                self.read(events, &id, headers, handler).await
+            }
+            // Nothing else carries a 2026-07-28 answer.
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+
+    /// Reads the answer to `id` from its event stream, resuming it after an
+    /// early end once the upstream gave an event id (as rmcp does).
+    async fn read(
+        &self,
+        mut events: Events,
+        id: &RequestId,
+        headers: HashMap<HeaderName, HeaderValue>,
+        handler: &SessionHandler,
+    ) -> Result<ServerResult, ServiceError> {
+        let mut last_event_id: Option<String> = None;
+        let mut server_retry: Option<Duration> = None;
+        loop {
+            let ended = loop {
+                match events.next().await {
+                    Some(Ok(event)) => {
+                        if let Some(retry) = event.retry {
+                            server_retry = Some(Duration::from_millis(retry));
+                        }
+                        if event.id.is_some() {
+                            last_event_id.clone_from(&event.id);
+                        }
+                        if let Some(answer) = self.event(event, id, handler) {
+                            return answer;
+                        }
+                    }
+                    Some(Err(error)) => break Some(error),
+                    None => break None,
+                }
+            };
+            let Some(resume_from) = last_event_id.clone() else {
+                return Err(match ended {
+                    Some(error) => transport(StreamableHttpError::Sse(error)),
+                    None => ServiceError::TransportClosed,
+                });
+            };
+            events = self
+                .resumed(resume_from, server_retry.take(), &headers)
+                .await?;
+        }
+    }
+
+    /// A new stream from `last_event_id`, retried as the transport's policy
+    /// says (the caller's deadline bounds it).
+    async fn resumed(
+        &self,
+        last_event_id: String,
+        server_retry: Option<Duration>,
+        headers: &HashMap<HeaderName, HeaderValue>,
+    ) -> Result<Events, ServiceError> {
+        let mut wait = server_retry.or_else(|| self.retry.retry(0));
+        let mut attempts = 0;
+        loop {
+            let Some(delay) = wait else {
+                return Err(ServiceError::TransportClosed);
+            };
+            tokio::time::sleep(delay).await;
+            match self
+                .client
+                .resume(
+                    self.uri.clone(),
+                    last_event_id.clone(),
+                    self.auth.clone(),
+                    headers.clone(),
+                    self.limits.max_sse_event_size,
+                )
+                .await
+            {
+                Ok(events) => return Ok(events),
+                // Repeating the GET cannot fix these.
+                Err(
+                    error @ (StreamableHttpError::ServerDoesNotSupportSse
+                    | StreamableHttpError::AuthRequired(_)
+                    | StreamableHttpError::InsufficientScope(_)),
+                ) => return Err(transport(error)),
+                Err(error) => {
+                    attempts += 1;
+                    wait = self.retry.retry(attempts);
+                    if wait.is_none() {
+                        return Err(transport(error));
+                    }
+                }
+            }
+        }
+    }
+
+    /// One event of the stream: the answer to `id`, or something for the
+    /// handler (`None`).
+    fn event(
+        &self,
+        event: Sse,
+        id: &RequestId,
+        handler: &SessionHandler,
+    ) -> Option<Result<ServerResult, ServiceError>> {
+        // Only blank and `message` events carry JSON-RPC (as rmcp reads them).
+        if !matches!(event.event.as_deref(), None | Some("" | "message")) {
+            return None;
+        }
+        let data = event.data.filter(|data| !data.is_empty())?;
+        let message = match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::debug!(%error, "skipping an event that is not JSON-RPC");
+                return None;
+            }
+        };
+        match message {
+            ServerJsonRpcMessage::Notification(notification) => {
+                handler.notified(notification.notification);
+                None
+            }
+            ServerJsonRpcMessage::Request(request) => {
+                self.answer_upstream(request.request, request.id, id.clone(), handler);
+                None
+            }
+            answer => answer_of(answer, id),
+        }
+    }
+
+    /// Has the downstream of request `origin` answer the upstream's request
+    /// `asked`, and posts the answer, in the background (the stream goes on).
+    fn answer_upstream(
+        &self,
+        request: rmcp::model::ServerRequest,
+        asked: RequestId,
+        origin: RequestId,
+        handler: &SessionHandler,
+    ) {
+        let handler = handler.clone();
+        let client = Arc::clone(&self.client);
+        let (uri, auth, headers, limits) = (
+            self.uri.clone(),
+            self.auth.clone(),
+            self.headers.clone(),
+            self.limits,
+        );
+        tokio::spawn(async move {
+            let message = match handler.ask_for(request, Some(&origin)).await {
+                Ok(result) => ClientJsonRpcMessage::response(result, asked),
+                Err(error) => ClientJsonRpcMessage::error(error, Some(asked)),
+            };
+            if let Err(error) = client.post(uri, message, auth, headers, limits).await {
+                tracing::debug!(%error, "could not answer the upstream's request");
+            }
+        });
+    }
+}
+
+/// The answer in `message` if it is the one to `id`.
+fn answer_of(
+    message: ServerJsonRpcMessage,
+    id: &RequestId,
+) -> Option<Result<ServerResult, ServiceError>> {
+    match message {
+        ServerJsonRpcMessage::Response(response) if &response.id == id => Some(Ok(response.result)),
+        ServerJsonRpcMessage::Error(error) if error.id.as_ref() == Some(id) => {
+            Some(Err(ServiceError::McpError(error.error)))
+        }
+        _ => None,
+    }
+}
+
+/// An HTTP failure as rmcp's service reports it (so it is classified alike).
+fn transport(error: HttpError) -> ServiceError {
+    ServiceError::TransportSend(DynamicTransportError::from_parts(
+        "streamable-http",
+        std::any::TypeId::of::<Stateless>(),
+        Box::new(error),
+    ))
+}
+
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+
+/// Whether `value` goes into a header as it is (rmcp Base64-wraps the rest).
+fn bare_header_value(value: &str) -> bool {
+    !value.is_empty()
+        && value.bytes().all(|b| (0x21..=0x7e).contains(&b))
+        && !(value.starts_with("=?base64?") && value.ends_with("?="))
+}
+
+/// Whether a tool's input schema marks any argument for a header.
+fn promotes_headers(schema: &JsonObject) -> bool {
+    fn marks(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Object(object) => object
+                .iter()
+                .any(|(key, value)| key == "x-mcp-header" || marks(value)),
+            serde_json::Value::Array(items) => items.iter().any(marks),
+            _ => false,
+        }
+    }
+    schema
+        .iter()
+        .any(|(key, value)| key == "x-mcp-header" || marks(value))
+}
+
+#[cfg(test)]
+// Logging is deprecated by SEP-2577; `Downstream` still relays it.
+#[allow(deprecated)]
+mod tests {
+    //! The lane against a small scripted upstream on loopback HTTP: what it
+    //! sends, and each way an answer can come back.
+
+    use std::sync::Mutex;
+
+    use axum::{
+        Router,
+        body::Body,
+        extract::State,
+        http::{HeaderMap, StatusCode},
+        response::Response,
+        routing::post,
+    };
+    use futures::future::BoxFuture;
+    use rmcp::model::{
+        CallToolRequest, CallToolRequestParams, ClientResult, LoggingMessageNotificationParam,
+        ProgressNotificationParam, ServerRequest,
+    };
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{
+        http::{HttpRecorder, RecordingClient},
+        session::{Downstream, DownstreamLink, shared_http_client},
+    };
+
+    /// What the upstream answers a POST with, and then a GET.
+    #[derive(Clone, Copy)]
+    enum Script {
+        Json,
+        /// Progress for the request's token, then the answer.
+        ProgressFirst,
+        /// A priming event with an id, then the stream ends; the answer comes
+        /// on the GET that resumes from that id.
+        CutAfterId,
+        /// The stream ends with nothing in it.
+        CutEmpty,
+    }
+
+    #[derive(Default)]
+    struct Seen {
+        posts: Vec<(HeaderMap, Value)>,
+        resumed_from: Vec<String>,
+    }
+
+    struct Upstream {
+        script: Script,
+        seen: Mutex<Seen>,
+    }
+
+    fn events(events: &[String]) -> Response {
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from(events.concat()))
+            .unwrap_or_default()
+    }
+
+    fn message(value: &Value) -> String {
+        format!("data: {value}\n\n")
+    }
+
+    fn answer(id: &Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "hi"}]}})
+    }
+
+    async fn posted(
+        State(upstream): State<Arc<Upstream>>,
+        headers: HeaderMap,
+        body: String,
+    ) -> Response {
+        let request: Value = serde_json::from_str(&body).unwrap_or_default();
+        let id = request["id"].clone();
+        let token = request["params"]["_meta"]["progressToken"].clone();
+        upstream.seen.lock().unwrap().posts.push((headers, request));
+        match upstream.script {
+            Script::Json => Response::builder()
+                .header("content-type", "application/json")
+                .body(Body::from(answer(&id).to_string()))
+                .unwrap_or_default(),
+            Script::ProgressFirst => events(&[
+                message(
+                    &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": 1}}),
+                ),
+                message(&answer(&id)),
+            ]),
+            Script::CutAfterId => events(&["id: e1\nretry: 5\ndata: \n\n".to_owned()]),
+            Script::CutEmpty => events(&[]),
+        }
+    }
+
+    async fn resumed(State(upstream): State<Arc<Upstream>>, headers: HeaderMap) -> Response {
+        let Some(from) = headers
+            .get("last-event-id")
+            .and_then(|value| value.to_str().ok())
+        else {
+            return Response::builder()
+                .status(StatusCode::METHOD_NOT_ALLOWED)
+                .body(Body::empty())
+                .unwrap_or_default();
+        };
+        upstream
+            .seen
+            .lock()
+            .unwrap()
+            .resumed_from
+            .push(from.to_owned());
+        events(&[message(&answer(&json!(FIRST_ID)))])
+    }
+
+    /// A `Stateless` for a 2026-07-28 session to an upstream playing `script`.
+    async fn lane(script: Script) -> (Stateless, Arc<Upstream>) {
+        let upstream = Arc::new(Upstream {
+            script,
+            seen: Mutex::default(),
+        });
+        let app = Router::new()
+            .route("/mcp", post(posted).get(resumed))
+            .with_state(upstream.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let mut client = RecordingClient::new(shared_http_client(), HttpRecorder::default());
+        // No standalone stream in these tests.
+        client.defer_server_stream().decide(false);
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{address}/mcp"));
+        let lane = StatelessParts::new(&client, &config)
+            .for_version(Some(&ProtocolVersion::V_2026_07_28))
+            .unwrap();
+        (lane, upstream)
+    }
+
+    fn call(name: &str) -> ClientRequest {
+        ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
+            name.to_owned(),
+        )))
+    }
+
+    #[derive(Debug, Default)]
+    struct Progressed(Mutex<Vec<ProgressNotificationParam>>);
+
+    impl Downstream for Progressed {
+        fn progress(&self, progress: ProgressNotificationParam) {
+            self.0.lock().unwrap().push(progress);
+        }
+        fn request(
+            &self,
+            _: ServerRequest,
+        ) -> BoxFuture<'static, Result<ClientResult, rmcp::ErrorData>> {
+            Box::pin(async { Err(rmcp::ErrorData::internal_error("not in this test", None)) })
+        }
+        fn log(&self, _: LoggingMessageNotificationParam) -> Option<usize> {
+            None
+        }
+    }
+
+    fn text_of(result: &ServerResult) -> Option<String> {
+        match result {
+            ServerResult::CallToolResult(result) => result
+                .content
+                .first()
+                .and_then(|content| content.as_text())
+                .map(|text| text.text.clone()),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_goes_out_as_rmcp_sends_it_and_its_json_answer_comes_back() {
+        let (lane, upstream) = lane(Script::Json).await;
+        let (id, _) = lane.next_id();
+        let answered = lane
+            .send(call("echo"), id.clone(), &SessionHandler::default())
+            .await;
+        assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+        let seen = upstream.seen.lock().unwrap();
+        let (headers, body) = &seen.posts[0];
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        assert_eq!(header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(header("mcp-method"), Some("tools/call"));
+        assert_eq!(header("mcp-name"), Some("echo"));
+        assert_eq!(body["method"], "tools/call");
+        assert_eq!(body["id"], json!(FIRST_ID));
+        // Its own ids, never one of rmcp's.
+        assert_eq!(lane.next_id().0, NumberOrString::Number(FIRST_ID + 1));
+    }
+
+    #[tokio::test]
+    async fn progress_on_the_stream_reaches_the_downstream_before_the_answer() {
+        let (lane, _upstream) = lane(Script::ProgressFirst).await;
+        let handler = SessionHandler::default();
+        let (id, token) = lane.next_id();
+        let progressed = Arc::new(Progressed::default());
+        let link = DownstreamLink::new(progressed.clone(), Default::default());
+        let _registered = handler.links().register(id.clone(), token.clone(), &link);
+        let mut request = call("echo");
+        rmcp::model::GetMeta::get_meta_mut(&mut request).set_progress_token(token.clone());
+        let answered = lane.send(request, id, &handler).await;
+        assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+        let progressed = progressed.0.lock().unwrap();
+        assert_eq!(progressed.len(), 1);
+        assert_eq!(progressed[0].progress_token, token);
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_after_an_event_id_is_resumed_from_it() {
+        let (lane, upstream) = lane(Script::CutAfterId).await;
+        let (id, _) = lane.next_id();
+        let answered = lane
+            .send(call("echo"), id, &SessionHandler::default())
+            .await;
+        assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+        assert_eq!(upstream.seen.lock().unwrap().resumed_from, ["e1"]);
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_without_an_answer_or_an_event_id_fails() {
+        let (lane, upstream) = lane(Script::CutEmpty).await;
+        let (id, _) = lane.next_id();
+        let answered = lane
+            .send(call("echo"), id, &SessionHandler::default())
+            .await;
+        assert!(matches!(answered, Err(ServiceError::TransportClosed)));
+        assert!(upstream.seen.lock().unwrap().resumed_from.is_empty());
+    }
+
+    #[test]
+    fn only_tools_named_in_bare_header_values_without_header_arguments_are_plain() {
+        assert!(bare_header_value("echo"));
+        assert!(bare_header_value("up__get-weather.v2"));
+        for name in ["", "with space", "émoji", "=?base64?ZWNobw==?="] {
+            assert!(!bare_header_value(name), "{name:?}");
+        }
+        let schema = |value: Value| value.as_object().cloned().unwrap_or_default();
+        assert!(!promotes_headers(&schema(
+            json!({"type": "object", "properties": {"region": {"type": "string"}}})
+        )));
+        assert!(promotes_headers(&schema(json!({"type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}))));
+    }
+
+    #[tokio::test]
+    async fn calls_of_unlisted_or_header_promoting_tools_are_left_to_rmcp() {
+        let (lane, _upstream) = lane(Script::Json).await;
+        let tool = |name: &str, schema: Value| {
+            Tool::new(
+                name.to_owned(),
+                "",
+                Arc::new(schema.as_object().cloned().unwrap_or_default()),
+            )
+        };
+        lane.listed(&[
+            tool("echo", json!({"type": "object"})),
+            tool(
+                "region",
+                json!({"type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+            ),
+        ]);
+        assert!(lane.takes(&call("echo")));
+        assert!(!lane.takes(&call("region")));
+        assert!(!lane.takes(&call("unlisted")));
+        assert!(!lane.takes(&ClientRequest::PingRequest(Default::default())));
+    }
+}
