@@ -61,6 +61,28 @@ pub struct RecordingClient {
     /// Whether to open the standalone GET stream: `Some(true)` yes, `Some(false)`
     /// or a dropped sender no, `None` not decided yet (wait).
     server_stream: watch::Receiver<Option<bool>>,
+    /// The session id last sent or given (a 2025 session's; see
+    /// [`RecordingClient::session_ids`]).
+    session_id: SessionIds,
+}
+
+/// The id of the session a [`RecordingClient`] serves, as rmcp last sent it
+/// or the upstream last gave it (a new one after rmcp re-initializes an
+/// expired session): what requests sent beside rmcp's client must carry.
+#[derive(Debug, Clone, Default)]
+pub struct SessionIds(Arc<std::sync::Mutex<Option<Arc<str>>>>);
+
+impl SessionIds {
+    pub(crate) fn current(&self) -> Option<Arc<str>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn saw(&self, id: &str) {
+        let mut current = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if current.as_deref() != Some(id) {
+            *current = Some(Arc::from(id));
+        }
+    }
 }
 
 /// Decides, once, whether a [`RecordingClient`] opens its session's
@@ -101,7 +123,13 @@ impl RecordingClient {
             recorder,
             target: Arc::default(),
             server_stream,
+            session_id: SessionIds::default(),
         }
+    }
+
+    /// The session id this client's requests carry.
+    pub fn session_ids(&self) -> SessionIds {
+        self.session_id.clone()
     }
 
     /// Holds the standalone GET stream (server-initiated messages outside any
@@ -429,6 +457,7 @@ impl StreamableHttpClient for RecordingClient {
             .header(ACCEPT, ACCEPT_BOTH);
         let session_attached = session_id.is_some();
         if let Some(session_id) = session_id {
+            self.session_id.saw(&session_id);
             request = request.header(HEADER_SESSION_ID, session_id.as_ref());
         }
         let discover = discover_id(&message);
@@ -464,6 +493,9 @@ impl StreamableHttpClient for RecordingClient {
             response.headers(),
             HeaderName::from_static("mcp-session-id"),
         );
+        if let Some(new_session) = &new_session {
+            self.session_id.saw(new_session);
+        }
         let content_type = header_str(response.headers(), CONTENT_TYPE);
         match content_type.as_deref() {
             Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {

@@ -11,7 +11,7 @@ mod recorder;
 mod reuse;
 mod sse_limit;
 
-pub use client::{RecordingClient, ServerStreamDecision};
+pub use client::{RecordingClient, ServerStreamDecision, SessionIds};
 pub use recorder::{HttpObservation, HttpRecorder};
 pub use reuse::{HttpClients, OriginReuse, Reuse};
 pub(crate) use reuse::{PROBE_PINGS, stall_verdict};

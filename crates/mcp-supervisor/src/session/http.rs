@@ -25,7 +25,8 @@ use crate::{
     config::{HttpTransport, OAuthGrant, UpstreamAuth},
     failure::{Failure, FailureKind},
     http::{
-        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, RecordingClient, Reuse, stall_verdict,
+        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, RecordingClient, Reuse, SessionIds,
+        stall_verdict,
     },
     oauth,
     policy::Phase,
@@ -108,24 +109,31 @@ pub async fn open_http(
     let probe = origin.as_ref().and_then(OriginReuse::claim_probe);
     let mut client = RecordingClient::new(clients, recorder.clone());
     let server_stream = client.defer_server_stream();
+    let session_ids = client.session_ids();
     let ended = CancellationToken::new();
     let lifecycle = handler.lifecycle();
     let (serving, stateless) = match authorizer {
         Authorizer::Login(tokens, _) => serve(
             handler.clone(),
             oauth::TokenClient::new(client, tokens),
-            config,
+            (config, session_ids),
             lifecycle,
             ended.clone(),
         ),
         Authorizer::Client(tokens) => serve(
             handler.clone(),
             oauth::TokenClient::new(client, tokens),
-            config,
+            (config, session_ids),
             lifecycle,
             ended.clone(),
         ),
-        Authorizer::None => serve(handler.clone(), client, config, lifecycle, ended.clone()),
+        Authorizer::None => serve(
+            handler.clone(),
+            client,
+            (config, session_ids),
+            lifecycle,
+            ended.clone(),
+        ),
     };
     let service = match tokio::time::timeout_at(deadline, serving).await {
         Ok(Ok(service)) => service,
@@ -180,18 +188,19 @@ type Serving =
     BoxFuture<'static, Result<RunningService<RoleClient, SessionHandler>, ClientInitializeError>>;
 
 /// Starts the MCP session over `client` (ours, or it wrapped in rmcp's OAuth
-/// client); and what sends its plain calls if it speaks 2026-07-28.
+/// client), whose requests carry `session_ids`; and what sends its plain
+/// calls beside rmcp's client.
 fn serve<C>(
     handler: SessionHandler,
     client: C,
-    config: StreamableHttpClientTransportConfig,
+    (config, session_ids): (StreamableHttpClientTransportConfig, SessionIds),
     lifecycle: ClientLifecycleMode,
     ended: CancellationToken,
 ) -> (Serving, StatelessParts)
 where
     C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
 {
-    let stateless = StatelessParts::new(&client, &config);
+    let stateless = StatelessParts::new(&client, session_ids, &config);
     let transport = Watched::new(
         StreamableHttpClientTransport::with_client(client, config),
         ended,

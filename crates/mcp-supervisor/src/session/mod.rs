@@ -184,7 +184,6 @@ impl Session {
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
-        let method = request.method().to_owned();
         let mut options = PeerRequestOptions::no_options();
         if let Some(modern) = &self.modern {
             if let Some(answer) = self.held_here(modern, &request).await {
@@ -209,6 +208,18 @@ impl Session {
                 .send_stateless(stateless, request, options, link, deadline)
                 .await;
         }
+        self.send_with_rmcp(request, options, link, deadline).await
+    }
+
+    /// [`Session::send`] through rmcp's client.
+    async fn send_with_rmcp(
+        &self,
+        request: ClientRequest,
+        options: PeerRequestOptions,
+        link: Option<&DownstreamLink>,
+        deadline: Instant,
+    ) -> Result<ServerResult, SendError> {
+        let method = request.method().to_owned();
         let peer = self.service.peer();
         let sent = peer.send_request_with_option(request, options);
         let handle = match tokio::time::timeout_at(deadline, sent).await {
@@ -241,23 +252,30 @@ impl Session {
         }
     }
 
-    /// [`Session::send`] for a plain tool call to a 2026-07-28 upstream: the
-    /// same request, stamped as rmcp's client stamps it, sent without it (see
+    /// [`Session::send`] for a plain tool call over HTTP: the same request,
+    /// stamped as rmcp's client stamps it, sent without it (see
     /// `stateless`). Giving up closes the request's stream, which is how
-    /// rmcp's client cancels a 2026-07-28 request too.
+    /// rmcp's client cancels a 2026-07-28 request; a 2025 upstream is also
+    /// told, as rmcp tells it. A 2025 session the upstream forgot goes to
+    /// rmcp, which opens a new one.
     async fn send_stateless(
         &self,
         stateless: &stateless::Stateless,
-        mut request: ClientRequest,
+        request: ClientRequest,
         options: PeerRequestOptions,
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = request.method().to_owned();
+        let legacy = stateless.legacy();
+        // Kept to hand to rmcp if the 2025 session turns out forgotten (no
+        // `options` to keep: only 2026-07-28 requests carry extra `_meta`).
+        let again = legacy.then(|| request.clone());
+        let mut request = request;
         let (id, token) = stateless.next_id();
         let handler = self.service.service();
         let meta = rmcp::model::GetMeta::get_meta_mut(&mut request);
-        if let Some(version) = self.protocol_version() {
+        if let Some(version) = self.protocol_version().filter(|_| !legacy) {
             let info = rmcp::ClientHandler::get_info(handler);
             meta.set_protocol_version(version);
             meta.set_client_info(info.client_info);
@@ -267,17 +285,38 @@ impl Session {
             meta.extend(extra);
         }
         meta.set_progress_token(token.clone());
-        let _link = link.map(|link| handler.links().register(id.clone(), token, link));
+        let registered = link.map(|link| handler.links().register(id.clone(), token, link));
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
-        let sent = stateless.send(request, id, handler);
+        let sent = stateless.send(request, id.clone(), handler);
         let outcome = tokio::select! {
             answer = tokio::time::timeout_at(deadline, sent) => answer,
-            () = cancelled.cancelled() => return Err(SendError::Cancelled),
+            () = cancelled.cancelled() => {
+                if legacy {
+                    self.cancel_request(id, "cancelled by the client");
+                }
+                return Err(SendError::Cancelled);
+            }
         };
         match outcome {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(self.send_failure(&error)),
-            Err(_) => Err(timed_out(&method)),
+            Ok(Err(stateless::Unsent::Failed(error))) => Err(self.send_failure(&error)),
+            Ok(Err(stateless::Unsent::Expired)) => {
+                drop(registered);
+                match again {
+                    Some(request) => {
+                        let options = PeerRequestOptions::no_options();
+                        self.send_with_rmcp(request, options, link, deadline).await
+                    }
+                    // Only a 2025 session can have expired.
+                    None => Err(self.send_failure(&rmcp::ServiceError::TransportClosed)),
+                }
+            }
+            Err(_) => {
+                if legacy {
+                    self.cancel_request(id, "timed out");
+                }
+                Err(timed_out(&method))
+            }
         }
     }
 

@@ -1,23 +1,25 @@
-//! A 2026-07-28 upstream's `tools/call`, sent by the session itself as the
-//! one POST rmcp's client would send, instead of through rmcp's service loop
-//! and HTTP transport worker.
+//! A plain `tools/call`, sent by an HTTP session itself as the one POST
+//! rmcp's client would send, instead of through rmcp's service loop and
+//! HTTP transport worker (docs/DECISIONS.md #79).
 //!
-//! A 2026-07-28 request stands alone (no session, everything it needs in its
-//! `_meta` and headers), so nothing is lost by sending it beside rmcp's
-//! client, and a call crosses no task or channel on its way: the service
-//! loop, the transport worker and their channels were about half of the
-//! gateway's CPU per call (docs/BENCHMARKS.md, P5). What rmcp's client does
-//! for such a request, this does too, with the same HTTP client (so the same
-//! recording, authorization, limits and errors):
+//! The service loop, the transport worker and their channels were about half
+//! of the gateway's CPU per call (docs/BENCHMARKS.md, P5); a call sent here
+//! crosses no task or channel on its way. What rmcp's client does for such a
+//! request, this does too, with the same HTTP client (so the same recording,
+//! authorization, limits and errors):
 //!
-//! - the same body: `_meta` with the protocol version, our client info and
-//!   capabilities, what the caller adds (log level, a downstream's
-//!   capabilities) and a progress token;
-//! - the same headers: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`;
+//! - the same body: for 2026-07-28, `_meta` with the protocol version, our
+//!   client info and capabilities and what the caller adds (log level, a
+//!   downstream's capabilities); a progress token for both generations;
+//! - the same headers: `MCP-Protocol-Version`, the session id (2025), and
+//!   `Mcp-Method` and `Mcp-Name` (2026-07-28);
 //! - an answer as JSON, or as an event stream whose progress, log messages
 //!   and server-to-client requests go where rmcp would send them, resumed
 //!   with `Last-Event-ID` when it ends early after an event id (SEP-1699);
-//! - cancelling is closing the stream, as rmcp does for 2026-07-28.
+//! - cancelling: closing the stream (2026-07-28), and for a 2025 session
+//!   also `notifications/cancelled`, which the session sends through rmcp;
+//! - a 2025 session the upstream has forgotten (404) is rmcp's to
+//!   re-initialize: the call is handed to it (it did not run).
 //!
 //! Only tools whose name travels as a bare header value and whose input
 //! schema promotes no argument to a header (`x-mcp-header`, SEP-2243) take
@@ -52,6 +54,7 @@ use rmcp::{
 use sse_stream::{Error as SseError, Sse};
 
 use super::handler::SessionHandler;
+use crate::http::SessionIds;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 type Events = BoxStream<'static, Result<Sse, SseError>>;
@@ -63,6 +66,7 @@ trait Poster: Send + Sync {
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
@@ -71,6 +75,7 @@ trait Poster: Send + Sync {
     fn resume(
         &self,
         uri: Arc<str>,
+        session_id: Option<Arc<str>>,
         last_event_id: String,
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
@@ -86,6 +91,7 @@ where
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
@@ -93,7 +99,7 @@ where
         let client = self.clone();
         async move {
             client
-                .post_message_with_response_limits(uri, message, None, auth, headers, limits)
+                .post_message_with_response_limits(uri, message, session_id, auth, headers, limits)
                 .await
         }
         .boxed()
@@ -102,6 +108,7 @@ where
     fn resume(
         &self,
         uri: Arc<str>,
+        session_id: Option<Arc<str>>,
         last_event_id: String,
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
@@ -112,7 +119,7 @@ where
             client
                 .get_stream_with_max_sse_event_size(
                     uri,
-                    None,
+                    session_id,
                     Some(last_event_id),
                     auth,
                     headers,
@@ -124,10 +131,13 @@ where
     }
 }
 
-/// How a 2026-07-28 session sends its plain tool calls (see the module).
+/// How an HTTP session sends its plain tool calls (see the module).
 pub(crate) struct Stateless {
     client: Arc<dyn Poster>,
     uri: Arc<str>,
+    /// A 2025 session (with `initialize`), whose requests carry its id.
+    legacy: bool,
+    session: SessionIds,
     /// The configured headers and `MCP-Protocol-Version`.
     headers: HashMap<HeaderName, HeaderValue>,
     /// A configured bearer token (`None` with OAuth: its client adds it).
@@ -151,10 +161,11 @@ impl std::fmt::Debug for Stateless {
 }
 
 /// What a session's HTTP transport was built with, kept to send its plain
-/// tool calls if the upstream turns out to speak 2026-07-28.
+/// tool calls once the session is open.
 pub(crate) struct StatelessParts {
     client: Arc<dyn Poster>,
     uri: Arc<str>,
+    session: SessionIds,
     headers: HashMap<HeaderName, HeaderValue>,
     auth: Option<String>,
     limits: StreamableHttpResponseLimits,
@@ -162,7 +173,11 @@ pub(crate) struct StatelessParts {
 }
 
 impl StatelessParts {
-    pub(crate) fn new<C>(client: &C, config: &StreamableHttpClientTransportConfig) -> Self
+    pub(crate) fn new<C>(
+        client: &C,
+        session: SessionIds,
+        config: &StreamableHttpClientTransportConfig,
+    ) -> Self
     where
         C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
     {
@@ -173,6 +188,7 @@ impl StatelessParts {
         StatelessParts {
             client: Arc::new(client.clone()),
             uri: config.uri.clone(),
+            session,
             headers: config.custom_headers.clone(),
             auth: config.auth_header.clone(),
             limits,
@@ -180,10 +196,9 @@ impl StatelessParts {
         }
     }
 
-    /// The sender for a session that agreed to `version`, if it is a
-    /// 2026-07-28 one.
+    /// The sender for a session that agreed to `version`.
     pub(crate) fn for_version(self, version: Option<&ProtocolVersion>) -> Option<Stateless> {
-        let version = version.filter(|version| !version.has_initialize())?;
+        let version = version?;
         let mut headers = self.headers;
         headers.insert(
             HeaderName::from_static("mcp-protocol-version"),
@@ -192,6 +207,8 @@ impl StatelessParts {
         Some(Stateless {
             client: self.client,
             uri: self.uri,
+            legacy: version.has_initialize(),
+            session: self.session,
             headers,
             auth: self.auth,
             limits: self.limits,
@@ -236,45 +253,53 @@ impl Stateless {
         )
     }
 
+    /// Whether the session has an `initialize` handshake (2025).
+    pub(crate) fn legacy(&self) -> bool {
+        self.legacy
+    }
+
     /// Sends `request` (its `_meta` complete) as request `id` and reads its
     /// answer; what arrives before it goes to `handler`. Dropping the future
-    /// closes the stream, which cancels the request upstream.
+    /// closes the stream (for 2026-07-28, that cancels the request).
     pub(crate) async fn send(
         &self,
         request: ClientRequest,
         id: RequestId,
         handler: &SessionHandler,
-    ) -> Result<ServerResult, ServiceError> {
+    ) -> Result<ServerResult, Unsent> {
         let mut headers = self.headers.clone();
-        if let ClientRequest::CallToolRequest(call) = &request {
+        if let (false, ClientRequest::CallToolRequest(call)) = (self.legacy, &request) {
             headers.insert(MCP_METHOD, HeaderValue::from_static("tools/call"));
             if let Ok(name) = HeaderValue::from_str(&call.params.name) {
                 headers.insert(MCP_NAME, name);
             }
         }
+        let session = self.session.current();
         let message = ClientJsonRpcMessage::request(request, id.clone());
         let posted = self
             .client
             .post(
                 self.uri.clone(),
                 message,
+                session.clone(),
                 self.auth.clone(),
                 headers.clone(),
                 self.limits,
             )
-            .await
-            .map_err(transport)?;
-        match posted {
-            StreamableHttpPostResponse::Json(message, _) => match answer_of(message, &id) {
-                Some(answer) => answer,
-                None => Err(ServiceError::UnexpectedResponse),
-            },
-            StreamableHttpPostResponse::Sse(events, _) => {
-                self.read(events, &id, headers, handler).await
+            .await;
+        let answer = match posted {
+            Err(StreamableHttpError::SessionExpired) if self.legacy => return Err(Unsent::Expired),
+            Err(error) => Err(transport(error)),
+            Ok(StreamableHttpPostResponse::Json(message, _)) => {
+                answer_of(message, &id).unwrap_or(Err(ServiceError::UnexpectedResponse))
             }
-            // Nothing else carries a 2026-07-28 answer.
-            _ => Err(ServiceError::UnexpectedResponse),
-        }
+            Ok(StreamableHttpPostResponse::Sse(events, _)) => {
+                self.read(events, &id, session, headers, handler).await
+            }
+            // Nothing else carries an answer to a request.
+            Ok(_) => Err(ServiceError::UnexpectedResponse),
+        };
+        answer.map_err(Unsent::Failed)
     }
 
     /// Reads the answer to `id` from its event stream, resuming it after an
@@ -283,6 +308,7 @@ impl Stateless {
         &self,
         mut events: Events,
         id: &RequestId,
+        session: Option<Arc<str>>,
         headers: HashMap<HeaderName, HeaderValue>,
         handler: &SessionHandler,
     ) -> Result<ServerResult, ServiceError> {
@@ -298,7 +324,7 @@ impl Stateless {
                         if event.id.is_some() {
                             last_event_id.clone_from(&event.id);
                         }
-                        if let Some(answer) = self.event(event, id, handler) {
+                        if let Some(answer) = self.event(event, id, &session, handler) {
                             return answer;
                         }
                     }
@@ -313,7 +339,7 @@ impl Stateless {
                 });
             };
             events = self
-                .resumed(resume_from, server_retry.take(), &headers)
+                .resumed(resume_from, server_retry.take(), &session, &headers)
                 .await?;
         }
     }
@@ -324,6 +350,7 @@ impl Stateless {
         &self,
         last_event_id: String,
         server_retry: Option<Duration>,
+        session: &Option<Arc<str>>,
         headers: &HashMap<HeaderName, HeaderValue>,
     ) -> Result<Events, ServiceError> {
         let mut wait = server_retry.or_else(|| self.retry.retry(0));
@@ -337,6 +364,7 @@ impl Stateless {
                 .client
                 .resume(
                     self.uri.clone(),
+                    session.clone(),
                     last_event_id.clone(),
                     self.auth.clone(),
                     headers.clone(),
@@ -368,6 +396,7 @@ impl Stateless {
         &self,
         event: Sse,
         id: &RequestId,
+        session: &Option<Arc<str>>,
         handler: &SessionHandler,
     ) -> Option<Result<ServerResult, ServiceError>> {
         // Only blank and `message` events carry JSON-RPC (as rmcp reads them).
@@ -391,7 +420,8 @@ impl Stateless {
                 None
             }
             ServerJsonRpcMessage::Request(request) => {
-                self.answer_upstream(request.request, request.id, id.clone(), handler);
+                let origin = id.clone();
+                self.answer_upstream(request.request, request.id, origin, session, handler);
                 None
             }
             answer => answer_of(answer, id),
@@ -405,12 +435,14 @@ impl Stateless {
         request: rmcp::model::ServerRequest,
         asked: RequestId,
         origin: RequestId,
+        session: &Option<Arc<str>>,
         handler: &SessionHandler,
     ) {
         let handler = handler.clone();
         let client = Arc::clone(&self.client);
-        let (uri, auth, headers, limits) = (
+        let (uri, session, auth, headers, limits) = (
             self.uri.clone(),
+            session.clone(),
             self.auth.clone(),
             self.headers.clone(),
             self.limits,
@@ -420,11 +452,21 @@ impl Stateless {
                 Ok(result) => ClientJsonRpcMessage::response(result, asked),
                 Err(error) => ClientJsonRpcMessage::error(error, Some(asked)),
             };
-            if let Err(error) = client.post(uri, message, auth, headers, limits).await {
+            let posted = client.post(uri, message, session, auth, headers, limits);
+            if let Err(error) = posted.await {
                 tracing::debug!(%error, "could not answer the upstream's request");
             }
         });
     }
+}
+
+/// Why [`Stateless::send`] has no answer.
+#[derive(Debug)]
+pub(crate) enum Unsent {
+    /// The 2025 session was gone (404): the request did not run, and rmcp
+    /// re-initializes the session when it sends it.
+    Expired,
+    Failed(ServiceError),
 }
 
 /// The answer in `message` if it is the one to `id`.
@@ -561,6 +603,9 @@ mod tests {
         CutAfterId,
         /// The stream ends with nothing in it.
         CutEmpty,
+        /// JSON, naming a session; a request that names it gets 404 (the
+        /// upstream forgot it).
+        Forgets,
     }
 
     #[derive(Default)]
@@ -597,8 +642,18 @@ mod tests {
         let request: Value = serde_json::from_str(&body).unwrap_or_default();
         let id = request["id"].clone();
         let token = request["params"]["_meta"]["progressToken"].clone();
+        let names_session = headers.contains_key("mcp-session-id");
         upstream.seen.lock().unwrap().posts.push((headers, request));
         match upstream.script {
+            Script::Forgets if names_session => Response::builder()
+                .status(StatusCode::NOT_FOUND)
+                .body(Body::empty())
+                .unwrap_or_default(),
+            Script::Forgets => Response::builder()
+                .header("content-type", "application/json")
+                .header("mcp-session-id", "s1")
+                .body(Body::from(answer(&id).to_string()))
+                .unwrap_or_default(),
             Script::Json => Response::builder()
                 .header("content-type", "application/json")
                 .body(Body::from(answer(&id).to_string()))
@@ -636,6 +691,11 @@ mod tests {
 
     /// A `Stateless` for a 2026-07-28 session to an upstream playing `script`.
     async fn lane(script: Script) -> (Stateless, Arc<Upstream>) {
+        lane_of(script, ProtocolVersion::V_2026_07_28).await
+    }
+
+    /// A `Stateless` for a session on `version` to an upstream playing `script`.
+    async fn lane_of(script: Script, version: ProtocolVersion) -> (Stateless, Arc<Upstream>) {
         let upstream = Arc::new(Upstream {
             script,
             seen: Mutex::default(),
@@ -650,8 +710,8 @@ mod tests {
         // No standalone stream in these tests.
         client.defer_server_stream().decide(false);
         let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{address}/mcp"));
-        let lane = StatelessParts::new(&client, &config)
-            .for_version(Some(&ProtocolVersion::V_2026_07_28))
+        let lane = StatelessParts::new(&client, client.session_ids(), &config)
+            .for_version(Some(&version))
             .unwrap();
         (lane, upstream)
     }
@@ -712,6 +772,45 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_2025_call_carries_the_session_id_and_no_2026_headers() {
+        let (lane, upstream) = lane_of(Script::Json, ProtocolVersion::V_2025_11_25).await;
+        assert!(lane.legacy());
+        let handler = SessionHandler::default();
+        let (id, _) = lane.next_id();
+        let answered = lane.send(call("echo"), id, &handler).await;
+        assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+        let seen = upstream.seen.lock().unwrap();
+        let (headers, _) = &seen.posts[0];
+        assert_eq!(
+            headers
+                .get("mcp-protocol-version")
+                .and_then(|v| v.to_str().ok()),
+            Some("2025-11-25")
+        );
+        assert!(headers.get("mcp-method").is_none());
+        assert!(headers.get("mcp-name").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_2025_session_is_handed_back_unsent() {
+        let (lane, upstream) = lane_of(Script::Forgets, ProtocolVersion::V_2025_11_25).await;
+        let handler = SessionHandler::default();
+        // The first answer names the session; the next request carries it.
+        let (id, _) = lane.next_id();
+        assert!(lane.send(call("echo"), id, &handler).await.is_ok());
+        let (id, _) = lane.next_id();
+        let again = lane.send(call("echo"), id, &handler).await;
+        assert!(matches!(again, Err(Unsent::Expired)), "{again:?}");
+        let seen = upstream.seen.lock().unwrap();
+        let session = |n: usize| seen.posts[n].0.get("mcp-session-id").cloned();
+        assert_eq!(session(0), None);
+        assert_eq!(
+            session(1).as_ref().and_then(|v| v.to_str().ok()),
+            Some("s1")
+        );
+    }
+
+    #[tokio::test]
     async fn progress_on_the_stream_reaches_the_downstream_before_the_answer() {
         let (lane, _upstream) = lane(Script::ProgressFirst).await;
         let handler = SessionHandler::default();
@@ -746,7 +845,10 @@ mod tests {
         let answered = lane
             .send(call("echo"), id, &SessionHandler::default())
             .await;
-        assert!(matches!(answered, Err(ServiceError::TransportClosed)));
+        assert!(matches!(
+            answered,
+            Err(Unsent::Failed(ServiceError::TransportClosed))
+        ));
         assert!(upstream.seen.lock().unwrap().resumed_from.is_empty());
     }
 
