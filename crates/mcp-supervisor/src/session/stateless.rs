@@ -153,9 +153,9 @@ pub(crate) struct Stateless {
 
 impl std::fmt::Debug for Stateless {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // No headers or token: they may carry credentials.
+        // No URL, headers or token: any of them may carry a credential.
         f.debug_struct("Stateless")
-            .field("uri", &self.uri)
+            .field("legacy", &self.legacy)
             .finish_non_exhaustive()
     }
 }
@@ -886,6 +886,26 @@ mod tests {
         for other in others {
             assert!(tool_answer(&other.to_string()).is_none(), "{other}");
         }
+    }
+
+    #[test]
+    fn its_debug_output_shows_no_url_header_or_token() {
+        let client = RecordingClient::new(shared_http_client(), HttpRecorder::default());
+        let mut headers = HashMap::new();
+        headers.insert(
+            HeaderName::from_static("x-api-key"),
+            HeaderValue::from_static("canary-header"),
+        );
+        let config = StreamableHttpClientTransportConfig::with_uri(
+            "http://127.0.0.1:1/mcp?key=canary-query",
+        )
+        .auth_header("canary-token")
+        .custom_headers(headers);
+        let lane = StatelessParts::new(&client, client.session_ids(), &config)
+            .for_version(Some(&ProtocolVersion::V_2026_07_28))
+            .unwrap();
+        let shown = format!("{lane:?}");
+        assert!(!shown.contains("canary"), "{shown}");
     }
 
     #[test]
