@@ -85,7 +85,8 @@ impl Session {
     /// An HTTP session built with `parts`: its plain tool calls skip rmcp's
     /// client if it speaks 2026-07-28.
     pub(crate) fn sending_plain_calls(mut self, parts: stateless::StatelessParts) -> Self {
-        self.stateless = parts.for_version(self.protocol_version().as_ref());
+        let us = rmcp::ClientHandler::get_info(self.service.service());
+        self.stateless = parts.for_version(self.protocol_version().as_ref(), &us);
         self
     }
 
@@ -274,17 +275,7 @@ impl Session {
         let mut request = request;
         let (id, token) = stateless.next_id();
         let handler = self.service.service();
-        let meta = rmcp::model::GetMeta::get_meta_mut(&mut request);
-        if let Some(version) = self.protocol_version().filter(|_| !legacy) {
-            let info = rmcp::ClientHandler::get_info(handler);
-            meta.set_protocol_version(version);
-            meta.set_client_info(info.client_info);
-            meta.set_client_capabilities(info.capabilities);
-        }
-        if let Some(extra) = options.meta {
-            meta.extend(extra);
-        }
-        meta.set_progress_token(token.clone());
+        stateless.stamp(&mut request, options.meta, token.clone());
         let registered = link.map(|link| handler.links().register(id.clone(), token, link));
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
         let sent = stateless.send(request, id.clone(), handler);

@@ -39,8 +39,9 @@ use http::{HeaderName, HeaderValue};
 use rmcp::{
     ServiceError,
     model::{
-        ClientJsonRpcMessage, ClientRequest, JsonObject, NumberOrString, ProgressToken,
-        ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult, Tool,
+        ClientConfig, ClientJsonRpcMessage, ClientRequest, JsonObject, NumberOrString,
+        ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+        ServerResult, Tool,
     },
     transport::{
         DynamicTransportError,
@@ -133,17 +134,13 @@ where
 
 /// How an HTTP session sends its plain tool calls (see the module).
 pub(crate) struct Stateless {
-    client: Arc<dyn Poster>,
-    uri: Arc<str>,
+    /// The transport's parts, its headers with `MCP-Protocol-Version`.
+    parts: StatelessParts,
     /// A 2025 session (with `initialize`), whose requests carry its id.
     legacy: bool,
-    session: SessionIds,
-    /// The configured headers and `MCP-Protocol-Version`.
-    headers: HashMap<HeaderName, HeaderValue>,
-    /// A configured bearer token (`None` with OAuth: its client adds it).
-    auth: Option<String>,
-    limits: StreamableHttpResponseLimits,
-    retry: Arc<dyn SseRetryPolicy>,
+    /// What every 2026-07-28 request carries in `_meta` (protocol version,
+    /// client info and capabilities), built once.
+    stamp: Option<RequestMetaObject>,
     /// Request ids and progress tokens, apart from rmcp's (which count up
     /// from 0 in 32 bits) so the session's links never mix them up.
     next_id: AtomicI64,
@@ -196,23 +193,31 @@ impl StatelessParts {
         }
     }
 
-    /// The sender for a session that agreed to `version`.
-    pub(crate) fn for_version(self, version: Option<&ProtocolVersion>) -> Option<Stateless> {
+    /// The sender for a session that agreed to `version`, as the client
+    /// `us` (what rmcp's client declared for the session).
+    pub(crate) fn for_version(
+        mut self,
+        version: Option<&ProtocolVersion>,
+        us: &ClientConfig,
+    ) -> Option<Stateless> {
         let version = version?;
-        let mut headers = self.headers;
-        headers.insert(
+        self.headers.insert(
             HeaderName::from_static("mcp-protocol-version"),
             HeaderValue::from_str(version.as_str()).ok()?,
         );
+        let legacy = version.has_initialize();
+        // rmcp stamps its client context on 2026-07-28 requests only.
+        let stamp = (!legacy).then(|| {
+            RequestMetaObject::with_client_context(
+                version.clone(),
+                us.client_info.clone(),
+                us.capabilities.clone(),
+            )
+        });
         Some(Stateless {
-            client: self.client,
-            uri: self.uri,
-            legacy: version.has_initialize(),
-            session: self.session,
-            headers,
-            auth: self.auth,
-            limits: self.limits,
-            retry: self.retry,
+            parts: self,
+            legacy,
+            stamp,
             next_id: AtomicI64::new(FIRST_ID),
             plain: RwLock::default(),
         })
@@ -258,6 +263,24 @@ impl Stateless {
         self.legacy
     }
 
+    /// Stamps `request` as rmcp's client would: the client context (for
+    /// 2026-07-28), what the caller adds (`extra`), and `token`.
+    pub(crate) fn stamp(
+        &self,
+        request: &mut ClientRequest,
+        extra: Option<RequestMetaObject>,
+        token: ProgressToken,
+    ) {
+        let meta = rmcp::model::GetMeta::get_meta_mut(request);
+        if let Some(stamp) = &self.stamp {
+            meta.extend(stamp.clone());
+        }
+        if let Some(extra) = extra {
+            meta.extend(extra);
+        }
+        meta.set_progress_token(token);
+    }
+
     /// Sends `request` (its `_meta` complete) as request `id` and reads its
     /// answer; what arrives before it goes to `handler`. Dropping the future
     /// closes the stream (for 2026-07-28, that cancels the request).
@@ -267,24 +290,25 @@ impl Stateless {
         id: RequestId,
         handler: &SessionHandler,
     ) -> Result<ServerResult, Unsent> {
-        let mut headers = self.headers.clone();
+        let mut headers = self.parts.headers.clone();
         if let (false, ClientRequest::CallToolRequest(call)) = (self.legacy, &request) {
             headers.insert(MCP_METHOD, HeaderValue::from_static("tools/call"));
             if let Ok(name) = HeaderValue::from_str(&call.params.name) {
                 headers.insert(MCP_NAME, name);
             }
         }
-        let session = self.session.current();
+        let session = self.parts.session.current();
         let message = ClientJsonRpcMessage::request(request, id.clone());
         let posted = self
+            .parts
             .client
             .post(
-                self.uri.clone(),
+                self.parts.uri.clone(),
                 message,
                 session.clone(),
-                self.auth.clone(),
+                self.parts.auth.clone(),
                 headers.clone(),
-                self.limits,
+                self.parts.limits,
             )
             .await;
         let answer = match posted {
@@ -353,7 +377,7 @@ impl Stateless {
         session: &Option<Arc<str>>,
         headers: &HashMap<HeaderName, HeaderValue>,
     ) -> Result<Events, ServiceError> {
-        let mut wait = server_retry.or_else(|| self.retry.retry(0));
+        let mut wait = server_retry.or_else(|| self.parts.retry.retry(0));
         let mut attempts = 0;
         loop {
             let Some(delay) = wait else {
@@ -361,14 +385,15 @@ impl Stateless {
             };
             tokio::time::sleep(delay).await;
             match self
+                .parts
                 .client
                 .resume(
-                    self.uri.clone(),
+                    self.parts.uri.clone(),
                     session.clone(),
                     last_event_id.clone(),
-                    self.auth.clone(),
+                    self.parts.auth.clone(),
                     headers.clone(),
-                    self.limits.max_sse_event_size,
+                    self.parts.limits.max_sse_event_size,
                 )
                 .await
             {
@@ -381,7 +406,7 @@ impl Stateless {
                 ) => return Err(transport(error)),
                 Err(error) => {
                     attempts += 1;
-                    wait = self.retry.retry(attempts);
+                    wait = self.parts.retry.retry(attempts);
                     if wait.is_none() {
                         return Err(transport(error));
                     }
@@ -439,13 +464,13 @@ impl Stateless {
         handler: &SessionHandler,
     ) {
         let handler = handler.clone();
-        let client = Arc::clone(&self.client);
+        let client = Arc::clone(&self.parts.client);
         let (uri, session, auth, headers, limits) = (
-            self.uri.clone(),
+            self.parts.uri.clone(),
             session.clone(),
-            self.auth.clone(),
-            self.headers.clone(),
-            self.limits,
+            self.parts.auth.clone(),
+            self.parts.headers.clone(),
+            self.parts.limits,
         );
         tokio::spawn(async move {
             let message = match handler.ask_for(request, Some(&origin)).await {
@@ -711,7 +736,7 @@ mod tests {
         client.defer_server_stream().decide(false);
         let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{address}/mcp"));
         let lane = StatelessParts::new(&client, client.session_ids(), &config)
-            .for_version(Some(&version))
+            .for_version(Some(&version), &ClientConfig::default())
             .unwrap();
         (lane, upstream)
     }
@@ -902,7 +927,10 @@ mod tests {
         .auth_header("canary-token")
         .custom_headers(headers);
         let lane = StatelessParts::new(&client, client.session_ids(), &config)
-            .for_version(Some(&ProtocolVersion::V_2026_07_28))
+            .for_version(
+                Some(&ProtocolVersion::V_2026_07_28),
+                &ClientConfig::default(),
+            )
             .unwrap();
         let shown = format!("{lane:?}");
         assert!(!shown.contains("canary"), "{shown}");
