@@ -1,8 +1,9 @@
-//! The gateway's direct path (docs/DECISIONS.md #78): a 2025 session's plain
-//! `tools/call` is answered by the HTTP endpoint without rmcp's server, the
-//! same as through it; everything else still goes through rmcp. Real
-//! loopback HTTP, raw JSON-RPC (so the answers can be compared byte for
-//! byte), a real test server upstream.
+//! The gateway's direct path (docs/DECISIONS.md #78, #81): a plain
+//! `tools/call`, of a 2025 session or of a 2026-07-28 client, is answered by
+//! the HTTP endpoint without rmcp's server, the same as through it;
+//! everything else still goes through rmcp. Real loopback HTTP, raw JSON-RPC
+//! (so the answers can be compared byte for byte), a real test server
+//! upstream.
 
 mod support;
 
@@ -79,7 +80,12 @@ async fn session(http: &reqwest::Client, url: &str, capabilities: Value) -> Stri
 async fn exchange(http: &reqwest::Client, url: &str, session: &str, message: &Value) -> Vec<Value> {
     let response = post(http, url, session, message).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    let body = response.text().await.unwrap();
+    messages(&response.text().await.unwrap())
+}
+
+/// The JSON-RPC messages of an answer's body: its events' data, or the body
+/// itself when it is plain JSON.
+fn messages(body: &str) -> Vec<Value> {
     let data: Vec<Value> = body
         .lines()
         .filter_map(|line| line.strip_prefix("data:").map(str::trim))
@@ -87,7 +93,7 @@ async fn exchange(http: &reqwest::Client, url: &str, session: &str, message: &Va
         .map(|data| serde_json::from_str(data).unwrap())
         .collect();
     if data.is_empty() {
-        vec![serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON-RPC: {body}"))]
+        vec![serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON-RPC: {body}"))]
     } else {
         data
     }
@@ -295,5 +301,274 @@ fn a_direct_call_keeps_the_origin_and_accept_checks() {
             .unwrap();
         assert_eq!(json_only.status(), 406);
         assert_eq!(gateway.state.direct_calls(), 0);
+    });
+}
+
+const MODERN: &str = "2026-07-28";
+
+/// The `_meta` of a 2026-07-28 request from a client that declared
+/// `capabilities`, as rmcp's client sends it (SEP-2575).
+fn client_context(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "direct-test", "version": "0"},
+    })
+}
+
+/// A 2026-07-28 call of a client that declared nothing.
+fn modern_call(id: u64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments, "_meta": client_context(json!({}))}})
+}
+
+/// The same call with a `_meta` key of another's, which keeps it on rmcp's
+/// path (rmcp ignores it).
+fn modern_through_rmcp(mut call: Value) -> Value {
+    call["params"]["_meta"]["example.com/note"] = json!(1);
+    call
+}
+
+/// A session-less POST of `message` with the headers a 2026-07-28 client
+/// sends (SEP-2243: the version, the method and the name).
+fn post_modern(http: &reqwest::Client, url: &str, message: &Value) -> reqwest::RequestBuilder {
+    let request = http
+        .post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", message["method"].as_str().unwrap());
+    match message["params"]["name"].as_str() {
+        Some(name) => request.header("mcp-name", name),
+        None => request,
+    }
+    .body(message.to_string())
+}
+
+/// What `request` is answered: the HTTP status, the content type, and the
+/// JSON-RPC messages, the answer last.
+async fn answered(request: reqwest::RequestBuilder) -> (u16, String, Vec<Value>) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (status, kind, messages(&response.text().await.unwrap()))
+}
+
+/// A 2026-07-28 client's plain call is answered directly with what rmcp
+/// would have answered: the same status, content type and body (a result
+/// with `resultType: complete`, a tool error, -32602 for an unknown tool).
+/// A call whose SEP-2243 headers do not match its body, or that carries
+/// another `Mcp-*` header, another `_meta` key or a retry's fields, goes to
+/// rmcp, which checks it as before.
+#[test]
+fn a_2026_call_is_answered_directly_as_rmcp_answers_it() {
+    run(|| async {
+        let (_upstream, gateway) = gateway("").await;
+        let http = http();
+        let url = &gateway.url;
+        let calls = [
+            modern_call(1, "a__echo", json!({"text": "héllo"})),
+            modern_call(2, "a__fail", json!({"message": "boom"})),
+            modern_call(3, "a__nope", json!({})),
+            modern_call(4, "a__add", json!({"a": 2, "b": 40})),
+        ];
+        for (n, plain) in calls.iter().enumerate() {
+            let direct = answered(post_modern(&http, url, plain)).await;
+            assert_eq!(gateway.state.direct_calls(), n as u64 + 1, "{plain}");
+            let rmcp = answered(post_modern(&http, url, &modern_through_rmcp(plain.clone()))).await;
+            assert_eq!(
+                gateway.state.direct_calls(),
+                n as u64 + 1,
+                "{plain} went direct"
+            );
+            assert_eq!(direct, rmcp, "{plain}");
+            assert_eq!(direct.1, "application/json");
+        }
+        let (_, _, echoed) = answered(post_modern(&http, url, &calls[0])).await;
+        assert_eq!(echoed[0]["result"]["content"][0]["text"], "héllo");
+        assert_eq!(echoed[0]["result"]["resultType"], "complete", "{echoed:?}");
+
+        let direct_so_far = gateway.state.direct_calls();
+        let echo = &calls[0];
+        let mut retry = echo.clone();
+        retry["params"]["requestState"] = json!("forged");
+        let mut other_version = echo.clone();
+        other_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
+            json!("2025-11-25");
+        let refused = [
+            // Another tool's name in `Mcp-Name`, no `Mcp-Method`, the
+            // headers twice: rmcp's 400.
+            (
+                post_modern(&http, url, echo).header("mcp-name", "a__add"),
+                400,
+            ),
+            (
+                http.post(url)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::ACCEPT, "application/json, text/event-stream")
+                    .header("mcp-protocol-version", MODERN)
+                    .header("mcp-name", "a__echo")
+                    .body(echo.to_string()),
+                400,
+            ),
+            (
+                post_modern(&http, url, echo).header("mcp-method", "tools/call"),
+                400,
+            ),
+            // Versions that disagree: rmcp's 400.
+            (post_modern(&http, url, &other_version), 400),
+            // A retry's `requestState` that does not open: -32602.
+            (post_modern(&http, url, &retry), 200),
+            // An `Mcp-Param-*` header the tool does not mark: rmcp lets it be.
+            (
+                post_modern(&http, url, echo).header("mcp-param-region", "eu"),
+                200,
+            ),
+        ];
+        for (n, (request, status)) in refused.into_iter().enumerate() {
+            let (got, _, answer) = answered(request).await;
+            assert_eq!(got, status, "case {n}: {answer:?}");
+            assert_eq!(
+                gateway.state.direct_calls(),
+                direct_so_far,
+                "case {n} went direct"
+            );
+        }
+    });
+}
+
+/// A 2026-07-28 direct call's progress and log messages (at the level its
+/// `_meta` asks for) come before its answer on its own event stream, the
+/// same messages as through rmcp, for an upstream of either generation. A
+/// tool that marks an argument for a header (`x-mcp-header`) is rmcp's to
+/// check.
+#[test]
+fn a_2026_direct_calls_progress_and_logs_come_before_its_answer() {
+    run(|| async {
+        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        for server in [ConformanceServer::new(), ConformanceServer::legacy_only()] {
+            let upstream = ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), server)
+                .await
+                .unwrap();
+            let toml = http_connection("c", &upstream.url(), "");
+            let gateway = ServedGateway::start(config(&toml)).await;
+            let http = http();
+            let url = &gateway.url;
+
+            let mut progress = modern_call(3, "c__test_tool_with_progress", json!({}));
+            progress["params"]["_meta"]["progressToken"] = json!("p-3");
+            let (_, kind, direct) = answered(post_modern(&http, url, &progress)).await;
+            assert_eq!(gateway.state.direct_calls(), 1);
+            let (_, _, rmcp) =
+                answered(post_modern(&http, url, &modern_through_rmcp(progress))).await;
+            assert_eq!(gateway.state.direct_calls(), 1);
+            assert_eq!(kind, "text/event-stream");
+            // The same but for the upstream's own token, which the tool
+            // names.
+            assert_eq!(direct[..3], rmcp[..3]);
+            assert_eq!(direct.len(), 4, "{direct:#?}");
+            for progress in &direct[..3] {
+                assert_eq!(progress["method"], "notifications/progress");
+                assert_eq!(progress["params"]["progressToken"], "p-3");
+            }
+            assert_eq!(direct[3]["id"], 3);
+            assert_eq!(direct[3]["result"]["resultType"], "complete");
+
+            let mut logging = modern_call(4, "c__test_tool_with_logging", json!({}));
+            logging["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+            let (_, _, direct) = answered(post_modern(&http, url, &logging)).await;
+            assert_eq!(gateway.state.direct_calls(), 2);
+            let (_, _, rmcp) =
+                answered(post_modern(&http, url, &modern_through_rmcp(logging))).await;
+            assert_eq!(direct, rmcp);
+            assert!(
+                direct[..direct.len() - 1]
+                    .iter()
+                    .all(|message| message["method"] == "notifications/message"),
+                "{direct:#?}"
+            );
+            assert!(direct.len() > 1, "no log messages: {direct:#?}");
+
+            let header_param = modern_call(5, "c__test_header_param", json!({"region": "eu"}));
+            let (status, _, answer) = answered(post_modern(&http, url, &header_param)).await;
+            assert_eq!(status, 400, "no Mcp-Param-Region: {answer:?}");
+            let with_header =
+                post_modern(&http, url, &header_param).header("mcp-param-region", "eu");
+            let (status, _, answer) = answered(with_header).await;
+            assert_eq!(status, 200);
+            assert_eq!(answer[0]["result"]["content"][0]["text"], "region: eu");
+            assert_eq!(gateway.state.direct_calls(), 2);
+        }
+    });
+}
+
+/// An upstream's question to a 2026-07-28 client makes a direct call's
+/// answer `input_required` (a 2025 upstream's elicitation request, kept
+/// waiting; a 2026-07-28 upstream's own round, its state sealed); the
+/// client's retry with its answer goes through rmcp and completes it.
+#[test]
+fn a_2026_direct_call_asks_its_client_through_input_required() {
+    run(|| async {
+        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        let cases = [
+            (ConformanceServer::legacy_only(), "c__test_elicitation"),
+            (
+                ConformanceServer::new(),
+                "c__test_input_required_result_elicitation",
+            ),
+        ];
+        for (server, tool) in cases {
+            let upstream = ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), server)
+                .await
+                .unwrap();
+            let toml = http_connection("c", &upstream.url(), "");
+            let gateway = ServedGateway::start(config(&toml)).await;
+            let http = http();
+            let url = &gateway.url;
+            let mut first = modern_call(6, tool, json!({"message": "who are you?"}));
+            first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                json!({"elicitation": {}});
+            let (status, _, asked) = answered(post_modern(&http, url, &first)).await;
+            assert_eq!(gateway.state.direct_calls(), 1, "{tool}");
+            assert_eq!(status, 200);
+            let asked = &asked[0]["result"];
+            assert_eq!(asked["resultType"], "input_required", "{tool}: {asked}");
+            let requests = asked["inputRequests"].as_object().unwrap();
+            assert_eq!(requests.len(), 1, "{tool}: {asked}");
+            let (key, _) = requests.iter().next().unwrap();
+            let mut retry = first.clone();
+            retry["params"]["requestState"] = asked["requestState"].clone();
+            retry["params"]["inputResponses"] = json!({key: {
+                "action": "accept",
+                "content": {"username": "ada", "email": "ada@example.com", "name": "ada"},
+            }});
+            let (status, _, done) = answered(post_modern(&http, url, &retry)).await;
+            assert_eq!(status, 200);
+            assert_eq!(gateway.state.direct_calls(), 1, "the retry is rmcp's");
+            let text = done[0]["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(text.contains("ada"), "{tool}: {done:?}");
+        }
+    });
+}
+
+/// A 2026-07-28 client that goes away during its direct call (it has no
+/// other way to cancel) cancels the call upstream: a 2025 upstream is told.
+#[test]
+fn a_2026_direct_call_whose_client_goes_away_is_cancelled_upstream() {
+    run(|| async {
+        let (upstream, gateway) = gateway_with(TestServerOptions::legacy(), "").await;
+        upstream.control().hold("echo");
+        let held = modern_call(8, "a__echo", json!({"text": "wait"}));
+        let sent = tokio::spawn(post_modern(&http(), &gateway.url, &held).send());
+        eventually!(upstream.control().held() == 1);
+        assert_eq!(gateway.state.direct_calls(), 1);
+        sent.abort();
+        eventually!(upstream.requests("notifications/cancelled") == 1);
+        assert_eq!(upstream.completed_calls("echo"), 0);
     });
 }

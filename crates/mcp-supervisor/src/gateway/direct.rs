@@ -1,39 +1,58 @@
-//! The direct path: a 2025 session's plain `tools/call`, answered by the
-//! gateway's POST handler without rmcp's server (docs/DECISIONS.md #78).
+//! The direct path: a plain `tools/call`, answered by the gateway's POST
+//! handler without rmcp's server (docs/DECISIONS.md #78, #81).
 //!
 //! On the gateway hop rmcp's server costs a call more than everything else
-//! the gateway does: the session worker, a handler task, the request's own
+//! the gateway does: the session worker (or, for a 2026-07-28 request, a
+//! service built for the one request), a handler task, the request's own
 //! channel and SSE stream. For the calls where it adds nothing to what the
 //! gateway does itself, the POST handler answers them, through the same
 //! supervised path and the same handler code (`handler::upstream_call`,
-//! `mrtr::ask_by_requests`, `handler::call_response`). A call takes the
-//! direct path when all of these hold, and goes through rmcp otherwise:
+//! `mrtr`, `handler::call_response`). A call takes the direct path when all
+//! of these hold, and goes through rmcp otherwise:
 //!
-//! - its session is a 2025 one ([`DirectCalls::admit`]) whose client declared
-//!   no sampling, elicitation or roots, so no request can go back to it
-//!   during the call (its log messages still reach it, on its session);
-//! - the body is small and holds one `tools/call` with only `name`,
-//!   `arguments` and a progress token in `_meta` (rmcp's client sends one
-//!   with every request; no task, no other `_meta`), not a meta-tool;
-//! - the headers are plain: `Host`/`Origin` allowed, JSON in, JSON and SSE
-//!   accepted, no `Mcp-*` header but the session id and the session's own
-//!   protocol version.
+//! - a 2025 session's call ([`DirectCalls::admit`]): its client declared no
+//!   sampling, elicitation or roots, so no request can go back to it during
+//!   the call (its log messages still reach it, on its session); the body is
+//!   small and holds one `tools/call` with only `name`, `arguments` and a
+//!   progress token in `_meta` (rmcp's client sends one with every request;
+//!   no task, no other `_meta`); no `Mcp-*` header but the session id and
+//!   the session's own protocol version;
+//! - a 2026-07-28 client's call ([`StatelessCall`]): no session id; a small
+//!   body holding one `tools/call` with only `name`, `arguments` and a
+//!   `_meta` of the client's context (protocol version 2026-07-28,
+//!   capabilities, optionally its info and a log level) and optionally a
+//!   progress token: no task, no `inputResponses` or `requestState` (a
+//!   retry goes to rmcp); the SEP-2243 headers `MCP-Protocol-Version`,
+//!   `Mcp-Method` and `Mcp-Name` each once and equal to the body, and no
+//!   other `Mcp-*` header; a tool whose name travels in a header as it is
+//!   and whose input schema marks no argument for a header;
+//! - either way: not a meta-tool; `Host`/`Origin` allowed, JSON in, JSON and
+//!   SSE accepted.
 //!
 //! What rmcp's server does for such a call, the direct path does too:
 //!
-//! - the answer is shaped as rmcp shapes a handler's answer for a 2025 peer
-//!   ([`as_rmcp_answers`]);
-//! - the upstream's progress comes first, with the client's token, on the
-//!   answer's own event stream (plain JSON when nothing comes before the
+//! - the answer is shaped as rmcp shapes a handler's answer for the client's
+//!   protocol generation, and a 2026-07-28 client's protocol error gets the
+//!   HTTP status rmcp gives it ([`Generation`]);
+//! - the upstream's progress (and, for a 2026-07-28 request that asked for a
+//!   log level, its log messages) comes first, with the client's token, on
+//!   the answer's own event stream (plain JSON when nothing comes before the
 //!   answer, as `answer.rs` makes of rmcp's stream);
-//! - `notifications/cancelled` for it cancels it upstream (as does the
-//!   client going away, or the gateway ending its sessions);
-//! - it counts as activity for the session's idle timeout;
+//! - an upstream's question to a 2026-07-28 client makes the answer
+//!   `input_required`, the upstream request waiting for the client's retry
+//!   (`mrtr`);
+//! - `notifications/cancelled` for a 2025 call cancels it upstream, as does
+//!   the client going away, or the gateway ending its sessions;
+//! - a 2025 call counts as activity for the session's idle timeout;
 //! - a call still running after rmcp's SSE keep-alive interval is answered
 //!   as an event stream with the same keep-alives, then its answer.
 //!
 //! What it does not: a long call's stream has no event ids, so a client
 //! whose connection drops cannot resume it; the call is cancelled instead.
+
+// Logging is deprecated by SEP-2577 (protocol 2026-07-28), yet a 2026-07-28
+// request may still ask for log messages at a level: we relay them.
+#![allow(deprecated)]
 
 use std::{
     borrow::Cow,
@@ -52,23 +71,24 @@ use axum::{
 };
 use futures::{FutureExt, future::BoxFuture};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorData,
-    InitializeRequestParams, JsonObject, ProgressToken, RequestId, ServerJsonRpcMessage,
-    ServerResult,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData,
+    InitializeRequestParams, JsonObject, LoggingLevel, ProgressToken, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
-use serde::Deserialize;
+use serde::{Deserialize, de::IgnoredAny};
 use serde_json::value::RawValue;
 use tokio::{sync::mpsc, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    downstream::{DownstreamRequest, DownstreamSession},
-    handler,
-    http::SESSION_ID_HEADER,
-    mrtr,
+    downstream::{DownstreamRequest, DownstreamSession, Origin},
+    handler, mrtr,
     state::GatewayState,
 };
-use crate::listener::guard::{accepts, is_json};
+use crate::{
+    listener::guard::{accepts, is_json},
+    mcp_headers,
+};
 
 /// The 2025 sessions whose plain calls take the direct path, by session id.
 #[derive(Debug, Default)]
@@ -235,11 +255,6 @@ impl Posted {
     }
 }
 
-/// Headers a direct call may not carry: rmcp checks them against the body
-/// (SEP-2243), so such a request is left to it.
-const MCP_HEADER_PREFIX: &str = "mcp-";
-const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
-
 impl DirectSession {
     /// Whether a call with `headers` may take the direct path (the
     /// `Host`/`Origin` allowlist is the caller's to check).
@@ -248,14 +263,11 @@ impl DirectSession {
             return false;
         };
         let version = info.protocol_version.as_str().as_bytes();
-        is_json(headers)
-            && accepts(headers, "application/json")
-            && accepts(headers, "text/event-stream")
+        plain(headers)
             && headers.iter().all(|(name, value)| {
-                let name = name.as_str();
-                !name.starts_with(MCP_HEADER_PREFIX)
-                    || name == SESSION_ID_HEADER
-                    || (name == PROTOCOL_VERSION_HEADER && value.as_bytes() == version)
+                !name.as_str().starts_with(mcp_headers::PREFIX)
+                    || *name == mcp_headers::SESSION_ID
+                    || (*name == mcp_headers::PROTOCOL_VERSION && value.as_bytes() == version)
             })
     }
 
@@ -306,7 +318,6 @@ impl DirectSession {
             params,
             progress,
         } = call;
-        let progress = progress.map(|token| (token, before));
         let answer = async move {
             self.calls().insert(id.clone(), cancelled.clone());
             let _in_progress = InProgress {
@@ -315,15 +326,16 @@ impl DirectSession {
                 _cancel: cancelled.clone().drop_guard(),
             };
             let answered = self
-                .respond(&state, id.clone(), params, progress, cancelled.clone())
+                .respond(
+                    &state,
+                    id.clone(),
+                    params,
+                    progress,
+                    before,
+                    cancelled.clone(),
+                )
                 .await;
-            if cancelled.is_cancelled() {
-                return None;
-            }
-            Some(match answered {
-                Ok(result) => ServerJsonRpcMessage::response(result, id),
-                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-            })
+            (!cancelled.is_cancelled()).then(|| message(answered, id))
         };
         (answer, messages)
     }
@@ -333,19 +345,196 @@ impl DirectSession {
         state: &Arc<GatewayState>,
         id: RequestId,
         params: CallToolRequestParams,
-        progress: Option<(ProgressToken, mpsc::UnboundedSender<ServerJsonRpcMessage>)>,
+        progress: Option<ProgressToken>,
+        before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
         cancelled: CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
         let (target, request) = handler::upstream_call(state, params).await?;
         let connection = &target.connection;
-        let link = DownstreamRequest::direct(&self.downstream, id, connection, cancelled, progress)
-            .ok_or_else(|| ErrorData::internal_error("the session is not initialized", None))?;
+        let link = DownstreamRequest::direct(
+            &self.downstream,
+            id,
+            connection,
+            cancelled,
+            progress,
+            before,
+        )
+        .ok_or_else(|| ErrorData::internal_error("the session is not initialized", None))?;
         let exchange = mrtr::ask_by_requests(state, &target, request, link).await?;
         let tasks = self
             .info()
             .is_some_and(|info| info.capabilities.supports_tasks());
-        as_rmcp_answers(handler::call_response(state, &target, exchange)?, tasks)
+        let response = handler::call_response(state, &target, exchange);
+        Generation::Sessions.shape(response, tasks)
     }
+}
+
+/// A 2026-07-28 client's plain `tools/call`: no session, its client's
+/// context in `_meta` (see the module doc).
+#[derive(Debug)]
+pub(super) struct StatelessCall {
+    call: Call,
+    capabilities: ClientCapabilities,
+    log_level: Option<LoggingLevel>,
+}
+
+/// A 2026-07-28 `tools/call`'s params with nothing but a name, arguments
+/// and the request `_meta` rmcp's client sends.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatelessParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+    #[serde(rename = "_meta")]
+    meta: ClientContext,
+}
+
+/// The per-request client context (SEP-2575) and a progress token; no other
+/// `_meta`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientContext {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: ProtocolVersion,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    capabilities: ClientCapabilities,
+    /// Who the client is: nothing the gateway acts on.
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
+    _client_info: Option<IgnoredAny>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
+    log_level: Option<LoggingLevel>,
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<ProgressToken>,
+}
+
+impl StatelessCall {
+    /// `body` as a 2026-07-28 client's plain call; `None` for anything else
+    /// (rmcp then answers it, errors included).
+    pub(super) fn read(body: &[u8]) -> Option<StatelessCall> {
+        let envelope = serde_json::from_slice::<Envelope<'_>>(body).ok()?;
+        if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
+            return None;
+        }
+        let id = envelope.id?;
+        let params = serde_json::from_str::<StatelessParams>(envelope.params?.get()).ok()?;
+        let context = params.meta;
+        if context.protocol_version != ProtocolVersion::V_2026_07_28 {
+            return None;
+        }
+        let mut call = CallToolRequestParams::new(params.name);
+        call.arguments = params.arguments;
+        Some(StatelessCall {
+            call: Call {
+                id,
+                params: call,
+                progress: context.progress_token,
+            },
+            capabilities: context.capabilities,
+            log_level: context.log_level,
+        })
+    }
+
+    /// The tool it calls, by its exposed name.
+    pub(super) fn name(&self) -> &str {
+        &self.call.params.name
+    }
+
+    pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
+        self.call.is_meta(state)
+    }
+
+    /// Whether it may take the direct path with `headers`: plain ones (see
+    /// [`plain`]) and SEP-2243's standard headers exactly as rmcp would
+    /// accept them for this call (each once: this protocol version,
+    /// `tools/call`, the tool's name as it is), and no other MCP header. The
+    /// `Host`/`Origin` allowlist, and whether the tool marks arguments for
+    /// headers, are the caller's to check.
+    pub(super) fn takes(&self, headers: &HeaderMap) -> bool {
+        let name = self.name();
+        if !plain(headers) || !mcp_headers::bare_header_value(name) {
+            return false;
+        }
+        let expected = [
+            (
+                mcp_headers::PROTOCOL_VERSION,
+                ProtocolVersion::V_2026_07_28.as_str(),
+            ),
+            (mcp_headers::METHOD, "tools/call"),
+            (mcp_headers::NAME, name),
+        ];
+        let mut seen = [false; 3];
+        for (header, value) in headers {
+            let Some(slot) = expected.iter().position(|(known, _)| known == header) else {
+                if header.as_str().starts_with(mcp_headers::PREFIX) {
+                    return false;
+                }
+                continue;
+            };
+            if seen[slot] || value.as_bytes() != expected[slot].1.as_bytes() {
+                return false;
+            }
+            seen[slot] = true;
+        }
+        seen == [true; 3]
+    }
+
+    /// Its answer, through the supervisor, and the messages that go before
+    /// it (progress, log messages at the level it asked for); `gone` (or
+    /// dropping the future) cancels it upstream, and a cancelled call has no
+    /// answer. An upstream's question makes the answer `input_required`, as
+    /// through rmcp (`mrtr`); the client's retry with its answers goes to
+    /// rmcp, which hands them over.
+    pub(super) fn answer(
+        self,
+        state: Arc<GatewayState>,
+        gone: CancellationToken,
+    ) -> (
+        impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
+        mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    ) {
+        let (before, messages) = mpsc::unbounded_channel();
+        let StatelessCall {
+            call:
+                Call {
+                    id,
+                    params,
+                    progress,
+                },
+            capabilities,
+            log_level,
+        } = self;
+        let answer = async move {
+            let tasks = capabilities.supports_tasks();
+            let origin = Origin::answered(id.clone(), capabilities, progress, log_level, before);
+            let response = async {
+                let (target, request) = handler::upstream_call(&state, params).await?;
+                let exchange =
+                    mrtr::ask_by_input_required(&state, &target, request, origin, &gone).await?;
+                handler::call_response(&state, &target, exchange)
+            }
+            .await;
+            let answered = Generation::Stateless.shape(response, tasks);
+            (!gone.is_cancelled()).then(|| message(answered, id))
+        };
+        (answer, messages)
+    }
+}
+
+/// The JSON-RPC answer to request `id`.
+fn message(answered: Result<ServerResult, ErrorData>, id: RequestId) -> ServerJsonRpcMessage {
+    match answered {
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    }
+}
+
+/// Whether `headers` are those of a request rmcp's server would take as it
+/// is: JSON in, both JSON and SSE accepted.
+fn plain(headers: &HeaderMap) -> bool {
+    is_json(headers)
+        && accepts(headers, "application/json")
+        && accepts(headers, "text/event-stream")
 }
 
 /// A direct call in progress: forgotten when it ends; cancelled upstream if
@@ -362,26 +551,76 @@ impl Drop for InProgress<'_> {
     }
 }
 
-/// What rmcp's server makes of a handler's `tools/call` answer for a peer on
-/// a 2025 protocol version (rmcp's `handler/server.rs`): a task only for a
-/// client that declared tasks, no `input_required`, no `resultType:
-/// complete`, and structured output only as an object.
-fn as_rmcp_answers(response: CallToolResponse, tasks: bool) -> Result<ServerResult, ErrorData> {
-    if matches!(response, CallToolResponse::Task(_)) && !tasks {
-        return Err(ErrorData::missing_required_client_capability(
-            ClientCapabilities::builder().enable_tasks().build(),
-        ));
+/// The protocol generation of the client a direct call answers: rmcp's
+/// server shapes answers, and picks their HTTP status, by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Generation {
+    /// A 2025 client, on its session.
+    Sessions,
+    /// A 2026-07-28 client, with no session.
+    Stateless,
+}
+
+impl Generation {
+    /// What rmcp's server makes of a handler's `tools/call` answer
+    /// (`handler/server.rs`): a task only for a client that declared tasks;
+    /// for a 2025 peer no `input_required`, no `resultType: complete`, and
+    /// structured output only as an object; for a 2026-07-28 one, caching
+    /// hints filled in and "resource not found" as -32602.
+    fn shape(
+        self,
+        response: Result<CallToolResponse, ErrorData>,
+        tasks: bool,
+    ) -> Result<ServerResult, ErrorData> {
+        let shaped = response.and_then(|response| {
+            if matches!(response, CallToolResponse::Task(_)) && !tasks {
+                return Err(ErrorData::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ));
+            }
+            let mut result = ServerResult::from(response);
+            match self {
+                Generation::Stateless => result.fill_missing_cache_hints(),
+                Generation::Sessions => {
+                    if matches!(result, ServerResult::InputRequiredResult(_)) {
+                        return Err(ErrorData::invalid_request(
+                            "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
+                            None,
+                        ));
+                    }
+                    result.strip_result_type_for_legacy_peer();
+                    result.strip_non_object_output_for_legacy_peer();
+                }
+            }
+            Ok(result)
+        });
+        shaped.map_err(|mut error| {
+            if self == Generation::Stateless && error.code == ErrorCode::RESOURCE_NOT_FOUND {
+                error.code = ErrorCode::INVALID_PARAMS;
+            }
+            error
+        })
     }
-    let mut result = ServerResult::from(response);
-    if matches!(result, ServerResult::InputRequiredResult(_)) {
-        return Err(ErrorData::invalid_request(
-            "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
-            None,
-        ));
+
+    /// The HTTP status of `message` answered as JSON: rmcp's server answers
+    /// a 2026-07-28 request's protocol errors with a 4xx status
+    /// (`jsonrpc_http_status` in its `tower.rs`), a 2025 one's with 200.
+    fn status(self, message: &ServerJsonRpcMessage) -> StatusCode {
+        let ServerJsonRpcMessage::Error(error) = message else {
+            return StatusCode::OK;
+        };
+        match (self, error.error.code) {
+            (Generation::Sessions, _) => StatusCode::OK,
+            (
+                Generation::Stateless,
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+                | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                | ErrorCode::HEADER_MISMATCH,
+            ) => StatusCode::BAD_REQUEST,
+            (Generation::Stateless, ErrorCode::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+            (Generation::Stateless, _) => StatusCode::OK,
+        }
     }
-    result.strip_result_type_for_legacy_peer();
-    result.strip_non_object_output_for_legacy_peer();
-    Ok(result)
 }
 
 /// SSE keep-alive: a comment, as rmcp sends.
@@ -438,6 +677,7 @@ pub(super) async fn respond(
     answer: impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
     before: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     keep_alive: Option<Duration>,
+    generation: Generation,
 ) -> Response {
     let mut pending = Pending {
         answer: answer.boxed(),
@@ -445,7 +685,7 @@ pub(super) async fn respond(
         answered: None,
     };
     let first = match pending.next(keep_alive).await {
-        Next::Answer(Some(message)) => return json(&message),
+        Next::Answer(Some(message)) => return json(&message, generation.status(&message)),
         Next::Answer(None) => return event_stream(Body::empty()),
         first => first,
     };
@@ -482,9 +722,9 @@ fn event_stream(body: Body) -> Response {
         .into_response()
 }
 
-fn json(message: &ServerJsonRpcMessage) -> Response {
+fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
     (
-        StatusCode::OK,
+        status,
         [(header::CONTENT_TYPE, "application/json")],
         serde_json::to_vec(message).unwrap_or_default(),
     )
@@ -555,6 +795,8 @@ mod tests {
         ));
     }
 
+    const SESSIONS: Generation = Generation::Sessions;
+
     fn echo(id: i64) -> ServerJsonRpcMessage {
         ServerJsonRpcMessage::response(
             ServerResult::CallToolResult(rmcp::model::CallToolResult::success(vec![])),
@@ -581,7 +823,7 @@ mod tests {
     async fn answers_are_json_unless_something_comes_first() {
         let every = Some(Duration::from_secs(15));
         let nothing_before = || mpsc::unbounded_channel().1;
-        let quick = respond(async { Some(echo(1)) }, nothing_before(), every).await;
+        let quick = respond(async { Some(echo(1)) }, nothing_before(), every, SESSIONS).await;
         let (kind, body) = body_of(quick).await;
         assert_eq!(kind, "application/json");
         assert_eq!(body, serde_json::to_string(&echo(1)).unwrap());
@@ -590,7 +832,7 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(40)).await;
             Some(echo(2))
         };
-        let (kind, body) = body_of(respond(long, nothing_before(), every).await).await;
+        let (kind, body) = body_of(respond(long, nothing_before(), every, SESSIONS).await).await;
         assert_eq!(kind, "text/event-stream");
         // At 15 and 30 seconds, then the answer at 40.
         assert_eq!(body, format!(":\n\n:\n\n{}", line(&echo(2))));
@@ -602,7 +844,7 @@ mod tests {
             before.send(progress(50.0)).unwrap();
             Some(echo(3))
         };
-        let (kind, body) = body_of(respond(with_progress, messages, every).await).await;
+        let (kind, body) = body_of(respond(with_progress, messages, every, SESSIONS).await).await;
         assert_eq!(kind, "text/event-stream");
         let expected = [
             line(&progress(0.0)),
@@ -612,7 +854,7 @@ mod tests {
         ];
         assert_eq!(body, expected.concat());
 
-        let cancelled = respond(async { None }, nothing_before(), every).await;
+        let cancelled = respond(async { None }, nothing_before(), every, SESSIONS).await;
         assert_eq!(
             body_of(cancelled).await,
             ("text/event-stream".to_owned(), String::new())

@@ -19,7 +19,7 @@ use rmcp::model::{
 };
 
 use super::naming::{Naming, prefixed_uri, split_prefixed_uri};
-use crate::registry::Catalog;
+use crate::{mcp_headers, registry::Catalog};
 
 /// Where an exposed name leads: a connection, and the name (or URI) there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +88,9 @@ pub struct Directory {
     /// Names two connections both expose; the first connection's wins.
     pub clashes: Vec<Clash>,
     tool_routes: HashMap<String, Target>,
+    /// Exposed tools whose input schema marks arguments for `Mcp-Param-*`
+    /// headers (SEP-2243), which rmcp's server checks on a call.
+    header_tools: HashSet<String>,
     prompt_routes: HashMap<String, Target>,
     resource_routes: HashMap<String, Target>,
     /// Exposed template → target, in connection name order (matching tries
@@ -123,6 +126,9 @@ impl Directory {
             for tool in &catalog.tools {
                 let exposed = naming.exposed(connection, &tool.name);
                 if directory.claim(Named::Tool, &exposed, connection, &tool.name) {
+                    if mcp_headers::promotes_headers(&tool.input_schema) {
+                        directory.header_tools.insert(exposed.clone());
+                    }
                     let mut tool = tool.clone();
                     tool.name = exposed.into();
                     directory.tools.push(tool);
@@ -221,6 +227,11 @@ impl Directory {
     /// The tool behind an exposed name.
     pub fn tool(&self, exposed: &str) -> Option<&Target> {
         self.tool_routes.get(exposed)
+    }
+
+    /// Whether exposed tool `exposed` marks arguments for headers.
+    pub fn promotes_headers(&self, exposed: &str) -> bool {
+        self.header_tools.contains(exposed)
     }
 
     /// The prompt behind an exposed name.

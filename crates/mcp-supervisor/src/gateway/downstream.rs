@@ -19,8 +19,9 @@ use rmcp::{
     ErrorData, RoleServer,
     model::{
         ClientCapabilities, ClientResult, ErrorCode, GetExtensions, LoggingLevel,
-        LoggingMessageNotificationParam, ProgressNotification, ProgressNotificationParam,
-        ProgressToken, RequestId, ServerConfig, ServerJsonRpcMessage, ServerRequest,
+        LoggingMessageNotification, LoggingMessageNotificationParam, ProgressNotification,
+        ProgressNotificationParam, ProgressToken, RequestId, ServerConfig, ServerJsonRpcMessage,
+        ServerNotification, ServerRequest,
     },
     service::{OriginatingRequestId, Peer, RequestContext},
 };
@@ -139,10 +140,11 @@ fn severity(level: LoggingLevel) -> u8 {
 /// The downstream of one forwarded request.
 #[derive(Debug)]
 pub struct DownstreamRequest {
-    peer: Peer<RoleServer>,
     /// The downstream request's id: server-to-client requests made for it
     /// ride that request's stream.
     id: RequestId,
+    /// Where the request's notifications go.
+    to: MessagesTo,
     /// What the client declared it can answer.
     capabilities: Option<ClientCapabilities>,
     /// Progress in arrival order, to the task that sends it downstream with
@@ -164,7 +166,7 @@ pub struct DownstreamRequest {
 #[derive(Debug)]
 enum Asking {
     /// A 2025-era client: a server-to-client request on its session.
-    Request,
+    Request(Peer<RoleServer>),
     /// A 2026-07-28 client has no session to receive one: the question goes
     /// to the gateway's handler, which answers the client's request with
     /// `input_required` and hands the answer back when the client retries
@@ -189,7 +191,7 @@ impl DownstreamRequest {
     ) -> DownstreamLink {
         Origin::of(context).link(
             connection,
-            Asking::Request,
+            Asking::Request(context.peer.clone()),
             context.ct.clone(),
             Some(session),
         )
@@ -198,37 +200,37 @@ impl DownstreamRequest {
     /// The link for request `id` of a 2025 session's client that the
     /// gateway answers without rmcp's server (`direct.rs`): what the client
     /// declared at `initialize`, `cancelled` as its cancellation, and its
-    /// progress (with the client's `token`) sent to `progress` as messages
+    /// progress (with the client's `token`) sent to `answer` as messages
     /// for the request's own answer. `None` before the session is initialized.
     pub(super) fn direct(
         session: &Arc<DownstreamSession>,
         id: RequestId,
         connection: &str,
         cancelled: CancellationToken,
-        progress: Option<(ProgressToken, mpsc::UnboundedSender<ServerJsonRpcMessage>)>,
+        progress: Option<ProgressToken>,
+        answer: mpsc::UnboundedSender<ServerJsonRpcMessage>,
     ) -> Option<DownstreamLink> {
         let peer = session.peer()?.clone();
-        let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
         let origin = Origin {
-            peer,
             id,
-            capabilities,
-            progress: progress.map(|(token, answer)| (token, ProgressTo::Answer(answer))),
+            to: MessagesTo::Answer(answer),
+            capabilities: peer.peer_info().map(|info| info.capabilities.clone()),
+            progress,
             log_level: None,
         };
-        Some(origin.link(connection, Asking::Request, cancelled, Some(session)))
+        Some(origin.link(connection, Asking::Request(peer), cancelled, Some(session)))
     }
 
-    /// The link for a request of a 2026-07-28 client: questions arrive on the
-    /// returned channel; `cancelled` cancels the forwarded request (it may
-    /// outlive the client's first request, see `mrtr`).
-    pub fn questioning(
-        context: &RequestContext<RoleServer>,
+    /// The link for a request of a 2026-07-28 client (from `origin`):
+    /// questions arrive on the returned channel; `cancelled` cancels the
+    /// forwarded request (it may outlive the client's first request, see
+    /// `mrtr`).
+    pub(super) fn questioning(
+        origin: Origin,
         connection: &str,
         cancelled: CancellationToken,
     ) -> (DownstreamLink, mpsc::UnboundedReceiver<Question>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let origin = Origin::of(context);
         (
             origin.link(connection, Asking::Question(tx), cancelled, None),
             rx,
@@ -236,50 +238,90 @@ impl DownstreamRequest {
     }
 }
 
-/// The downstream request a link is for: its client, its id, and what it
-/// declared (capabilities, a progress token, a log level).
-struct Origin {
-    peer: Peer<RoleServer>,
+/// The downstream request a link is for: its id, where its notifications
+/// go, and what its client declared (capabilities, a progress token, a log
+/// level).
+#[derive(Debug)]
+pub(super) struct Origin {
     id: RequestId,
+    to: MessagesTo,
     capabilities: Option<ClientCapabilities>,
-    /// The client's progress token, and where its progress goes.
-    progress: Option<(ProgressToken, ProgressTo)>,
+    progress: Option<ProgressToken>,
     log_level: Option<LoggingLevel>,
 }
 
-/// Where a request's progress goes.
-enum ProgressTo {
-    /// The client's session (rmcp sends it on the request's stream).
+/// Where a request's notifications (progress, log messages) go.
+#[derive(Debug, Clone)]
+enum MessagesTo {
+    /// The client's session (rmcp sends them on the request's stream).
     Session(Peer<RoleServer>),
     /// The request's answer, which the gateway writes itself (`direct.rs`).
     Answer(mpsc::UnboundedSender<ServerJsonRpcMessage>),
 }
 
-impl ProgressTo {
-    /// Sends `params`; `false` once the client is gone.
-    async fn send(&self, params: ProgressNotificationParam) -> bool {
+impl MessagesTo {
+    /// Sends `notification`; `false` once the client is gone.
+    async fn send(&self, notification: ServerNotification) -> bool {
         match self {
-            ProgressTo::Session(peer) => peer.notify_progress(params).await.is_ok(),
-            ProgressTo::Answer(answer) => {
-                let notification = ProgressNotification::new(params);
-                let message = ServerJsonRpcMessage::notification(notification.into());
-                answer.send(message).is_ok()
+            MessagesTo::Session(peer) => peer.send_notification(notification).await.is_ok(),
+            MessagesTo::Answer(answer) => self::answer(answer, notification),
+        }
+    }
+
+    /// Sends `notification` without waiting (in the background to a
+    /// session; at once, so in order, to an answer).
+    fn post(&self, notification: ServerNotification) {
+        match self {
+            MessagesTo::Session(peer) => {
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    let _ = peer.send_notification(notification).await;
+                });
+            }
+            MessagesTo::Answer(answer) => {
+                self::answer(answer, notification);
             }
         }
     }
 }
 
+fn answer(
+    answer: &mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    notification: ServerNotification,
+) -> bool {
+    answer
+        .send(ServerJsonRpcMessage::notification(notification))
+        .is_ok()
+}
+
 impl Origin {
-    fn of(context: &RequestContext<RoleServer>) -> Self {
+    /// The request of `context`, which rmcp's server serves.
+    pub(super) fn of(context: &RequestContext<RoleServer>) -> Self {
         Origin {
-            peer: context.peer.clone(),
             id: context.id.clone(),
+            to: MessagesTo::Session(context.peer.clone()),
             capabilities: context.client_capabilities(),
-            progress: context
-                .meta
-                .get_progress_token()
-                .map(|token| (token, ProgressTo::Session(context.peer.clone()))),
+            progress: context.meta.get_progress_token(),
             log_level: context.meta.log_level(),
+        }
+    }
+
+    /// A 2026-07-28 request `id` that the gateway answers itself
+    /// (`direct.rs`): what its `_meta` declared, and its notifications sent
+    /// to `answer` as messages for the request's own answer.
+    pub(super) fn answered(
+        id: RequestId,
+        capabilities: ClientCapabilities,
+        progress: Option<ProgressToken>,
+        log_level: Option<LoggingLevel>,
+        answer: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    ) -> Self {
+        Origin {
+            id,
+            to: MessagesTo::Answer(answer),
+            capabilities: Some(capabilities),
+            progress,
+            log_level,
         }
     }
 
@@ -291,16 +333,16 @@ impl Origin {
         session: Option<&Arc<DownstreamSession>>,
     ) -> DownstreamLink {
         let relaying = Arc::new(Relaying::default());
-        let progress = self.progress.map(|(token, to)| {
+        let progress = self.progress.map(|token| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(relay_progress(to, token, rx, relaying.clone()));
+            tokio::spawn(relay_progress(self.to.clone(), token, rx, relaying.clone()));
             tx
         });
         let capabilities = self.capabilities;
         let log_level = self.log_level;
         let downstream = DownstreamRequest {
-            peer: self.peer,
             id: self.id,
+            to: self.to,
             capabilities: capabilities.clone(),
             progress,
             relaying,
@@ -329,7 +371,7 @@ const SETTLE_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
 /// Sends progress downstream one at a time (so it stays in order) with the
 /// client's token, until the request ends.
 async fn relay_progress(
-    to: ProgressTo,
+    to: MessagesTo,
     token: ProgressToken,
     mut progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
     relaying: Arc<Relaying>,
@@ -337,7 +379,7 @@ async fn relay_progress(
     use std::sync::atomic::Ordering;
     while let Some(mut params) = progress.recv().await {
         params.progress_token = token.clone();
-        let sent = to.send(params).await;
+        let sent = to.send(ProgressNotification::new(params).into()).await;
         relaying.pending.fetch_sub(1, Ordering::AcqRel);
         relaying.sent.notify_waiters();
         if !sent {
@@ -388,10 +430,8 @@ impl Downstream for DownstreamRequest {
         }
         let wanted = self.log_level?;
         if severity(message.level) >= severity(wanted) {
-            let peer = self.peer.clone();
-            tokio::spawn(async move {
-                let _ = peer.notify_logging_message(message).await;
-            });
+            self.to
+                .post(LoggingMessageNotification::new(message).into());
         }
         None
     }
@@ -408,8 +448,8 @@ impl Downstream for DownstreamRequest {
             ))));
         }
         match &self.asking {
-            Asking::Request => {
-                Box::pin(ask_by_request(self.peer.clone(), self.id.clone(), request))
+            Asking::Request(peer) => {
+                Box::pin(ask_by_request(peer.clone(), self.id.clone(), request))
             }
             Asking::Question(questions) => {
                 let (answer, answered) = oneshot::channel();

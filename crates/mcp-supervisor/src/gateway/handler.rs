@@ -45,7 +45,7 @@ use super::{
     paging,
     state::GatewayState,
 };
-use crate::{CallOutcome, FailureKind, Forwarded, meta};
+use crate::{CallOutcome, FailureKind, Forwarded, mcp_headers, meta};
 
 /// One downstream session's handler (rmcp makes one per session).
 #[derive(Debug, Clone)]
@@ -405,7 +405,7 @@ impl ServerHandler for GatewayHandler {
         if let Some(id) = context
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get(super::http::SESSION_ID_HEADER))
+            .and_then(|parts| parts.headers.get(&mcp_headers::SESSION_ID))
             .and_then(|id| id.to_str().ok())
         {
             self.state.direct.admit(id, &self.session);

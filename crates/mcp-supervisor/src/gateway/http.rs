@@ -69,7 +69,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     answer,
-    direct::{self, DirectSession, Posted},
+    direct::{self, DirectSession, Generation, Posted, StatelessCall},
     handler::GatewayHandler,
     state::GatewayState,
 };
@@ -79,6 +79,7 @@ use crate::{
         self, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
     },
+    mcp_headers,
 };
 
 /// The JSON-RPC "server error" code of the gateway's own refusals (too many
@@ -91,9 +92,6 @@ const BUSY_BODY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"to
 /// `Retry-After` of an `initialize` refused for too many sessions: a slot
 /// frees when a client ends its session or one idles out.
 const SESSIONS_RETRY_AFTER_SECS: &str = "30";
-
-pub(super) const SESSION_ID_HEADER: &str = "mcp-session-id";
-const MCP_METHOD_HEADER: &str = "mcp-method";
 
 /// How a running gateway is stopped, step by step (see [`serve_http`]).
 #[derive(Debug, Clone, Default)]
@@ -246,7 +244,7 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
 /// Whether a POST opens a stream meant to stay open (a 2026-07-28
 /// `subscriptions/listen`), which a graceful shutdown does not wait for.
 fn opens_a_stream(headers: &HeaderMap) -> bool {
-    headers.get(MCP_METHOD_HEADER).is_some_and(|method| {
+    headers.get(&mcp_headers::METHOD).is_some_and(|method| {
         method.as_bytes() == SubscriptionsListenRequestMethod::VALUE.as_bytes()
     })
 }
@@ -313,7 +311,7 @@ impl Endpoint {
         let declared_json = is_json(&parts.headers);
         // Checked here first (peeking at the body only when full) so a flood
         // of initializes is refused without rmcp logging each one as an error.
-        if !parts.headers.contains_key(SESSION_ID_HEADER)
+        if !parts.headers.contains_key(&mcp_headers::SESSION_ID)
             && self.sessions.full().await
             && is_initialize(&body)
         {
@@ -362,7 +360,10 @@ impl Endpoint {
     /// for every other request, which rmcp then handles. A cancellation of a
     /// direct call cancels it (and goes on to rmcp, which ignores it).
     async fn direct(&self, parts: &Parts, body: &Bytes) -> Option<Response> {
-        let id = parts.headers.get(SESSION_ID_HEADER)?.to_str().ok()?;
+        let Some(id) = parts.headers.get(&mcp_headers::SESSION_ID) else {
+            return self.stateless(parts, body).await;
+        };
+        let id = id.to_str().ok()?;
         let session = self.state.direct.session(id)?;
         match Posted::read(body) {
             Posted::Call(call)
@@ -375,7 +376,7 @@ impl Endpoint {
                 self.state.direct.taken();
                 let cancelled = self.ending.child_token();
                 let (answer, before) = session.answer(self.state.clone(), call, cancelled);
-                Some(direct::respond(answer, before, self.keep_alive).await)
+                Some(direct::respond(answer, before, self.keep_alive, Generation::Sessions).await)
             }
             Posted::Cancelled(request) => {
                 session.cancel(&request);
@@ -385,10 +386,26 @@ impl Endpoint {
         }
     }
 
+    /// The answer to a 2026-07-28 client's call that takes the direct path
+    /// (`direct.rs`); `None` for every other session-less request.
+    async fn stateless(&self, parts: &Parts, body: &Bytes) -> Option<Response> {
+        let call = StatelessCall::read(body)?;
+        let takes = !call.is_meta(&self.state)
+            && call.takes(&parts.headers)
+            && !self.state.current().promotes_headers(call.name())
+            && self.hosts.check(&parts.uri, &parts.headers).is_ok();
+        if !takes {
+            return None;
+        }
+        self.state.direct.taken();
+        let (answer, before) = call.answer(self.state.clone(), self.ending.child_token());
+        Some(direct::respond(answer, before, self.keep_alive, Generation::Stateless).await)
+    }
+
     async fn delete(&self, request: Request) -> Response {
         let known = match request
             .headers()
-            .get(SESSION_ID_HEADER)
+            .get(&mcp_headers::SESSION_ID)
             .and_then(|value| value.to_str().ok())
         {
             Some(id) => self.sessions.has(id).await,

@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     directory::Target,
-    downstream::{DownstreamRequest, DownstreamSession, Question},
+    downstream::{DownstreamRequest, DownstreamSession, Origin, Question},
     state::GatewayState,
 };
 use crate::{CallOutcome, Failure, Forwarded, heavy::SharedRequest, session::DownstreamLink};
@@ -180,7 +180,7 @@ pub(super) async fn exchange(
     state: &Arc<GatewayState>,
     session: &Arc<DownstreamSession>,
     target: &Target,
-    mut request: ClientRequest,
+    request: ClientRequest,
     context: &RequestContext<RoleServer>,
 ) -> Result<Exchange, ErrorData> {
     let modern = context
@@ -190,6 +190,20 @@ pub(super) async fn exchange(
         let link = DownstreamRequest::link(context, &target.connection, session);
         return ask_by_requests(state, target, request, link).await;
     }
+    ask_by_input_required(state, target, request, Origin::of(context), &context.ct).await
+}
+
+/// A 2026-07-28 client (`origin`) answers the upstream's questions in
+/// `input_required` rounds: runs this round of `request` to `target`;
+/// `gone` (or dropping the future) means the client's request is over,
+/// which cancels the upstream one.
+pub(super) async fn ask_by_input_required(
+    state: &Arc<GatewayState>,
+    target: &Target,
+    mut request: ClientRequest,
+    origin: Origin,
+    gone: &CancellationToken,
+) -> Result<Exchange, ErrorData> {
     let binding = binding(target, &request);
     let rounds = &state.rounds;
     if let Some(sealed) = inputs(&mut request).1.take() {
@@ -203,14 +217,14 @@ pub(super) async fn exchange(
                     rounds.keep_as(id, waiting);
                     return Err(error);
                 }
-                return next_round(rounds, waiting, context).await;
+                return next_round(rounds, waiting, gone).await;
             }
             Sealed::Upstream { state: upstream } => *inputs(&mut request).1 = upstream,
         }
     }
     let cancel = CancellationToken::new();
     let (link, questions) =
-        DownstreamRequest::questioning(context, &target.connection, cancel.clone());
+        DownstreamRequest::questioning(origin, &target.connection, cancel.clone());
     let (answered, result) = oneshot::channel();
     let forwarding = state.clone();
     let connection = target.connection.clone();
@@ -227,7 +241,7 @@ pub(super) async fn exchange(
         cancel,
         since: Instant::now(),
     };
-    next_round(rounds, waiting, context).await
+    next_round(rounds, waiting, gone).await
 }
 
 impl Rounds {
@@ -241,11 +255,15 @@ impl Rounds {
 async fn next_round(
     rounds: &Rounds,
     mut waiting: Waiting,
-    context: &RequestContext<RoleServer>,
+    gone: &CancellationToken,
 ) -> Result<Exchange, ErrorData> {
+    // A round dropped before it ends (its client went away) cancels the
+    // upstream request, as `gone` does.
+    let abandoned = waiting.cancel.clone().drop_guard();
     while waiting.asked.is_empty() {
         tokio::select! {
             forwarded = &mut waiting.result => {
+                abandoned.disarm();
                 let forwarded = forwarded.unwrap_or_else(|_| ended());
                 return match forwarded {
                     Forwarded::Answered(ServerResult::InputRequiredResult(mut upstream)) => {
@@ -259,12 +277,13 @@ async fn next_round(
             // `None`: the request is over (its link is gone), and its answer
             // is on the way: the loop takes the branch above.
             Some(question) = waiting.questions.recv() => waiting.ask(question),
-            () = context.ct.cancelled() => {
+            () = gone.cancelled() => {
                 waiting.cancel.cancel();
                 return Ok(Exchange::Done(ended()));
             }
         }
     }
+    abandoned.disarm();
     // Questions asked at about the same time go out together.
     while let Ok(question) = waiting.questions.try_recv() {
         waiting.ask(question);

@@ -489,10 +489,7 @@ impl StreamableHttpClient for RecordingClient {
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        let new_session = header_str(
-            response.headers(),
-            HeaderName::from_static("mcp-session-id"),
-        );
+        let new_session = header_str(response.headers(), crate::mcp_headers::SESSION_ID);
         if let Some(new_session) = &new_session {
             self.session_id.saw(new_session);
         }

@@ -39,9 +39,8 @@ use http::{HeaderName, HeaderValue};
 use rmcp::{
     ServiceError,
     model::{
-        ClientConfig, ClientJsonRpcMessage, ClientRequest, JsonObject, NumberOrString,
-        ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
-        ServerResult, Tool,
+        ClientConfig, ClientJsonRpcMessage, ClientRequest, NumberOrString, ProgressToken,
+        ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult, Tool,
     },
     transport::{
         DynamicTransportError,
@@ -55,7 +54,7 @@ use rmcp::{
 use sse_stream::{Error as SseError, Sse};
 
 use super::handler::SessionHandler;
-use crate::http::SessionIds;
+use crate::{http::SessionIds, mcp_headers};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 type Events = BoxStream<'static, Result<Sse, SseError>>;
@@ -202,7 +201,7 @@ impl StatelessParts {
     ) -> Option<Stateless> {
         let version = version?;
         self.headers.insert(
-            HeaderName::from_static("mcp-protocol-version"),
+            mcp_headers::PROTOCOL_VERSION,
             HeaderValue::from_str(version.as_str()).ok()?,
         );
         let legacy = version.has_initialize();
@@ -232,7 +231,10 @@ impl Stateless {
     pub(crate) fn listed(&self, tools: &[Tool]) {
         let plain = tools
             .iter()
-            .filter(|tool| bare_header_value(&tool.name) && !promotes_headers(&tool.input_schema))
+            .filter(|tool| {
+                mcp_headers::bare_header_value(&tool.name)
+                    && !mcp_headers::promotes_headers(&tool.input_schema)
+            })
             .map(|tool| tool.name.to_string())
             .collect();
         *self.plain.write().unwrap_or_else(|p| p.into_inner()) = plain;
@@ -292,9 +294,9 @@ impl Stateless {
     ) -> Result<ServerResult, Unsent> {
         let mut headers = self.parts.headers.clone();
         if let (false, ClientRequest::CallToolRequest(call)) = (self.legacy, &request) {
-            headers.insert(MCP_METHOD, HeaderValue::from_static("tools/call"));
+            headers.insert(mcp_headers::METHOD, HeaderValue::from_static("tools/call"));
             if let Ok(name) = HeaderValue::from_str(&call.params.name) {
-                headers.insert(MCP_NAME, name);
+                headers.insert(mcp_headers::NAME, name);
             }
         }
         let session = self.parts.session.current();
@@ -559,32 +561,6 @@ fn transport(error: HttpError) -> ServiceError {
         std::any::TypeId::of::<Stateless>(),
         Box::new(error),
     ))
-}
-
-const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-
-/// Whether `value` goes into a header as it is (rmcp Base64-wraps the rest).
-fn bare_header_value(value: &str) -> bool {
-    !value.is_empty()
-        && value.bytes().all(|b| (0x21..=0x7e).contains(&b))
-        && !(value.starts_with("=?base64?") && value.ends_with("?="))
-}
-
-/// Whether a tool's input schema marks any argument for a header.
-fn promotes_headers(schema: &JsonObject) -> bool {
-    fn marks(value: &serde_json::Value) -> bool {
-        match value {
-            serde_json::Value::Object(object) => object
-                .iter()
-                .any(|(key, value)| key == "x-mcp-header" || marks(value)),
-            serde_json::Value::Array(items) => items.iter().any(marks),
-            _ => false,
-        }
-    }
-    schema
-        .iter()
-        .any(|(key, value)| key == "x-mcp-header" || marks(value))
 }
 
 #[cfg(test)]
@@ -934,21 +910,6 @@ mod tests {
             .unwrap();
         let shown = format!("{lane:?}");
         assert!(!shown.contains("canary"), "{shown}");
-    }
-
-    #[test]
-    fn only_tools_named_in_bare_header_values_without_header_arguments_are_plain() {
-        assert!(bare_header_value("echo"));
-        assert!(bare_header_value("up__get-weather.v2"));
-        for name in ["", "with space", "émoji", "=?base64?ZWNobw==?="] {
-            assert!(!bare_header_value(name), "{name:?}");
-        }
-        let schema = |value: Value| value.as_object().cloned().unwrap_or_default();
-        assert!(!promotes_headers(&schema(
-            json!({"type": "object", "properties": {"region": {"type": "string"}}})
-        )));
-        assert!(promotes_headers(&schema(json!({"type": "object",
-            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}))));
     }
 
     #[tokio::test]
