@@ -264,7 +264,9 @@ impl MessagesTo {
     async fn send(&self, notification: ServerNotification) -> bool {
         match self {
             MessagesTo::Session(peer) => peer.send_notification(notification).await.is_ok(),
-            MessagesTo::Answer(answer) => self::answer(answer, notification),
+            MessagesTo::Answer(answer) => answer
+                .send(ServerJsonRpcMessage::notification(notification))
+                .is_ok(),
         }
     }
 
@@ -279,19 +281,10 @@ impl MessagesTo {
                 });
             }
             MessagesTo::Answer(answer) => {
-                self::answer(answer, notification);
+                let _ = answer.send(ServerJsonRpcMessage::notification(notification));
             }
         }
     }
-}
-
-fn answer(
-    answer: &mpsc::UnboundedSender<ServerJsonRpcMessage>,
-    notification: ServerNotification,
-) -> bool {
-    answer
-        .send(ServerJsonRpcMessage::notification(notification))
-        .is_ok()
 }
 
 impl Origin {
