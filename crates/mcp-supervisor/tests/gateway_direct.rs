@@ -27,6 +27,46 @@ async fn gateway_with(options: TestServerOptions, settings: &str) -> (TestServer
     (upstream, gateway)
 }
 
+/// A conformance test server, and a gateway whose connection `c` points at
+/// it.
+async fn conformance_gateway(
+    server: mcp_test_support::conformance::ConformanceServer,
+) -> (
+    mcp_test_support::conformance::ConformanceHttpServer,
+    ServedGateway,
+) {
+    let upstream = mcp_test_support::conformance::ConformanceHttpServer::start(
+        ([127, 0, 0, 1], 0).into(),
+        server,
+    )
+    .await
+    .unwrap();
+    let gateway = ServedGateway::start(config(&http_connection("c", &upstream.url(), ""))).await;
+    (upstream, gateway)
+}
+
+/// The messages of a call of `test_tool_with_progress` with token `p-3`,
+/// answered directly and through rmcp: the same three progress
+/// notifications, with the client's token, before the answer to request 3
+/// (which names the upstream's own token, so it differs).
+fn assert_progress_before_answer(direct: &[Value], rmcp: &[Value]) {
+    assert_eq!(direct[..3], rmcp[..3]);
+    assert_eq!(direct.len(), 4, "{direct:#?}");
+    for progress in &direct[..3] {
+        assert_eq!(progress["method"], "notifications/progress");
+        assert_eq!(progress["params"]["progressToken"], "p-3");
+    }
+    let names_token = |answer: &Value| {
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        text.starts_with("Progress reported on token ")
+    };
+    assert!(
+        names_token(&direct[3]) && names_token(&rmcp[3]),
+        "{direct:#?}"
+    );
+    assert_eq!(direct[3]["id"], 3);
+}
+
 fn http() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
@@ -166,13 +206,9 @@ fn a_plain_call_is_answered_directly_as_rmcp_answers_it() {
 #[test]
 fn a_direct_calls_progress_comes_before_its_answer() {
     run(|| async {
-        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        use mcp_test_support::conformance::ConformanceServer;
         for server in [ConformanceServer::new(), ConformanceServer::legacy_only()] {
-            let upstream = ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), server)
-                .await
-                .unwrap();
-            let toml = http_connection("c", &upstream.url(), "");
-            let gateway = ServedGateway::start(config(&toml)).await;
+            let (_upstream, gateway) = conformance_gateway(server).await;
             let http = http();
             let id = session(&http, &gateway.url, json!({})).await;
             let mut plain = call(3, "c__test_tool_with_progress", json!({}));
@@ -184,24 +220,12 @@ fn a_direct_calls_progress_comes_before_its_answer() {
             other["params"]["_meta"]["example.com/note"] = json!(1);
             let rmcp = exchange(&http, &gateway.url, &id, &other).await;
             assert_eq!(gateway.state.direct_calls(), 1);
-            // The same but for the upstream's own token, which the tool
-            // names.
-            let names_token = |answer: &Value| {
-                let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-                text.starts_with("Progress reported on token ")
-            };
+            assert_progress_before_answer(&direct, &rmcp);
             assert!(
-                names_token(&direct[3]) && names_token(&rmcp[3]),
-                "{direct:#?}"
+                direct[3]["result"].get("resultType").is_none(),
+                "{:#}",
+                direct[3]
             );
-            assert_eq!(direct[..3], rmcp[..3]);
-            assert_eq!(direct.len(), 4, "{direct:#?}");
-            for progress in &direct[..3] {
-                assert_eq!(progress["method"], "notifications/progress");
-                assert_eq!(progress["params"]["progressToken"], "p-3");
-            }
-            assert_eq!(direct[3]["id"], 3);
-            assert!(direct[3]["result"]["content"].is_array(), "{:#}", direct[3]);
         }
     });
 }
@@ -448,13 +472,9 @@ fn a_2026_call_is_answered_directly_as_rmcp_answers_it() {
 #[test]
 fn a_2026_direct_calls_progress_and_logs_come_before_its_answer() {
     run(|| async {
-        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        use mcp_test_support::conformance::ConformanceServer;
         for server in [ConformanceServer::new(), ConformanceServer::legacy_only()] {
-            let upstream = ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), server)
-                .await
-                .unwrap();
-            let toml = http_connection("c", &upstream.url(), "");
-            let gateway = ServedGateway::start(config(&toml)).await;
+            let (_upstream, gateway) = conformance_gateway(server).await;
             let http = http();
             let url = &gateway.url;
 
@@ -466,15 +486,7 @@ fn a_2026_direct_calls_progress_and_logs_come_before_its_answer() {
                 answered(post_modern(&http, url, &modern_through_rmcp(progress))).await;
             assert_eq!(gateway.state.direct_calls(), 1);
             assert_eq!(kind, "text/event-stream");
-            // The same but for the upstream's own token, which the tool
-            // names.
-            assert_eq!(direct[..3], rmcp[..3]);
-            assert_eq!(direct.len(), 4, "{direct:#?}");
-            for progress in &direct[..3] {
-                assert_eq!(progress["method"], "notifications/progress");
-                assert_eq!(progress["params"]["progressToken"], "p-3");
-            }
-            assert_eq!(direct[3]["id"], 3);
+            assert_progress_before_answer(&direct, &rmcp);
             assert_eq!(direct[3]["result"]["resultType"], "complete");
 
             let mut logging = modern_call(4, "c__test_tool_with_logging", json!({}));
@@ -512,7 +524,7 @@ fn a_2026_direct_calls_progress_and_logs_come_before_its_answer() {
 #[test]
 fn a_2026_direct_call_asks_its_client_through_input_required() {
     run(|| async {
-        use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
+        use mcp_test_support::conformance::ConformanceServer;
         let cases = [
             (ConformanceServer::legacy_only(), "c__test_elicitation"),
             (
@@ -521,11 +533,7 @@ fn a_2026_direct_call_asks_its_client_through_input_required() {
             ),
         ];
         for (server, tool) in cases {
-            let upstream = ConformanceHttpServer::start(([127, 0, 0, 1], 0).into(), server)
-                .await
-                .unwrap();
-            let toml = http_connection("c", &upstream.url(), "");
-            let gateway = ServedGateway::start(config(&toml)).await;
+            let (_upstream, gateway) = conformance_gateway(server).await;
             let http = http();
             let url = &gateway.url;
             let mut first = modern_call(6, tool, json!({"message": "who are you?"}));
