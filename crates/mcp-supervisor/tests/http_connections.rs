@@ -11,8 +11,10 @@ mod support;
 
 use std::time::Duration;
 
+use actix::Actor;
 use mcp_supervisor::{
     http::{HttpClients, HttpRecorder, Reuse},
+    registry::{Registry, Shutdown, Warmup},
     session::{Session, shared_http_client},
 };
 use mcp_test_support::{
@@ -69,6 +71,35 @@ async fn calls_reuse_pooled_connections() {
         opened <= 2,
         "{opened} new TCP connections for {CALLS} sequential calls"
     );
+}
+
+/// Warming up many connections to one upstream connects a few at a time
+/// (docs/SUPERVISION.md), so they share a few pooled TCP connections for
+/// their requests; all at once, each would open its own. Each keeps one more
+/// for its `subscriptions/listen` stream.
+#[test]
+fn warming_up_connects_a_few_at_a_time() {
+    const CONNECTIONS: u64 = 30;
+    support::run(|| async {
+        let server = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let toml: String = (0..CONNECTIONS)
+            .map(|n| support::http_connection(&format!("c{n}"), &server.url(), ""))
+            .collect();
+        let registry = Registry::new(support::config(&toml)).start();
+        let warm = registry.send(Warmup).await.unwrap();
+        assert!(warm.iter().all(|(_, listed)| listed.is_ok()), "{warm:?}");
+        assert_eq!(server.requests("subscriptions/listen"), CONNECTIONS);
+        let opened = server.connections_accepted();
+        // Listen streams, plus about one per connection warming up at once
+        // (up to 6); all at once would be about 3 per connection.
+        assert!(
+            opened <= CONNECTIONS + 12,
+            "{opened} TCP connections to warm up {CONNECTIONS} connections"
+        );
+        let _ = registry.send(Shutdown).await;
+    });
 }
 
 #[tokio::test]

@@ -7,15 +7,15 @@ use std::{
 };
 
 use actix::{
-    ActorFutureExt, Context, Handler, Message, MessageResult, Recipient, ResponseActFuture,
-    ResponseFuture, WrapFuture,
+    ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, Recipient,
+    ResponseActFuture, ResponseFuture, WrapFuture,
 };
 use futures::{FutureExt, future::BoxFuture, future::join_all};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject};
 
 use super::{
     Catalog, Registry,
-    entries::{CatalogFetch, Entry, drain_catalog, not_ready, stopped},
+    entries::{Entry, drain_catalog, not_ready, stopped},
     retry_safe,
 };
 use crate::{
@@ -624,26 +624,44 @@ impl Handler<Warmup> for Registry {
 
     fn handle(&mut self, _: Warmup, ctx: &mut Context<Self>) -> Self::Result {
         use futures::StreamExt;
-        let fetches: Vec<(String, Option<CatalogFetch>)> = self
-            .names()
-            .into_iter()
-            .map(|name| {
-                let fetch = self.catalog(&name, ctx);
-                (name, fetch)
-            })
-            .collect();
+        let registry = ctx.address();
+        let names = self.names();
         Box::pin(async move {
-            futures::stream::iter(fetches)
-                .map(|(name, fetch)| async move {
-                    let result = match fetch {
-                        Some(fetch) => fetch.get(&name).await.map(|catalog| catalog.len()),
-                        None => Err(stopped(&name)),
-                    };
-                    (name, result)
+            // Each load starts only when the stream gets to it, so at most
+            // `WARMUP_CONCURRENCY` connect at once.
+            futures::stream::iter(names)
+                .map(|name| {
+                    let registry = registry.clone();
+                    async move {
+                        let result = match registry.send(WarmOne(name.clone())).await {
+                            Ok(result) => result,
+                            Err(_) => Err(stopped(&name)),
+                        };
+                        (name, result)
+                    }
                 })
                 .buffered(WARMUP_CONCURRENCY)
                 .collect()
                 .await
+        })
+    }
+}
+
+/// Connects and lists one connection, for [`Warmup`]: the size of its catalog.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<usize, Unavailable>")]
+struct WarmOne(String);
+
+impl Handler<WarmOne> for Registry {
+    type Result = ResponseFuture<Result<usize, Unavailable>>;
+
+    fn handle(&mut self, WarmOne(name): WarmOne, ctx: &mut Context<Self>) -> Self::Result {
+        let fetch = self.catalog(&name, ctx);
+        Box::pin(async move {
+            match fetch {
+                Some(fetch) => fetch.get(&name).await.map(|catalog| catalog.len()),
+                None => Err(stopped(&name)),
+            }
         })
     }
 }
