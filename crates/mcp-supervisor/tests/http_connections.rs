@@ -102,6 +102,28 @@ fn warming_up_connects_a_few_at_a_time() {
     });
 }
 
+/// A 2026-07-28 upstream answers each request on its own event stream; the
+/// connection goes back to the pool once the stream has ended.
+#[tokio::test]
+async fn calls_to_a_2026_upstream_reuse_pooled_connections() {
+    let server = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    let clients = shared_http_client();
+    let session = open(&server, &clients).await;
+    assert_eq!(
+        session.protocol_version(),
+        Some(rmcp::model::ProtocolVersion::V_2026_07_28)
+    );
+    let before = server.connections_accepted();
+    call_echo_times(&session, CALLS).await;
+    let opened = server.connections_accepted() - before;
+    assert!(
+        opened <= 2,
+        "{opened} new TCP connections for {CALLS} sequential calls"
+    );
+}
+
 #[tokio::test]
 async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
     let server = TestServer::start(TestServerOptions {

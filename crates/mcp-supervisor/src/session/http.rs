@@ -167,7 +167,9 @@ pub async fn open_http(
         }
         probe.settle(verdict);
     }
-    let session = Session::new(service, Some(recorder), ended).sending_plain_calls(stateless);
+    let session = Session::new(service, Some(recorder), ended)
+        .sending_through_lane(stateless)
+        .await;
     Ok(match token_file {
         Some(file) => session.logging_in(file),
         None => session,

@@ -1,6 +1,9 @@
-//! One live, initialized MCP client session (rmcp `RunningService`) and the
-//! operations the connection actor runs on it, each bounded by a deadline and
-//! each answering with a classified [`Failure`] instead of an rmcp error.
+//! One live, initialized MCP client session and the operations the
+//! connection actor runs on it, each bounded by a deadline and each answering
+//! with a classified [`Failure`] instead of an rmcp error. rmcp's client
+//! (`RunningService`) opens every session and carries stdio and 2025 HTTP
+//! sessions; a 2026-07-28 HTTP session lets it go once open and sends its
+//! requests itself (`stateless`).
 //!
 //! Layout:
 //! - [`handler`]: our rmcp `ClientHandler`, which forwards upstream
@@ -25,8 +28,9 @@ use rmcp::{
     ErrorData, RoleClient, ServiceError,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-        ClientRequest, JsonObject, Prompt, ProtocolVersion, Resource, ResourceTemplate,
-        ServerCapabilities, ServerResult, Tool,
+        ClientRequest, JsonObject, PaginatedRequestParams, Prompt, ProtocolVersion,
+        RequestOptionalParam, Resource, ResourceTemplate, ServerCapabilities, ServerPeerInfo,
+        ServerResult, Tool,
     },
     service::{ClientCacheConfig, PeerRequestOptions, RunningService},
 };
@@ -48,7 +52,14 @@ use crate::{
 /// A live session. Dropping it cancels the rmcp service; prefer [`Session::close`].
 #[derive(Debug)]
 pub struct Session {
-    service: RunningService<RoleClient, SessionHandler>,
+    /// rmcp's client, which opened the session. A 2026-07-28 HTTP session
+    /// lets it go once open and sends everything itself (`stateless`).
+    service: Option<RunningService<RoleClient, SessionHandler>>,
+    /// What the upstream said of itself when the session opened.
+    info: Option<Arc<ServerPeerInfo>>,
+    /// Where the upstream's notifications and requests go (rmcp's client
+    /// holds it too, while there is one).
+    handler: SessionHandler,
     /// HTTP sessions record every response here (see [`RecordingClient`]).
     recorder: Option<HttpRecorder>,
     /// Stdio sessions own their child's process group; dropping it kills
@@ -60,7 +71,7 @@ pub struct Session {
     modern: Option<Arc<modern::Modern>>,
     /// An OAuth session's tokens (see [`crate::oauth::on_session`]).
     tokens: Option<crate::oauth::TokenFile>,
-    /// How a 2026-07-28 HTTP session sends its plain tool calls (see `stateless`).
+    /// What an HTTP session sends without rmcp's client (see `stateless`).
     stateless: Option<stateless::Stateless>,
 }
 
@@ -70,9 +81,12 @@ impl Session {
         recorder: Option<HttpRecorder>,
         ended: CancellationToken,
     ) -> Self {
-        let modern = modern::for_version(protocol_of(&service).as_ref());
+        let info = service.peer_info();
+        let modern = modern::for_version(info.as_ref().map(|info| &info.protocol_version));
         Session {
-            service,
+            handler: service.service().clone(),
+            service: Some(service),
+            info,
             recorder,
             child: None,
             ended,
@@ -82,11 +96,20 @@ impl Session {
         }
     }
 
-    /// An HTTP session built with `parts`: its plain tool calls skip rmcp's
-    /// client if it speaks 2026-07-28.
-    pub(crate) fn sending_plain_calls(mut self, parts: stateless::StatelessParts) -> Self {
-        let us = rmcp::ClientHandler::get_info(self.service.service());
+    /// An HTTP session built with `parts`: a 2025 session's plain tool
+    /// calls skip rmcp's client, and a 2026-07-28 session lets rmcp's client
+    /// go (waiting until it has) and sends every request itself
+    /// (docs/DECISIONS.md #83).
+    pub(crate) async fn sending_through_lane(mut self, parts: stateless::StatelessParts) -> Self {
+        let us = rmcp::ClientHandler::get_info(&self.handler);
         self.stateless = parts.for_version(self.protocol_version().as_ref(), &us);
+        if self.stateless.as_ref().is_some_and(|lane| !lane.legacy()) {
+            // rmcp's transport ends `ended` as it goes; the session goes on.
+            self.ended = CancellationToken::new();
+            if let Some(service) = self.service.take() {
+                let _ = service.cancel().await;
+            }
+        }
         self
     }
 
@@ -102,9 +125,12 @@ impl Session {
         child: ChildGroup,
         ended: CancellationToken,
     ) -> Self {
-        let modern = modern::for_version(protocol_of(&service).as_ref());
+        let info = service.peer_info();
+        let modern = modern::for_version(info.as_ref().map(|info| &info.protocol_version));
         Session {
-            service,
+            handler: service.service().clone(),
+            service: Some(service),
+            info,
             recorder: None,
             child: Some(child),
             ended,
@@ -117,13 +143,15 @@ impl Session {
     /// Cancelled when the upstream's stream ends for good (the child exited,
     /// the HTTP transport gave up) or the session is closed: how the
     /// connection notices a session that died while idle, without polling.
+    /// A 2026-07-28 HTTP session has no stream to lose: it ends when closed
+    /// (a request that fails tells of an upstream gone).
     pub fn ended(&self) -> CancellationToken {
         self.ended.clone()
     }
 
     /// The protocol version the upstream agreed to.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        protocol_of(&self.service)
+        self.info.as_ref().map(|info| info.protocol_version.clone())
     }
 
     /// A 2026-07-28 upstream announces list changes and resource updates only
@@ -135,13 +163,13 @@ impl Session {
     }
 
     async fn listen(&self, modern: &modern::Modern) {
-        let capabilities = self
-            .service
-            .peer_info()
-            .map(|info| info.capabilities.clone())
-            .unwrap_or_default();
-        let handler = self.service.service();
-        let listening = modern.listen(self.service.peer(), &capabilities, handler);
+        let capabilities = self.capabilities();
+        let through = match (&self.service, &self.stateless) {
+            (Some(service), _) => modern::Through::Rmcp(service.peer()),
+            (None, Some(lane)) => modern::Through::Lane(lane),
+            (None, None) => return,
+        };
+        let listening = modern.listen(through, &capabilities, &self.handler);
         // Calls work without it; only announcements are missed (until the next
         // change of subscriptions, or the next session).
         match tokio::time::timeout(LISTEN_PATIENCE, listening).await {
@@ -221,7 +249,10 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = request.method().to_owned();
-        let peer = self.service.peer();
+        let Some(service) = &self.service else {
+            return Err(self.send_failure(&ServiceError::TransportClosed));
+        };
+        let peer = service.peer();
         let sent = peer.send_request_with_option(request, options);
         let handle = match tokio::time::timeout_at(deadline, sent).await {
             Ok(Ok(handle)) => handle,
@@ -230,8 +261,7 @@ impl Session {
         };
         let id = handle.id.clone();
         let _link = link.map(|link| {
-            self.service
-                .service()
+            self.handler
                 .links()
                 .register(id.clone(), handle.progress_token.clone(), link)
         });
@@ -274,7 +304,7 @@ impl Session {
         let again = legacy.then(|| request.clone());
         let mut request = request;
         let (id, token) = stateless.next_id();
-        let handler = self.service.service();
+        let handler = &self.handler;
         stateless.stamp(&mut request, options.meta, token.clone());
         let registered = link.map(|link| handler.links().register(id.clone(), token, link));
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
@@ -287,6 +317,8 @@ impl Session {
                 }
                 return Err(SendError::Cancelled);
             }
+            // The session was closed: what is in flight on it fails now.
+            () = self.ended.cancelled() => Ok(Err(stateless::Unsent::Failed(ServiceError::TransportClosed))),
         };
         match outcome {
             Ok(Ok(result)) => Ok(result),
@@ -340,7 +372,11 @@ impl Session {
     /// Tells the upstream we gave up on request `id` (best effort, in the
     /// background: the caller answers now).
     fn cancel_request(&self, id: rmcp::model::RequestId, reason: &str) {
-        let peer = self.service.peer().clone();
+        // Only a 2025 session, which keeps rmcp's client, is told.
+        let Some(service) = &self.service else {
+            return;
+        };
+        let peer = service.peer().clone();
         let params = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
         tokio::spawn(async move {
             let _ = peer.notify_cancelled(params).await;
@@ -366,27 +402,88 @@ impl Session {
     /// Lists what the upstream offers (every page of every list its
     /// capabilities declare), answering by `deadline`.
     pub async fn list_surface(&self, deadline: Instant) -> Result<Surface, Failure> {
-        let peer = self.service.peer();
-        let info = self.service.peer_info();
-        let capabilities = info
-            .as_ref()
-            .map(|info| info.capabilities.clone())
-            .unwrap_or_default();
+        let capabilities = self.capabilities();
         let listing = async {
+            use ClientRequest as Request;
+            use ServerResult as Answer;
             let tools = match capabilities.tools {
-                Some(_) => peer.list_all_tools().await?,
+                Some(_) => match &self.service {
+                    Some(service) => service.peer().list_all_tools().await?,
+                    None => {
+                        self.list_all(
+                            |params| {
+                                Request::ListToolsRequest(RequestOptionalParam::with_param(params))
+                            },
+                            |answer| match answer {
+                                Answer::ListToolsResult(page) => {
+                                    Some((page.tools, page.next_cursor))
+                                }
+                                _ => None,
+                            },
+                        )
+                        .await?
+                    }
+                },
                 None => Vec::new(),
             };
-            let prompts = match capabilities.prompts {
-                Some(_) => optional(peer.list_all_prompts().await)?,
-                None => Vec::new(),
+            let prompts = match (&capabilities.prompts, &self.service) {
+                (None, _) => Vec::new(),
+                (Some(_), Some(service)) => optional(service.peer().list_all_prompts().await)?,
+                (Some(_), None) => optional(
+                    self.list_all(
+                        |params| {
+                            Request::ListPromptsRequest(RequestOptionalParam::with_param(params))
+                        },
+                        |answer| match answer {
+                            Answer::ListPromptsResult(page) => {
+                                Some((page.prompts, page.next_cursor))
+                            }
+                            _ => None,
+                        },
+                    )
+                    .await,
+                )?,
             };
-            let (resources, templates) = match capabilities.resources {
-                Some(_) => (
-                    optional(peer.list_all_resources().await)?,
-                    optional(peer.list_all_resource_templates().await)?,
+            let (resources, templates) = match (&capabilities.resources, &self.service) {
+                (None, _) => (Vec::new(), Vec::new()),
+                (Some(_), Some(service)) => (
+                    optional(service.peer().list_all_resources().await)?,
+                    optional(service.peer().list_all_resource_templates().await)?,
                 ),
-                None => (Vec::new(), Vec::new()),
+                (Some(_), None) => (
+                    optional(
+                        self.list_all(
+                            |params| {
+                                Request::ListResourcesRequest(RequestOptionalParam::with_param(
+                                    params,
+                                ))
+                            },
+                            |answer| match answer {
+                                Answer::ListResourcesResult(page) => {
+                                    Some((page.resources, page.next_cursor))
+                                }
+                                _ => None,
+                            },
+                        )
+                        .await,
+                    )?,
+                    optional(
+                        self.list_all(
+                            |params| {
+                                Request::ListResourceTemplatesRequest(
+                                    RequestOptionalParam::with_param(params),
+                                )
+                            },
+                            |answer| match answer {
+                                Answer::ListResourceTemplatesResult(page) => {
+                                    Some((page.resource_templates, page.next_cursor))
+                                }
+                                _ => None,
+                            },
+                        )
+                        .await,
+                    )?,
+                ),
             };
             Ok::<_, ServiceError>(Surface {
                 tools,
@@ -394,7 +491,10 @@ impl Session {
                 resources,
                 templates,
                 capabilities: capabilities.clone(),
-                instructions: info.as_ref().and_then(|info| info.instructions.clone()),
+                instructions: self
+                    .info
+                    .as_ref()
+                    .and_then(|info| info.instructions.clone()),
             })
         };
         match tokio::time::timeout_at(deadline, listing).await {
@@ -409,19 +509,65 @@ impl Session {
         }
     }
 
+    /// Every page of a list, through the lane (`request` builds a page's
+    /// request, `page` reads its items and the next cursor), as rmcp's
+    /// client lists them.
+    async fn list_all<T>(
+        &self,
+        request: impl Fn(PaginatedRequestParams) -> ClientRequest,
+        page: impl Fn(ServerResult) -> Option<(Vec<T>, Option<String>)>,
+    ) -> Result<Vec<T>, ServiceError> {
+        let Some(lane) = &self.stateless else {
+            return Err(ServiceError::TransportClosed);
+        };
+        let mut items = Vec::new();
+        let mut cursor = None;
+        loop {
+            let params = PaginatedRequestParams::default().with_cursor(cursor);
+            let mut listing = request(params);
+            let (id, token) = lane.next_id();
+            lane.stamp(&mut listing, None, token);
+            let answer = match lane.send(listing, id, &self.handler).await {
+                Ok(answer) => answer,
+                Err(stateless::Unsent::Failed(error)) => return Err(error),
+                // Only a 2025 session can have expired, and it lists through rmcp.
+                Err(stateless::Unsent::Expired) => return Err(ServiceError::TransportClosed),
+            };
+            let (found, next) = page(answer).ok_or(ServiceError::UnexpectedResponse)?;
+            items.extend(found);
+            cursor = next;
+            if cursor.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    /// What the upstream declared it can do.
+    fn capabilities(&self) -> ServerCapabilities {
+        self.info
+            .as_ref()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default()
+    }
+
     /// rmcp caches list and read results, and serves a stale one when the
     /// upstream fails: a supervisor must see every failure, and the gateway
     /// keeps its own last good catalog.
     pub(crate) async fn disable_response_cache(&self) {
-        self.service
-            .peer()
-            .set_response_cache_config(ClientCacheConfig::disabled())
-            .await;
+        if let Some(service) = &self.service {
+            service
+                .peer()
+                .set_response_cache_config(ClientCacheConfig::disabled())
+                .await;
+        }
     }
 
     /// Whether the session's service loop has ended (stream closed, child exited).
     pub fn is_closed(&self) -> bool {
-        self.service.is_transport_closed()
+        match &self.service {
+            Some(service) => service.is_transport_closed(),
+            None => self.ended.is_cancelled(),
+        }
     }
 
     /// After [`Session::cancel`]: waits up to `grace` for a stdio child's
@@ -440,7 +586,18 @@ impl Session {
     /// transport in the background (for a child: close stdin, SIGTERM, kill).
     /// Requests still in flight on it fail promptly instead of hanging.
     pub fn cancel(&self) {
-        let ending = self.service.cancellation_token();
+        let ending = match &self.service {
+            Some(service) => service.cancellation_token(),
+            // Nothing to send on the way out: the listen stream closes
+            // with the session.
+            None => {
+                if let Some(modern) = &self.modern {
+                    modern.stop();
+                }
+                self.ended.cancel();
+                return;
+            }
+        };
         let Some(reader) = self.modern.as_ref().and_then(|modern| modern.stop()) else {
             ending.cancel();
             return;
@@ -463,9 +620,12 @@ impl Session {
         if let Some(reader) = self.modern.as_ref().and_then(|modern| modern.stop()) {
             let _ = tokio::time::timeout(modern::CANCEL_PATIENCE, reader).await;
         }
+        self.ended.cancel();
         // The result only says how the loop ended; there is nothing left to do
         // with it, and a hung upstream is cut off by the timeout.
-        let _ = self.service.close_with_timeout(grace).await;
+        if let Some(service) = &mut self.service {
+            let _ = service.close_with_timeout(grace).await;
+        }
         // A grandchild, or a child that outlived `grace` (ignoring stdin EOF
         // and SIGTERM), must not survive the session.
         if let Some(child) = &self.child {
@@ -483,12 +643,6 @@ impl Session {
 
 /// How long opening a `subscriptions/listen` stream may take.
 const LISTEN_PATIENCE: Duration = Duration::from_secs(5);
-
-fn protocol_of(service: &RunningService<RoleClient, SessionHandler>) -> Option<ProtocolVersion> {
-    service
-        .peer_info()
-        .map(|info| info.protocol_version.clone())
-}
 
 /// What an upstream offers: its lists, capabilities and instructions.
 #[derive(Debug, Clone, Default)]

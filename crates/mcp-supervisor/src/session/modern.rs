@@ -27,7 +27,10 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::handler::{ListKind, SessionEvent, SessionHandler};
+use super::{
+    handler::{ListKind, SessionEvent, SessionHandler},
+    stateless::{Listening, Stateless},
+};
 
 /// How long telling the upstream the listen stream ends may take.
 pub(crate) const CANCEL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
@@ -80,7 +83,7 @@ impl Modern {
     /// listen for closes it. What arrives goes to `handler` as session events.
     pub(crate) async fn listen(
         &self,
-        peer: &Peer<RoleClient>,
+        through: Through<'_>,
         capabilities: &ServerCapabilities,
         handler: &SessionHandler,
     ) -> Result<(), rmcp::ServiceError> {
@@ -97,7 +100,10 @@ impl Modern {
         let Some(filter) = filter else {
             return Ok(());
         };
-        let mut subscription = peer.listen(filter).await?;
+        let mut subscription = match through {
+            Through::Rmcp(peer) => Subscription::Rmcp(Box::new(peer.listen(filter).await?)),
+            Through::Lane(lane) => Subscription::Lane(lane.listen(filter).await?),
+        };
         let stop = CancellationToken::new();
         let handler = handler.clone();
         let stopped = stop.clone();
@@ -109,17 +115,17 @@ impl Modern {
                     // for it before it exits. Bounded: dropping the
                     // subscription cancels it too, without waiting.
                     () = stopped.cancelled() => {
-                        let _ = tokio::time::timeout(CANCEL_PATIENCE, subscription.cancel()).await;
+                        subscription.cancel().await;
                         return;
                     }
                     next = subscription.next() => match next {
-                        Ok(Some(notification)) => {
+                        Some(notification) => {
                             if let Some(event) = event_of(notification) {
                                 handler.emit(event);
                             }
                         }
                         // Ended (the upstream closed it, or the session ended).
-                        Ok(None) | Err(_) => return,
+                        None => return,
                     },
                 }
             }
@@ -134,6 +140,38 @@ impl Modern {
         let (listening, reader) = self.lock().listening.take()?;
         listening.cancel();
         Some(reader)
+    }
+}
+
+/// What a listen stream is opened through: rmcp's client, or a 2026-07-28
+/// HTTP session's own requests (see `stateless`).
+pub(crate) enum Through<'a> {
+    Rmcp(&'a Peer<RoleClient>),
+    Lane(&'a Stateless),
+}
+
+/// An open listen stream.
+enum Subscription {
+    Rmcp(Box<rmcp::service::Subscription>),
+    Lane(Listening),
+}
+
+impl Subscription {
+    /// The next notification; `None` once the stream ended.
+    async fn next(&mut self) -> Option<ServerNotification> {
+        match self {
+            Subscription::Rmcp(subscription) => subscription.next().await.ok().flatten(),
+            Subscription::Lane(listening) => listening.next().await,
+        }
+    }
+
+    /// Ends the stream, telling the upstream (bounded: dropping a
+    /// subscription cancels it too, without waiting). Closing the lane's
+    /// stream is how 2026-07-28 cancels it.
+    async fn cancel(self) {
+        if let Subscription::Rmcp(mut subscription) = self {
+            let _ = tokio::time::timeout(CANCEL_PATIENCE, subscription.cancel()).await;
+        }
     }
 }
 

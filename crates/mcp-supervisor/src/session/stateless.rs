@@ -1,29 +1,38 @@
-//! A plain `tools/call`, sent by an HTTP session itself as the one POST
-//! rmcp's client would send, instead of through rmcp's service loop and
-//! HTTP transport worker (docs/DECISIONS.md #79).
+//! Requests an HTTP session sends itself, as the one POST rmcp's client
+//! would send, instead of through rmcp's service loop and HTTP transport
+//! worker (docs/DECISIONS.md #79 and #83):
 //!
-//! The service loop, the transport worker and their channels were about half
-//! of the gateway's CPU per call (docs/BENCHMARKS.md, P5); a call sent here
-//! crosses no task or channel on its way. What rmcp's client does for such a
-//! request, this does too, with the same HTTP client (so the same recording,
-//! authorization, limits and errors):
+//! - a 2025 session's plain `tools/call`s (the service loop, the transport
+//!   worker and their channels were about half of the gateway's CPU per
+//!   call, docs/BENCHMARKS.md, P5);
+//! - every request of a 2026-07-28 session, which keeps no rmcp client once
+//!   open (its channels and tasks were most of the memory of an idle
+//!   session, P4), and its `subscriptions/listen` stream.
+//!
+//! A request sent here crosses no task or channel on its way. What rmcp's
+//! client does for such a request, this does too, with the same HTTP client
+//! (so the same recording, authorization, limits and errors):
 //!
 //! - the same body: for 2026-07-28, `_meta` with the protocol version, our
 //!   client info and capabilities and what the caller adds (log level, a
 //!   downstream's capabilities); a progress token for both generations;
 //! - the same headers: `MCP-Protocol-Version`, the session id (2025), and
-//!   `Mcp-Method` and `Mcp-Name` (2026-07-28);
+//!   SEP-2243's `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` (2026-07-28, see
+//!   `mcp_headers`), with tools whose `x-mcp-header` annotations are
+//!   unusable left out of its listings, as rmcp leaves them out;
 //! - an answer as JSON, or as an event stream whose progress, log messages
 //!   and server-to-client requests go where rmcp would send them, resumed
 //!   with `Last-Event-ID` when it ends early after an event id (SEP-1699);
+//! - a listen stream opened only on its acknowledgement, for no more than
+//!   was asked, ended by anything that does not belong on it;
 //! - cancelling: closing the stream (2026-07-28), and for a 2025 session
 //!   also `notifications/cancelled`, which the session sends through rmcp;
 //! - a 2025 session the upstream has forgotten (404) is rmcp's to
 //!   re-initialize: the call is handed to it (it did not run).
 //!
-//! Only tools whose name travels as a bare header value and whose input
-//! schema promotes no argument to a header (`x-mcp-header`, SEP-2243) take
-//! this way; every other request goes through rmcp.
+//! A 2025 session sends here only calls of tools whose name travels as a
+//! bare header value and whose input schema promotes no argument to a
+//! header; its other requests go through rmcp.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -39,8 +48,10 @@ use http::{HeaderName, HeaderValue};
 use rmcp::{
     ServiceError,
     model::{
-        ClientConfig, ClientJsonRpcMessage, ClientRequest, NumberOrString, ProgressToken,
-        ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult, Tool,
+        ClientConfig, ClientJsonRpcMessage, ClientRequest, GetMeta, JsonObject, NumberOrString,
+        ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+        ServerNotification, ServerResult, SubscriptionFilter, SubscriptionsListenRequest,
+        SubscriptionsListenRequestParams, Tool,
     },
     transport::{
         DynamicTransportError,
@@ -143,8 +154,12 @@ pub(crate) struct Stateless {
     /// Request ids and progress tokens, apart from rmcp's (which count up
     /// from 0 in 32 bits) so the session's links never mix them up.
     next_id: AtomicI64,
-    /// The tools calls may be sent here for, from the last listing.
+    /// A 2025 session's tools whose calls may be sent here, from the last
+    /// listing.
     plain: RwLock<HashSet<String>>,
+    /// A 2026-07-28 session's tools that mark arguments for headers, with
+    /// their input schemas, from the listings (as rmcp's client keeps them).
+    annotated: RwLock<HashMap<String, Arc<JsonObject>>>,
 }
 
 impl std::fmt::Debug for Stateless {
@@ -219,6 +234,7 @@ impl StatelessParts {
             stamp,
             next_id: AtomicI64::new(FIRST_ID),
             plain: RwLock::default(),
+            annotated: RwLock::default(),
         })
     }
 }
@@ -240,8 +256,12 @@ impl Stateless {
         *self.plain.write().unwrap_or_else(|p| p.into_inner()) = plain;
     }
 
-    /// Whether `request` is a call sent here.
+    /// Whether `request` is sent here: every request of a 2026-07-28
+    /// session, a 2025 session's plain tool calls.
     pub(crate) fn takes(&self, request: &ClientRequest) -> bool {
+        if !self.legacy {
+            return true;
+        }
         let ClientRequest::CallToolRequest(call) = request else {
             return false;
         };
@@ -292,13 +312,7 @@ impl Stateless {
         id: RequestId,
         handler: &SessionHandler,
     ) -> Result<ServerResult, Unsent> {
-        let mut headers = self.parts.headers.clone();
-        if let (false, ClientRequest::CallToolRequest(call)) = (self.legacy, &request) {
-            headers.insert(mcp_headers::METHOD, HeaderValue::from_static("tools/call"));
-            if let Ok(name) = HeaderValue::from_str(&call.params.name) {
-                headers.insert(mcp_headers::NAME, name);
-            }
-        }
+        let headers = self.headers(&request);
         let session = self.parts.session.current();
         let message = ClientJsonRpcMessage::request(request, id.clone());
         let posted = self
@@ -313,7 +327,7 @@ impl Stateless {
                 self.parts.limits,
             )
             .await;
-        let answer = match posted {
+        let mut answer = match posted {
             Err(StreamableHttpError::SessionExpired) if self.legacy => return Err(Unsent::Expired),
             Err(error) => Err(transport(error)),
             Ok(StreamableHttpPostResponse::Json(message, _)) => {
@@ -325,7 +339,50 @@ impl Stateless {
             // Nothing else carries an answer to a request.
             Ok(_) => Err(ServiceError::UnexpectedResponse),
         };
+        if let Ok(ServerResult::ListToolsResult(list)) = &mut answer
+            && !self.legacy
+        {
+            self.keep_usable(&mut list.tools);
+        }
         answer.map_err(Unsent::Failed)
+    }
+
+    /// The headers of `request`: the transport's, and for 2026-07-28 the
+    /// SEP-2243 ones.
+    fn headers(&self, request: &ClientRequest) -> HashMap<HeaderName, HeaderValue> {
+        let mut headers = self.parts.headers.clone();
+        if !self.legacy {
+            let schema = match request {
+                ClientRequest::CallToolRequest(call) => self
+                    .annotated
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(call.params.name.as_ref())
+                    .cloned(),
+                _ => None,
+            };
+            headers.extend(mcp_headers::request_headers(request, schema.as_deref()));
+        }
+        headers
+    }
+
+    /// Leaves out listed tools whose `x-mcp-header` annotations are
+    /// unusable, and keeps the schemas of those that mark arguments for
+    /// headers, as rmcp's client does with a 2026-07-28 listing.
+    fn keep_usable(&self, tools: &mut Vec<Tool>) {
+        let mut annotated = self.annotated.write().unwrap_or_else(|p| p.into_inner());
+        tools.retain(|tool| {
+            if let Some(reason) = mcp_headers::unusable_annotations(&tool.input_schema) {
+                tracing::warn!(tool = %tool.name, "leaving out a tool with unusable x-mcp-header annotations: {reason}");
+                return false;
+            }
+            if mcp_headers::promotes_headers(&tool.input_schema) {
+                annotated.insert(tool.name.to_string(), tool.input_schema.clone());
+            } else {
+                annotated.remove(tool.name.as_ref());
+            }
+            true
+        });
     }
 
     /// Reads the answer to `id` from its event stream, resuming it after an
@@ -426,22 +483,11 @@ impl Stateless {
         session: &Option<Arc<str>>,
         handler: &SessionHandler,
     ) -> Option<Result<ServerResult, ServiceError>> {
-        // Only blank and `message` events carry JSON-RPC (as rmcp reads them).
-        if !matches!(event.event.as_deref(), None | Some("" | "message")) {
-            return None;
-        }
-        let data = event.data.filter(|data| !data.is_empty())?;
+        let data = payload(event)?;
         if let Some(answer) = tool_answer(&data) {
             return answer_of(answer, id);
         }
-        let message = match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
-            Ok(message) => message,
-            Err(error) => {
-                tracing::debug!(%error, "skipping an event that is not JSON-RPC");
-                return None;
-            }
-        };
-        match message {
+        match message_of(&data)? {
             ServerJsonRpcMessage::Notification(notification) => {
                 handler.notified(notification.notification);
                 None
@@ -452,6 +498,77 @@ impl Stateless {
                 None
             }
             answer => answer_of(answer, id),
+        }
+    }
+
+    /// Opens a `subscriptions/listen` stream for `filter` and waits for its
+    /// acknowledgement, as rmcp's client does: the first message must
+    /// acknowledge this request, for no more than was asked.
+    pub(crate) async fn listen(
+        &self,
+        filter: SubscriptionFilter,
+    ) -> Result<Listening, ServiceError> {
+        let params = SubscriptionsListenRequestParams::new(filter.clone());
+        let mut request =
+            ClientRequest::SubscriptionsListenRequest(SubscriptionsListenRequest::new(params));
+        let (id, token) = self.next_id();
+        self.stamp(&mut request, None, token);
+        let headers = self.headers(&request);
+        let message = ClientJsonRpcMessage::request(request, id.clone());
+        let posted = self
+            .parts
+            .client
+            .post(
+                self.parts.uri.clone(),
+                message,
+                None,
+                self.parts.auth.clone(),
+                headers,
+                self.parts.limits,
+            )
+            .await;
+        let mut events = match posted {
+            Ok(StreamableHttpPostResponse::Sse(events, _)) => events,
+            Ok(StreamableHttpPostResponse::Json(message, _)) => {
+                return Err(match answer_of(message, &id) {
+                    Some(Err(error)) => error,
+                    _ => ServiceError::UnexpectedResponse,
+                });
+            }
+            Ok(_) => return Err(ServiceError::UnexpectedResponse),
+            Err(error) => return Err(transport(error)),
+        };
+        loop {
+            let event = match events.next().await {
+                Some(Ok(event)) => event,
+                Some(Err(error)) => return Err(transport(StreamableHttpError::Sse(error))),
+                None => return Err(ServiceError::TransportClosed),
+            };
+            let Some(message) = payload(event).and_then(|data| message_of(&data)) else {
+                continue;
+            };
+            return match message {
+                ServerJsonRpcMessage::Notification(notification) => {
+                    let notification = notification.notification;
+                    let ours = notification.get_meta().subscription_id().as_ref() == Some(&id);
+                    match notification {
+                        ServerNotification::SubscriptionsAcknowledgedNotification(acknowledged)
+                            if ours && acknowledged.params.notifications.is_subset_of(&filter) =>
+                        {
+                            Ok(Listening {
+                                events,
+                                id,
+                                accepted: acknowledged.params.notifications,
+                            })
+                        }
+                        _ => Err(ServiceError::UnexpectedResponse),
+                    }
+                }
+                answer => Err(match answer_of(answer, &id) {
+                    Some(Err(error)) => error,
+                    _ => ServiceError::UnexpectedResponse,
+                }),
+            };
         }
     }
 
@@ -484,6 +601,75 @@ impl Stateless {
                 tracing::debug!(%error, "could not answer the upstream's request");
             }
         });
+    }
+}
+
+/// An acknowledged `subscriptions/listen` stream opened by [`Stateless`].
+/// Dropping it closes the stream, which for 2026-07-28 ends the
+/// subscription.
+pub(crate) struct Listening {
+    events: Events,
+    id: RequestId,
+    accepted: SubscriptionFilter,
+}
+
+impl Listening {
+    /// The next notification of the subscription; `None` once it ended (the
+    /// stream closed, a final answer, or a message it may not carry).
+    pub(crate) async fn next(&mut self) -> Option<ServerNotification> {
+        loop {
+            let event = self.events.next().await?.ok()?;
+            let Some(message) = payload(event).and_then(|data| message_of(&data)) else {
+                continue;
+            };
+            let ServerJsonRpcMessage::Notification(notification) = message else {
+                return None;
+            };
+            let notification = notification.notification;
+            let ours = notification.get_meta().subscription_id().as_ref() == Some(&self.id);
+            return (ours && accepts(&self.accepted, &notification)).then_some(notification);
+        }
+    }
+}
+
+/// Whether a subscription acknowledged for `accepted` may carry `notification`.
+fn accepts(accepted: &SubscriptionFilter, notification: &ServerNotification) -> bool {
+    match notification {
+        ServerNotification::ToolListChangedNotification(_) => {
+            accepted.tools_list_changed == Some(true)
+        }
+        ServerNotification::PromptListChangedNotification(_) => {
+            accepted.prompts_list_changed == Some(true)
+        }
+        ServerNotification::ResourceListChangedNotification(_) => {
+            accepted.resources_list_changed == Some(true)
+        }
+        ServerNotification::ResourceUpdatedNotification(updated) => accepted
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.contains(&updated.params.uri)),
+        // Nothing else belongs on it (rmcp ends the subscription on them).
+        _ => false,
+    }
+}
+
+/// The data of an event that carries JSON-RPC (blank and `message` events,
+/// as rmcp reads them).
+fn payload(event: Sse) -> Option<String> {
+    if !matches!(event.event.as_deref(), None | Some("" | "message")) {
+        return None;
+    }
+    event.data.filter(|data| !data.is_empty())
+}
+
+/// `data` as a JSON-RPC message; anything else is skipped, as rmcp does.
+fn message_of(data: &str) -> Option<ServerJsonRpcMessage> {
+    match serde_json::from_str(data) {
+        Ok(message) => Some(message),
+        Err(error) => {
+            tracing::debug!(%error, "skipping an event that is not JSON-RPC");
+            None
+        }
     }
 }
 
@@ -607,6 +793,20 @@ mod tests {
         /// JSON, naming a session; a request that names it gets 404 (the
         /// upstream forgot it).
         Forgets,
+        /// A listen stream: its first message as given, then a tool list
+        /// change for it, then one for another subscription.
+        Listens(First),
+    }
+
+    /// The first message of a scripted listen stream.
+    #[derive(Clone, Copy)]
+    enum First {
+        /// Acknowledges what was asked.
+        Acknowledged,
+        /// Acknowledges prompt changes too, which were not asked for.
+        Wider,
+        /// A list change before any acknowledgement.
+        Unacknowledged,
     }
 
     #[derive(Default)]
@@ -644,6 +844,7 @@ mod tests {
         let id = request["id"].clone();
         let token = request["params"]["_meta"]["progressToken"].clone();
         let names_session = headers.contains_key("mcp-session-id");
+        let asked = request["params"]["notifications"].clone();
         upstream.seen.lock().unwrap().posts.push((headers, request));
         match upstream.script {
             Script::Forgets if names_session => Response::builder()
@@ -667,6 +868,27 @@ mod tests {
                 message(&answer(&id)),
             ]),
             Script::CutAfterId => events(&["id: e1\nretry: 5\ndata: \n\n".to_owned()]),
+            Script::Listens(first) => {
+                let changed = |subscription: &Value| {
+                    message(
+                        &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": subscription}}}),
+                    )
+                };
+                let mut accepted = asked;
+                if let First::Wider = first {
+                    accepted["promptsListChanged"] = json!(true);
+                }
+                let acknowledged = message(&json!({"jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": {"notifications": accepted,
+                        "_meta": {"io.modelcontextprotocol/subscriptionId": id}}}));
+                let opening = match first {
+                    First::Unacknowledged => changed(&id),
+                    First::Acknowledged | First::Wider => acknowledged,
+                };
+                events(&[opening, changed(&id), changed(&json!("another"))])
+            }
             Script::CutEmpty => events(&[]),
         }
     }
@@ -853,6 +1075,85 @@ mod tests {
         assert!(upstream.seen.lock().unwrap().resumed_from.is_empty());
     }
 
+    fn tool_changes() -> SubscriptionFilter {
+        let mut filter = SubscriptionFilter::new();
+        filter.tools_list_changed = Some(true);
+        filter
+    }
+
+    #[tokio::test]
+    async fn a_listen_stream_opens_on_its_acknowledgement_and_carries_its_own_notifications() {
+        let (lane, upstream) = lane(Script::Listens(First::Acknowledged)).await;
+        let mut listening = lane.listen(tool_changes()).await.expect("acknowledged");
+        assert!(matches!(
+            listening.next().await,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ));
+        // One for another subscription ends it, as rmcp ends it.
+        assert!(listening.next().await.is_none());
+        let seen = upstream.seen.lock().unwrap();
+        let (headers, body) = &seen.posts[0];
+        assert_eq!(body["method"], "subscriptions/listen");
+        assert_eq!(body["params"]["notifications"]["toolsListChanged"], true);
+        assert_eq!(
+            headers.get("mcp-method").and_then(|v| v.to_str().ok()),
+            Some("subscriptions/listen")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_listen_stream_acknowledged_for_more_or_not_at_all_is_refused() {
+        for first in [First::Wider, First::Unacknowledged] {
+            let (lane, _upstream) = lane(Script::Listens(first)).await;
+            assert!(matches!(
+                lane.listen(tool_changes()).await,
+                Err(ServiceError::UnexpectedResponse)
+            ));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_2026_listing_leaves_out_tools_with_unusable_annotations_and_keeps_marked_ones() {
+        let (lane, upstream) = lane(Script::Json).await;
+        let tool = |name: &str, schema: Value| {
+            Tool::new(
+                name.to_owned(),
+                "",
+                Arc::new(schema.as_object().cloned().unwrap_or_default()),
+            )
+        };
+        let mut tools = vec![
+            tool("echo", json!({"type": "object"})),
+            tool("root", json!({"type": "object", "x-mcp-header": "Root"})),
+            tool(
+                "region",
+                json!({"type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+            ),
+        ];
+        lane.keep_usable(&mut tools);
+        let names: Vec<_> = tools.iter().map(|tool| tool.name.to_string()).collect();
+        assert_eq!(names, ["echo", "region"]);
+        // A call of the marked tool carries its argument as a header.
+        let mut params = CallToolRequestParams::new("region");
+        params.arguments = json!({"region": "eu"}).as_object().cloned();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let (id, _) = lane.next_id();
+        assert!(
+            lane.send(request, id, &SessionHandler::default())
+                .await
+                .is_ok()
+        );
+        let seen = upstream.seen.lock().unwrap();
+        assert_eq!(
+            seen.posts[0]
+                .0
+                .get("mcp-param-region")
+                .and_then(|v| v.to_str().ok()),
+            Some("eu")
+        );
+    }
+
     #[test]
     fn a_tool_answer_read_straight_is_what_rmcp_reads() {
         let answers = [
@@ -913,8 +1214,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn calls_of_unlisted_or_header_promoting_tools_are_left_to_rmcp() {
-        let (lane, _upstream) = lane(Script::Json).await;
+    async fn a_2025_session_sends_only_calls_of_listed_plain_tools_here() {
+        let (legacy, _upstream) = lane_of(Script::Json, ProtocolVersion::V_2025_11_25).await;
         let tool = |name: &str, schema: Value| {
             Tool::new(
                 name.to_owned(),
@@ -922,7 +1223,7 @@ mod tests {
                 Arc::new(schema.as_object().cloned().unwrap_or_default()),
             )
         };
-        lane.listed(&[
+        legacy.listed(&[
             tool("echo", json!({"type": "object"})),
             tool(
                 "region",
@@ -930,9 +1231,13 @@ mod tests {
                 "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
             ),
         ]);
-        assert!(lane.takes(&call("echo")));
-        assert!(!lane.takes(&call("region")));
-        assert!(!lane.takes(&call("unlisted")));
-        assert!(!lane.takes(&ClientRequest::PingRequest(Default::default())));
+        assert!(legacy.takes(&call("echo")));
+        assert!(!legacy.takes(&call("region")));
+        assert!(!legacy.takes(&call("unlisted")));
+        assert!(!legacy.takes(&ClientRequest::PingRequest(Default::default())));
+        // A 2026-07-28 session sends everything here.
+        let (modern, _upstream) = lane(Script::Json).await;
+        assert!(modern.takes(&call("unlisted")));
+        assert!(modern.takes(&ClientRequest::PingRequest(Default::default())));
     }
 }
