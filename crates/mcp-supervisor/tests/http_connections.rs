@@ -124,6 +124,27 @@ async fn calls_to_a_2026_upstream_reuse_pooled_connections() {
     );
 }
 
+/// A busy process answers late on every connection: its probe pings are
+/// slow without the connection stalling, and must not turn reuse off (which
+/// would cost a TCP connection per request to the upstream from then on).
+#[tokio::test]
+async fn a_busy_runtime_is_not_taken_for_a_stalling_upstream() {
+    let server = TestServer::start(TestServerOptions::legacy())
+        .await
+        .unwrap();
+    // Something else on this runtime holds it 40 ms at a time.
+    let busy = tokio::spawn(async {
+        loop {
+            std::thread::sleep(Duration::from_millis(40));
+            tokio::task::yield_now().await;
+        }
+    });
+    let clients = shared_http_client();
+    let _session = open(&server, &clients).await;
+    busy.abort();
+    assert_eq!(verdict(&server, &clients), Reuse::Works);
+}
+
 #[tokio::test]
 async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
     let server = TestServer::start(TestServerOptions {

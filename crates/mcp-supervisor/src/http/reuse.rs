@@ -9,7 +9,9 @@
 //! escapes it, which is why rmcp's default (a connection per request) does not
 //! see the stall. We cannot fix third-party servers, so the first session to an
 //! origin probes it with a few `ping`s; if they stall, every later request to
-//! that origin goes through a client that never reuses connections.
+//! that origin goes through a client that never reuses connections. A ping
+//! answered late while the process itself ran late (many sessions starting
+//! at once) does not count (docs/DECISIONS.md #84).
 
 use std::{
     collections::HashMap,

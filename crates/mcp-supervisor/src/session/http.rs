@@ -238,19 +238,23 @@ const PING_PATIENCE: Duration = Duration::from_millis(500);
 /// Times up to [`PROBE_PINGS`] `ping`s on the new session's reused
 /// connection. Anything but a clear stall (including a ping error or the
 /// deadline) keeps reuse: a false "stalls" only costs speed, but so would
-/// probing every connect.
+/// probing every connect. A ping that was slow while this runtime itself was
+/// running late (a busy process or machine: many sessions starting at once)
+/// proves nothing about the connection and is not counted.
 async fn probe_reuse(
     service: &RunningService<RoleClient, SessionHandler>,
     deadline: Instant,
 ) -> Reuse {
     let mut round_trips = Vec::with_capacity(PROBE_PINGS);
-    while round_trips.len() < PROBE_PINGS {
+    for _ in 0..PROBE_PINGS {
         let started = Instant::now();
         let ping = service.send_request(probe_request(service));
         // A server that does not answer pings must not hold the connect up.
         let patience = deadline.min(started + PING_PATIENCE);
-        match tokio::time::timeout_at(patience, ping).await {
-            Ok(Ok(_)) => round_trips.push(started.elapsed()),
+        let (answered, lag) = timing_lag(tokio::time::timeout_at(patience, ping)).await;
+        match answered {
+            Ok(Ok(_)) if lag < RUNTIME_LAG => round_trips.push(started.elapsed()),
+            Ok(Ok(_)) => {}
             Ok(Err(_)) | Err(_) => return Reuse::Works,
         }
         if let Some(verdict) = stall_verdict(&round_trips) {
@@ -258,6 +262,27 @@ async fn probe_reuse(
         }
     }
     Reuse::Works
+}
+
+/// How late this runtime may run a timer while a probe ping is out, for the
+/// ping's time to be the connection's (a stall is 40 ms of an idle wait).
+const RUNTIME_LAG: Duration = Duration::from_millis(10);
+
+/// Runs `work`, measuring how late this runtime ran 1 ms timers meanwhile:
+/// the worst delay seen.
+async fn timing_lag<F: Future>(work: F) -> (F::Output, Duration) {
+    const TICK: Duration = Duration::from_millis(1);
+    let mut worst = Duration::ZERO;
+    let mut work = std::pin::pin!(work);
+    loop {
+        let before = Instant::now();
+        tokio::select! {
+            output = &mut work => return (output, worst),
+            () = tokio::time::sleep(TICK) => {
+                worst = worst.max(before.elapsed().saturating_sub(TICK));
+            }
+        }
+    }
 }
 
 /// The cheapest request an upstream answers: `ping`, which protocol
