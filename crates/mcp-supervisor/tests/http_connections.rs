@@ -62,11 +62,15 @@ async fn calls_reuse_pooled_connections() {
         Reuse::Works,
         "loopback pings to a TCP_NODELAY server took >= 30 ms: is the machine overloaded?"
     );
+    assert_calls_share_a_connection(&server, &session).await;
+}
+
+/// One pooled connection carries `CALLS` sequential calls (the standalone
+/// GET stream may hold another); a connection per call would be 30.
+async fn assert_calls_share_a_connection(server: &TestServer, session: &Session) {
     let before = server.connections_accepted();
-    call_echo_times(&session, CALLS).await;
+    call_echo_times(session, CALLS).await;
     let opened = server.connections_accepted() - before;
-    // One pooled connection carries the calls (the standalone GET stream
-    // holds another); a connection per call would be 30.
     assert!(
         opened <= 2,
         "{opened} new TCP connections for {CALLS} sequential calls"
@@ -115,13 +119,7 @@ async fn calls_to_a_2026_upstream_reuse_pooled_connections() {
         session.protocol_version(),
         Some(rmcp::model::ProtocolVersion::V_2026_07_28)
     );
-    let before = server.connections_accepted();
-    call_echo_times(&session, CALLS).await;
-    let opened = server.connections_accepted() - before;
-    assert!(
-        opened <= 2,
-        "{opened} new TCP connections for {CALLS} sequential calls"
-    );
+    assert_calls_share_a_connection(&server, &session).await;
 }
 
 /// A busy process answers late on every connection: its probe pings are

@@ -404,86 +404,20 @@ impl Session {
     pub async fn list_surface(&self, deadline: Instant) -> Result<Surface, Failure> {
         let capabilities = self.capabilities();
         let listing = async {
-            use ClientRequest as Request;
-            use ServerResult as Answer;
             let tools = match capabilities.tools {
-                Some(_) => match &self.service {
-                    Some(service) => service.peer().list_all_tools().await?,
-                    None => {
-                        self.list_all(
-                            |params| {
-                                Request::ListToolsRequest(RequestOptionalParam::with_param(params))
-                            },
-                            |answer| match answer {
-                                Answer::ListToolsResult(page) => {
-                                    Some((page.tools, page.next_cursor))
-                                }
-                                _ => None,
-                            },
-                        )
-                        .await?
-                    }
-                },
+                Some(_) => self.all_tools().await?,
                 None => Vec::new(),
             };
-            let prompts = match (&capabilities.prompts, &self.service) {
-                (None, _) => Vec::new(),
-                (Some(_), Some(service)) => optional(service.peer().list_all_prompts().await)?,
-                (Some(_), None) => optional(
-                    self.list_all(
-                        |params| {
-                            Request::ListPromptsRequest(RequestOptionalParam::with_param(params))
-                        },
-                        |answer| match answer {
-                            Answer::ListPromptsResult(page) => {
-                                Some((page.prompts, page.next_cursor))
-                            }
-                            _ => None,
-                        },
-                    )
-                    .await,
-                )?,
+            let prompts = match capabilities.prompts {
+                Some(_) => optional(self.all_prompts().await)?,
+                None => Vec::new(),
             };
-            let (resources, templates) = match (&capabilities.resources, &self.service) {
-                (None, _) => (Vec::new(), Vec::new()),
-                (Some(_), Some(service)) => (
-                    optional(service.peer().list_all_resources().await)?,
-                    optional(service.peer().list_all_resource_templates().await)?,
+            let (resources, templates) = match capabilities.resources {
+                Some(_) => (
+                    optional(self.all_resources().await)?,
+                    optional(self.all_templates().await)?,
                 ),
-                (Some(_), None) => (
-                    optional(
-                        self.list_all(
-                            |params| {
-                                Request::ListResourcesRequest(RequestOptionalParam::with_param(
-                                    params,
-                                ))
-                            },
-                            |answer| match answer {
-                                Answer::ListResourcesResult(page) => {
-                                    Some((page.resources, page.next_cursor))
-                                }
-                                _ => None,
-                            },
-                        )
-                        .await,
-                    )?,
-                    optional(
-                        self.list_all(
-                            |params| {
-                                Request::ListResourceTemplatesRequest(
-                                    RequestOptionalParam::with_param(params),
-                                )
-                            },
-                            |answer| match answer {
-                                Answer::ListResourceTemplatesResult(page) => {
-                                    Some((page.resource_templates, page.next_cursor))
-                                }
-                                _ => None,
-                            },
-                        )
-                        .await,
-                    )?,
-                ),
+                None => (Vec::new(), Vec::new()),
             };
             Ok::<_, ServiceError>(Surface {
                 tools,
@@ -506,6 +440,91 @@ impl Session {
             }
             Ok(Err(error)) => Err(self.classify(&error, Phase::Connect)),
             Err(_) => Err(Failure::timeout("no answer to the listing in time")),
+        }
+    }
+
+    // The upstream's lists, every page: through rmcp's client while the
+    // session has one, else through the lane.
+
+    async fn all_tools(&self) -> Result<Vec<Tool>, ServiceError> {
+        match &self.service {
+            Some(service) => service.peer().list_all_tools().await,
+            None => {
+                self.list_all(
+                    |params| {
+                        ClientRequest::ListToolsRequest(RequestOptionalParam::with_param(params))
+                    },
+                    |answer| match answer {
+                        ServerResult::ListToolsResult(page) => Some((page.tools, page.next_cursor)),
+                        _ => None,
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    async fn all_prompts(&self) -> Result<Vec<Prompt>, ServiceError> {
+        match &self.service {
+            Some(service) => service.peer().list_all_prompts().await,
+            None => {
+                self.list_all(
+                    |params| {
+                        ClientRequest::ListPromptsRequest(RequestOptionalParam::with_param(params))
+                    },
+                    |answer| match answer {
+                        ServerResult::ListPromptsResult(page) => {
+                            Some((page.prompts, page.next_cursor))
+                        }
+                        _ => None,
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    async fn all_resources(&self) -> Result<Vec<Resource>, ServiceError> {
+        match &self.service {
+            Some(service) => service.peer().list_all_resources().await,
+            None => {
+                self.list_all(
+                    |params| {
+                        ClientRequest::ListResourcesRequest(RequestOptionalParam::with_param(
+                            params,
+                        ))
+                    },
+                    |answer| match answer {
+                        ServerResult::ListResourcesResult(page) => {
+                            Some((page.resources, page.next_cursor))
+                        }
+                        _ => None,
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    async fn all_templates(&self) -> Result<Vec<ResourceTemplate>, ServiceError> {
+        match &self.service {
+            Some(service) => service.peer().list_all_resource_templates().await,
+            None => {
+                self.list_all(
+                    |params| {
+                        ClientRequest::ListResourceTemplatesRequest(
+                            RequestOptionalParam::with_param(params),
+                        )
+                    },
+                    |answer| match answer {
+                        ServerResult::ListResourceTemplatesResult(page) => {
+                            Some((page.resource_templates, page.next_cursor))
+                        }
+                        _ => None,
+                    },
+                )
+                .await
+            }
         }
     }
 

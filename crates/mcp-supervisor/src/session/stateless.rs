@@ -314,18 +314,8 @@ impl Stateless {
     ) -> Result<ServerResult, Unsent> {
         let headers = self.headers(&request);
         let session = self.parts.session.current();
-        let message = ClientJsonRpcMessage::request(request, id.clone());
         let posted = self
-            .parts
-            .client
-            .post(
-                self.parts.uri.clone(),
-                message,
-                session.clone(),
-                self.parts.auth.clone(),
-                headers.clone(),
-                self.parts.limits,
-            )
+            .post(request, &id, session.clone(), headers.clone())
             .await;
         let mut answer = match posted {
             Err(StreamableHttpError::SessionExpired) if self.legacy => return Err(Unsent::Expired),
@@ -345,6 +335,28 @@ impl Stateless {
             self.keep_usable(&mut list.tools);
         }
         answer.map_err(Unsent::Failed)
+    }
+
+    /// Posts `request` as request `id` of `session`, with `headers`.
+    async fn post(
+        &self,
+        request: ClientRequest,
+        id: &RequestId,
+        session: Option<Arc<str>>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let message = ClientJsonRpcMessage::request(request, id.clone());
+        self.parts
+            .client
+            .post(
+                self.parts.uri.clone(),
+                message,
+                session,
+                self.parts.auth.clone(),
+                headers,
+                self.parts.limits,
+            )
+            .await
     }
 
     /// The headers of `request`: the transport's, and for 2026-07-28 the
@@ -514,20 +526,7 @@ impl Stateless {
         let (id, token) = self.next_id();
         self.stamp(&mut request, None, token);
         let headers = self.headers(&request);
-        let message = ClientJsonRpcMessage::request(request, id.clone());
-        let posted = self
-            .parts
-            .client
-            .post(
-                self.parts.uri.clone(),
-                message,
-                None,
-                self.parts.auth.clone(),
-                headers,
-                self.parts.limits,
-            )
-            .await;
-        let mut events = match posted {
+        let mut events = match self.post(request, &id, None, headers).await {
             Ok(StreamableHttpPostResponse::Sse(events, _)) => events,
             Ok(StreamableHttpPostResponse::Json(message, _)) => {
                 return Err(match answer_of(message, &id) {
