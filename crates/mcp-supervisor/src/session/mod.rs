@@ -72,7 +72,7 @@ pub struct Session {
     /// An OAuth session's tokens (see [`crate::oauth::on_session`]).
     tokens: Option<crate::oauth::TokenFile>,
     /// What an HTTP session sends without rmcp's client (see `stateless`).
-    stateless: Option<stateless::Stateless>,
+    stateless: Option<Arc<stateless::Stateless>>,
 }
 
 impl Session {
@@ -102,7 +102,9 @@ impl Session {
     /// (docs/DECISIONS.md #83).
     pub(crate) async fn sending_through_lane(mut self, parts: stateless::StatelessParts) -> Self {
         let us = rmcp::ClientHandler::get_info(&self.handler);
-        self.stateless = parts.for_version(self.protocol_version().as_ref(), &us);
+        self.stateless = parts
+            .for_version(self.protocol_version().as_ref(), &us)
+            .map(Arc::new);
         if self.stateless.as_ref().is_some_and(|lane| !lane.legacy()) {
             // rmcp's transport ends `ended` as it goes; the session goes on.
             self.ended = CancellationToken::new();
@@ -165,8 +167,8 @@ impl Session {
     async fn listen(&self, modern: &modern::Modern) {
         let capabilities = self.capabilities();
         let through = match (&self.service, &self.stateless) {
-            (Some(service), _) => modern::Through::Rmcp(service.peer()),
-            (None, Some(lane)) => modern::Through::Lane(lane),
+            (Some(service), _) => modern::Through::Rmcp(service.peer().clone()),
+            (None, Some(lane)) => modern::Through::Lane(Arc::clone(lane)),
             (None, None) => return,
         };
         let listening = modern.listen(through, &capabilities, &self.handler);

@@ -6,7 +6,7 @@
 //!   request: a modern session holds one open while the upstream can announce
 //!   anything, with the resource URIs subscribed through it, and reopens it
 //!   when that set changes (`resources/subscribe` and `unsubscribe` become
-//!   changes to it);
+//!   changes to it) or when the upstream ends it (docs/DECISIONS.md #85);
 //! - the log level is sent with every request (`_meta`) instead of
 //!   `logging/setLevel`.
 
@@ -83,7 +83,7 @@ impl Modern {
     /// listen for closes it. What arrives goes to `handler` as session events.
     pub(crate) async fn listen(
         &self,
-        through: Through<'_>,
+        through: Through,
         capabilities: &ServerCapabilities,
         handler: &SessionHandler,
     ) -> Result<(), rmcp::ServiceError> {
@@ -100,34 +100,69 @@ impl Modern {
         let Some(filter) = filter else {
             return Ok(());
         };
-        let mut subscription = match through {
-            Through::Rmcp(peer) => Subscription::Rmcp(Box::new(peer.listen(filter).await?)),
-            Through::Lane(lane) => Subscription::Lane(lane.listen(filter).await?),
-        };
+        let mut subscription = through.open(filter.clone()).await?;
         let stop = CancellationToken::new();
         let handler = handler.clone();
         let stopped = stop.clone();
         let reader = tokio::spawn(async move {
+            let mut pause = REOPEN_FIRST;
             loop {
-                tokio::select! {
-                    // Tell the upstream before the session closes: a stdio
-                    // server holding the stream open would otherwise wait
-                    // for it before it exits. Bounded: dropping the
-                    // subscription cancels it too, without waiting.
-                    () = stopped.cancelled() => {
-                        subscription.cancel().await;
-                        return;
-                    }
-                    next = subscription.next() => match next {
-                        Some(notification) => {
-                            if let Some(event) = event_of(notification) {
-                                handler.emit(event);
-                            }
+                let opened = tokio::time::Instant::now();
+                loop {
+                    tokio::select! {
+                        // Tell the upstream before the session closes: a
+                        // stdio server holding the stream open would
+                        // otherwise wait for it before it exits. Bounded:
+                        // dropping the subscription cancels it too, without
+                        // waiting.
+                        () = stopped.cancelled() => {
+                            subscription.cancel().await;
+                            return;
                         }
-                        // Ended (the upstream closed it, or the session ended).
-                        None => return,
-                    },
+                        next = subscription.next() => match next {
+                            Some(notification) => {
+                                if let Some(event) = event_of(notification) {
+                                    handler.emit(event);
+                                }
+                            }
+                            None => break,
+                        },
+                    }
                 }
+                // The upstream ended it (a proxy's idle timeout, a restart):
+                // open it again, after a pause that grows while it keeps
+                // ending soon. Changes in between may have been missed, so
+                // everything listened for is reported changed once it is
+                // open again. A session that ended ends this too.
+                if opened.elapsed() >= REOPEN_CALM {
+                    pause = REOPEN_FIRST;
+                }
+                subscription = loop {
+                    tokio::select! {
+                        () = stopped.cancelled() => return,
+                        () = tokio::time::sleep(pause) => {}
+                    }
+                    pause = (pause * 2).min(REOPEN_MOST);
+                    let reopened = tokio::select! {
+                        () = stopped.cancelled() => return,
+                        reopened = tokio::time::timeout(REOPEN_PATIENCE, through.open(filter.clone())) => reopened,
+                    };
+                    match reopened {
+                        Ok(Ok(again)) => {
+                            missed(&filter)
+                                .into_iter()
+                                .for_each(|event| handler.emit(event));
+                            break again;
+                        }
+                        Ok(Err(rmcp::ServiceError::TransportClosed)) => return,
+                        Ok(Err(error)) => {
+                            tracing::debug!(%error, "reopening subscriptions/listen failed")
+                        }
+                        Err(_) => {
+                            tracing::debug!("subscriptions/listen was not acknowledged in time")
+                        }
+                    }
+                };
             }
         });
         self.lock().listening = Some((stop, reader));
@@ -143,11 +178,29 @@ impl Modern {
     }
 }
 
+/// The first pause before a listen stream the upstream ended is opened
+/// again; it doubles while reopened streams keep ending within
+/// [`REOPEN_CALM`], up to [`REOPEN_MOST`].
+const REOPEN_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+const REOPEN_MOST: std::time::Duration = std::time::Duration::from_secs(60);
+const REOPEN_CALM: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long reopening a listen stream may wait for its acknowledgement.
+const REOPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What a listen stream is opened through: rmcp's client, or a 2026-07-28
 /// HTTP session's own requests (see `stateless`).
-pub(crate) enum Through<'a> {
-    Rmcp(&'a Peer<RoleClient>),
-    Lane(&'a Stateless),
+pub(crate) enum Through {
+    Rmcp(Peer<RoleClient>),
+    Lane(Arc<Stateless>),
+}
+
+impl Through {
+    async fn open(&self, filter: SubscriptionFilter) -> Result<Subscription, rmcp::ServiceError> {
+        Ok(match self {
+            Through::Rmcp(peer) => Subscription::Rmcp(Box::new(peer.listen(filter).await?)),
+            Through::Lane(lane) => Subscription::Lane(lane.listen(filter).await?),
+        })
+    }
 }
 
 /// An open listen stream.
@@ -207,6 +260,25 @@ fn filter(
         || filter.resources_list_changed.is_some()
         || filter.resource_subscriptions.is_some();
     anything.then_some(filter)
+}
+
+/// What a listen stream for `filter` may have announced while it was down.
+fn missed(filter: &SubscriptionFilter) -> Vec<SessionEvent> {
+    let lists = [
+        (filter.tools_list_changed, ListKind::Tools),
+        (filter.prompts_list_changed, ListKind::Prompts),
+        (filter.resources_list_changed, ListKind::Resources),
+    ];
+    let changed = lists
+        .into_iter()
+        .filter(|(on, _)| *on == Some(true))
+        .map(|(_, kind)| SessionEvent::ListChanged(kind));
+    let updated = filter
+        .resource_subscriptions
+        .iter()
+        .flatten()
+        .map(|uri| SessionEvent::ResourceUpdated { uri: uri.clone() });
+    changed.chain(updated).collect()
 }
 
 fn event_of(notification: ServerNotification) -> Option<SessionEvent> {

@@ -1101,6 +1101,51 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_listen_stream_the_upstream_ends_is_opened_again_and_what_it_missed_reported() {
+        use crate::session::{
+            ListKind, SessionEvent,
+            modern::{Modern, Through},
+        };
+        let (lane, upstream) = lane(Script::Listens(First::Acknowledged)).await;
+        let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let handler = SessionHandler::new(events);
+        let capabilities = rmcp::model::ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let modern = Modern::default();
+        modern
+            .listen(Through::Lane(Arc::new(lane)), &capabilities, &handler)
+            .await
+            .expect("acknowledged");
+        // The change it carried; then, once it ended (a notification for
+        // another subscription ends it) and was opened again, the change
+        // that may have been missed meanwhile.
+        for _ in 0..2 {
+            let event = tokio::time::timeout(Duration::from_secs(10), received.recv()).await;
+            assert!(
+                matches!(event, Ok(Some(SessionEvent::ListChanged(ListKind::Tools)))),
+                "{event:?}"
+            );
+        }
+        let listens = |upstream: &Upstream| {
+            let seen = upstream.seen.lock().unwrap();
+            seen.posts
+                .iter()
+                .filter(|(_, body)| body["method"] == "subscriptions/listen")
+                .count()
+        };
+        assert!(listens(&upstream) >= 2);
+        if let Some(reader) = modern.stop() {
+            let _ = reader.await;
+        }
+        // Stopped: not opened again.
+        let after = listens(&upstream);
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        assert_eq!(listens(&upstream), after);
+    }
+
+    #[tokio::test]
     async fn a_listen_stream_acknowledged_for_more_or_not_at_all_is_refused() {
         for first in [First::Wider, First::Unacknowledged] {
             let (lane, _upstream) = lane(Script::Listens(first)).await;
