@@ -108,8 +108,10 @@ impl Session {
         if self.stateless.as_ref().is_some_and(|lane| !lane.legacy()) {
             // rmcp's transport ends `ended` as it goes; the session goes on.
             self.ended = CancellationToken::new();
+            // Bounded: a wind-down that takes longer goes on in the
+            // background (there is nothing to tell a 2026-07-28 upstream).
             if let Some(service) = self.service.take() {
-                let _ = service.cancel().await;
+                let _ = tokio::time::timeout(WIND_DOWN_PATIENCE, service.cancel()).await;
             }
         }
         self
@@ -661,6 +663,10 @@ impl Session {
         crate::oauth::on_session(failure, error, self.tokens.as_ref(), phase)
     }
 }
+
+/// How long a 2026-07-28 HTTP session waits for rmcp's client to wind down
+/// once open (it has nothing to send; it takes milliseconds).
+const WIND_DOWN_PATIENCE: Duration = Duration::from_secs(1);
 
 /// How long opening a `subscriptions/listen` stream may take.
 const LISTEN_PATIENCE: Duration = Duration::from_secs(5);
