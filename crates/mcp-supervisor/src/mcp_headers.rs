@@ -25,7 +25,10 @@ const PARAM_PREFIX: &str = "mcp-param-";
 const BASE64_PREFIX: &str = "=?base64?";
 const BASE64_SUFFIX: &str = "?=";
 
-/// Whether `value` goes into a header as it is (rmcp Base64-wraps the rest).
+/// Whether `value` is a plain header value: printable ASCII without spaces,
+/// not looking like the Base64 wrapping. A stricter test than `encoded`'s
+/// (which also sends inner spaces as they are): where a header must simply
+/// equal the body's value.
 pub(crate) fn bare_header_value(value: &str) -> bool {
     !value.is_empty()
         && value.bytes().all(|b| (0x21..=0x7e).contains(&b))

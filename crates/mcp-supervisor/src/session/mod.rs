@@ -408,18 +408,70 @@ impl Session {
     pub async fn list_surface(&self, deadline: Instant) -> Result<Surface, Failure> {
         let capabilities = self.capabilities();
         let listing = async {
+            use ClientRequest as Ask;
+            use ServerResult as Page;
             let tools = match capabilities.tools {
-                Some(_) => self.all_tools().await?,
+                Some(_) => {
+                    self.list_every(
+                        |peer| async move { peer.list_all_tools().await },
+                        |params| Ask::ListToolsRequest(RequestOptionalParam::with_param(params)),
+                        |page| match page {
+                            Page::ListToolsResult(page) => Some((page.tools, page.next_cursor)),
+                            _ => None,
+                        },
+                    )
+                    .await?
+                }
                 None => Vec::new(),
             };
             let prompts = match capabilities.prompts {
-                Some(_) => optional(self.all_prompts().await)?,
+                Some(_) => optional(
+                    self.list_every(
+                        |peer| async move { peer.list_all_prompts().await },
+                        |params| Ask::ListPromptsRequest(RequestOptionalParam::with_param(params)),
+                        |page| match page {
+                            Page::ListPromptsResult(page) => Some((page.prompts, page.next_cursor)),
+                            _ => None,
+                        },
+                    )
+                    .await,
+                )?,
                 None => Vec::new(),
             };
             let (resources, templates) = match capabilities.resources {
                 Some(_) => (
-                    optional(self.all_resources().await)?,
-                    optional(self.all_templates().await)?,
+                    optional(
+                        self.list_every(
+                            |peer| async move { peer.list_all_resources().await },
+                            |params| {
+                                Ask::ListResourcesRequest(RequestOptionalParam::with_param(params))
+                            },
+                            |page| match page {
+                                Page::ListResourcesResult(page) => {
+                                    Some((page.resources, page.next_cursor))
+                                }
+                                _ => None,
+                            },
+                        )
+                        .await,
+                    )?,
+                    optional(
+                        self.list_every(
+                            |peer| async move { peer.list_all_resource_templates().await },
+                            |params| {
+                                Ask::ListResourceTemplatesRequest(RequestOptionalParam::with_param(
+                                    params,
+                                ))
+                            },
+                            |page| match page {
+                                Page::ListResourceTemplatesResult(page) => {
+                                    Some((page.resource_templates, page.next_cursor))
+                                }
+                                _ => None,
+                            },
+                        )
+                        .await,
+                    )?,
                 ),
                 None => (Vec::new(), Vec::new()),
             };
@@ -447,99 +499,22 @@ impl Session {
         }
     }
 
-    // The upstream's lists, every page: through rmcp's client while the
-    // session has one, else through the lane.
-
-    async fn all_tools(&self) -> Result<Vec<Tool>, ServiceError> {
-        match &self.service {
-            Some(service) => service.peer().list_all_tools().await,
-            None => {
-                self.list_all(
-                    |params| {
-                        ClientRequest::ListToolsRequest(RequestOptionalParam::with_param(params))
-                    },
-                    |answer| match answer {
-                        ServerResult::ListToolsResult(page) => Some((page.tools, page.next_cursor)),
-                        _ => None,
-                    },
-                )
-                .await
-            }
-        }
-    }
-
-    async fn all_prompts(&self) -> Result<Vec<Prompt>, ServiceError> {
-        match &self.service {
-            Some(service) => service.peer().list_all_prompts().await,
-            None => {
-                self.list_all(
-                    |params| {
-                        ClientRequest::ListPromptsRequest(RequestOptionalParam::with_param(params))
-                    },
-                    |answer| match answer {
-                        ServerResult::ListPromptsResult(page) => {
-                            Some((page.prompts, page.next_cursor))
-                        }
-                        _ => None,
-                    },
-                )
-                .await
-            }
-        }
-    }
-
-    async fn all_resources(&self) -> Result<Vec<Resource>, ServiceError> {
-        match &self.service {
-            Some(service) => service.peer().list_all_resources().await,
-            None => {
-                self.list_all(
-                    |params| {
-                        ClientRequest::ListResourcesRequest(RequestOptionalParam::with_param(
-                            params,
-                        ))
-                    },
-                    |answer| match answer {
-                        ServerResult::ListResourcesResult(page) => {
-                            Some((page.resources, page.next_cursor))
-                        }
-                        _ => None,
-                    },
-                )
-                .await
-            }
-        }
-    }
-
-    async fn all_templates(&self) -> Result<Vec<ResourceTemplate>, ServiceError> {
-        match &self.service {
-            Some(service) => service.peer().list_all_resource_templates().await,
-            None => {
-                self.list_all(
-                    |params| {
-                        ClientRequest::ListResourceTemplatesRequest(
-                            RequestOptionalParam::with_param(params),
-                        )
-                    },
-                    |answer| match answer {
-                        ServerResult::ListResourceTemplatesResult(page) => {
-                            Some((page.resource_templates, page.next_cursor))
-                        }
-                        _ => None,
-                    },
-                )
-                .await
-            }
-        }
-    }
-
-    /// Every page of a list, through the lane (`request` builds a page's
+    /// Every page of a list: through rmcp's client (`rmcp`) while the
+    /// session has one, else through the lane (`request` builds a page's
     /// request, `page` reads its items and the next cursor), as rmcp's
     /// client lists them.
-    async fn list_all<T>(
+    async fn list_every<T, F>(
         &self,
+        rmcp: impl FnOnce(rmcp::service::Peer<RoleClient>) -> F,
         request: impl Fn(PaginatedRequestParams) -> ClientRequest,
         page: impl Fn(ServerResult) -> Option<(Vec<T>, Option<String>)>,
-    ) -> Result<Vec<T>, ServiceError> {
+    ) -> Result<Vec<T>, ServiceError>
+    where
+        F: Future<Output = Result<Vec<T>, ServiceError>>,
+    {
+        if let Some(service) = &self.service {
+            return rmcp(service.peer().clone()).await;
+        }
         let Some(lane) = &self.stateless else {
             return Err(ServiceError::TransportClosed);
         };

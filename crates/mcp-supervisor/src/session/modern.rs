@@ -108,61 +108,24 @@ impl Modern {
             let mut pause = REOPEN_FIRST;
             loop {
                 let opened = tokio::time::Instant::now();
-                loop {
-                    tokio::select! {
-                        // Tell the upstream before the session closes: a
-                        // stdio server holding the stream open would
-                        // otherwise wait for it before it exits. Bounded:
-                        // dropping the subscription cancels it too, without
-                        // waiting.
-                        () = stopped.cancelled() => {
-                            subscription.cancel().await;
-                            return;
-                        }
-                        next = subscription.next() => match next {
-                            Some(notification) => {
-                                if let Some(event) = event_of(notification) {
-                                    handler.emit(event);
-                                }
-                            }
-                            None => break,
-                        },
-                    }
+                if !relay(subscription, &stopped, &handler).await {
+                    return;
                 }
                 // The upstream ended it (a proxy's idle timeout, a restart):
                 // open it again, after a pause that grows while it keeps
                 // ending soon. Changes in between may have been missed, so
                 // everything listened for is reported changed once it is
-                // open again. A session that ended ends this too.
+                // open again.
                 if opened.elapsed() >= REOPEN_CALM {
                     pause = REOPEN_FIRST;
                 }
-                subscription = loop {
-                    tokio::select! {
-                        () = stopped.cancelled() => return,
-                        () = tokio::time::sleep(pause) => {}
-                    }
-                    pause = (pause * 2).min(REOPEN_MOST);
-                    let reopened = tokio::select! {
-                        () = stopped.cancelled() => return,
-                        reopened = tokio::time::timeout(REOPEN_PATIENCE, through.open(filter.clone())) => reopened,
-                    };
-                    match reopened {
-                        Ok(Ok(again)) => {
-                            missed(&filter)
-                                .into_iter()
-                                .for_each(|event| handler.emit(event));
-                            break again;
-                        }
-                        Ok(Err(rmcp::ServiceError::TransportClosed)) => return,
-                        Ok(Err(error)) => {
-                            tracing::debug!(%error, "reopening subscriptions/listen failed")
-                        }
-                        Err(_) => {
-                            tracing::debug!("subscriptions/listen was not acknowledged in time")
-                        }
-                    }
+                let Some(again) = reopen(&through, &filter, &mut pause, &stopped).await else {
+                    return;
                 };
+                missed(&filter)
+                    .into_iter()
+                    .for_each(|event| handler.emit(event));
+                subscription = again;
             }
         });
         self.lock().listening = Some((stop, reader));
@@ -260,6 +223,64 @@ fn filter(
         || filter.resources_list_changed.is_some()
         || filter.resource_subscriptions.is_some();
     anything.then_some(filter)
+}
+
+/// Passes what `subscription` carries to `handler` as session events until
+/// the upstream ends it (`true`) or `stopped` (`false`).
+async fn relay(
+    mut subscription: Subscription,
+    stopped: &CancellationToken,
+    handler: &SessionHandler,
+) -> bool {
+    loop {
+        tokio::select! {
+            // Tell the upstream before the session closes: a stdio server
+            // holding the stream open would otherwise wait for it before it
+            // exits. Bounded: dropping the subscription cancels it too,
+            // without waiting.
+            () = stopped.cancelled() => {
+                subscription.cancel().await;
+                return false;
+            }
+            next = subscription.next() => match next {
+                Some(notification) => {
+                    if let Some(event) = event_of(notification) {
+                        handler.emit(event);
+                    }
+                }
+                None => return true,
+            },
+        }
+    }
+}
+
+/// Opens the stream for `filter` again, after `pause` (doubled for the next
+/// time, up to [`REOPEN_MOST`]) and as many times as it takes; `None` once
+/// `stopped`, or when the session it belongs to has ended.
+async fn reopen(
+    through: &Through,
+    filter: &SubscriptionFilter,
+    pause: &mut std::time::Duration,
+    stopped: &CancellationToken,
+) -> Option<Subscription> {
+    loop {
+        tokio::select! {
+            () = stopped.cancelled() => return None,
+            () = tokio::time::sleep(*pause) => {}
+        }
+        *pause = (*pause * 2).min(REOPEN_MOST);
+        let opening = tokio::time::timeout(REOPEN_PATIENCE, through.open(filter.clone()));
+        let reopened = tokio::select! {
+            () = stopped.cancelled() => return None,
+            reopened = opening => reopened,
+        };
+        match reopened {
+            Ok(Ok(again)) => return Some(again),
+            Ok(Err(rmcp::ServiceError::TransportClosed)) => return None,
+            Ok(Err(error)) => tracing::debug!(%error, "reopening subscriptions/listen failed"),
+            Err(_) => tracing::debug!("subscriptions/listen was not acknowledged in time"),
+        }
+    }
 }
 
 /// What a listen stream for `filter` may have announced while it was down.
