@@ -229,6 +229,40 @@ impl Aggregate {
     }
 }
 
+/// Two variants compared round by round: each round runs every variant
+/// back to back, so a drift in the machine's speed between rounds, which
+/// moves both alike, drops out of the per-round ratio.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Paired {
+    /// Rounds in which the first variant did more calls/s.
+    pub(crate) ahead: usize,
+    /// Rounds that both completed.
+    pub(crate) rounds: usize,
+    /// Smallest and largest per-round ratio, first ÷ second.
+    pub(crate) lowest: f64,
+    pub(crate) highest: f64,
+}
+
+impl Paired {
+    /// `first` against `second` by their per-round rates; `None` without a
+    /// round both completed.
+    pub(crate) fn of(first: &Aggregate, second: &Aggregate) -> Option<Paired> {
+        let ratios: Vec<f64> = first
+            .round_rates
+            .iter()
+            .zip(&second.round_rates)
+            .filter(|(_, second)| **second > 0.0)
+            .map(|(first, second)| first / second)
+            .collect();
+        (!ratios.is_empty()).then(|| Paired {
+            ahead: ratios.iter().filter(|ratio| **ratio > 1.0).count(),
+            rounds: ratios.len(),
+            lowest: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            highest: ratios.iter().copied().fold(0.0, f64::max),
+        })
+    }
+}
+
 fn per_call_us(seconds: f64, calls: u64) -> f64 {
     if calls == 0 {
         f64::NAN
@@ -362,6 +396,27 @@ mod tests {
         assert_eq!(percentile_ns(&mut samples, 99.0), 99);
         assert_eq!(percentile_ns(&mut samples, 100.0), 100);
         assert_eq!(percentile_ns(&mut [], 50.0), 0);
+    }
+
+    #[test]
+    fn paired_rounds_compare_round_by_round() {
+        let rates = |rates: &[f64]| Aggregate {
+            round_rates: rates.to_vec(),
+            ..Aggregate::default()
+        };
+        let ours = rates(&[110.0, 90.0, 300.0]);
+        let theirs = rates(&[100.0, 100.0, 200.0, 50.0]);
+        assert_eq!(
+            Paired::of(&ours, &theirs),
+            Some(Paired {
+                ahead: 2,
+                rounds: 3,
+                lowest: 0.9,
+                highest: 1.5,
+            })
+        );
+        assert_eq!(Paired::of(&ours, &rates(&[])), None);
+        assert_eq!(Paired::of(&ours, &rates(&[0.0])), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::{
-    measure::Aggregate,
+    measure::{Aggregate, Paired},
     procs::{self, Binaries, Guarded},
     report::{Detail, Report, Row},
     worker::{Client, Spec, read_pids},
@@ -549,6 +549,7 @@ impl Bench<'_> {
             let ours = by_label.remove(GATEWAY).expect("our gateway");
             let pinned = by_label.remove(PINNED);
             let peer = by_label.remove(PEER);
+            let paired = peer.as_deref().and_then(|peer| Paired::of(ours, peer));
             let peer = match peer {
                 Some(peer) => {
                     let figures = PeerFigures::of(direct, peer);
@@ -560,6 +561,9 @@ impl Bench<'_> {
                 None => peer_latency.map(PeerFigures::instead),
             };
             self.report.rows.extend(workload.rows(direct, ours, peer));
+            if let (P5Judge::Throughput(_), Some(paired)) = (workload.judge, paired) {
+                self.report.rows.push(workload.paired_row(paired));
+            }
             if let Some(pinned) = pinned {
                 self.report.rows.push(workload.pinned_row(direct, pinned));
             }
@@ -853,6 +857,21 @@ impl P5Workload {
             format!("{:.0} calls/s; {cpu:.0} µs CPU", pinned.throughput()),
             format!("{:.0} calls/s", direct.throughput()),
             format!("{ratio:.2}×; {added:+.0} µs p50"),
+        )
+    }
+
+    /// The info row comparing our throughput with mcp-proxy's round by
+    /// round (a tie shows as ahead in some rounds and behind in others).
+    fn paired_row(&self, paired: Paired) -> Row {
+        Row::info(
+            "P5",
+            &format!("{}: against mcp-proxy, round by round", self.label),
+            format!("ahead in {} of {} rounds", paired.ahead, paired.rounds),
+            "—".into(),
+            format!(
+                "{:.2}–{:.2}× mcp-proxy's calls/s",
+                paired.lowest, paired.highest
+            ),
         )
     }
 
