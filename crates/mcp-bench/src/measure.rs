@@ -215,18 +215,15 @@ impl Aggregate {
 
     /// Smallest and largest per-round rate.
     pub(crate) fn rate_spread(&self) -> (f64, f64) {
-        let min = self
-            .round_rates
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
-        let max = self.round_rates.iter().copied().fold(0.0, f64::max);
-        if min.is_finite() {
-            (min, max)
-        } else {
-            (0.0, 0.0)
-        }
+        spread(&self.round_rates).unwrap_or((0.0, 0.0))
     }
+}
+
+/// The smallest and largest of `values`; `None` when there are none.
+fn spread(values: &[f64]) -> Option<(f64, f64)> {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    min.is_finite().then_some((min, max))
 }
 
 /// Two variants compared round by round: each round runs every variant
@@ -254,11 +251,12 @@ impl Paired {
             .filter(|(_, second)| **second > 0.0)
             .map(|(first, second)| first / second)
             .collect();
-        (!ratios.is_empty()).then(|| Paired {
+        let (lowest, highest) = spread(&ratios)?;
+        Some(Paired {
             ahead: ratios.iter().filter(|ratio| **ratio > 1.0).count(),
             rounds: ratios.len(),
-            lowest: ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            highest: ratios.iter().copied().fold(0.0, f64::max),
+            lowest,
+            highest,
         })
     }
 }
