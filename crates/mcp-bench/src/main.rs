@@ -11,6 +11,8 @@
 //! - [`scenarios`]: P1–P7, their variants and their rows;
 //! - [`worker`]: the client loops (supervised, raw rmcp, …) in a worker process;
 //! - [`procs`]: starting upstreams, the gateway, workers, the Python client;
+//! - [`relay`]: `mcp-bench relay`, an HTTP relay with no MCP logic (the
+//!   floor of any gateway, beside the gateways in P5 with `--peers`);
 //! - [`measure`]: CPU, RSS, percentiles, machine facts;
 //! - [`report`]: the table and the markdown;
 //! - [`soak`]: `mcp-bench soak` (`make soak`), the soak under faults
@@ -18,6 +20,7 @@
 
 mod measure;
 mod procs;
+mod relay;
 mod report;
 mod scenarios;
 mod soak;
@@ -78,6 +81,10 @@ enum Command {
     /// The soak under faults, hostile input and reloads (`make soak`,
     /// docs/RELIABILITY.md); exits 1 on any finding.
     Soak(soak::SoakArgs),
+    /// An HTTP relay with no MCP logic, the floor of any gateway (internal,
+    /// started by P5 with `--peers`).
+    #[command(hide = true)]
+    Relay(relay::RelayArgs),
 }
 
 const ALL: [&str; 7] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7"];
@@ -87,6 +94,13 @@ fn main() {
     if let Some(Command::Worker { spec }) = &cli.command {
         if let Err(error) = worker::run(spec) {
             eprintln!("mcp-bench worker: {error:#}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    if let Some(Command::Relay(args)) = &cli.command {
+        if let Err(error) = relay::run(args) {
+            eprintln!("mcp-bench relay: {error:#}");
             std::process::exit(1);
         }
         return;

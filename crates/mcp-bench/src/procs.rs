@@ -219,6 +219,18 @@ pub(crate) fn start_gateway(
     )
 }
 
+/// `mcp-bench relay --upstream {upstream_url}` (docs/BENCHMARKS.md, "The
+/// floor"): an HTTP relay with no MCP logic; its log is `relay.log` in `dir`.
+pub(crate) fn start_relay(
+    bins: &Binaries,
+    upstream_url: &str,
+    dir: &Path,
+) -> anyhow::Result<Guarded> {
+    let mut command = Command::new(&bins.bench);
+    command.args(["relay", "--upstream", upstream_url]);
+    start_announcing(command, &["relay listening on"], &dir.join("relay.log"))
+}
+
 /// Runs one measured round in a fresh worker process (clean CPU and RSS).
 pub(crate) fn run_worker(bins: &Binaries, spec: &Spec) -> anyhow::Result<LoopResult> {
     crate::measure::note_load();

@@ -467,8 +467,9 @@ impl Bench<'_> {
     }
 
     /// P5: client → gateway → upstream vs client → upstream, and with
-    /// `--peers` (`make bench PEERS=1`) client → mcp-proxy → upstream: every
-    /// workload through every route, interleaved in the same rounds.
+    /// `--peers` (`make bench PEERS=1`) client → mcp-proxy → upstream and
+    /// client → HTTP relay → upstream (the floor): every workload through
+    /// every route, interleaved in the same rounds.
     ///
     /// Latency and gateway CPU with one caller on the best raw rmcp client
     /// (pooled: it reuses its connection, as MCP clients do); throughput
@@ -506,6 +507,12 @@ impl Bench<'_> {
             )?),
             None => None,
         };
+        // And the floor of any gateway here: an HTTP relay with no MCP
+        // logic, measured in the same rounds (shown, not judged).
+        let relay = match peer {
+            Some(_) => Some(procs::start_relay(self.bins, &upstream.url, &s.scratch)?),
+            None => None,
+        };
         let mut routes = vec![
             Route::new(UPSTREAM, &upstream, "", None),
             Route::new(GATEWAY, &gateway, "up__", Some(gateway.pid())),
@@ -516,12 +523,17 @@ impl Bench<'_> {
         if let Some(peer) = &peer {
             routes.push(Route::new(PEER, peer, "up/", Some(peer.pid())));
         }
+        if let Some(relay) = &relay {
+            routes.push(Route::new(RELAY, relay, "", Some(relay.pid())));
+        }
         let mut variants = Vec::new();
         let mut groups = Vec::new();
         for workload in &P5_WORKLOADS {
             let served: Vec<&Route> = routes
                 .iter()
-                .filter(|route| workload.peer_speaks() || ![PINNED, PEER].contains(&route.label))
+                .filter(|route| {
+                    workload.peer_speaks() || ![PINNED, PEER, RELAY].contains(&route.label)
+                })
                 .collect();
             groups.push(served.iter().map(|route| route.label).collect::<Vec<_>>());
             for route in served {
@@ -536,7 +548,7 @@ impl Bench<'_> {
             .map(|(name, spec)| (name.as_str(), spec.clone()))
             .collect();
         let mut aggs = self.interleave(&named, s.rounds)?;
-        drop((gateway, pinned, peer, upstream));
+        drop((gateway, pinned, peer, relay, upstream));
         // The peer's one-caller figures, for the workloads it cannot run.
         let mut peer_latency = None;
         let mut rest = &mut aggs[..];
@@ -549,6 +561,7 @@ impl Bench<'_> {
             let ours = by_label.remove(GATEWAY).expect("our gateway");
             let pinned = by_label.remove(PINNED);
             let peer = by_label.remove(PEER);
+            let relay = by_label.remove(RELAY);
             let paired = peer.as_deref().and_then(|peer| Paired::of(ours, peer));
             let peer = match peer {
                 Some(peer) => {
@@ -564,8 +577,12 @@ impl Bench<'_> {
             if let (P5Judge::Throughput(_), Some(paired)) = (workload.judge, paired) {
                 self.report.rows.push(workload.paired_row(paired));
             }
-            if let Some(pinned) = pinned {
-                self.report.rows.push(workload.pinned_row(direct, pinned));
+            for (label, agg) in [(PINNED, pinned), (RELAY, relay)] {
+                if let Some(agg) = agg {
+                    self.report
+                        .rows
+                        .push(workload.route_row(direct, label, agg));
+                }
             }
         }
         for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
@@ -711,6 +728,7 @@ const UPSTREAM: &str = "upstream";
 const GATEWAY: &str = "gateway";
 const PINNED: &str = "gateway, upstream pinned to 2025-11-25";
 const PEER: &str = "mcp-proxy";
+const RELAY: &str = "HTTP relay, no MCP logic";
 
 /// Where a P5 loop sends its calls: the upstream itself, or a gateway in
 /// front of it (whose tools carry a prefix, and whose CPU is measured).
@@ -846,15 +864,16 @@ impl P5Workload {
         spec
     }
 
-    /// The info row of the gateway whose upstream is pinned to 2025-11-25.
-    fn pinned_row(&self, direct: &mut Aggregate, pinned: &mut Aggregate) -> Row {
-        let added = pinned.percentile_us(50.0) - direct.percentile_us(50.0);
-        let ratio = pinned.throughput() / direct.throughput();
-        let cpu = pinned.observed_per_call_us().unwrap_or(f64::NAN);
+    /// The info row of a route shown, not judged: the gateway whose
+    /// upstream is pinned to 2025-11-25, the relay with no MCP logic.
+    fn route_row(&self, direct: &mut Aggregate, route: &str, agg: &mut Aggregate) -> Row {
+        let added = agg.percentile_us(50.0) - direct.percentile_us(50.0);
+        let ratio = agg.throughput() / direct.throughput();
+        let cpu = agg.observed_per_call_us().unwrap_or(f64::NAN);
         Row::info(
             "P5",
-            &format!("{}, upstream pinned to 2025-11-25", self.label),
-            format!("{:.0} calls/s; {cpu:.0} µs CPU", pinned.throughput()),
+            &format!("{}, {route}", self.label),
+            format!("{:.0} calls/s; {cpu:.0} µs CPU", agg.throughput()),
             format!("{:.0} calls/s", direct.throughput()),
             format!("{ratio:.2}×; {added:+.0} µs p50"),
         )

@@ -284,7 +284,7 @@ async fn raw_loop(client: Client, url: String, plan: Plan) -> anyhow::Result<Loo
 }
 
 /// One raw rmcp client session to `url`, set up as `client` says.
-async fn raw_session(
+pub(crate) async fn raw_session(
     client: Client,
     url: &str,
 ) -> anyhow::Result<rmcp::service::RunningService<rmcp::RoleClient, ()>> {
