@@ -494,24 +494,22 @@ impl Bench<'_> {
             ),
             _ => None,
         };
-        // Beside the peer, a second gateway speaking the generation it
-        // speaks upstream (2025-11-25): shown, not judged (the judged rows
-        // measure the default, docs/DECISIONS.md #77).
-        let pinned = match peer {
-            Some(_) => Some(procs::start_gateway(
-                self.bins,
-                &upstream.url,
-                &s.scratch,
-                "gateway-pinned",
-                "protocol = \"2025-11-25\"\n",
-            )?),
-            None => None,
-        };
-        // And the floor of any gateway here: an HTTP relay with no MCP
-        // logic, measured in the same rounds (shown, not judged).
-        let relay = match peer {
-            Some(_) => Some(procs::start_relay(self.bins, &upstream.url, &s.scratch)?),
-            None => None,
+        // Beside the peer, shown, not judged: a second gateway speaking the
+        // generation it speaks upstream (2025-11-25; the judged rows measure
+        // the default, docs/DECISIONS.md #77), and the floor of any gateway
+        // here, an HTTP relay with no MCP logic (#86).
+        let (pinned, relay) = match peer {
+            Some(_) => (
+                Some(procs::start_gateway(
+                    self.bins,
+                    &upstream.url,
+                    &s.scratch,
+                    "gateway-pinned",
+                    "protocol = \"2025-11-25\"\n",
+                )?),
+                Some(procs::start_relay(self.bins, &upstream.url, &s.scratch)?),
+            ),
+            None => (None, None),
         };
         let mut routes = vec![
             Route::new(UPSTREAM, &upstream, "", None),
