@@ -20,6 +20,7 @@ use hyper::{
     Request, Response, StatusCode, Uri,
     body::Incoming,
     header::{HOST, HeaderValue},
+    http::uri::Scheme,
     service::service_fn,
 };
 use hyper_util::{
@@ -59,10 +60,9 @@ struct Relay {
     url: String,
 }
 
-/// Where requests go, and the pooled client that takes them there.
+/// Where requests go (plain http), and the pooled client that takes them there.
 #[derive(Clone)]
 struct Upstream {
-    scheme: hyper::http::uri::Scheme,
     authority: hyper::http::uri::Authority,
     host: HeaderValue,
     client: Client<HttpConnector, Incoming>,
@@ -77,7 +77,7 @@ impl Relay {
                 args.upstream
             );
         };
-        if scheme != hyper::http::uri::Scheme::HTTP {
+        if scheme != Scheme::HTTP {
             anyhow::bail!(
                 "--upstream {}: the relay speaks plain http only",
                 args.upstream
@@ -96,7 +96,6 @@ impl Relay {
             listener,
             upstream: Upstream {
                 host: HeaderValue::from_str(authority.as_str())?,
-                scheme,
                 authority,
                 client: Client::builder(TokioExecutor::new()).build(connector),
             },
@@ -128,7 +127,7 @@ impl Upstream {
     async fn forward(&self, request: Request<Incoming>) -> Response<Body> {
         let (mut parts, body) = request.into_parts();
         let mut uri = Uri::builder()
-            .scheme(self.scheme.clone())
+            .scheme(Scheme::HTTP)
             .authority(self.authority.clone());
         if let Some(path) = parts.uri.path_and_query() {
             uri = uri.path_and_query(path.clone());
