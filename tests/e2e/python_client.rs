@@ -11,37 +11,15 @@
 //! `mcp-conformance-server` (`prefix = "auto"`, one connection, so fixture
 //! names pass through unchanged), over an HTTP and a stdio upstream.
 
-use std::{
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::time::Duration;
 
 use e2e::{
-    ConformanceGateway, Run, Served, UpstreamTransport, bin, installed_tool, repo_root,
-    stdio_connection, wait_bounded,
+    ConformanceGateway, Run, Served, UpstreamTransport, bin, stdio_connection, wait_bounded,
 };
 use serde_json::{Value, json};
 
 /// Which SDK client runs, and how it connects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sdk {
-    /// `mcp` 1.30.0's `ClientSession` (protocol 2025-11-25).
-    V1,
-    /// `mcp` 2.3.0's `Client(url)` with its default `mode="auto"`.
-    V2Auto,
-    /// `mcp` 2.3.0's `Client(url, mode="legacy")` (the `initialize` handshake).
-    V2Legacy,
-}
-
-impl Sdk {
-    /// The protocol version the client must end up with against the gateway.
-    fn protocol(self) -> &'static str {
-        match self {
-            Sdk::V2Auto => "2026-07-28",
-            Sdk::V1 | Sdk::V2Legacy => "2025-11-25",
-        }
-    }
-}
+use e2e::PythonSdk as Sdk;
 
 /// Runs the client script against `url` with `TOOL ARGS_JSON` pairs.
 fn python_client(url: &str, calls: &[(&str, Value)]) -> Run {
@@ -51,29 +29,12 @@ fn python_client(url: &str, calls: &[(&str, Value)]) -> Run {
 /// Runs `sdk`'s script against `url` with extra `options` (before the URL)
 /// and `TOOL ARGS_JSON` pairs.
 fn sdk_client(sdk: Sdk, url: &str, options: &[&str], calls: &[(&str, Value)]) -> Run {
-    let (venv, script, mode) = match sdk {
-        Sdk::V1 => ("venv", "python_client.py", None),
-        Sdk::V2Auto => ("venv2", "python_client_v2.py", Some("auto")),
-        Sdk::V2Legacy => ("venv2", "python_client_v2.py", Some("legacy")),
-    };
-    let python = installed_tool(&format!("{venv}/bin/python"));
     let dir = tempfile::tempdir().unwrap();
     let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut command = Command::new(python);
-    command.arg(repo_root().join("tests/interop").join(script));
-    if let Some(mode) = mode {
-        command.args(["--mode", mode]);
-    }
-    command
-        .args(options)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&stdout).unwrap())
-        .stderr(std::fs::File::create(&stderr).unwrap());
-    for (tool, arguments) in calls {
-        command.arg(tool).arg(arguments.to_string());
-    }
-    let mut child = command.spawn().expect("the venv's python runs");
+    let mut child = sdk
+        .command(url, options, calls, &stdout, &stderr)
+        .spawn()
+        .expect("the venv's python runs");
     // The script bounds each request itself; this only stops a hung interpreter.
     let status = wait_bounded(&mut child, Duration::from_secs(300));
     Run {

@@ -5,7 +5,7 @@
 
 use std::{path::Path, time::Duration};
 
-use e2e::{HttpUpstream, Served, bin, stdio_connection};
+use e2e::{HttpUpstream, PythonSdk, Served, bin, stdio_connection};
 use rmcp::{
     ServiceExt,
     model::CallToolRequestParams,
@@ -214,7 +214,8 @@ fn signals_right_after_the_listening_lines_are_handled() {
     );
 }
 
-/// SIGTERM with calls in flight: no new connection is accepted, a call that
+/// SIGTERM with calls in flight: the gateway drains (a new session is
+/// refused with 503 and `Retry-After`, `/readyz` answers 503), a call that
 /// ends within `shutdown_timeout` gets its real answer, and one that would
 /// run longer gets the supervisor's value, not a stream cut short; then the
 /// process exits 0.
@@ -251,17 +252,8 @@ async fn sigterm_lets_calls_in_flight_finish_and_answers_the_rest() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    let started = std::time::Instant::now();
     served.signal("TERM");
-    // The listener is closed at once (the first step of the shutdown).
-    let mut refused = false;
-    while !refused && started.elapsed() < Duration::from_secs(1) {
-        let gateway = served.gateway_url.trim_start_matches("http://");
-        let address = gateway.split('/').next().unwrap();
-        refused = tokio::net::TcpStream::connect(address).await.is_err();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(refused, "still accepting connections after SIGTERM");
+    assert_draining(&served).await;
 
     let quick = quick.await.unwrap().expect("the quick call is answered");
     assert_eq!(
@@ -279,4 +271,141 @@ async fn sigterm_lets_calls_in_flight_finish_and_answers_the_rest() {
 
     let code = served.terminate(SHUTDOWN_TIMEOUT * 2 + MARGIN);
     assert_eq!(code, Some(0), "{}", served.stderr());
+}
+
+/// After SIGTERM, while calls are in flight: `/readyz` answers 503 and a new
+/// session is refused with 503, `Retry-After` and a JSON-RPC error (the
+/// drain turns new clients away at once, on a connection of their own).
+async fn assert_draining(served: &Served) {
+    let http = reqwest::Client::new();
+    let ready = || http.get(format!("{}/readyz", served.admin_url)).send();
+    // The signal is handled at once, but asynchronously.
+    let mut status = ready().await.unwrap().status();
+    for _ in 0..100 {
+        if status == 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        status = ready().await.unwrap().status();
+    }
+    assert_eq!(status, 503, "/readyz while draining");
+    let refused = http
+        .post(&served.gateway_url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            r#"{"jsonrpc":"2.0","id":"late","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["id"], "late", "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"),
+        "{error}"
+    );
+}
+
+/// The live processes whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|candidate| {
+            std::fs::read_to_string(format!("/proc/{candidate}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let (_, rest) = stat.rsplit_once(')')?;
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .filter(|child| alive(*child))
+        .collect()
+}
+
+/// A rolling restart as the Python SDK 2.x sees it: SIGTERM arrives while
+/// its `call_tool` waits on a 1.5 s tool. The SDK, which has not listed the
+/// tools, lists them right after the answer (to check the result's output
+/// schema), on a new connection: the drain serves that too, so `call_tool`
+/// returns the result without raising, in either protocol generation. The
+/// process then exits within `shutdown_timeout`, leaving no child.
+#[tokio::test]
+async fn sigterm_mid_call_serves_the_sdk_clients_follow_up_then_exits() {
+    const PATIENCE: Duration = Duration::from_secs(10);
+    for sdk in [PythonSdk::V2Auto, PythonSdk::V2Legacy] {
+        let mut served = Served::start(&format!(
+            "[supervisor]\nshutdown_timeout = \"{}s\"\n{}",
+            PATIENCE.as_secs(),
+            stdio_connection("up", &bin("mcp-test-server"), &[], "")
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+        let mut client = sdk
+            .command(
+                &served.gateway_url,
+                &["--no-list"],
+                &[("up__sleep", json!({ "ms": 1_500 }))],
+                &stdout,
+                &stderr,
+            )
+            .spawn()
+            .expect("the venv's python runs");
+        let mut waited = 0;
+        while in_flight(&served.admin_url, "up").await < 1 {
+            waited += 1;
+            assert!(
+                waited < 1_500,
+                "{sdk:?}: the call never showed as in flight"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The upstream's child (and the guardian) are up by now.
+        let children = children_of(served.child.id());
+        assert!(
+            !children.is_empty(),
+            "{sdk:?}: the stdio upstream has no process"
+        );
+        let _kill = KillOnDrop(children.clone());
+        let signalled = std::time::Instant::now();
+        served.signal("TERM");
+        assert_draining(&served).await;
+
+        let status = tokio::task::spawn_blocking(move || {
+            e2e::wait_bounded(&mut client, Duration::from_secs(120))
+        })
+        .await
+        .unwrap();
+        let (out, err) = (
+            std::fs::read_to_string(&stdout).unwrap_or_default(),
+            std::fs::read_to_string(&stderr).unwrap_or_default(),
+        );
+        assert_eq!(
+            status.and_then(|status| status.code()),
+            Some(0),
+            "{sdk:?}: the client failed:\n{err}\n{out}\nsupervisor:\n{}",
+            served.stderr()
+        );
+        let output: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(output["protocol_version"], sdk.protocol());
+        assert_eq!(output["calls"][0]["text"][0], "slept 1500", "{output}");
+
+        let code = served.terminate(PATIENCE + MARGIN);
+        assert_eq!(code, Some(0), "{sdk:?}: {}", served.stderr());
+        assert!(
+            signalled.elapsed() < PATIENCE,
+            "{sdk:?}: exited {:?} after SIGTERM, beyond shutdown_timeout",
+            signalled.elapsed()
+        );
+        let left: Vec<u32> = children.into_iter().filter(|pid| alive(*pid)).collect();
+        assert!(left.is_empty(), "{sdk:?}: children left behind: {left:?}");
+    }
 }

@@ -10,7 +10,8 @@ MODE (`--mode`) is the SDK's own: `auto` (the default, as in `Client(url)`:
 `server/discover` first, which picks protocol 2026-07-28 when the server offers
 it) or `legacy` (the `initialize` handshake).
 
-The script connects, lists every tool (following pagination), runs the steps of
+The script connects, lists every tool (following pagination; not with `--no-list`,
+which leaves `tools` empty), runs the steps of
 the `--plan` in order, then calls each TOOL with its JSON object ARGS_JSON, and
 prints one JSON document on stdout.
 
@@ -277,7 +278,7 @@ async def run(args: argparse.Namespace, plan: list[dict[str, Any]], calls: list[
         logging_callback=recorder.log,
         log_level=args.log_level,
     ) as client:
-        tools, _ = await timed(list_all(client, "list_tools", "tools"))
+        tools = [] if args.no_list else (await timed(list_all(client, "list_tools", "tools")))[0]
         steps = []
         for index, step in enumerate(plan):
             logs_before = len(recorder.logs)
@@ -345,6 +346,11 @@ def main(argv: list[str]) -> int:
         help="the content every elicitation is accepted with",
     )
     parser.add_argument("--root", default="file:///tmp/python-client-root", help="the one root the client lists")
+    parser.add_argument(
+        "--no-list",
+        action="store_true",
+        help="do not list the tools first (the SDK then lists them itself after a call, to check its result)",
+    )
     parser.add_argument("url")
     parser.add_argument("calls", nargs="*", metavar="TOOL ARGS_JSON")
     args = parser.parse_args(argv[1:])

@@ -294,6 +294,60 @@ pub fn installed_tool(relative: &str) -> PathBuf {
     path
 }
 
+/// The official Python MCP SDK clients the suite drives: the scripts in
+/// `tests/interop/` on the venvs `scripts/install-test-deps.sh` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PythonSdk {
+    /// `mcp` 1.x's `ClientSession` (protocol 2025-11-25).
+    V1,
+    /// `mcp` 2.x's `Client(url)` with its default `mode="auto"`.
+    V2Auto,
+    /// `mcp` 2.x's `Client(url, mode="legacy")` (the `initialize` handshake).
+    V2Legacy,
+}
+
+impl PythonSdk {
+    /// The protocol version the client must end up with against the gateway.
+    pub fn protocol(self) -> &'static str {
+        match self {
+            PythonSdk::V2Auto => "2026-07-28",
+            PythonSdk::V1 | PythonSdk::V2Legacy => "2025-11-25",
+        }
+    }
+
+    /// The script run against `url` with `options` (before the URL) and
+    /// `TOOL ARGS_JSON` pairs; stdout and stderr go to `stdout`, `stderr`.
+    pub fn command(
+        self,
+        url: &str,
+        options: &[&str],
+        calls: &[(&str, serde_json::Value)],
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Command {
+        let (venv, script, mode) = match self {
+            PythonSdk::V1 => ("venv", "python_client.py", None),
+            PythonSdk::V2Auto => ("venv2", "python_client_v2.py", Some("auto")),
+            PythonSdk::V2Legacy => ("venv2", "python_client_v2.py", Some("legacy")),
+        };
+        let mut command = Command::new(installed_tool(&format!("{venv}/bin/python")));
+        command.arg(repo_root().join("tests/interop").join(script));
+        if let Some(mode) = mode {
+            command.args(["--mode", mode]);
+        }
+        command
+            .args(options)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(stdout).expect("the client's stdout file"))
+            .stderr(std::fs::File::create(stderr).expect("the client's stderr file"));
+        for (tool, arguments) in calls {
+            command.arg(tool).arg(arguments.to_string());
+        }
+        command
+    }
+}
+
 /// Waits up to `bound` for `child` to exit; kills it (and reaps it) if it
 /// has not. Returns the exit status, or `None` if it had to be killed.
 pub fn wait_bounded(

@@ -24,6 +24,7 @@ pub mod gateway;
 mod heavy;
 pub mod http;
 mod listener;
+pub use listener::tallies;
 mod mcp_headers;
 pub mod meta;
 pub mod oauth;

@@ -7,12 +7,19 @@
 //!
 //! - every accepted socket gets `TCP_NODELAY` (see [`set_nodelay`]);
 //! - at most `max_connections` are open at once, fewer when the open-file
-//!   limit cannot hold that many ([`Server::connection_cap`]); beyond the cap
-//!   a connection is answered `503` with `Retry-After: 1` and closed;
+//!   limit cannot hold that many ([`Server::connection_cap`]); at the cap the
+//!   connection that has had no request in progress for longest (idle
+//!   between requests, or accepted and silent) is closed to admit the new
+//!   one, as nginx reuses idle keep-alive connections; only when every
+//!   connection has a request in progress is the new one answered `503`
+//!   with `Retry-After: 1` and closed;
 //! - a watchdog per connection ([`activity`]) closes it when a request head
 //!   takes longer than `header_timeout` from its first byte (or a new
 //!   connection sends nothing for that long), or when it stays idle between
 //!   requests for `idle_timeout`;
+//! - while the server drains ([`Server::draining`]) it keeps accepting, and
+//!   each connection closes after its next answer (the one in progress, if
+//!   any), so clients reconnect for what they send next;
 //! - on shutdown the loop stops accepting, connections finish the request in
 //!   progress and close, and [`serve`] returns once all are closed.
 //!
@@ -22,11 +29,18 @@
 //! # Layout
 //! - [`activity`]: what a connection is doing and when it has waited too long.
 //! - [`guard`]: bearer token, `Host` and `Origin` checks.
+//! - [`tallies`]: what the servers' protections did, for `/metrics`.
 
 mod activity;
 pub(crate) mod guard;
+pub mod tallies;
 
-use std::{io, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    io,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use axum::Router;
 use hyper::server::conn::http1;
@@ -38,7 +52,9 @@ use tokio::{
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+pub(crate) use activity::Peer;
 use activity::{Activity, Timeouts, WatchedIo, WatchedService};
+use tallies::{Protection, Tallies};
 
 /// File descriptors left for everything but accepted connections: the
 /// listeners, the runtime, stdio children's pipes, upstream connections.
@@ -59,6 +75,10 @@ const REFUSAL_DRAIN_BYTES: usize = 64 * 1024;
 
 /// At most one "connection limit reached" warning per server this often.
 const CAP_WARNING_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How long an accepted connection waits for the slot of the idle one
+/// closed to make room (it frees at once; this only bounds a surprise).
+const EVICTION_WAIT: Duration = Duration::from_secs(1);
 
 /// Which of the two servers, for logs and its share of the open-file limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +119,10 @@ pub(crate) struct Server {
     pub(crate) max_connections: usize,
     /// JSON body of the 503 a connection over the cap gets.
     pub(crate) busy_body: &'static str,
+    /// Cancelled when the server starts draining (see the module).
+    pub(crate) draining: CancellationToken,
+    /// Where evictions and refusals are counted.
+    pub(crate) tallies: Arc<Tallies>,
 }
 
 impl Server {
@@ -157,13 +181,14 @@ pub(crate) async fn serve(
     };
     let service = TowerToHyperService::new(app);
     let connections = TaskTracker::new();
+    let open = OpenConnections::default();
     let mut warned_at: Option<tokio::time::Instant> = None;
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             biased;
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     accept_failed(server.port, &error).await;
                     continue;
@@ -171,23 +196,36 @@ pub(crate) async fn serve(
             },
         };
         set_nodelay(&stream);
-        match permits.clone().try_acquire_owned() {
-            Ok(permit) => {
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => make_room(&open, &permits, &server.tallies).await,
+        };
+        match permit {
+            Some(permit) => {
+                let activity = Activity::new(timeouts);
+                let registered = open.register(activity.clone());
+                let ends = Ends {
+                    shutdown: shutdown.clone(),
+                    draining: server.draining.clone(),
+                };
                 connections.spawn(connection(
                     stream,
+                    Peer(peer.ip()),
                     service.clone(),
-                    timeouts,
-                    shutdown.clone(),
-                    permit,
+                    activity,
+                    ends,
+                    (permit, registered),
                 ));
             }
-            Err(_) => {
+            None => {
+                server.tallies.count(Protection::ConnectionRefused);
                 if warned_at.is_none_or(|at| at.elapsed() >= CAP_WARNING_INTERVAL) {
                     warned_at = Some(tokio::time::Instant::now());
                     tracing::warn!(
                         server = server.port.name(),
                         max_connections = cap,
-                        "connection limit reached; answering new connections 503"
+                        "connection limit reached and every connection busy; answering new \
+                         connections 503"
                     );
                 }
                 if let Ok(permit) = refusals.clone().try_acquire_owned() {
@@ -203,24 +241,103 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-/// One connection, until it ends, its watchdog expires, or shutdown has let
-/// its request in progress finish.
+/// The open connections of one server, for choosing which to close at the
+/// cap.
+#[derive(Debug, Clone, Default)]
+struct OpenConnections(Arc<Mutex<OpenTable>>);
+
+#[derive(Debug, Default)]
+struct OpenTable {
+    next: u64,
+    activities: HashMap<u64, Arc<Activity>>,
+}
+
+impl OpenConnections {
+    fn table(&self) -> std::sync::MutexGuard<'_, OpenTable> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds `activity` until the returned guard is dropped.
+    fn register(&self, activity: Arc<Activity>) -> Registered {
+        let mut table = self.table();
+        table.next += 1;
+        let key = table.next;
+        table.activities.insert(key, activity);
+        Registered {
+            open: self.clone(),
+            key,
+        }
+    }
+
+    /// The connection with no request in progress for longest, if any.
+    fn longest_idle(&self) -> Option<Arc<Activity>> {
+        self.table()
+            .activities
+            .values()
+            .filter_map(|activity| Some((activity.idle_since()?, activity)))
+            .min_by_key(|(since, _)| *since)
+            .map(|(_, activity)| activity.clone())
+    }
+}
+
+/// Keeps a connection in its server's [`OpenConnections`] while it lives.
+#[derive(Debug)]
+struct Registered {
+    open: OpenConnections,
+    key: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.open.table().activities.remove(&self.key);
+    }
+}
+
+/// At the cap: closes the connection idle for longest and takes its slot;
+/// `None` when every connection has a request in progress.
+async fn make_room(
+    open: &OpenConnections,
+    permits: &Arc<Semaphore>,
+    tallies: &Tallies,
+) -> Option<OwnedSemaphorePermit> {
+    let idle = open.longest_idle()?;
+    idle.evict();
+    tallies.count(Protection::ConnectionEvicted);
+    tracing::debug!("connection limit reached: closing the connection idle for longest");
+    tokio::time::timeout(EVICTION_WAIT, permits.clone().acquire_owned())
+        .await
+        .ok()?
+        .ok()
+}
+
+/// What ends a connection besides its client and its watchdog.
+#[derive(Debug)]
+struct Ends {
+    /// Finish the request in progress, then close.
+    shutdown: CancellationToken,
+    /// Close after the next answer.
+    draining: CancellationToken,
+}
+
+/// One connection, until it ends, its watchdog expires, it is closed to make
+/// room, or shutdown (or a drain) has let its request in progress finish.
 async fn connection(
     stream: TcpStream,
+    peer: Peer,
     service: TowerToHyperService<Router>,
-    timeouts: Timeouts,
-    shutdown: CancellationToken,
-    _permit: OwnedSemaphorePermit,
+    activity: Arc<Activity>,
+    ends: Ends,
+    _slot: (OwnedSemaphorePermit, Registered),
 ) {
-    let activity = Activity::new(timeouts);
     let io = TokioIo::new(WatchedIo::new(stream, activity.clone()));
-    let service = WatchedService::new(service, activity.clone());
+    let service = WatchedService::new(service, activity.clone(), peer);
     let mut builder = http1::Builder::new();
     // The watchdog times heads (and idle time); hyper's own header timer
     // would also run while a kept-alive connection is idle.
     builder.header_read_timeout(None);
     let connection = builder.serve_connection(io, service);
     let mut connection = std::pin::pin!(connection);
+    let mut closing = false;
     let mut draining = false;
     loop {
         tokio::select! {
@@ -230,8 +347,16 @@ async fn connection(
                 }
                 return;
             }
-            () = shutdown.cancelled(), if !draining => {
-                draining = true;
+            () = ends.shutdown.cancelled(), if !closing => {
+                closing = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            () = ends.draining.cancelled(), if !draining => draining = true,
+            // Draining: the answer in progress (or the next one) is the
+            // last; hyper marks it `Connection: close`. An idle connection
+            // is not closed under a client that may be sending on it.
+            () = activity.busy(), if draining && !closing => {
+                closing = true;
                 connection.as_mut().graceful_shutdown();
             }
             expired = activity.expired() => {
@@ -239,6 +364,7 @@ async fn connection(
                 // Dropping the connection closes the socket.
                 return;
             }
+            () = activity.evicted() => return,
         }
     }
 }
@@ -335,6 +461,8 @@ mod tests {
             idle_timeout: Duration::from_secs(1),
             max_connections: 3,
             busy_body: "{}",
+            draining: CancellationToken::new(),
+            tallies: Arc::default(),
         };
         assert!((1..=3).contains(&server.connection_cap()));
     }

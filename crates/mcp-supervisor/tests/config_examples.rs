@@ -96,6 +96,7 @@ fn example_mentions_every_key() {
         "idle_timeout",
         "max_connections",
         "max_sessions",
+        "max_sessions_per_client",
         "session_idle_timeout",
         "[admin]",
         "transport",

@@ -588,52 +588,194 @@ fn idle_kept_alive_connections_are_closed_but_streams_are_not() {
 // ---- Caps.
 
 #[test]
-fn connections_beyond_the_cap_get_503_on_both_ports() {
+fn at_the_connection_cap_the_longest_idle_connection_makes_room_on_both_ports() {
     run(|| async {
         let (admin, _registry) = Admin::start("[admin]\nmax_connections = 2\n").await;
         let served = gateway("max_connections = 2").await;
+        let healthz = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
         for address in [admin.address, address_of(&served.url)] {
-            let first = TcpStream::connect(address).await.unwrap();
-            let _second = TcpStream::connect(address).await.unwrap();
-            // Let the server take both.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let (answer, _) = send_and_read_until_closed(
-                address,
-                b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-                Duration::from_secs(5),
-            )
-            .await
-            .expect("refused and closed at once");
-            assert!(status_line(&answer).contains(" 503 "), "{answer}");
-            assert!(answer.contains("Retry-After: 1"), "{answer}");
-            assert!(answer.contains("too many connections"), "{answer}");
-            // A slot frees when a connection closes.
-            drop(first);
-            let mut served_again = false;
-            for _ in 0..50 {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let mut stream = TcpStream::connect(address).await.unwrap();
-                stream
-                    .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            // Two connections that never send anything hold both slots.
+            let mut silent = TcpStream::connect(address).await.unwrap();
+            let _younger = TcpStream::connect(address).await.unwrap();
+            // A third is served: the oldest silent one is closed for it.
+            let mut third = TcpStream::connect(address).await.unwrap();
+            third.write_all(healthz).await.unwrap();
+            let answer = read_one_response(&mut third).await;
+            assert!(!status_line(&answer).contains(" 503 "), "{answer}");
+            assert!(
+                read_until_closed(&mut silent, Duration::from_secs(5))
                     .await
-                    .unwrap();
-                if !status_line(&read_one_response(&mut stream).await).contains(" 503 ") {
-                    served_again = true;
-                    break;
-                }
-            }
-            assert!(served_again, "a freed slot is used again");
+                    .is_some(),
+                "the connection idle for longest was closed"
+            );
         }
+        assert_eq!(
+            metric(
+                &served,
+                "mcp_supervisor_gateway_evictions_total{what=\"connection\",reason=\"max_connections\"}"
+            ),
+            1
+        );
     });
 }
 
 #[test]
-fn initialize_beyond_the_session_cap_gets_503_with_a_json_rpc_error() {
+fn connections_with_a_request_in_progress_are_never_closed_to_make_room() {
+    run(|| async {
+        let served = gateway("max_connections = 2").await;
+        let address = address_of(&served.url);
+        // Both slots hold a request in progress: a session's `GET` stream.
+        let mut busy = Vec::new();
+        for _ in 0..2 {
+            let mut stream = TcpStream::connect(address).await.unwrap();
+            let session = raw_stream(&mut stream).await;
+            busy.push((stream, session));
+        }
+        let mut third = TcpStream::connect(address).await.unwrap();
+        third
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        let answer = read_one_response(&mut third).await;
+        assert!(status_line(&answer).contains(" 503 "), "{answer}");
+        assert!(answer.contains("Retry-After: 1"), "{answer}");
+        assert!(answer.contains("too many connections"), "{answer}");
+        // Neither stream was closed for it.
+        assert_eq!(
+            metric(
+                &served,
+                "mcp_supervisor_gateway_refusals_total{what=\"connection\",reason=\"max_connections\"}"
+            ),
+            1
+        );
+        assert_eq!(
+            metric(
+                &served,
+                "mcp_supervisor_gateway_evictions_total{what=\"connection\",reason=\"max_connections\"}"
+            ),
+            0
+        );
+    });
+}
+
+/// On `stream`: opens a session, then its `GET` stream, and returns once the
+/// stream's head has arrived (the request is then in progress); returns the
+/// session id.
+async fn raw_stream(stream: &mut TcpStream) -> String {
+    let post = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{INITIALIZE}",
+        INITIALIZE.len()
+    );
+    stream.write_all(post.as_bytes()).await.unwrap();
+    let answer = read_one_response(stream).await;
+    let session = answer
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {answer}"));
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n"
+    );
+    stream.write_all(get.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("the stream's head")
+            .unwrap();
+        assert!(n > 0, "closed before the stream's head");
+        head.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    assert!(status_line(&head).contains(" 200 "), "{head}");
+    session
+}
+
+/// A counter of the gateway's own, as `/metrics` would show it.
+fn metric(served: &ServedGateway, series: &str) -> u64 {
+    let text = mcp_supervisor::admin::metrics_text(&[], Some(&served.tallies()));
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+}
+
+/// Opens the `GET` stream of `session`, which keeps the session busy while
+/// it is open.
+async fn open_stream(client: &Client, url: &str, session: &str) -> Response {
+    let stream = client
+        .get(url)
+        .header(header::ACCEPT, "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    stream
+}
+
+/// A ping in `session`: its HTTP status (404 once the session is gone).
+async fn ping(client: &Client, url: &str, session: &str) -> u16 {
+    mcp_post(client, url, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[test]
+fn at_the_session_cap_the_least_recently_used_idle_session_makes_room() {
+    run(|| async {
+        let served = gateway("max_sessions = 2").await;
+        // Two clients (two loopback addresses), so neither reaches a share
+        // of its own (`max_sessions_per_client` is at most `max_sessions`).
+        let client = http();
+        let other = Client::builder()
+            .no_proxy()
+            .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+            .build()
+            .unwrap();
+        let first = initialize(&client, &served.url).await;
+        let second = initialize(&other, &served.url).await;
+        // The second is used again: the first is the least recently used.
+        assert_eq!(ping(&other, &served.url, &second).await, 200);
+        let third = initialize(&other, &served.url).await;
+        assert_eq!(
+            ping(&client, &served.url, &first).await,
+            404,
+            "ended for the third"
+        );
+        assert_eq!(ping(&other, &served.url, &second).await, 200);
+        assert_eq!(ping(&other, &served.url, &third).await, 200);
+        assert_eq!(
+            metric(
+                &served,
+                "mcp_supervisor_gateway_evictions_total{what=\"session\",reason=\"max_sessions\"}"
+            ),
+            1
+        );
+    });
+}
+
+#[test]
+fn initialize_when_every_session_is_busy_gets_503_with_a_json_rpc_error() {
     run(|| async {
         let served = gateway("max_sessions = 2").await;
         let client = http();
         let first = initialize(&client, &served.url).await;
-        let _second = initialize(&client, &served.url).await;
+        let second = initialize(&client, &served.url).await;
+        // An open `GET` stream keeps a session busy.
+        let first_stream = open_stream(&client, &served.url, &first).await;
+        let _second_stream = open_stream(&client, &served.url, &second).await;
         let response = mcp_post(
             &client,
             &served.url,
@@ -659,15 +801,87 @@ fn initialize_beyond_the_session_cap_gets_503_with_a_json_rpc_error() {
         for response in futures::future::join_all(attempts).await {
             assert_eq!(response.unwrap().status(), 503);
         }
-        // Ending a session frees a slot.
-        let ended = client
-            .delete(&served.url)
-            .header("mcp-session-id", &first)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(ended.status(), 200);
-        initialize(&client, &served.url).await;
+        assert_eq!(
+            ping(&client, &served.url, &first).await,
+            200,
+            "busy sessions stay"
+        );
+        assert_eq!(
+            ping(&client, &served.url, &second).await,
+            200,
+            "busy sessions stay"
+        );
+        // Once the first's stream is closed, the first makes room.
+        drop(first_stream);
+        let mut admitted = false;
+        for _ in 0..100 {
+            let response = mcp_post(&client, &served.url, INITIALIZE)
+                .send()
+                .await
+                .unwrap();
+            if response.status() == 200 {
+                admitted = true;
+                break;
+            }
+            // The gateway sees the stream's end when its connection closes.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(admitted, "a session whose stream ended makes room");
+        assert_eq!(ping(&client, &served.url, &first).await, 404);
+    });
+}
+
+/// A client that opens sessions and abandons them (no `DELETE`) locks no
+/// one out: a new client from the same address, with the default caps,
+/// initializes and calls a tool at once.
+#[test]
+fn abandoned_sessions_do_not_lock_a_new_client_out() {
+    run(|| async {
+        let served = gateway("expose = \"meta\"").await;
+        let abandoning = http();
+        for _ in 0..500 {
+            initialize(&abandoning, &served.url).await;
+        }
+        let client = http();
+        let session = initialize(&client, &served.url).await;
+        for (id, body) in [
+            (
+                1,
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+            ),
+            (
+                2,
+                json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "list_mcps", "arguments": {}}})
+                .to_string(),
+            ),
+        ] {
+            let response = mcp_post(&client, &served.url, body)
+                .header("mcp-session-id", &session)
+                .header("mcp-protocol-version", "2025-06-18")
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                response.status().is_success(),
+                "request {id}: {}",
+                response.status()
+            );
+            if id == 2 {
+                let text = response.text().await.unwrap();
+                assert!(text.contains("\"result\""), "{text}");
+            }
+        }
+        // The abandoning client held at most its share; the rest were ended.
+        let evicted = metric(
+            &served,
+            "mcp_supervisor_gateway_evictions_total{what=\"session\",reason=\"max_sessions_per_client\"}",
+        );
+        assert_eq!(
+            evicted,
+            500 + 1 - 64,
+            "every session past the share ended one"
+        );
     });
 }
 

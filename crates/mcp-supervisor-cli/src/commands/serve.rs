@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use actix::Actor;
 use mcp_supervisor::{
-    admin::{ConfigSource, Reloader, serve_admin_with},
+    admin::{AdminLinks, ConfigSource, Reloader, serve_admin_linked},
     config::Config,
     gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http, serve_stdio},
     registry::{CurrentConfig, Registry, Shutdown, Subscribe},
@@ -69,6 +69,7 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     let mut terminate = signal(SignalKind::terminate()).map_err(signal_error)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(signal_error)?;
     let shutdown = CancellationToken::new();
+    let draining = CancellationToken::new();
     let admin = bind("admin API", config.admin.listen).await?;
     let gateway = if stdio {
         None
@@ -111,16 +112,21 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     // Where to find us. Under --stdio, stdout is the MCP channel: use stderr.
     let admin_url = format!("http://{}", local(&admin));
     let mut announce = format!("admin API listening on {admin_url} (GET /status, /metrics)\n");
-    actix_rt::spawn(serve_admin_with(
+    let gateway_stop = GatewayShutdown::new();
+    let links = AdminLinks {
+        draining: draining.clone(),
+        gateway: gateway.is_some().then(|| gateway_stop.tallies()),
+    };
+    let admin_task = actix_rt::spawn(serve_admin_linked(
         admin,
         registry.clone(),
         reloader.clone(),
         config.admin.clone(),
         shutdown.clone(),
+        links,
     ));
 
     let (stdio_done_tx, mut stdio_done) = tokio::sync::oneshot::channel::<()>();
-    let gateway_stop = GatewayShutdown::new();
     let mut gateway_task = None;
     match gateway {
         Some(listener) => {
@@ -178,28 +184,36 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
             _ = &mut stdio_done => { tracing::info!("stdio client closed: shutting down"); break; }
         }
     }
-    shutdown.cancel();
-    // Accept nothing new; calls in flight get their answers, within
+    // Drain: `/readyz` turns 503 so a load balancer sends new clients
+    // elsewhere; the sessions the gateway has are served (a client's
+    // follow-up to an answer included) while new ones are refused, until
+    // nothing is in progress and nothing has come for DRAIN_GRACE, within
     // shutdown_timeout. What is still running then is answered by the
     // registry's shutdown ("shutting down"), and those answers are sent
     // before the sessions end (docs/ARCHITECTURE.md, "Shutdown").
-    gateway_stop.stop_accepting();
+    draining.cancel();
+    gateway_stop.start_draining();
     let patience = match registry.send(CurrentConfig).await {
         Ok(current) => current.supervisor.shutdown_timeout,
         Err(_) => config.supervisor.shutdown_timeout,
     };
-    if gateway_task.is_some() && !gateway_stop.drained(patience).await {
+    if gateway_task.is_some() && !gateway_stop.drained(patience, DRAIN_GRACE).await {
         tracing::info!(
             in_progress = gateway_stop.in_progress(),
             "requests still in progress after shutdown_timeout; answering them"
         );
     }
+    gateway_stop.stop_accepting();
     let _ = registry.send(Shutdown).await;
     if let Some(task) = gateway_task {
-        gateway_stop.drained(ANSWER_FLUSH).await;
+        gateway_stop
+            .drained(ANSWER_FLUSH, std::time::Duration::ZERO)
+            .await;
         gateway_stop.end_sessions();
         let _ = tokio::time::timeout(ANSWER_FLUSH, task).await;
     }
+    shutdown.cancel();
+    let _ = tokio::time::timeout(ANSWER_FLUSH, admin_task).await;
     // Whatever is left there (nothing, normally) is dropped without waiting.
     if let Some(network) = network {
         network.shutdown_background();
@@ -211,6 +225,12 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
 /// How long the answers given at shutdown may take to reach their clients,
 /// and the connections to close.
 const ANSWER_FLUSH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// While draining, how long after the last request the gateway waits for
+/// another before it stops: a client's follow-up to an answer (the Python
+/// SDK lists tools after a call, to check its result) comes within
+/// milliseconds.
+const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
 
 fn local(listener: &TcpListener) -> String {
     listener

@@ -14,7 +14,12 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{FailureKind, connection::stats::DURATION_BUCKETS, registry::ConnectionStatus};
+use crate::{
+    FailureKind,
+    connection::stats::DURATION_BUCKETS,
+    registry::ConnectionStatus,
+    tallies::{Family, Protection, Tallies},
+};
 
 /// `Content-Type` of [`metrics_text`]: `text/plain; version=0.0.4; charset=utf-8`.
 pub const METRICS_CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
@@ -40,10 +45,15 @@ const OUTCOMES: [&str; 6] = [
     "timed_out",
 ];
 
-/// The snapshot as Prometheus text exposition.
-pub fn metrics_text(connections: &[ConnectionStatus]) -> String {
+/// The snapshot as Prometheus text exposition, with the gateway's
+/// evictions and refusals when there is a gateway.
+pub fn metrics_text(connections: &[ConnectionStatus], gateway: Option<&Tallies>) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(StatusCollector(connections.to_vec())));
+    if let Some(tallies) = gateway {
+        let counts = Protection::ALL.map(|protection| (protection, tallies.get(protection)));
+        registry.register_collector(Box::new(GatewayCollector(counts)));
+    }
     let mut text = String::new();
     // Writing into a String cannot fail, and our collector never returns an
     // error of its own.
@@ -163,6 +173,40 @@ impl Collector for StatusCollector {
     }
 }
 
+/// The gateway's evictions and refusals at one scrape.
+#[derive(Debug)]
+struct GatewayCollector([(Protection, u64); Protection::ALL.len()]);
+
+impl Collector for GatewayCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_gateway_evictions",
+            "Connections and sessions the gateway closed to admit new ones, by limit.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (protection, value) in self.0 {
+            if protection.family() == Family::Evictions {
+                let labels = [("what", protection.what()), ("reason", protection.reason())];
+                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_gateway_refusals",
+            "Connections and sessions the gateway turned away (503), by limit or state.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (protection, value) in self.0 {
+            if protection.family() == Family::Refusals {
+                let labels = [("what", protection.what()), ("reason", protection.reason())];
+                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::{
@@ -220,7 +264,7 @@ mod tests {
 
     #[test]
     fn calls_failures_parks_restarts_are_counters_with_their_labels() {
-        let text = metrics_text(&sample());
+        let text = metrics_text(&sample(), None);
         let samples = samples(&text);
         for (outcome, expected) in OUTCOMES.into_iter().zip([7.0, 1.0, 2.0, 3.0, 4.0, 5.0]) {
             let series = format!(
@@ -290,7 +334,7 @@ mod tests {
 
     #[test]
     fn durations_are_a_cumulative_histogram_with_inf_sum_and_count() {
-        let text = metrics_text(&sample());
+        let text = metrics_text(&sample(), None);
         let samples = samples(&text);
         assert!(text.contains("# TYPE mcp_supervisor_call_duration_seconds histogram"));
         let bucket = |le: &str| {
@@ -346,7 +390,7 @@ mod tests {
 
     #[test]
     fn the_state_gauge_is_one_for_the_current_state_only() {
-        let samples = samples(&metrics_text(&sample()));
+        let samples = samples(&metrics_text(&sample(), None));
         for (connection, current) in [("github", "parked"), ("files", "idle")] {
             for state in STATES {
                 let series = format!(
@@ -360,7 +404,7 @@ mod tests {
 
     #[test]
     fn no_connections_still_describes_every_family() {
-        let text = metrics_text(&[]);
+        let text = metrics_text(&[], None);
         assert!(samples(&text).is_empty(), "{text}");
         assert_eq!(
             text.lines()
@@ -373,7 +417,7 @@ mod tests {
 
     #[test]
     fn every_label_is_from_a_fixed_vocabulary_or_the_name() {
-        let text = metrics_text(&sample());
+        let text = metrics_text(&sample(), None);
         let allowed = ["connection", "outcome", "kind", "state", "le"];
         for line in text.lines().filter(|line| !line.starts_with('#')) {
             let labels = line
@@ -386,5 +430,33 @@ mod tests {
                 assert!(allowed.contains(&key), "label {key} in {line}");
             }
         }
+    }
+
+    #[test]
+    fn the_gateways_evictions_and_refusals_are_counted_by_limit() {
+        let tallies = Tallies::default();
+        tallies.count(Protection::SessionEvictedAtCap);
+        tallies.count(Protection::SessionEvictedAtCap);
+        tallies.count(Protection::ConnectionRefused);
+        tallies.count(Protection::RefusedWhileDraining);
+        let text = metrics_text(&[], Some(&tallies));
+        for line in [
+            r#"mcp_supervisor_gateway_evictions_total{what="connection",reason="max_connections"} 0"#,
+            r#"mcp_supervisor_gateway_evictions_total{what="session",reason="max_sessions"} 2"#,
+            r#"mcp_supervisor_gateway_evictions_total{what="session",reason="max_sessions_per_client"} 0"#,
+            r#"mcp_supervisor_gateway_refusals_total{what="connection",reason="max_connections"} 1"#,
+            r#"mcp_supervisor_gateway_refusals_total{what="session",reason="max_sessions"} 0"#,
+            r#"mcp_supervisor_gateway_refusals_total{what="session",reason="max_sessions_per_client"} 0"#,
+            r#"mcp_supervisor_gateway_refusals_total{what="request",reason="draining"} 1"#,
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line} in:\n{text}"
+            );
+        }
+        assert!(
+            !metrics_text(&[], None).contains("gateway_"),
+            "no gateway, no series"
+        );
     }
 }

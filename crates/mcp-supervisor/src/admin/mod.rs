@@ -20,5 +20,8 @@ pub mod status;
 
 pub use metrics::{METRICS_CONTENT_TYPE, metrics_text};
 pub use reload::{ConfigSource, ReloadError, Reloader, report_json};
-pub use server::{READY_TIMEOUT, router, router_with, serve_admin, serve_admin_with};
+pub use server::{
+    AdminLinks, READY_TIMEOUT, router, router_with, serve_admin, serve_admin_linked,
+    serve_admin_with,
+};
 pub use status::status_json;

@@ -46,6 +46,7 @@ use crate::{
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
     },
     registry::{ConnectionStatus, Registry, Reset, Status, UnknownConnection},
+    tallies::Tallies,
 };
 
 /// `/readyz` is ready only if the registry answers a status request this fast.
@@ -70,6 +71,20 @@ struct AdminState {
     /// Cancelled when the process starts shutting down: `/readyz` turns 503
     /// and the server stops accepting.
     shutdown: CancellationToken,
+    links: AdminLinks,
+}
+
+/// What the admin API is told by the rest of the process besides its
+/// settings (`serve` links it to its gateway; tests and the library need
+/// none of it).
+#[derive(Clone, Debug, Default)]
+pub struct AdminLinks {
+    /// Cancelled when the process starts to drain for shutdown: from then on
+    /// `/readyz` answers 503, so a load balancer sends new clients
+    /// elsewhere, while the rest of the API keeps answering.
+    pub draining: CancellationToken,
+    /// The gateway's evictions and refusals, shown in `/metrics`.
+    pub gateway: Option<Arc<Tallies>>,
 }
 
 /// Who may use the API: see the module documentation.
@@ -107,16 +122,40 @@ pub async fn serve_admin_with(
     settings: AdminSettings,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
+    serve_admin_linked(
+        listener,
+        registry,
+        reloader,
+        settings,
+        shutdown,
+        AdminLinks::default(),
+    )
+    .await
+}
+
+/// [`serve_admin_with`], linked to the rest of the process (see
+/// [`AdminLinks`]).
+pub async fn serve_admin_linked(
+    listener: TcpListener,
+    registry: Addr<Registry>,
+    reloader: Reloader,
+    settings: AdminSettings,
+    shutdown: CancellationToken,
+    links: AdminLinks,
+) -> io::Result<()> {
     if let Ok(address) = listener.local_addr() {
         tracing::info!(%address, auth = settings.auth.is_some(), "admin API listening");
     }
-    let app = router_with(registry, reloader, &settings, shutdown.clone());
+    let app = router_linked(registry, reloader, &settings, shutdown.clone(), links);
     let server = Server {
         port: Port::Admin,
         header_timeout: settings.header_timeout,
         idle_timeout: settings.idle_timeout,
         max_connections: settings.max_connections,
         busy_body: BUSY_BODY,
+        // The admin API does not drain: it answers until it stops.
+        draining: CancellationToken::new(),
+        tallies: Arc::default(),
     };
     listener::serve(listener, app, server, shutdown).await
 }
@@ -133,6 +172,22 @@ pub fn router_with(
     reloader: Reloader,
     settings: &AdminSettings,
     shutdown: CancellationToken,
+) -> Router {
+    router_linked(
+        registry,
+        reloader,
+        settings,
+        shutdown,
+        AdminLinks::default(),
+    )
+}
+
+fn router_linked(
+    registry: Addr<Registry>,
+    reloader: Reloader,
+    settings: &AdminSettings,
+    shutdown: CancellationToken,
+    links: AdminLinks,
 ) -> Router {
     let protection = Arc::new(Protection {
         hosts: AllowedHosts::new(&settings.allowed_hosts),
@@ -155,6 +210,7 @@ pub fn router_with(
             registry,
             reloader,
             shutdown,
+            links,
         })
 }
 
@@ -195,9 +251,10 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-/// The registry answers and the process is not shutting down.
+/// The registry answers and the process is not shutting down (nor
+/// draining for it).
 async fn readyz(State(state): State<AdminState>) -> Response {
-    if state.shutdown.is_cancelled() {
+    if state.shutdown.is_cancelled() || state.links.draining.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
     match tokio::time::timeout(READY_TIMEOUT, state.registry.send(Status)).await {
@@ -217,7 +274,7 @@ async fn metrics(State(state): State<AdminState>) -> Response {
     match snapshot(&state.registry).await {
         Ok(connections) => (
             [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
-            metrics_text(&connections),
+            metrics_text(&connections, state.links.gateway.as_deref()),
         )
             .into_response(),
         Err(unavailable) => unavailable,

@@ -146,13 +146,22 @@ pub struct GatewaySettings {
     /// Open connections at once; beyond this a new connection is answered 503
     /// and closed.
     pub max_connections: usize,
-    /// Live MCP sessions (2025-era clients) at once; beyond this `initialize`
-    /// is answered 503 with a JSON-RPC error.
+    /// Live MCP sessions (2025-era clients) at once. At the cap a new
+    /// session ends the least recently used idle one; `initialize` is
+    /// answered 503 with a JSON-RPC error only when every session is busy.
     pub max_sessions: usize,
+    /// Live sessions one client (one peer address) may hold at once; its
+    /// next `initialize` ends its own least recently used idle session, and
+    /// is refused only when all of its sessions are busy.
+    pub max_sessions_per_client: usize,
     /// A session with no activity for this long is closed (its client must
     /// initialize again).
     pub session_idle_timeout: Duration,
 }
+
+/// Default `gateway.max_sessions_per_client` (never more than
+/// `max_sessions`): a quarter of the default `max_sessions`.
+pub(super) const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = 64;
 
 /// Default `gateway.max_body_bytes`: 4 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -177,6 +186,7 @@ impl Default for GatewaySettings {
             idle_timeout: Duration::from_secs(120),
             max_connections: 512,
             max_sessions: 256,
+            max_sessions_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
             session_idle_timeout: Duration::from_secs(300),
         }
     }

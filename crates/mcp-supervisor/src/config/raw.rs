@@ -75,6 +75,7 @@ pub(crate) struct RawGateway {
     pub(crate) idle_timeout: Option<String>,
     pub(crate) max_connections: Option<i64>,
     pub(crate) max_sessions: Option<i64>,
+    pub(crate) max_sessions_per_client: Option<i64>,
     pub(crate) session_idle_timeout: Option<String>,
 }
 

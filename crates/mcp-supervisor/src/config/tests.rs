@@ -284,6 +284,7 @@ fn connection_limits_and_admin_protection_have_defaults() {
     assert_eq!(g.idle_timeout, Duration::from_secs(120));
     assert_eq!(g.max_connections, 512);
     assert_eq!(g.max_sessions, 256);
+    assert_eq!(g.max_sessions_per_client, 64);
     assert_eq!(g.session_idle_timeout, Duration::from_secs(300));
     let a = &config.admin;
     assert!(a.auth.is_none());
@@ -304,6 +305,7 @@ fn connection_limits_and_admin_protection_are_read() {
         idle_timeout = "4s"
         max_connections = 5
         max_sessions = 6
+        max_sessions_per_client = 3
         session_idle_timeout = "7m"
         [admin]
         auth = { kind = "bearer", token_env = "ADMIN_TOKEN" }
@@ -322,6 +324,7 @@ fn connection_limits_and_admin_protection_are_read() {
     assert_eq!(g.idle_timeout, Duration::from_secs(4));
     assert_eq!(g.max_connections, 5);
     assert_eq!(g.max_sessions, 6);
+    assert_eq!(g.max_sessions_per_client, 3);
     assert_eq!(g.session_idle_timeout, Duration::from_secs(420));
     let a = &config.admin;
     assert_eq!(a.auth.as_ref().map(BearerToken::expose), Some("adm1n"));
@@ -355,6 +358,14 @@ fn connection_limit_violations_name_the_key() {
         (
             "[gateway]\nmax_sessions = 2000000",
             "gateway.max_sessions: must be at most 1000000",
+        ),
+        (
+            "[gateway]\nmax_sessions = 8\nmax_sessions_per_client = 9",
+            "gateway.max_sessions_per_client: must be at most max_sessions (8)",
+        ),
+        (
+            "[gateway]\nmax_sessions_per_client = 0",
+            "gateway.max_sessions_per_client: must be greater than zero",
         ),
         (
             "[gateway]\nsession_idle_timeout = \"-1s\"",

@@ -15,9 +15,9 @@ use super::error::ConfigError;
 use super::keypath::KeyPath;
 use super::model::{
     AdminSettings, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, GatewaySettings, HttpTransport,
-    QuarantineSettings, RestartBudget, RetryCalls, StdioTransport, SupervisorSettings, Transport,
-    UpstreamProtocol,
+    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    GatewaySettings, HttpTransport, QuarantineSettings, RestartBudget, RetryCalls, StdioTransport,
+    SupervisorSettings, Transport, UpstreamProtocol,
 };
 use super::raw::{
     RawAdmin, RawConfig, RawConnection, RawGateway, RawQuarantine, RawRestartBudget, RawSupervisor,
@@ -263,6 +263,25 @@ impl<'a> Validator<'a> {
             )?,
             None => DEFAULT_MAX_BODY_BYTES,
         };
+        let max_sessions = self.count_usize(
+            &key.key("max_sessions"),
+            raw.max_sessions,
+            d.max_sessions,
+            MAX_SESSIONS,
+        )?;
+        let max_sessions_per_client = match raw.max_sessions_per_client {
+            Some(n) => self.check(
+                &key.key("max_sessions_per_client"),
+                values::positive_usize(n, max_sessions).map_err(|error| {
+                    if n > 0 {
+                        format!("must be at most max_sessions ({max_sessions})")
+                    } else {
+                        error
+                    }
+                }),
+            )?,
+            None => DEFAULT_MAX_SESSIONS_PER_CLIENT.min(max_sessions),
+        };
         Ok(GatewaySettings {
             listen,
             path,
@@ -292,12 +311,8 @@ impl<'a> Validator<'a> {
                 d.max_connections,
                 MAX_CONNECTIONS,
             )?,
-            max_sessions: self.count_usize(
-                &key.key("max_sessions"),
-                raw.max_sessions,
-                d.max_sessions,
-                MAX_SESSIONS,
-            )?,
+            max_sessions,
+            max_sessions_per_client,
             session_idle_timeout: self.duration(
                 &key.key("session_idle_timeout"),
                 raw.session_idle_timeout,

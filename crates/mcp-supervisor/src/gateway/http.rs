@@ -14,9 +14,11 @@
 //!   their bodies are read (one with a declared length holds none of its
 //!   bytes; one without, at most 1 MiB), for at most `body_timeout`, then
 //!   get 503 with `Retry-After` (small requests never wait);
-//! - caps live sessions at `max_sessions` (`CappedSessions`): beyond it,
-//!   `initialize` is answered 503 with a JSON-RPC error; a session idle for
-//!   `session_idle_timeout` is closed;
+//! - caps live sessions at `max_sessions`, and per client at
+//!   `max_sessions_per_client` (`sessions.rs`): at a cap the least recently
+//!   used idle session is ended to admit the new one, and `initialize` is
+//!   answered 503 with a JSON-RPC error only when every session it could
+//!   replace is busy; a session idle for `session_idle_timeout` is closed;
 //! - answers a request with plain JSON when nothing comes before its answer
 //!   (`answer.rs`; rmcp streams every answer of a session as SSE), and asks
 //!   rmcp for JSON on stateless (2026-07-28) requests (`json_response`);
@@ -27,11 +29,18 @@
 //!
 //! Connections (timeouts, the connection cap) are `listener.rs`'s.
 //!
-//! Stopping is in steps, driven by a [`GatewayShutdown`]: stop accepting,
-//! let the requests in progress be answered, then end the sessions and their
-//! open streams (docs/ARCHITECTURE.md, "Shutdown").
+//! Stopping is in steps, driven by a [`GatewayShutdown`]: drain (serve the
+//! sessions the gateway has, refuse new ones and session-less work with 503
+//! and `Retry-After`, until nothing is in progress and no request has come
+//! for a short grace), stop accepting, then end the sessions and their open
+//! streams (docs/ARCHITECTURE.md, "Shutdown").
 
-use std::{cell::Cell, io, sync::Arc, time::Duration};
+use std::{
+    io,
+    net::IpAddr,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use axum::{
     Router,
@@ -42,22 +51,13 @@ use axum::{
     routing::any,
 };
 use bytes::BytesMut;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use rmcp::{
     model::{
-        ClientJsonRpcMessage, ConstString, ErrorCode, ErrorData, JsonRpcError, RequestId,
-        ServerJsonRpcMessage, SubscriptionsListenRequestMethod,
+        ConstString, ErrorCode, ErrorData, JsonRpcError, RequestId,
+        SubscriptionsListenRequestMethod,
     },
-    transport::{
-        StreamableHttpServerConfig, StreamableHttpService,
-        streamable_http_server::{
-            RestoreOutcome, SessionId, SessionManager,
-            session::{
-                EventStore, ServerSseMessage,
-                local::{LocalSessionManager, LocalSessionManagerError},
-            },
-        },
-    },
+    transport::{StreamableHttpServerConfig, StreamableHttpService},
 };
 use serde_json::Value;
 use tokio::{
@@ -69,15 +69,17 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     answer,
-    direct::{self, DirectSession, Generation, Posted, StatelessCall},
+    direct::{self, Generation, Posted, StatelessCall},
     handler::GatewayHandler,
+    sessions::{CappedSessions, OPENING, Opening},
     state::GatewayState,
 };
 use crate::{
     config::{BearerToken, GatewaySettings},
     listener::{
-        self, Port, Server,
+        self, Peer, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
+        tallies::{Protection, Tallies},
     },
     mcp_headers,
 };
@@ -93,9 +95,18 @@ const BUSY_BODY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"to
 /// frees when a client ends its session or one idles out.
 const SESSIONS_RETRY_AFTER_SECS: &str = "30";
 
-/// How a running gateway is stopped, step by step (see [`serve_http`]).
+/// `Retry-After` of a request refused while draining: a load balancer has
+/// another replica, or this one is back by then.
+const DRAINING_RETRY_AFTER_SECS: &str = "5";
+
+/// How a running gateway is stopped, step by step (see [`serve_http`]), and
+/// what its protections did ([`Tallies`]).
 #[derive(Debug, Clone, Default)]
 pub struct GatewayShutdown {
+    /// Cancelled: the gateway drains (see the module).
+    draining: CancellationToken,
+    /// When the last request arrived (only kept while draining).
+    last_arrival: Arc<Mutex<Option<Instant>>>,
     /// Cancelled: no new connection is accepted, and each open one closes
     /// once its request in progress is answered.
     accepting: CancellationToken,
@@ -105,6 +116,7 @@ pub struct GatewayShutdown {
     /// The requests in progress: a POST counts until its answer is sent.
     /// Streams that stay open on purpose do not count.
     requests: TaskTracker,
+    tallies: Arc<Tallies>,
 }
 
 impl GatewayShutdown {
@@ -112,21 +124,52 @@ impl GatewayShutdown {
         Self::default()
     }
 
-    /// Step 1: accept nothing new.
+    /// Evictions and refusals so far, for `/metrics`.
+    pub fn tallies(&self) -> Arc<Tallies> {
+        self.tallies.clone()
+    }
+
+    /// Step 1: drain. Requests of the sessions the gateway has are served,
+    /// on any connection, new or not; a new session or a session-less
+    /// request is answered 503 with `Retry-After`; each connection closes
+    /// after its next answer.
+    pub fn start_draining(&self) {
+        *self.arrivals() = Some(Instant::now());
+        self.draining.cancel();
+    }
+
+    /// Step 2: waits, for at most `bound`, until no request is in progress
+    /// and none has arrived for `grace` since the last one ended (a client's
+    /// follow-up to an answer comes within it); `true` if that happened in
+    /// time.
+    pub async fn drained(&self, bound: Duration, grace: Duration) -> bool {
+        let deadline = Instant::now() + bound;
+        self.requests.close();
+        loop {
+            if tokio::time::timeout_at(deadline, self.requests.wait())
+                .await
+                .is_err()
+            {
+                return false;
+            }
+            let quiet_since = Instant::now();
+            tokio::time::sleep_until((quiet_since + grace).min(deadline)).await;
+            let arrived_since = self.arrivals().is_some_and(|last| last > quiet_since);
+            if !arrived_since && self.requests.is_empty() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return self.requests.is_empty();
+            }
+        }
+    }
+
+    /// Step 3: accept nothing new.
     pub fn stop_accepting(&self) {
         self.accepting.cancel();
     }
 
-    /// Step 2: waits up to `bound` for the requests in progress to be
-    /// answered; `true` if every one was.
-    pub async fn drained(&self, bound: Duration) -> bool {
-        self.requests.close();
-        tokio::time::timeout(bound, self.requests.wait())
-            .await
-            .is_ok()
-    }
-
-    /// Step 3: ends every session and stream; [`serve_http`] then returns
+    /// Step 4: ends every session and stream; [`serve_http`] then returns
     /// once the connections are closed.
     pub fn end_sessions(&self) {
         self.accepting.cancel();
@@ -136,6 +179,19 @@ impl GatewayShutdown {
     /// How many requests are in progress.
     pub fn in_progress(&self) -> usize {
         self.requests.len()
+    }
+
+    fn arrivals(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.last_arrival
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes a request's arrival while draining.
+    fn arrived(&self) {
+        if self.draining.is_cancelled() {
+            *self.arrivals() = Some(Instant::now());
+        }
     }
 }
 
@@ -162,6 +218,8 @@ struct Endpoint {
     /// Cancelled when the gateway ends its sessions.
     ending: CancellationToken,
     requests: TaskTracker,
+    /// The shutdown's handle: draining, arrivals, tallies.
+    control: GatewayShutdown,
     /// Permits for large requests in progress ([`LARGE_AT_ONCE`]).
     large: Arc<Semaphore>,
     token: Option<Arc<BearerToken>>,
@@ -186,7 +244,9 @@ pub async fn serve_http(
     config.max_request_body_bytes = settings.max_body_bytes;
     let sessions = Arc::new(CappedSessions::new(
         settings.max_sessions,
+        settings.max_sessions_per_client,
         settings.session_idle_timeout,
+        shutdown.tallies(),
     ));
     let keep_alive = config.sse_keep_alive;
     let handlers = state.clone();
@@ -203,6 +263,7 @@ pub async fn serve_http(
         keep_alive,
         ending: shutdown.sessions.clone(),
         requests: shutdown.requests.clone(),
+        control: shutdown.clone(),
         large: Arc::new(Semaphore::new(LARGE_AT_ONCE)),
         token: settings.auth.clone().map(Arc::new),
         body_timeout: settings.body_timeout,
@@ -217,6 +278,8 @@ pub async fn serve_http(
         idle_timeout: settings.idle_timeout,
         max_connections: settings.max_connections,
         busy_body: BUSY_BODY,
+        draining: shutdown.draining.clone(),
+        tallies: shutdown.tallies(),
     };
     // The listener's shutdown lets a request in progress finish, and an
     // open stream is one: connections close for good when sessions end.
@@ -229,7 +292,14 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
     {
         return unauthorized("missing or invalid bearer token");
     }
-    match *request.method() {
+    endpoint.control.arrived();
+    // The session's request keeps it busy until its response is sent.
+    let in_use = request
+        .headers()
+        .get(&mcp_headers::SESSION_ID)
+        .and_then(|id| id.to_str().ok())
+        .and_then(|id| endpoint.sessions.begin(id));
+    let response = match *request.method() {
         Method::POST if opens_a_stream(request.headers()) => endpoint.post(request).await,
         Method::POST => {
             let in_progress = endpoint.requests.token();
@@ -238,6 +308,10 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
         }
         Method::DELETE => endpoint.delete(request).await,
         _ => endpoint.mcp.handle(request).await.map(Body::new),
+    };
+    match in_use {
+        Some(in_use) => response.map(|body| Body::new(Holding::new(body, in_use))),
+        None => response,
     }
 }
 
@@ -286,15 +360,10 @@ impl<B: http_body::Body, G> http_body::Body for Holding<B, G> {
     }
 }
 
-tokio::task_local! {
-    /// Set by [`CappedSessions::create_session`] when it refuses, so the
-    /// request that asked can be answered 503 rather than rmcp's 500.
-    static SESSION_REFUSED: Cell<bool>;
-}
-
 impl Endpoint {
     async fn post(self: &Arc<Self>, request: Request) -> Response {
         let (parts, body) = request.into_parts();
+        let client = parts.extensions.get::<Peer>().map(|peer| peer.0);
         // A large request waits for a permit before its body is read (a
         // waiting one holds none of its bytes; its client waits to send
         // them); the permit goes with its answer, which is when its copies
@@ -303,19 +372,29 @@ impl Endpoint {
             Ok(read) => read,
             Err(refused) => return refused,
         };
+        let sessionless = !parts.headers.contains_key(&mcp_headers::SESSION_ID);
+        if sessionless
+            && self.control.draining.is_cancelled()
+            && let Some(refused) = refused_while_draining(&body)
+        {
+            self.control.tallies.count(Protection::RefusedWhileDraining);
+            return refused;
+        }
         if permit.is_none()
             && let Some(answer) = self.direct(&parts, &body).await
         {
             return answer;
         }
         let declared_json = is_json(&parts.headers);
-        // Checked here first (peeking at the body only when full) so a flood
-        // of initializes is refused without rmcp logging each one as an error.
-        if !parts.headers.contains_key(&mcp_headers::SESSION_ID)
-            && self.sessions.full().await
+        // Checked here first (peeking at the body only when a session would
+        // be refused) so a flood of initializes is refused without rmcp
+        // logging each one as an error.
+        if sessionless
+            && let Some(why) = self.sessions.refusal(client).await
             && is_initialize(&body)
         {
-            return too_many_sessions(&body, self.sessions.max);
+            self.control.tallies.count(why);
+            return self.too_many_sessions(&body, why);
         }
         let request = Request::from_parts(parts, Body::from(body.clone()));
         let (response, refused) = if permit.is_some() {
@@ -323,16 +402,16 @@ impl Endpoint {
             // a blocking thread, so the network thread keeps serving others.
             let runtime = tokio::runtime::Handle::current();
             let endpoint = self.clone();
-            let handled = move || runtime.block_on(endpoint.handle(request));
+            let handled = move || runtime.block_on(endpoint.handle(request, client));
             match tokio::task::spawn_blocking(handled).await {
                 Ok(handled) => handled,
                 Err(_) => return internal_error(),
             }
         } else {
-            self.handle(request).await
+            self.handle(request, client).await
         };
-        if refused {
-            return too_many_sessions(&body, self.sessions.max);
+        if let Some(why) = refused {
+            return self.too_many_sessions(&body, why);
         }
         // With the content type right, rmcp's 415 means it could not parse
         // the body as a JSON-RPC message.
@@ -345,15 +424,33 @@ impl Endpoint {
         }
     }
 
-    /// rmcp's answer to `request`, and whether it was an `initialize` that
-    /// [`CappedSessions`] refused.
-    async fn handle(&self, request: Request) -> (Response, bool) {
-        SESSION_REFUSED
-            .scope(Cell::new(false), async {
+    /// rmcp's answer to `request` from `client`, and why [`CappedSessions`]
+    /// refused it, if it was an `initialize` it refused.
+    async fn handle(
+        &self,
+        request: Request,
+        client: Option<IpAddr>,
+    ) -> (Response, Option<Protection>) {
+        let opening = Opening {
+            client,
+            refused: Default::default(),
+        };
+        OPENING
+            .scope(opening, async {
                 let response = self.mcp.handle(request).await.map(Body::new);
-                (response, SESSION_REFUSED.with(Cell::get))
+                (response, OPENING.with(|opening| opening.refused.get()))
             })
             .await
+    }
+
+    /// `initialize` refused for `why`: 503, `Retry-After`, and a JSON-RPC
+    /// error a client can show.
+    fn too_many_sessions(&self, body: &[u8], why: Protection) -> Response {
+        let limit = match why {
+            Protection::SessionRefusedAtClientQuota => self.sessions.per_client,
+            _ => self.sessions.max,
+        };
+        too_many_sessions(body, why.reason(), limit)
     }
 
     /// The answer to a call that takes the direct path (`direct.rs`); `None`
@@ -537,9 +634,9 @@ fn request_id(message: &Value) -> Option<RequestId> {
         .and_then(|id| serde_json::from_value(id.clone()).ok())
 }
 
-/// `initialize` beyond `gateway.max_sessions`: 503, `Retry-After`, and a
-/// JSON-RPC error a client can show.
-fn too_many_sessions(body: &[u8], max: usize) -> Response {
+/// `initialize` beyond `gateway.{key}` (= `limit`), every session it could
+/// replace busy: 503, `Retry-After`, and a JSON-RPC error a client can show.
+fn too_many_sessions(body: &[u8], key: &str, limit: usize) -> Response {
     let id = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|message| request_id(&message));
@@ -549,7 +646,7 @@ fn too_many_sessions(body: &[u8], max: usize) -> Response {
         ErrorData::new(
             BUSY_CODE,
             format!(
-                "too many MCP sessions (gateway.max_sessions = {max}); \
+                "too many MCP sessions (gateway.{key} = {limit}), all of them busy; \
                  retry later, or end an unused session"
             ),
             None,
@@ -560,6 +657,50 @@ fn too_many_sessions(body: &[u8], max: usize) -> Response {
         HeaderValue::from_static(SESSIONS_RETRY_AFTER_SECS),
     );
     response
+}
+
+/// Session-less requests the gateway answers from its own view, at once,
+/// with no upstream work and no stream: served while draining (a client's
+/// follow-up listing after an answer is one of them).
+const ANSWERED_FROM_THE_VIEW: [&str; 6] = [
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "ping",
+];
+
+/// While draining, a session-less request that would start new work (reach
+/// an upstream, open a stream, open a session): 503 with `Retry-After` and a
+/// JSON-RPC error. `None` for what may go on: a notification (a
+/// cancellation), what is answered from the gateway's view, and the retry of
+/// an input round already under way.
+fn refused_while_draining(body: &[u8]) -> Option<Response> {
+    let message = serde_json::from_slice::<Value>(body).ok()?;
+    let id = request_id(&message)?;
+    let method = message.get("method")?.as_str()?;
+    let params = message.get("params");
+    if ANSWERED_FROM_THE_VIEW.contains(&method)
+        || params.is_some_and(|params| params.get("requestState").is_some())
+    {
+        return None;
+    }
+    let mut response = jsonrpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some(id),
+        ErrorData::new(
+            BUSY_CODE,
+            "the gateway is shutting down and takes no new work; retry (another replica may \
+             take it)",
+            None,
+        ),
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from_static(DRAINING_RETRY_AFTER_SECS),
+    );
+    Some(response)
 }
 
 /// 400 for a body rmcp could not parse: -32700 when it is not JSON at all
@@ -592,147 +733,6 @@ fn not_json_rpc(body: &[u8]) -> Response {
 fn jsonrpc_error(status: StatusCode, id: Option<RequestId>, error: ErrorData) -> Response {
     let body = serde_json::to_vec(&JsonRpcError::new(id, error)).unwrap_or_default();
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-/// rmcp's in-memory sessions, at most `max` at once, each closed after
-/// `session_idle_timeout` without activity (rmcp's `keep_alive`).
-struct CappedSessions {
-    local: LocalSessionManager,
-    max: usize,
-    /// Makes count-then-create atomic, so concurrent `initialize`s cannot
-    /// overshoot the cap.
-    creating: tokio::sync::Mutex<()>,
-}
-
-/// Why a session operation failed.
-#[derive(Debug, thiserror::Error)]
-enum SessionsError {
-    #[error("too many MCP sessions (gateway.max_sessions = {0})")]
-    Full(usize),
-    #[error(transparent)]
-    Local(#[from] LocalSessionManagerError),
-}
-
-impl CappedSessions {
-    fn new(max: usize, idle_timeout: Duration) -> Self {
-        let mut local = LocalSessionManager::default();
-        local.session_config.keep_alive = Some(idle_timeout);
-        CappedSessions {
-            local,
-            max,
-            creating: tokio::sync::Mutex::new(()),
-        }
-    }
-
-    async fn live(&self) -> usize {
-        self.local.sessions.read().await.len()
-    }
-
-    async fn full(&self) -> bool {
-        self.live().await >= self.max
-    }
-
-    async fn has(&self, id: &str) -> bool {
-        self.local.sessions.read().await.contains_key(id)
-    }
-
-    /// Counts a direct call as activity of session `id`, which rmcp's idle
-    /// timeout only sees in its session worker: at most every quarter of the
-    /// timeout, the worker is handed a message that changes nothing.
-    async fn touch(&self, id: &str, session: &DirectSession) {
-        let Some(idle) = self.local.session_config.keep_alive else {
-            return;
-        };
-        if session.touch_due(idle / 4) {
-            let _ = self.local.accept_message(&id.into(), activity()).await;
-        }
-    }
-}
-
-/// The message that counts as a session's activity: the cancellation of a
-/// request id no client uses (rmcp and our handler ignore it).
-fn activity() -> ClientJsonRpcMessage {
-    static ACTIVITY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!("mcp-supervisor/activity/{:016x}", rand::random::<u64>())
-    });
-    let cancelled = serde_json::json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/cancelled",
-        "params": { "requestId": *ACTIVITY },
-    });
-    serde_json::from_value(cancelled).expect("a valid cancellation")
-}
-
-impl SessionManager for CappedSessions {
-    type Error = SessionsError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
-
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), SessionsError> {
-        let _one_at_a_time = self.creating.lock().await;
-        if self.full().await {
-            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
-            return Err(SessionsError::Full(self.max));
-        }
-        Ok(self.local.create_session().await?)
-    }
-
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, SessionsError> {
-        Ok(self.local.initialize_session(id, message).await?)
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, SessionsError> {
-        Ok(self.local.has_session(id).await?)
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), SessionsError> {
-        Ok(self.local.close_session(id).await?)
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
-        Ok(self.local.create_stream(id, message).await?)
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), SessionsError> {
-        Ok(self.local.accept_message(id, message).await?)
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
-        Ok(self.local.create_standalone_stream(id).await?)
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionsError> {
-        Ok(self.local.resume(id, last_event_id).await?)
-    }
-
-    async fn restore_session(
-        &self,
-        id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, SessionsError> {
-        Ok(self.local.restore_session(id).await?)
-    }
-
-    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
-        self.local.event_store()
-    }
 }
 
 #[cfg(test)]
@@ -768,6 +768,7 @@ mod tests {
     async fn the_session_refusal_names_the_request() {
         let response = too_many_sessions(
             br#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{}}"#,
+            "max_sessions",
             2,
         );
         assert_eq!(response.headers()[header::RETRY_AFTER], "30");
@@ -783,20 +784,34 @@ mod tests {
         assert_eq!(busy["error"]["code"], BUSY_CODE.0);
     }
 
-    #[tokio::test]
-    async fn sessions_are_capped() {
-        let sessions = CappedSessions::new(1, Duration::from_secs(60));
-        let (id, _transport) = sessions.create_session().await.unwrap();
-        assert!(sessions.full().await && sessions.has(&id).await);
-        let refused = SESSION_REFUSED
-            .scope(Cell::new(false), async {
-                let outcome = sessions.create_session().await;
-                (outcome.is_err(), SESSION_REFUSED.with(Cell::get))
-            })
-            .await;
-        assert_eq!(refused, (true, true));
-        sessions.close_session(&id).await.unwrap();
-        assert!(!sessions.full().await);
-        assert!(sessions.create_session().await.is_ok());
+    #[test]
+    fn draining_refuses_new_work_and_lets_the_rest_go_on() {
+        let refused = |body: &str| refused_while_draining(body.as_bytes()).map(|r| r.status());
+        let unavailable = Some(StatusCode::SERVICE_UNAVAILABLE);
+        for new_work in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__b"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"x:y"}}"#,
+        ] {
+            assert_eq!(refused(new_work), unavailable, "{new_work}");
+        }
+        for goes_on in [
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"server/discover"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__b","requestState":"s"}}"#,
+            "not json",
+        ] {
+            assert_eq!(refused(goes_on), None, "{goes_on}");
+        }
+        let response = refused_while_draining(
+            br#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            response.headers()[header::RETRY_AFTER],
+            DRAINING_RETRY_AFTER_SECS
+        );
     }
 }

@@ -30,6 +30,7 @@ pub mod http;
 mod mrtr;
 pub mod naming;
 pub mod paging;
+mod sessions;
 pub mod state;
 
 pub use forward::ListChangedForwarder;

@@ -4,16 +4,20 @@
 //! A connection is always in one [`Phase`]:
 //!
 //! ```text
-//!  accepted ─► Head ── head parsed ──► Busy ── response written ──► Idle
-//!               ▲                                                    │
-//!               └──────────── first byte of the next request ────────┘
+//!  accepted ─► Waiting ── first byte ──► Head ── head parsed ──► Busy ── response written ──► Idle
+//!                                         ▲                                                    │
+//!                                         └──────────── first byte of the next request ────────┘
 //! ```
 //!
 //! [`WatchedIo`] sees the bytes arrive, [`WatchedService`] sees requests begin
 //! and their responses end (the response body is dropped once written or
-//! abandoned). `Head` may last `header_timeout`, `Idle` `idle_timeout`;
-//! `Busy` has no limit here (the routes bound their own work, and a
-//! long-lived event stream is busy by design).
+//! abandoned). `Waiting` and `Head` together may last `header_timeout`, `Idle`
+//! `idle_timeout`; `Busy` has no limit here (the routes bound their own work,
+//! and a long-lived event stream is busy by design).
+//!
+//! A connection that is `Waiting` or `Idle` has no request in progress: at
+//! the connection cap the one that has been so longest is closed to admit a
+//! new one ([`Activity::idle_since`], [`Activity::evict`]).
 
 use std::{
     convert::Infallible,
@@ -42,6 +46,7 @@ use tokio::{
     sync::Notify,
     time::Instant,
 };
+use tokio_util::sync::CancellationToken;
 
 /// The two limits the watchdog enforces.
 #[derive(Debug, Clone, Copy)]
@@ -52,8 +57,10 @@ pub(super) struct Timeouts {
 
 #[derive(Debug, Clone, Copy)]
 enum Phase {
-    /// Waiting for a request head: since its first byte, or since the
-    /// connection was accepted.
+    /// Accepted at `since`; nothing received yet.
+    Waiting { since: Instant },
+    /// Receiving a request head: since its first byte (a new connection:
+    /// since it was accepted).
     Head { since: Instant },
     /// Answering `requests` requests (hyper answers one at a time; the next
     /// head may already be parsed while the last response is being dropped).
@@ -86,6 +93,10 @@ pub(super) struct Activity {
     phase: Mutex<Phase>,
     /// Wakes the watchdog when the phase changes.
     changed: Notify,
+    /// Wakes whoever waits for the connection to begin a request.
+    began: Notify,
+    /// Cancelled when the connection is to be closed to make room.
+    evicted: CancellationToken,
     timeouts: Timeouts,
 }
 
@@ -93,12 +104,49 @@ impl Activity {
     /// A connection just accepted: its first request head is due.
     pub(super) fn new(timeouts: Timeouts) -> Arc<Self> {
         Arc::new(Activity {
-            phase: Mutex::new(Phase::Head {
+            phase: Mutex::new(Phase::Waiting {
                 since: Instant::now(),
             }),
             changed: Notify::new(),
+            began: Notify::new(),
+            evicted: CancellationToken::new(),
             timeouts,
         })
+    }
+
+    /// Since when the connection has had no request in progress and none
+    /// begun (accepted and silent, or idle between requests); `None` while a
+    /// request is being received or answered.
+    pub(super) fn idle_since(&self) -> Option<Instant> {
+        self.update(|phase| match *phase {
+            Phase::Waiting { since } | Phase::Idle { since } => Some(since),
+            Phase::Head { .. } | Phase::Busy { .. } => None,
+        })
+    }
+
+    /// Asks the connection to close (see [`Self::evicted`]).
+    pub(super) fn evict(&self) {
+        self.evicted.cancel();
+    }
+
+    /// Resolves once the connection has been asked to close to make room.
+    pub(super) async fn evicted(&self) {
+        self.evicted.cancelled().await;
+    }
+
+    /// Resolves once a request is in progress (at once if one is).
+    pub(super) async fn busy(&self) {
+        loop {
+            let began = self.began.notified();
+            tokio::pin!(began);
+            // Registered before the check, so a request that begins in
+            // between still wakes us.
+            began.as_mut().enable();
+            if self.update(|phase| matches!(phase, Phase::Busy { .. })) {
+                return;
+            }
+            began.await;
+        }
     }
 
     fn update<T>(&self, change: impl FnOnce(&mut Phase) -> T) -> T {
@@ -110,11 +158,16 @@ impl Activity {
 
     /// Bytes came from the client: an idle connection starts a request head.
     fn received(&self) {
-        let started = self.update(|phase| match phase {
+        let started = self.update(|phase| match *phase {
             Phase::Idle { .. } => {
                 *phase = Phase::Head {
                     since: Instant::now(),
                 };
+                true
+            }
+            // The header clock of a new connection runs from its acceptance.
+            Phase::Waiting { since } => {
+                *phase = Phase::Head { since };
                 true
             }
             Phase::Head { .. } | Phase::Busy { .. } => false,
@@ -132,10 +185,13 @@ impl Activity {
                 Phase::Busy { requests } => Phase::Busy {
                     requests: requests + 1,
                 },
-                Phase::Head { .. } | Phase::Idle { .. } => Phase::Busy { requests: 1 },
+                Phase::Waiting { .. } | Phase::Head { .. } | Phase::Idle { .. } => {
+                    Phase::Busy { requests: 1 }
+                }
             }
         });
         self.changed.notify_one();
+        self.began.notify_waiters();
         InFlight(self.clone())
     }
 
@@ -159,7 +215,9 @@ impl Activity {
     /// When the current phase runs out, and why; `None` while busy.
     fn deadline(&self) -> Option<(Instant, Expired)> {
         self.update(|phase| match *phase {
-            Phase::Head { since } => Some((since + self.timeouts.header, Expired::Head)),
+            Phase::Waiting { since } | Phase::Head { since } => {
+                Some((since + self.timeouts.header, Expired::Head))
+            }
             Phase::Idle { since } => Some((since + self.timeouts.idle, Expired::Idle)),
             Phase::Busy { .. } => None,
         })
@@ -260,21 +318,36 @@ impl AsyncWrite for WatchedIo {
 pub(super) struct WatchedService {
     router: TowerToHyperService<Router>,
     activity: Arc<Activity>,
+    /// Handed to every request as its [`Peer`].
+    peer: Peer,
 }
 
 impl WatchedService {
-    pub(super) fn new(router: TowerToHyperService<Router>, activity: Arc<Activity>) -> Self {
-        WatchedService { router, activity }
+    pub(super) fn new(
+        router: TowerToHyperService<Router>,
+        activity: Arc<Activity>,
+        peer: Peer,
+    ) -> Self {
+        WatchedService {
+            router,
+            activity,
+            peer,
+        }
     }
 }
+
+/// The address of the client that sent a request (a request extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Peer(pub(crate) std::net::IpAddr);
 
 impl Service<Request<Incoming>> for WatchedService {
     type Response = Response<TrackedBody>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
-    fn call(&self, request: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         let in_flight = self.activity.begin();
+        request.extensions_mut().insert(self.peer);
         let answer = self.router.call(request);
         Box::pin(async move {
             let response = answer.await?;
@@ -366,6 +439,40 @@ mod tests {
         let in_flight = activity.begin();
         activity.received();
         assert!(activity.deadline().is_none());
+        drop(in_flight);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_connection_without_a_request_in_progress_is_idle() {
+        let activity = activity();
+        let accepted = Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(activity.idle_since(), Some(accepted), "accepted and silent");
+        activity.received();
+        assert_eq!(activity.idle_since(), None, "a head on its way");
+        let in_flight = activity.begin();
+        assert_eq!(activity.idle_since(), None, "answering");
+        drop(in_flight);
+        assert_eq!(
+            activity.idle_since(),
+            Some(Instant::now()),
+            "idle from the answer"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_a_request_ends_when_one_begins() {
+        let activity = activity();
+        let waiting = tokio::spawn({
+            let activity = activity.clone();
+            async move { activity.busy().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        let in_flight = activity.begin();
+        waiting.await.unwrap();
+        // Already busy: at once.
+        activity.busy().await;
         drop(in_flight);
     }
 }

@@ -379,6 +379,11 @@ impl ServedGateway {
         }
     }
 
+    /// The gateway's evictions and refusals so far.
+    pub fn tallies(&self) -> std::sync::Arc<mcp_supervisor::tallies::Tallies> {
+        self.shutdown.tallies()
+    }
+
     /// An MCP client session to the gateway over rmcp's streamable HTTP
     /// client, answered by `handler` (its `get_info` declares what the
     /// client can do: sampling, roots, …).
