@@ -11,14 +11,11 @@
 //! `mcp-conformance-server` (`prefix = "auto"`, one connection, so fixture
 //! names pass through unchanged), over an HTTP and a stdio upstream.
 
-use std::{
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::{process::Command, time::Duration};
 
 use e2e::{
-    ConformanceGateway, Run, Served, UpstreamTransport, bin, installed_tool, repo_root,
-    stdio_connection, wait_bounded,
+    ConformanceGateway, PythonSdk, Run, Served, UpstreamTransport, bin, repo_root, run_bounded,
+    stdio_connection,
 };
 use serde_json::{Value, json};
 
@@ -51,36 +48,22 @@ fn python_client(url: &str, calls: &[(&str, Value)]) -> Run {
 /// Runs `sdk`'s script against `url` with extra `options` (before the URL)
 /// and `TOOL ARGS_JSON` pairs.
 fn sdk_client(sdk: Sdk, url: &str, options: &[&str], calls: &[(&str, Value)]) -> Run {
-    let (venv, script, mode) = match sdk {
-        Sdk::V1 => ("venv", "python_client.py", None),
-        Sdk::V2Auto => ("venv2", "python_client_v2.py", Some("auto")),
-        Sdk::V2Legacy => ("venv2", "python_client_v2.py", Some("legacy")),
+    let (python, script, mode) = match sdk {
+        Sdk::V1 => (PythonSdk::V1, "python_client.py", None),
+        Sdk::V2Auto => (PythonSdk::V2, "python_client_v2.py", Some("auto")),
+        Sdk::V2Legacy => (PythonSdk::V2, "python_client_v2.py", Some("legacy")),
     };
-    let python = installed_tool(&format!("{venv}/bin/python"));
-    let dir = tempfile::tempdir().unwrap();
-    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut command = Command::new(python);
+    let mut command = Command::new(python.python());
     command.arg(repo_root().join("tests/interop").join(script));
     if let Some(mode) = mode {
         command.args(["--mode", mode]);
     }
-    command
-        .args(options)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&stdout).unwrap())
-        .stderr(std::fs::File::create(&stderr).unwrap());
+    command.args(options).arg(url);
     for (tool, arguments) in calls {
         command.arg(tool).arg(arguments.to_string());
     }
-    let mut child = command.spawn().expect("the venv's python runs");
     // The script bounds each request itself; this only stops a hung interpreter.
-    let status = wait_bounded(&mut child, Duration::from_secs(300));
-    Run {
-        code: status.and_then(|status| status.code()),
-        stdout: std::fs::read_to_string(stdout).unwrap_or_default(),
-        stderr: std::fs::read_to_string(stderr).unwrap_or_default(),
-    }
+    run_bounded(&mut command, Duration::from_secs(300))
 }
 
 /// Runs `sdk`'s script with `plan` (and `options`) against `served`; every
