@@ -37,8 +37,8 @@ pub use outcome::{CallOutcome, Forwarded, Unavailable};
 
 // The Rust examples of README.md and docs/CONFIG.md are doc tests, so a
 // renamed type or a changed signature fails `cargo test --doc` (issue 33).
-// rustdoc tests only the `rust` blocks, not `sh`, `text`, `python`, `toml` or
-// `json` ones.
+// rustdoc tests only the `rust` blocks; tests/e2e/docs.rs runs the others
+// (`sh`, `text`, `python`, `toml`, `json`).
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 mod readme {}
