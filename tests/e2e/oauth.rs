@@ -6,12 +6,8 @@
 
 use std::{fs, os::unix::fs::PermissionsExt};
 
-use e2e::{HttpUpstream, Run, Served, supervisor};
-use serde_json::Value;
-
-/// Follows the authorization URL's redirects, as a browser would; the test
-/// authorization server approves at once.
-const BROWSER: &str = "curl -sSL -o /dev/null";
+use e2e::{BROWSER, HttpUpstream, Run, Served, gateway_call_text, supervisor};
+use serde_json::{Value, json};
 
 /// `docs` and `mail`, both OAuth, both to `url`; tokens under `state`; the
 /// admin API at `admin` (`login` tells a running supervisor there).
@@ -29,25 +25,11 @@ fn config_text(url: &str, state: &std::path::Path, admin: &str) -> String {
 /// through the gateway at `url` with `call_mcp` (the gateway has never
 /// listed `mail`'s tools: it needed a login from the start).
 fn gateway_echo(url: &str) -> String {
-    use rmcp::{
-        ServiceExt, model::CallToolRequestParams, transport::StreamableHttpClientTransport,
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
-        let mut call = CallToolRequestParams::new("call_mcp");
-        call.arguments = serde_json::json!({
-            "connection": "mail", "tool": "echo", "arguments": {"text": "m"}
-        })
-        .as_object()
-        .cloned();
-        let answer = client.call_tool(call).await.unwrap();
-        let _ = client.cancel().await;
-        answer.content[0].as_text().unwrap().text.clone()
-    })
+    gateway_call_text(
+        url,
+        "call_mcp",
+        json!({"connection": "mail", "tool": "echo", "arguments": {"text": "m"}}),
+    )
 }
 
 /// The stored tokens' texts, for "appears nowhere" checks.

@@ -13,13 +13,10 @@
 
 use std::time::Duration;
 
-use e2e::{
-    ConformanceGateway, Run, Served, UpstreamTransport, bin, stdio_connection, wait_bounded,
-};
-use serde_json::{Value, json};
-
 /// Which SDK client runs, and how it connects.
-use e2e::PythonSdk as Sdk;
+use e2e::SdkClient as Sdk;
+use e2e::{ConformanceGateway, Run, Served, UpstreamTransport, bin, run_bounded, stdio_connection};
+use serde_json::{Value, json};
 
 /// Runs the client script against `url` with `TOOL ARGS_JSON` pairs.
 fn python_client(url: &str, calls: &[(&str, Value)]) -> Run {
@@ -29,19 +26,9 @@ fn python_client(url: &str, calls: &[(&str, Value)]) -> Run {
 /// Runs `sdk`'s script against `url` with extra `options` (before the URL)
 /// and `TOOL ARGS_JSON` pairs.
 fn sdk_client(sdk: Sdk, url: &str, options: &[&str], calls: &[(&str, Value)]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut child = sdk
-        .command(url, options, calls, &stdout, &stderr)
-        .spawn()
-        .expect("the venv's python runs");
+    let mut command = sdk.command(url, options, calls);
     // The script bounds each request itself; this only stops a hung interpreter.
-    let status = wait_bounded(&mut child, Duration::from_secs(300));
-    Run {
-        code: status.and_then(|status| status.code()),
-        stdout: std::fs::read_to_string(stdout).unwrap_or_default(),
-        stderr: std::fs::read_to_string(stderr).unwrap_or_default(),
-    }
+    run_bounded(&mut command, Duration::from_secs(300))
 }
 
 /// Runs `sdk`'s script with `plan` (and `options`) against `served`; every

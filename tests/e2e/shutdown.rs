@@ -5,7 +5,7 @@
 
 use std::{path::Path, time::Duration};
 
-use e2e::{HttpUpstream, PythonSdk, Served, bin, stdio_connection};
+use e2e::{HttpUpstream, SdkClient, Served, bin, stdio_connection};
 use rmcp::{
     ServiceExt,
     model::CallToolRequestParams,
@@ -341,7 +341,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 #[tokio::test]
 async fn sigterm_mid_call_serves_the_sdk_clients_follow_up_then_exits() {
     const PATIENCE: Duration = Duration::from_secs(10);
-    for sdk in [PythonSdk::V2Auto, PythonSdk::V2Legacy] {
+    for sdk in [SdkClient::V2Auto, SdkClient::V2Legacy] {
         let mut served = Served::start(&format!(
             "[supervisor]\nshutdown_timeout = \"{}s\"\n{}",
             PATIENCE.as_secs(),
@@ -354,9 +354,10 @@ async fn sigterm_mid_call_serves_the_sdk_clients_follow_up_then_exits() {
                 &served.gateway_url,
                 &["--no-list"],
                 &[("up__sleep", json!({ "ms": 1_500 }))],
-                &stdout,
-                &stderr,
             )
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .expect("the venv's python runs");
         let mut waited = 0;

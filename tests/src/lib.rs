@@ -73,14 +73,42 @@ impl From<Output> for Run {
     }
 }
 
-/// Runs `mcp-supervisor` with `args` and extra environment, to completion.
-pub fn supervisor(args: &[&str], env: &[(&str, &str)]) -> Run {
+/// `mcp-supervisor ARGS…` in the repository root, not started yet.
+pub fn supervisor_command<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Command {
     let mut command = Command::new(bin("mcp-supervisor"));
     command.args(args).current_dir(repo_root());
+    command
+}
+
+/// Runs `mcp-supervisor` with `args` and extra environment, to completion.
+pub fn supervisor(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = supervisor_command(args);
     for (key, value) in env {
         command.env(key, value);
     }
     command.output().expect("mcp-supervisor runs").into()
+}
+
+/// Runs `command` to completion, its output going to files (a full pipe
+/// would block it) and its stdin closed; killed after `bound`, with `code`
+/// then `None`. For commands that might hang: a client that waits forever, a
+/// login that never gets its redirect.
+pub fn run_bounded(command: &mut Command, bound: std::time::Duration) -> Run {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&stdout).expect("stdout file"))
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|error| panic!("{command:?} does not start: {error}"));
+    let status = wait_bounded(&mut child, bound);
+    Run {
+        code: status.and_then(|status| status.code()),
+        stdout: std::fs::read_to_string(stdout).unwrap_or_default(),
+        stderr: std::fs::read_to_string(stderr).unwrap_or_default(),
+    }
 }
 
 /// A running `mcp-supervisor serve` with a temporary config, stopped on drop.
@@ -92,6 +120,8 @@ pub struct Served {
     /// `http://127.0.0.1:PORT`
     pub admin_url: String,
     pub config_path: PathBuf,
+    /// What it printed on stdout up to and with its two "listening" lines.
+    pub listening: Vec<String>,
     _dir: tempfile::TempDir,
     stderr_log: PathBuf,
 }
@@ -104,7 +134,6 @@ impl Served {
     }
 
     pub fn start_with_env(config_toml: &str, env: &[(&str, &str)]) -> Served {
-        use std::io::{BufRead, BufReader};
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("supervisor.toml");
         let mut text = config_toml.to_owned();
@@ -115,20 +144,27 @@ impl Served {
             text = format!("[admin]\nlisten = \"127.0.0.1:0\"\n{text}");
         }
         std::fs::write(&config_path, text).expect("write config");
-        let stderr_log = dir.path().join("stderr.log");
-        let mut command = Command::new(bin("mcp-supervisor"));
-        command
-            .args(["serve", "--config"])
-            .arg(&config_path)
-            .env("RUST_LOG", "info")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::fs::File::create(&stderr_log).expect("stderr log"));
+        let mut command = supervisor_command(&["serve", "--config"]);
+        command.arg(&config_path).env("RUST_LOG", "info");
         for (key, value) in env {
             command.env(key, value);
         }
+        Self::spawn(command, dir, config_path)
+    }
+
+    /// Starts `command`, an `mcp-supervisor serve` on `config_path`, and
+    /// waits for its "listening" lines; its stderr goes to a file in `dir`,
+    /// which lives as long as the process.
+    pub fn spawn(mut command: Command, dir: tempfile::TempDir, config_path: PathBuf) -> Served {
+        use std::io::{BufRead, BufReader};
+        let stderr_log = dir.path().join("stderr.log");
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_log).expect("stderr log"));
         let mut child = command.spawn().expect("mcp-supervisor serve starts");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
+        let mut listening = Vec::new();
         let mut gateway_url = None;
         let mut admin_url = None;
         while gateway_url.is_none() || admin_url.is_none() {
@@ -144,15 +180,27 @@ impl Served {
             } else if line.starts_with("admin API listening on ") {
                 admin_url = url.map(str::to_owned);
             }
+            listening.push(line);
         }
         Served {
             child,
             gateway_url: gateway_url.unwrap(),
             admin_url: admin_url.unwrap(),
             config_path,
+            listening,
             _dir: dir,
             stderr_log,
         }
+    }
+
+    /// `HOST:PORT` of the gateway.
+    pub fn gateway_address(&self) -> &str {
+        authority(&self.gateway_url)
+    }
+
+    /// `HOST:PORT` of the admin API (what `status --admin` takes).
+    pub fn admin_address(&self) -> &str {
+        authority(&self.admin_url)
     }
 
     /// Everything the process wrote to stderr so far.
@@ -200,6 +248,14 @@ impl Drop for Served {
             let _ = self.child.wait();
         }
     }
+}
+
+/// `HOST:PORT` of an `http://HOST:PORT[/PATH]` URL.
+fn authority(url: &str) -> &str {
+    let rest = url
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("not an http:// URL: {url}"));
+    rest.split('/').next().unwrap_or(rest)
 }
 
 /// A standalone `mcp-test-server --http` (or another of our test servers) on
@@ -294,10 +350,10 @@ pub fn installed_tool(relative: &str) -> PathBuf {
     path
 }
 
-/// The official Python MCP SDK clients the suite drives: the scripts in
-/// `tests/interop/` on the venvs `scripts/install-test-deps.sh` makes.
+/// The SDK client scripts the suite drives (`tests/interop/`), each on its
+/// pinned SDK ([`PythonSdk`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PythonSdk {
+pub enum SdkClient {
     /// `mcp` 1.x's `ClientSession` (protocol 2025-11-25).
     V1,
     /// `mcp` 2.x's `Client(url)` with its default `mode="auto"`.
@@ -306,41 +362,34 @@ pub enum PythonSdk {
     V2Legacy,
 }
 
-impl PythonSdk {
+impl SdkClient {
     /// The protocol version the client must end up with against the gateway.
     pub fn protocol(self) -> &'static str {
         match self {
-            PythonSdk::V2Auto => "2026-07-28",
-            PythonSdk::V1 | PythonSdk::V2Legacy => "2025-11-25",
+            SdkClient::V2Auto => "2026-07-28",
+            SdkClient::V1 | SdkClient::V2Legacy => "2025-11-25",
         }
     }
 
-    /// The script run against `url` with `options` (before the URL) and
-    /// `TOOL ARGS_JSON` pairs; stdout and stderr go to `stdout`, `stderr`.
+    /// The script against `url` with `options` (before the URL) and
+    /// `TOOL ARGS_JSON` pairs, ready to run.
     pub fn command(
         self,
         url: &str,
         options: &[&str],
         calls: &[(&str, serde_json::Value)],
-        stdout: &Path,
-        stderr: &Path,
     ) -> Command {
-        let (venv, script, mode) = match self {
-            PythonSdk::V1 => ("venv", "python_client.py", None),
-            PythonSdk::V2Auto => ("venv2", "python_client_v2.py", Some("auto")),
-            PythonSdk::V2Legacy => ("venv2", "python_client_v2.py", Some("legacy")),
+        let (sdk, script, mode) = match self {
+            SdkClient::V1 => (PythonSdk::V1, "python_client.py", None),
+            SdkClient::V2Auto => (PythonSdk::V2, "python_client_v2.py", Some("auto")),
+            SdkClient::V2Legacy => (PythonSdk::V2, "python_client_v2.py", Some("legacy")),
         };
-        let mut command = Command::new(installed_tool(&format!("{venv}/bin/python")));
+        let mut command = Command::new(sdk.python());
         command.arg(repo_root().join("tests/interop").join(script));
         if let Some(mode) = mode {
             command.args(["--mode", mode]);
         }
-        command
-            .args(options)
-            .arg(url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::fs::File::create(stdout).expect("the client's stdout file"))
-            .stderr(std::fs::File::create(stderr).expect("the client's stderr file"));
+        command.args(options).arg(url);
         for (tool, arguments) in calls {
             command.arg(tool).arg(arguments.to_string());
         }
@@ -364,6 +413,22 @@ pub fn wait_bounded(
     let _ = child.kill();
     let _ = child.wait();
     None
+}
+
+/// Polls `condition` every 50 ms until it holds or `bound` has passed;
+/// returns whether it held. For conditions that no event announces to the
+/// test (a line in a process's log).
+pub fn wait_until(bound: std::time::Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        if condition() {
+            return true;
+        }
+        if started.elapsed() >= bound {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// How a gateway reaches its upstream test server.
@@ -430,5 +495,177 @@ impl ConformanceGateway {
             served,
             _upstream: upstream,
         }
+    }
+}
+
+/// A `$BROWSER` for `mcp-supervisor login`: it follows the authorization
+/// URL's redirects, as a browser would (the test authorization server of
+/// `mcp-test-server --oauth` approves at once), ending at login's redirect
+/// listener.
+pub const BROWSER: &str = "curl -sSL -o /dev/null";
+
+/// The pinned Python MCP SDKs, each in a venv of its own (1.x and 2.x cannot
+/// be installed side by side; docs/TESTING.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PythonSdk {
+    /// `mcp` 1.30.0 in `.tools/venv`.
+    V1,
+    /// `mcp` 2.3.0 in `.tools/venv2`.
+    V2,
+}
+
+impl PythonSdk {
+    /// The venv's interpreter (the test fails if it is not installed).
+    pub fn python(self) -> PathBuf {
+        installed_tool(match self {
+            PythonSdk::V1 => "venv/bin/python",
+            PythonSdk::V2 => "venv2/bin/python",
+        })
+    }
+}
+
+/// The text of the first content of `tool`'s answer to `arguments`, called
+/// through the gateway at `url` by rmcp's client in a session of its own.
+pub fn gateway_call_text(url: &str, tool: &str, arguments: serde_json::Value) -> String {
+    use rmcp::{
+        ServiceExt, model::CallToolRequestParams, transport::StreamableHttpClientTransport,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+        let mut call = CallToolRequestParams::new(tool.to_owned());
+        call.arguments = arguments.as_object().cloned();
+        let answer = client.call_tool(call).await.unwrap();
+        let _ = client.cancel().await;
+        answer.content[0].as_text().unwrap().text.clone()
+    })
+}
+
+/// The fenced code blocks of the Markdown files a user reads (README.md,
+/// docs/*.md), so that tests run the examples where they are written and
+/// nowhere else keeps a copy.
+pub mod markdown {
+    use std::path::Path;
+
+    /// One fenced code block.
+    #[derive(Debug, Clone)]
+    pub struct CodeBlock {
+        /// The file, relative to the repository root (for messages).
+        pub file: String,
+        /// 1-based line of the opening fence.
+        pub line: usize,
+        /// The first word of the info string (`toml`, `sh`, …; empty if none).
+        pub lang: String,
+        /// The lines between the fences, each ending in `\n`.
+        pub text: String,
+        /// The title of the nearest heading above the block.
+        pub section: String,
+        /// `X` of a `<!-- docs-test: X -->` comment on the line just above
+        /// the fence: how a test is to check the block (invisible on GitHub).
+        pub marker: Option<String>,
+    }
+
+    impl CodeBlock {
+        /// `file:line`, for messages.
+        pub fn place(&self) -> String {
+            format!("{}:{}", self.file, self.line)
+        }
+    }
+
+    /// The code blocks of `relative` (a path from the repository root), in
+    /// order.
+    pub fn code_blocks(relative: &str) -> Vec<CodeBlock> {
+        let path = crate::repo_root().join(relative);
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        parse(relative, &text)
+    }
+
+    /// The code blocks in `section` of `relative` whose language is `lang`.
+    pub fn section_blocks(relative: &str, section: &str, lang: &str) -> Vec<CodeBlock> {
+        code_blocks(relative)
+            .into_iter()
+            .filter(|block| block.section == section && block.lang == lang)
+            .collect()
+    }
+
+    /// The prose and code of `section` of `relative`: from its heading to
+    /// the next heading of any level.
+    pub fn section_text(relative: &str, section: &str) -> String {
+        let path = crate::repo_root().join(relative);
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        let mut inside = false;
+        let mut fenced = false;
+        let mut found = String::new();
+        for line in text.lines() {
+            if line.starts_with("```") {
+                fenced = !fenced;
+            } else if !fenced && line.starts_with('#') {
+                inside = line.trim_start_matches('#').trim() == section;
+                continue;
+            }
+            if inside {
+                found.push_str(line);
+                found.push('\n');
+            }
+        }
+        assert!(!found.is_empty(), "{relative} has no section {section:?}");
+        found
+    }
+
+    /// Every `docs/*.md`, relative to the repository root, sorted.
+    pub fn docs_files() -> Vec<String> {
+        let dir = crate::repo_root().join("docs");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+            .map(|path| {
+                let name = path.file_name().and_then(|name| name.to_str()).unwrap();
+                Path::new("docs").join(name).to_string_lossy().into_owned()
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    fn parse(file: &str, markdown: &str) -> Vec<CodeBlock> {
+        let mut blocks = Vec::new();
+        let mut section = String::new();
+        let mut previous = "";
+        let mut open: Option<CodeBlock> = None;
+        for (index, line) in markdown.lines().enumerate() {
+            if let Some(block) = open.as_mut() {
+                if line.trim_end() == "```" {
+                    blocks.extend(open.take());
+                } else {
+                    block.text.push_str(line);
+                    block.text.push('\n');
+                }
+            } else if let Some(info) = line.strip_prefix("```") {
+                let marker = previous
+                    .trim()
+                    .strip_prefix("<!-- docs-test:")
+                    .and_then(|rest| rest.strip_suffix("-->"))
+                    .map(|marker| marker.trim().to_owned());
+                open = Some(CodeBlock {
+                    file: file.to_owned(),
+                    line: index + 1,
+                    lang: info.split_whitespace().next().unwrap_or("").to_owned(),
+                    text: String::new(),
+                    section: section.clone(),
+                    marker,
+                });
+            } else if line.starts_with('#') {
+                section = line.trim_start_matches('#').trim().to_owned();
+            }
+            previous = line;
+        }
+        assert!(open.is_none(), "{file}: a code block is never closed");
+        blocks
     }
 }

@@ -35,3 +35,15 @@ pub mod session;
 
 pub use failure::{Failure, FailureKind, classify};
 pub use outcome::{CallOutcome, Forwarded, Unavailable};
+
+// The Rust examples of README.md and docs/CONFIG.md are doc tests, so a
+// renamed type or a changed signature fails `cargo test --doc` (issue 33).
+// rustdoc tests only the `rust` blocks; tests/e2e/docs.rs runs the others
+// (`sh`, `text`, `python`, `toml`, `json`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/CONFIG.md")]
+mod config_doc {}
