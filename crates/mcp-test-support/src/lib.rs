@@ -43,7 +43,10 @@
 //! - `counters`: what reached the server ([`Counts`]).
 //! - [`conformance`]: the `mcp-conformance-server` upstream, with every
 //!   fixture the official MCP conformance suite calls.
+//! - [`asking`]: a 2026-07-28 server that asks its client with requests on
+//!   the call's stream (`mcp-test-server --http ADDR --asks-by-request`).
 
+pub mod asking;
 pub mod binary;
 pub mod cli;
 pub mod conformance;

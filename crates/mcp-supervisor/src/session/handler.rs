@@ -164,33 +164,36 @@ impl SessionHandler {
         request: ServerRequest,
         origin: Option<&RequestId>,
     ) -> Result<ClientResult, ErrorData> {
-        let method = server_request_method(&request);
         let origin = origin.and_then(|id| self.links.by_request(id));
         match origin.or_else(|| self.links.most_recent()) {
             Some(downstream) => downstream.request(request).await,
-            None => unattended(&request).ok_or_else(|| {
-                ErrorData::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    format!("no client is waiting on a request of this session to answer {method}"),
-                    None,
-                )
-            }),
+            None => unattended(&request),
         }
     }
 }
 
 /// What a client without a user answers (a request with no client behind
-/// it: the library, `mcp-supervisor call`): no to an elicitation, no roots.
-/// Sampling needs a client.
-fn unattended(request: &ServerRequest) -> Option<ClientResult> {
+/// it: the library, `mcp-supervisor call`; or one the upstream sends on a
+/// stream no request of ours is waiting on): no to an elicitation, no
+/// roots, and a ping is answered (we are alive). Sampling needs a client:
+/// an error at once, never silence.
+pub(crate) fn unattended(request: &ServerRequest) -> Result<ClientResult, ErrorData> {
     match request {
-        ServerRequest::ElicitRequest(_) => Some(ClientResult::ElicitResult(ElicitResult::new(
+        ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+        ServerRequest::ElicitRequest(_) => Ok(ClientResult::ElicitResult(ElicitResult::new(
             rmcp::model::ElicitationAction::Decline,
         ))),
         ServerRequest::ListRootsRequest(_) => {
-            Some(ClientResult::ListRootsResult(ListRootsResult::default()))
+            Ok(ClientResult::ListRootsResult(ListRootsResult::default()))
         }
-        _ => None,
+        _ => Err(ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "no client is waiting on a request of this session to answer {}",
+                server_request_method(request)
+            ),
+            None,
+        )),
     }
 }
 

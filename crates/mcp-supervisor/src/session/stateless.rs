@@ -242,6 +242,43 @@ impl StatelessParts {
 /// Past anything rmcp's 32-bit counters reach.
 const FIRST_ID: i64 = 1 << 40;
 
+/// Where the answer to an upstream's request goes: a POST of its own, as
+/// rmcp's client sends it.
+#[derive(Clone)]
+struct Reply {
+    client: Arc<dyn Poster>,
+    uri: Arc<str>,
+    session: Option<Arc<str>>,
+    auth: Option<String>,
+    headers: HashMap<HeaderName, HeaderValue>,
+    limits: StreamableHttpResponseLimits,
+}
+
+impl Reply {
+    /// Posts `answer` (the upstream's request `asked` answered, or refused).
+    async fn send(
+        self,
+        asked: RequestId,
+        answer: Result<rmcp::model::ClientResult, rmcp::ErrorData>,
+    ) {
+        let message = match answer {
+            Ok(result) => ClientJsonRpcMessage::response(result, asked),
+            Err(error) => ClientJsonRpcMessage::error(error, Some(asked)),
+        };
+        let posted = self.client.post(
+            self.uri,
+            message,
+            self.session,
+            self.auth,
+            self.headers,
+            self.limits,
+        );
+        if let Err(error) = posted.await {
+            tracing::debug!(%error, "could not answer the upstream's request");
+        }
+    }
+}
+
 impl Stateless {
     /// Remembers which of the upstream's `tools` calls may be sent here.
     pub(crate) fn listed(&self, tools: &[Tool]) {
@@ -558,6 +595,7 @@ impl Stateless {
                                 events,
                                 id,
                                 accepted: acknowledged.params.notifications,
+                                reply: self.reply(None),
                             })
                         }
                         _ => Err(ServiceError::UnexpectedResponse),
@@ -582,24 +620,23 @@ impl Stateless {
         handler: &SessionHandler,
     ) {
         let handler = handler.clone();
-        let client = Arc::clone(&self.parts.client);
-        let (uri, session, auth, headers, limits) = (
-            self.parts.uri.clone(),
-            session.clone(),
-            self.parts.auth.clone(),
-            self.parts.headers.clone(),
-            self.parts.limits,
-        );
+        let reply = self.reply(session.clone());
         tokio::spawn(async move {
-            let message = match handler.ask_for(request, Some(&origin)).await {
-                Ok(result) => ClientJsonRpcMessage::response(result, asked),
-                Err(error) => ClientJsonRpcMessage::error(error, Some(asked)),
-            };
-            let posted = client.post(uri, message, session, auth, headers, limits);
-            if let Err(error) = posted.await {
-                tracing::debug!(%error, "could not answer the upstream's request");
-            }
+            let answer = handler.ask_for(request, Some(&origin)).await;
+            reply.send(asked, answer).await;
         });
+    }
+
+    /// Where answers to the upstream's requests go, in `session`.
+    fn reply(&self, session: Option<Arc<str>>) -> Reply {
+        Reply {
+            client: Arc::clone(&self.parts.client),
+            uri: self.parts.uri.clone(),
+            session,
+            auth: self.parts.auth.clone(),
+            headers: self.parts.headers.clone(),
+            limits: self.parts.limits,
+        }
     }
 }
 
@@ -610,19 +647,29 @@ pub(crate) struct Listening {
     events: Events,
     id: RequestId,
     accepted: SubscriptionFilter,
+    /// Where the answers to requests that come on the stream go.
+    reply: Reply,
 }
 
 impl Listening {
     /// The next notification of the subscription; `None` once it ended (the
-    /// stream closed, a final answer, or a message it may not carry).
+    /// stream closed, a final answer, or a message it may not carry). A
+    /// request the upstream sends on it is answered as a client with no user
+    /// would (no client waits on this stream) and the stream goes on.
     pub(crate) async fn next(&mut self) -> Option<ServerNotification> {
         loop {
             let event = self.events.next().await?.ok()?;
             let Some(message) = payload(event).and_then(|data| message_of(&data)) else {
                 continue;
             };
-            let ServerJsonRpcMessage::Notification(notification) = message else {
-                return None;
+            let notification = match message {
+                ServerJsonRpcMessage::Notification(notification) => notification,
+                ServerJsonRpcMessage::Request(request) => {
+                    let answer = super::handler::unattended(&request.request);
+                    tokio::spawn(self.reply.clone().send(request.id, answer));
+                    continue;
+                }
+                _ => return None,
             };
             let notification = notification.notification;
             let ours = notification.get_meta().subscription_id().as_ref() == Some(&self.id);
