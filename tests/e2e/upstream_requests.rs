@@ -14,6 +14,9 @@
 //! asked by the Python SDK 2.x in both of its modes (which answers
 //! everything), and by the MCP Inspector's CLI (which declares no sampling:
 //! the upstream gets a JSON-RPC error at once, never silence).
+//!
+//! Also what the gateway declares for such an upstream: what it can do,
+//! even with nothing to list yet.
 
 use std::time::Duration;
 
@@ -214,5 +217,34 @@ fn a_client_that_cannot_answer_gets_the_upstream_an_error_at_once() {
         let pinged = call("up__ask_ping");
         assert_eq!(pinged["isError"], false, "{era}: {pinged}");
         assert_eq!(pinged["content"][0]["text"], "{}", "{era}: {pinged}");
+    }
+}
+
+/// An upstream that declares prompts, resources, completions and logging
+/// with no prompt or resource yet: the gateway declares them too, at
+/// `server/discover` (2026-07-28) and at `initialize` (2025).
+#[test]
+fn the_gateway_declares_what_an_upstream_can_do_even_with_empty_lists() {
+    let mut http = ts_server();
+    http.arg("--http");
+    let upstream = HttpUpstream::start_command(http);
+    let served = Served::start(&format!(
+        "[connections.ts]\ntransport = \"http\"\nurl = \"{}\"\n",
+        upstream.url
+    ));
+    for sdk in [SdkClient::V2Auto, SdkClient::V2Legacy] {
+        let run = run_bounded(
+            &mut sdk.command(&served.gateway_url, &[], &[]),
+            Duration::from_secs(300),
+        );
+        assert_eq!(run.code, Some(0), "{sdk:?}: {run:?}");
+        let output: Value = serde_json::from_str(&run.stdout).unwrap();
+        let capabilities = &output["capabilities"];
+        for declared in ["prompts", "resources", "completions", "logging", "tools"] {
+            assert!(
+                capabilities.get(declared).is_some(),
+                "{sdk:?}: {declared} missing from {capabilities}"
+            );
+        }
     }
 }

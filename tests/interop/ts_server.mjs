@@ -20,7 +20,9 @@
 //   `server.elicitInput()`, server-to-client requests; the SDK allows these
 //   only on a 2025 connection (on 2026-07-28 it refuses them itself).
 //
-// Every tool's text says what the client answered.
+// Every tool's text says what the client answered. The server also declares
+// prompts, resources, completions and logging while it has no prompt or
+// resource: a client of the gateway must still be told they are there.
 
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -50,6 +52,12 @@ function sampled(result) {
 
 function factory() {
     const server = new McpServer({ name: 'ts-sdk-server', version: '1.0.0' });
+    server.server.registerCapabilities({
+        prompts: { listChanged: true },
+        resources: { listChanged: true },
+        completions: {},
+        logging: {}
+    });
     server.registerTool(
         'add',
         { description: 'a + b', inputSchema: z.object({ a: z.number(), b: z.number() }) },

@@ -42,8 +42,16 @@ pub enum ConnectionEvent {
     Restarted { connection: String, restarts: u32 },
     /// The connection was stopped (shutdown, or removed by a reload).
     Stopped { connection: String },
-    /// The upstream's list of `list` changed; the catalog is being reloaded.
+    /// The upstream says its list of `list` changed; the catalog is being
+    /// reloaded.
     ListChanged { connection: String, list: ListKind },
+    /// A reloaded catalog differs from the one before it in `lists` (after
+    /// the upstream said a list changed, or after its session was built
+    /// again): what downstream clients must be told.
+    CatalogChanged {
+        connection: String,
+        lists: Vec<ListKind>,
+    },
     /// The upstream says a resource it serves changed (`resources/updated`).
     ResourceUpdated { connection: String, uri: String },
     /// The upstream logged a message (`notifications/message`); `reached`
@@ -67,6 +75,7 @@ impl ConnectionEvent {
             | ConnectionEvent::Restarted { connection, .. }
             | ConnectionEvent::Stopped { connection }
             | ConnectionEvent::ListChanged { connection, .. }
+            | ConnectionEvent::CatalogChanged { connection, .. }
             | ConnectionEvent::ResourceUpdated { connection, .. }
             | ConnectionEvent::Log { connection, .. } => connection,
         }

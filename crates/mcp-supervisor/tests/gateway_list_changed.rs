@@ -1,5 +1,8 @@
-//! `tools/list_changed` from an upstream reaches a downstream gateway client,
-//! and the next listing shows the new tool.
+//! A change of an upstream's lists reaches every downstream client that
+//! asked for it, once the gateway has the new list: a 2025 session and a
+//! 2026-07-28 `subscriptions/listen` stream, whether the upstream announced
+//! the change or it changed while the gateway was away from it; and the
+//! next listing shows it, however slow the upstream is to list.
 
 mod support;
 
@@ -16,7 +19,7 @@ use mcp_supervisor::{
     registry::{Registry, Subscribe},
     session::shared_http_client,
 };
-use mcp_test_support::{TestServer, TestServerOptions, eventually};
+use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions, eventually};
 use rmcp::{
     ClientHandler, ServiceExt,
     model::ClientConfig,
@@ -104,4 +107,135 @@ fn an_upstream_list_change_reaches_downstream_clients() {
         );
         shutdown.end_sessions();
     });
+}
+
+fn tool_names(tools: Vec<rmcp::model::Tool>) -> Vec<String> {
+    tools
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect()
+}
+
+/// The gateway in front of `upstream` (one connection, `up`).
+async fn gateway_for(upstream: &TestServer) -> ServedGateway {
+    ServedGateway::start(config(&http_connection("up", &upstream.url(), ""))).await
+}
+
+/// An upstream slow to list (as a large server is) announces a change: the
+/// client is told only once the gateway has the new list, so the listing it
+/// sends at once shows the new tool (told first, it got the last list held).
+#[test]
+fn a_client_told_of_a_change_lists_the_new_tools_even_from_a_slow_upstream() {
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let gateway = gateway_for(&upstream).await;
+        let (told, mut told_rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = gateway.connect(Telling(told)).await;
+        let before = tool_names(client.list_all_tools().await.unwrap());
+        assert!(!before.contains(&"up__late_tool".to_owned()), "{before:?}");
+        upstream.faults().push(FaultRule::always(
+            Match::method("tools/list"),
+            Fault::delay(std::time::Duration::from_millis(500)),
+        ));
+        upstream.set_late_tool(true).await;
+        tokio::time::timeout(std::time::Duration::from_secs(30), told_rx.recv())
+            .await
+            .expect("told of the change")
+            .unwrap();
+        let after = tool_names(client.list_all_tools().await.unwrap());
+        assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
+    });
+}
+
+/// The upstream's list changed while the gateway was away from it (it was
+/// restarted with another list and announced nothing): when the gateway's
+/// session is built again, the clients are told, and list the new tools. A
+/// 2025 upstream (a session `initialize`d again) and a 2026-07-28 one (a
+/// listen stream opened again).
+#[test]
+fn a_change_while_the_gateway_was_away_is_told_once_it_reconnects() {
+    for options in [TestServerOptions::legacy(), TestServerOptions::default()] {
+        changed_while_away(options);
+    }
+}
+
+fn changed_while_away(options: TestServerOptions) {
+    run(|| async {
+        let mut upstream = TestServer::start(options).await.unwrap();
+        let gateway = gateway_for(&upstream).await;
+        let (told, mut told_rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = gateway.connect(Telling(told)).await;
+        let before = tool_names(client.list_all_tools().await.unwrap());
+        assert!(!before.contains(&"up__late_tool".to_owned()), "{before:?}");
+        upstream.stop().await;
+        // Nobody is connected to hear it.
+        upstream.set_late_tool(true).await;
+        upstream.restart_on_same_port().await.unwrap();
+        // The next call finds the old session gone and builds a new one.
+        let mut call = rmcp::model::CallToolRequestParams::new("up__echo");
+        call.arguments = serde_json::json!({"text": "hi"}).as_object().cloned();
+        let _ = client.call_tool(call).await;
+        tokio::time::timeout(std::time::Duration::from_secs(30), told_rx.recv())
+            .await
+            .expect("told of the change")
+            .unwrap();
+        let after = tool_names(client.list_all_tools().await.unwrap());
+        assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
+    });
+}
+
+/// A 2026-07-28 client's `subscriptions/listen` stream is told of a change
+/// too (within the bound the docs promise, with a margin for a loaded
+/// machine).
+#[test]
+fn a_listen_stream_is_told_of_a_change() {
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let gateway = gateway_for(&upstream).await;
+        let client = gateway
+            .connect_with(
+                (),
+                rmcp::service::ClientLifecycleMode::Discover {
+                    preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await;
+        let before = tool_names(client.list_all_tools().await.unwrap());
+        assert!(!before.contains(&"up__late_tool".to_owned()), "{before:?}");
+        let mut filter = rmcp::model::SubscriptionFilter::new();
+        filter.tools_list_changed = Some(true);
+        let mut subscription = client.peer().listen(filter).await.unwrap();
+        upstream.set_late_tool(true).await;
+        let told = tokio::time::timeout(std::time::Duration::from_secs(5), subscription.next())
+            .await
+            .expect("told within 5 s")
+            .unwrap();
+        assert!(
+            matches!(
+                told,
+                Some(rmcp::model::ServerNotification::ToolListChangedNotification(_))
+            ),
+            "{told:?}"
+        );
+        let after = tool_names(client.list_all_tools().await.unwrap());
+        assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
+    });
+}
+
+/// A downstream client that says when it is told the tools changed.
+#[derive(Clone)]
+struct Telling(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl ClientHandler for Telling {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
 }

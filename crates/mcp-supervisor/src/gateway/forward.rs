@@ -1,6 +1,6 @@
 //! Relays what happens to the upstreams to downstream clients: an actor
-//! subscribed to the registry's events. List changes (and connections
-//! coming and going) become `list_changed` notifications, resource updates
+//! subscribed to the registry's events. Catalogs that changed (and
+//! connections coming and going) become `list_changed` notifications, resource updates
 //! go to the sessions subscribed to them, log messages to every session that
 //! wants their level; a new upstream session gets the subscriptions again.
 
@@ -33,8 +33,19 @@ impl Handler<ConnectionEvent> for ListChangedForwarder {
     fn handle(&mut self, event: ConnectionEvent, ctx: &mut Context<Self>) {
         let state = self.state.clone();
         match event {
-            ConnectionEvent::ListChanged { list, .. } => {
-                ctx.spawn(async move { state.notify_list_changed(list).await }.into_actor(self));
+            // The registry reloads the catalog, and says which lists really
+            // changed once the new one is there: a client that lists again
+            // at once sees it.
+            ConnectionEvent::CatalogChanged { lists, .. } => {
+                ctx.spawn(
+                    async move {
+                        state.refresh().await;
+                        for list in lists {
+                            state.notify_list_changed(list).await;
+                        }
+                    }
+                    .into_actor(self),
+                );
             }
             // A connection going away (retired, removed by a reload,
             // restarted) changes every list the gateway exposes.

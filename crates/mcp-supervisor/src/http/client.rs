@@ -69,18 +69,44 @@ pub struct RecordingClient {
 /// The id of the session a [`RecordingClient`] serves, as rmcp last sent it
 /// or the upstream last gave it (a new one after rmcp re-initializes an
 /// expired session): what requests sent beside rmcp's client must carry.
-#[derive(Debug, Clone, Default)]
-pub struct SessionIds(Arc<std::sync::Mutex<Option<Arc<str>>>>);
+#[derive(Clone, Default)]
+pub struct SessionIds {
+    current: Arc<std::sync::Mutex<Option<Arc<str>>>>,
+    /// Called when the id changes from one session to another: the upstream
+    /// forgot the session and it was opened again (see [`Self::on_renewed`]).
+    renewed: Arc<std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for SessionIds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionIds").finish_non_exhaustive()
+    }
+}
 
 impl SessionIds {
     pub(crate) fn current(&self) -> Option<Arc<str>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Has `renewed` called whenever the session is opened again under a new
+    /// id (set once; later calls are ignored).
+    pub(crate) fn on_renewed(&self, renewed: impl Fn() + Send + Sync + 'static) {
+        let _ = self.renewed.set(Box::new(renewed));
     }
 
     fn saw(&self, id: &str) {
-        let mut current = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if current.as_deref() != Some(id) {
-            *current = Some(Arc::from(id));
+        let renewal = {
+            let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            if current.as_deref() == Some(id) {
+                return;
+            }
+            current.replace(Arc::from(id)).is_some()
+        };
+        if renewal && let Some(renewed) = self.renewed.get() {
+            renewed();
         }
     }
 }

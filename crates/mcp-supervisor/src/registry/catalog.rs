@@ -8,7 +8,10 @@ use std::{
 
 use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool};
 
-use crate::{config::ConnectionConfig, session::Surface};
+use crate::{
+    config::ConnectionConfig,
+    session::{ListKind, Surface},
+};
 
 /// What one connection offers agents.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +85,21 @@ impl Catalog {
 
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
+    }
+
+    /// The lists whose content differs in `newer` (templates count with
+    /// resources, as `resources/list_changed` covers both).
+    pub fn changed_lists(&self, newer: &Catalog) -> Vec<ListKind> {
+        ListKind::ALL
+            .into_iter()
+            .filter(|list| match list {
+                ListKind::Tools => self.tools != newer.tools,
+                ListKind::Prompts => self.prompts != newer.prompts,
+                ListKind::Resources => {
+                    self.resources != newer.resources || self.templates != newer.templates
+                }
+            })
+            .collect()
     }
 }
 

@@ -33,6 +33,9 @@ pub(super) struct Entry {
     /// Started on first use.
     pub(super) actor: Option<Addr<ConnectionActor>>,
     pub(super) catalog: CatalogState,
+    /// The last catalog loaded, kept through reloads and resets: a new one
+    /// is compared with it to tell subscribers which lists changed.
+    pub(super) last_catalog: Option<Arc<Catalog>>,
     /// Which actor is the current one (see [`Incarnation`]).
     pub(super) incarnation: u64,
     /// What the connection has done; outlives its actors, resets and
@@ -50,6 +53,7 @@ impl Entry {
             config: Arc::new(config),
             actor: None,
             catalog: CatalogState::Unloaded,
+            last_catalog: None,
             incarnation: 0,
             history: SharedHistory::default(),
             recent_restarts: VecDeque::new(),
@@ -191,6 +195,31 @@ impl Registry {
             for waiter in waiters {
                 let _ = waiter.send(result.clone());
             }
+        }
+        let Ok(catalog) = result else { return };
+        let changed = match entry.last_catalog.replace(catalog.clone()) {
+            Some(before) => before.changed_lists(&catalog),
+            // The first catalog: nobody was told of another.
+            None => Vec::new(),
+        };
+        if !changed.is_empty() {
+            self.publish(&ConnectionEvent::CatalogChanged {
+                connection: name.to_owned(),
+                lists: changed,
+            });
+        }
+    }
+
+    /// The connection's session was built again (after a failure, a park, a
+    /// restart of the upstream): what it offers may have changed without a
+    /// word, so a catalog already loaded is loaded again.
+    pub(super) fn session_rebuilt(&mut self, name: &str, ctx: &mut Context<Self>) {
+        let reload = self
+            .entries
+            .get(name)
+            .is_some_and(|entry| matches!(entry.catalog, CatalogState::Loaded(_)));
+        if reload {
+            self.list_changed(name, ctx);
         }
     }
 

@@ -510,8 +510,10 @@ impl Handler<ConnectionEvent> for Registry {
     type Result = ();
 
     fn handle(&mut self, event: ConnectionEvent, ctx: &mut Context<Self>) {
-        if let ConnectionEvent::ListChanged { connection, .. } = &event {
-            self.list_changed(connection, ctx);
+        match &event {
+            ConnectionEvent::ListChanged { connection, .. } => self.list_changed(connection, ctx),
+            ConnectionEvent::Ready { connection, .. } => self.session_rebuilt(connection, ctx),
+            _ => {}
         }
         self.subscribers.retain(|subscriber| subscriber.connected());
         self.publish(&event);

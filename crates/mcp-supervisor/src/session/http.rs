@@ -19,7 +19,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Session, SessionHandler, classify_recorded, stateless::StatelessParts, watch::Watched,
+    ListKind, Session, SessionEvent, SessionHandler, classify_recorded, stateless::StatelessParts,
+    watch::Watched,
 };
 use crate::{
     config::{HttpTransport, OAuthGrant, UpstreamAuth},
@@ -110,6 +111,17 @@ pub async fn open_http(
     let mut client = RecordingClient::new(clients, recorder.clone());
     let server_stream = client.defer_server_stream();
     let session_ids = client.session_ids();
+    // A session the upstream forgot is opened again by rmcp's client,
+    // unseen by the connection: what it offers may have changed meanwhile
+    // (a redeployed server), so its lists are loaded again.
+    session_ids.on_renewed({
+        let handler = handler.clone();
+        move || {
+            for list in ListKind::ALL {
+                handler.emit(SessionEvent::ListChanged(list));
+            }
+        }
+    });
     let ended = CancellationToken::new();
     let lifecycle = handler.lifecycle();
     let (serving, stateless) = match authorizer {
