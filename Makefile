@@ -71,5 +71,6 @@ fuzz: ## Long fuzz run: libFuzzer, FUZZ_SECONDS (600) per target
 SOAK_SECONDS ?= 300
 .PHONY: soak
 soak: ## Soak under faults (~5 min; SOAK_SECONDS=N), non-zero exit on any finding
+	./scripts/install-test-deps.sh
 	$(CARGO) build --release -p mcp-bench -p mcp-test-support -p mcp-supervisor-cli --bins
 	$(or $(CARGO_TARGET_DIR),target)/release/mcp-bench soak --seconds $(SOAK_SECONDS)

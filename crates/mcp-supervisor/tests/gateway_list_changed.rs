@@ -121,31 +121,56 @@ async fn gateway_for(upstream: &TestServer) -> ServedGateway {
     ServedGateway::start(config(&http_connection("up", &upstream.url(), ""))).await
 }
 
+/// A 2025 client of the gateway in front of an upstream of `options`, having
+/// listed the tools once (without `late_tool`).
+struct Watching {
+    upstream: TestServer,
+    client: rmcp::service::RunningService<RoleClient, Telling>,
+    told: tokio::sync::mpsc::UnboundedReceiver<()>,
+    _gateway: ServedGateway,
+}
+
+impl Watching {
+    async fn start(options: TestServerOptions) -> Self {
+        let upstream = TestServer::start(options).await.unwrap();
+        let gateway = gateway_for(&upstream).await;
+        let (telling, told) = tokio::sync::mpsc::unbounded_channel();
+        let client = gateway.connect(Telling(telling)).await;
+        let before = tool_names(client.list_all_tools().await.unwrap());
+        assert!(!before.contains(&"up__late_tool".to_owned()), "{before:?}");
+        Watching {
+            upstream,
+            client,
+            told,
+            _gateway: gateway,
+        }
+    }
+
+    /// Waits to be told the tools changed, then lists them at once: the
+    /// listing must show `late_tool`.
+    async fn is_told_and_lists_the_late_tool(&mut self) {
+        tokio::time::timeout(std::time::Duration::from_secs(30), self.told.recv())
+            .await
+            .expect("told of the change")
+            .unwrap();
+        let after = tool_names(self.client.list_all_tools().await.unwrap());
+        assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
+    }
+}
+
 /// An upstream slow to list (as a large server is) announces a change: the
 /// client is told only once the gateway has the new list, so the listing it
 /// sends at once shows the new tool (told first, it got the last list held).
 #[test]
 fn a_client_told_of_a_change_lists_the_new_tools_even_from_a_slow_upstream() {
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let gateway = gateway_for(&upstream).await;
-        let (told, mut told_rx) = tokio::sync::mpsc::unbounded_channel();
-        let client = gateway.connect(Telling(told)).await;
-        let before = tool_names(client.list_all_tools().await.unwrap());
-        assert!(!before.contains(&"up__late_tool".to_owned()), "{before:?}");
-        upstream.faults().push(FaultRule::always(
+        let mut watching = Watching::start(TestServerOptions::default()).await;
+        watching.upstream.faults().push(FaultRule::always(
             Match::method("tools/list"),
             Fault::delay(std::time::Duration::from_millis(500)),
         ));
-        upstream.set_late_tool(true).await;
-        tokio::time::timeout(std::time::Duration::from_secs(30), told_rx.recv())
-            .await
-            .expect("told of the change")
-            .unwrap();
-        let after = tool_names(client.list_all_tools().await.unwrap());
-        assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
+        watching.upstream.set_late_tool(true).await;
+        watching.is_told_and_lists_the_late_tool().await;
     });
 }
 
@@ -157,33 +182,19 @@ fn a_client_told_of_a_change_lists_the_new_tools_even_from_a_slow_upstream() {
 #[test]
 fn a_change_while_the_gateway_was_away_is_told_once_it_reconnects() {
     for options in [TestServerOptions::legacy(), TestServerOptions::default()] {
-        changed_while_away(options);
+        run(|| async {
+            let mut watching = Watching::start(options).await;
+            watching.upstream.stop().await;
+            // Nobody is connected to hear it.
+            watching.upstream.set_late_tool(true).await;
+            watching.upstream.restart_on_same_port().await.unwrap();
+            // The next call finds the old session gone and builds a new one.
+            let mut call = rmcp::model::CallToolRequestParams::new("up__echo");
+            call.arguments = serde_json::json!({"text": "hi"}).as_object().cloned();
+            let _ = watching.client.call_tool(call).await;
+            watching.is_told_and_lists_the_late_tool().await;
+        });
     }
-}
-
-fn changed_while_away(options: TestServerOptions) {
-    run(|| async {
-        let mut upstream = TestServer::start(options).await.unwrap();
-        let gateway = gateway_for(&upstream).await;
-        let (told, mut told_rx) = tokio::sync::mpsc::unbounded_channel();
-        let client = gateway.connect(Telling(told)).await;
-        let before = tool_names(client.list_all_tools().await.unwrap());
-        assert!(!before.contains(&"up__late_tool".to_owned()), "{before:?}");
-        upstream.stop().await;
-        // Nobody is connected to hear it.
-        upstream.set_late_tool(true).await;
-        upstream.restart_on_same_port().await.unwrap();
-        // The next call finds the old session gone and builds a new one.
-        let mut call = rmcp::model::CallToolRequestParams::new("up__echo");
-        call.arguments = serde_json::json!({"text": "hi"}).as_object().cloned();
-        let _ = client.call_tool(call).await;
-        tokio::time::timeout(std::time::Duration::from_secs(30), told_rx.recv())
-            .await
-            .expect("told of the change")
-            .unwrap();
-        let after = tool_names(client.list_all_tools().await.unwrap());
-        assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
-    });
 }
 
 /// A 2026-07-28 client's `subscriptions/listen` stream is told of a change

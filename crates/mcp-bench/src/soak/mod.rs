@@ -7,9 +7,12 @@
 //!   reloads, the process checks and the table;
 //! - [`client`]: a raw MCP client over reqwest;
 //! - [`faults`]: the fault kinds and their scheduler;
-//! - [`hostile`]: the hostile probes.
+//! - [`hostile`]: the hostile probes;
+//! - [`drain`]: the rolling-restart phase (abandoned sessions, SIGTERM with
+//!   SDK clients mid-call).
 
 mod client;
+mod drain;
 mod faults;
 mod hostile;
 
@@ -33,6 +36,7 @@ use crate::{
     procs::{Binaries, Guarded, start_announcing},
 };
 use client::{Answer, Mcp, Reply};
+use drain::DrainPhase;
 use faults::FaultKind;
 use hostile::HostileKind;
 
@@ -854,6 +858,16 @@ async fn soak(seconds: u64) -> anyhow::Result<bool> {
         }
     };
 
+    // The rolling restart: a supervisor of its own.
+    let drain = tokio::task::block_in_place(|| drain::drain_phase(&bins, &root, &dir, &run_id));
+    let drain = drain.unwrap_or_else(|error| DrainPhase {
+        new_client: Err(format!("the phase failed: {error:#}")),
+        clients: Vec::new(),
+        exit: None,
+        took: Duration::ZERO,
+        orphans: Vec::new(),
+    });
+
     drop((healthy_a, healthy_b, vault, flaky));
     let _ = soak.bouncer_down(nix::sys::signal::Signal::SIGTERM).await;
 
@@ -875,6 +889,7 @@ async fn soak(seconds: u64) -> anyhow::Result<bool> {
         stop_took,
         orphans_term,
         kill,
+        drain,
         canary_logs,
         canary_status,
         canary_metrics,
@@ -990,6 +1005,7 @@ struct Report {
     stop_took: Duration,
     orphans_term: Vec<u32>,
     kill: KillPhase,
+    drain: DrainPhase,
     canary_logs: u64,
     canary_status: u64,
     canary_metrics: u64,
@@ -1024,6 +1040,8 @@ impl Report {
             ("duplicates", self.duplicates.is_empty()),
             ("orphans after SIGTERM", self.orphans_term.is_empty()),
             ("orphans after SIGKILL", self.kill.orphans.is_empty()),
+            ("abandoned sessions", self.drain.flood_ok()),
+            ("SIGTERM with SDK clients mid-call", self.drain.drain_ok()),
             ("canary hits", canary == 0),
             ("hostile probes", hostile_bad == 0),
             ("reloads", reloads_bad == 0),
@@ -1093,6 +1111,16 @@ impl Report {
                     self.kill.took.as_secs_f64()
                 ),
                 mark(self.kill.orphans.is_empty()).into(),
+            ),
+            (
+                "abandoned sessions, then a new client",
+                self.drain.flood_row(),
+                mark(self.drain.flood_ok()).into(),
+            ),
+            (
+                "SIGTERM with SDK clients mid-call (drain)",
+                self.drain.drain_row(),
+                mark(self.drain.drain_ok()).into(),
             ),
             (
                 "canary hits",

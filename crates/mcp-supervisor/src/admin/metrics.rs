@@ -179,28 +179,24 @@ struct GatewayCollector([(Protection, u64); Protection::ALL.len()]);
 
 impl Collector for GatewayCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let mut family = encoder.encode_descriptor(
-            "mcp_supervisor_gateway_evictions",
-            "Connections and sessions the gateway closed to admit new ones, by limit.",
-            None,
-            MetricType::Counter,
-        )?;
-        for (protection, value) in self.0 {
-            if protection.family() == Family::Evictions {
-                let labels = [("what", protection.what()), ("reason", protection.reason())];
-                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
-            }
-        }
-        let mut family = encoder.encode_descriptor(
-            "mcp_supervisor_gateway_refusals",
-            "Connections and sessions the gateway turned away (503), by limit or state.",
-            None,
-            MetricType::Counter,
-        )?;
-        for (protection, value) in self.0 {
-            if protection.family() == Family::Refusals {
-                let labels = [("what", protection.what()), ("reason", protection.reason())];
-                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+        for (family, name, help) in [
+            (
+                Family::Evictions,
+                "mcp_supervisor_gateway_evictions",
+                "Connections and sessions the gateway closed to admit new ones, by limit.",
+            ),
+            (
+                Family::Refusals,
+                "mcp_supervisor_gateway_refusals",
+                "Connections and sessions the gateway turned away (503), by limit or state.",
+            ),
+        ] {
+            let mut series = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (protection, value) in self.0 {
+                if protection.family() == family {
+                    let labels = [("what", protection.what()), ("reason", protection.reason())];
+                    ConstCounter::new(value).encode(series.encode_family(&labels)?)?;
+                }
             }
         }
         Ok(())
