@@ -9,11 +9,20 @@
 //! - [`admin`]: the admin HTTP API (`/status`, `/metrics`, reset, reload) over the registry.
 //! - [`config`]: the TOML file, parsed (`raw`) then validated into typed settings;
 //!   secrets become `SecretString` the moment they are read.
+//! - [`connection`]: one connection's actor: its session, lifecycle, admission and
+//!   standing (park, retirement), and its history.
+//! - [`events`]: [`events::ConnectionEvent`], what the registry's subscribers are told.
 //! - [`failure`]: [`Failure`] and the one [`classify`] for every error source.
+//! - [`gateway`]: the MCP endpoint (streamable HTTP or stdio) that proxies every upstream.
 //! - [`http`]: the connection's own rmcp HTTP client, recording every status.
+//! - [`meta`]: the meta-tools (`list_mcps`, `search_mcp_tools`, …).
+//! - [`oauth`]: OAuth logins, token storage and refresh for HTTP connections.
 //! - [`outcome`]: [`CallOutcome`], what every call comes back as, and the agent-facing texts.
 //! - [`policy`]: the pure retry/park/retire decision and the `QuarantinePolicy` actor.
+//! - [`registry`]: the registry actor: name → connection actor, routing, catalogs,
+//!   restarts, reloads, status.
 //! - [`session`]: one live rmcp client session and its deadline-bounded operations.
+//! - [`tallies`]: the gateway's evictions and refusals, by limit.
 
 pub mod admin;
 pub mod config;
@@ -47,3 +56,20 @@ mod readme {}
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/CONFIG.md")]
 mod config_doc {}
+
+#[cfg(test)]
+mod layout {
+    /// Every public module is in the table of contents above.
+    #[test]
+    fn every_public_module_is_listed() {
+        let source = include_str!("lib.rs");
+        let listed = |name: &str| source.contains(&format!("//! - [`{name}`]"));
+        let modules = source
+            .lines()
+            .filter_map(|line| line.strip_prefix("pub mod ")?.strip_suffix(';'));
+        for name in modules {
+            assert!(listed(name), "lib.rs's layout does not list `{name}`");
+        }
+        assert!(listed("tallies"));
+    }
+}
