@@ -26,6 +26,24 @@ pub(crate) enum LeaseError {
 
 pub(crate) type Waiter = oneshot::Sender<Result<Lease, LeaseError>>;
 
+/// Outcome of asking for a session.
+pub(crate) enum LeaseAttempt {
+    Ready(Lease),
+    Wait(tokio::sync::oneshot::Receiver<Result<Lease, LeaseError>>),
+    Refused(crate::Unavailable),
+}
+
+impl LeaseAttempt {
+    /// Waits for the lease (if a build is in flight).
+    pub(crate) async fn resolve(self, if_dropped: crate::Unavailable) -> Result<Lease, LeaseError> {
+        match self {
+            LeaseAttempt::Ready(lease) => Ok(lease),
+            LeaseAttempt::Refused(unavailable) => Err(LeaseError::Refused(unavailable)),
+            LeaseAttempt::Wait(rx) => rx.await.unwrap_or(Err(LeaseError::Refused(if_dropped))),
+        }
+    }
+}
+
 /// Where a connection is in its life.
 #[derive(Debug)]
 pub(crate) enum Lifecycle {

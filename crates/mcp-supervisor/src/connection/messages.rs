@@ -10,16 +10,16 @@ use rmcp::model::ClientRequest;
 use tokio::time::Instant;
 
 use super::{
-    ConnectionActor, Lease, LeaseAttempt, LeaseError, Reply,
-    lifecycle::Lifecycle,
+    ConnectionActor, Lease, LeaseError, Reply,
+    lifecycle::{LeaseAttempt, Lifecycle},
     operation::{self, CallRetry, Ended, Operation, Request, SlotGuard},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished, NOT_COUNTED},
 };
 use crate::{
     CallOutcome, Forwarded, Unavailable,
-    failure::Failure,
     heavy::SharedRequest,
     outcome::messages as text,
-    policy::{Decision, Phase, ReportFailure, ReportSuccess},
+    policy::{Decision, ReportFailure, ReportSuccess},
     session::{DownstreamLink, Surface},
 };
 
@@ -61,31 +61,6 @@ pub struct Snapshot;
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct Stop;
-
-/// Counters of call outcomes, by `CallOutcome::label`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CallCounts {
-    pub ok: u64,
-    pub tool_error: u64,
-    pub rejected: u64,
-    pub unavailable: u64,
-    pub busy: u64,
-    pub timed_out: u64,
-}
-
-impl CallCounts {
-    pub(crate) fn count(&mut self, label: &str) {
-        match label {
-            "ok" => self.ok += 1,
-            "tool_error" => self.tool_error += 1,
-            "rejected" => self.rejected += 1,
-            "unavailable" => self.unavailable += 1,
-            "busy" => self.busy += 1,
-            "timed_out" => self.timed_out += 1,
-            _ => {}
-        }
-    }
-}
 
 /// One connection's state, as `/status` shows it (never a URL, token or argument).
 #[derive(Debug, Clone, PartialEq)]
@@ -280,9 +255,6 @@ impl From<CallOutcome> for Forwarded {
     }
 }
 
-/// The label of answers that are not counted (requests other than calls).
-pub(super) const NOT_COUNTED: &str = "not_counted";
-
 impl ConnectionActor {
     /// Admission in the mailbox: refused (parked, retired), busy, queued,
     /// or run now with a lease attempt.
@@ -391,11 +363,6 @@ impl Handler<Stop> for ConnectionActor {
 
 // ---- internal messages, sent by operation futures --------------------------
 
-/// Give me a session: the current one, the build in progress, or a new build.
-#[derive(Message, Debug)]
-#[rtype(result = "Result<Lease, LeaseError>")]
-pub(crate) struct Acquire;
-
 impl Handler<Acquire> for ConnectionActor {
     type Result = ResponseFuture<Result<Lease, LeaseError>>;
 
@@ -404,30 +371,6 @@ impl Handler<Acquire> for ConnectionActor {
         let stopped = self.refusal();
         Box::pin(async move { attempt.resolve(stopped).await })
     }
-}
-
-impl LeaseAttempt {
-    /// Waits for the lease (if a build is in flight).
-    pub(crate) async fn resolve(self, if_dropped: Unavailable) -> Result<Lease, LeaseError> {
-        match self {
-            LeaseAttempt::Ready(lease) => Ok(lease),
-            LeaseAttempt::Refused(unavailable) => Err(LeaseError::Refused(unavailable)),
-            LeaseAttempt::Wait(rx) => rx.await.unwrap_or(Err(LeaseError::Refused(if_dropped))),
-        }
-    }
-}
-
-/// One attempt failed: dispose if session-level, ask the policy, apply.
-#[derive(Message, Debug)]
-#[rtype(result = "Decision")]
-pub(crate) struct AttemptFailed {
-    pub(crate) failure: Failure,
-    pub(crate) phase: Phase,
-    pub(crate) attempt: u32,
-    /// The session generation the attempt used (`None`: building it failed).
-    pub(crate) generation: Option<u64>,
-    pub(crate) remaining: Duration,
-    pub(crate) call_retry_allowed: bool,
 }
 
 impl Handler<AttemptFailed> for ConnectionActor {
@@ -483,11 +426,6 @@ impl Handler<AttemptFailed> for ConnectionActor {
     }
 }
 
-/// An attempt succeeded: strikes reset (only told to the policy when there are some).
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub(crate) struct AttemptSucceeded;
-
 impl Handler<AttemptSucceeded> for ConnectionActor {
     type Result = ();
 
@@ -498,16 +436,6 @@ impl Handler<AttemptSucceeded> for ConnectionActor {
             });
         }
     }
-}
-
-/// A call ended: count its outcome and free its slot.
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub(crate) struct Finished {
-    pub(crate) label: &'static str,
-    pub(crate) held_slot: bool,
-    /// How long the call took, from admission to answer.
-    pub(crate) elapsed: Option<Duration>,
 }
 
 impl Handler<Finished> for ConnectionActor {

@@ -11,6 +11,7 @@ mod admission;
 mod lifecycle;
 mod messages;
 mod operation;
+mod reports;
 pub mod stats;
 
 use std::{sync::Arc, time::SystemTime};
@@ -21,14 +22,15 @@ use actix::{
 use tokio::{sync::mpsc, time::Instant};
 
 pub use lifecycle::Standing;
-pub(crate) use lifecycle::{Lease, LeaseError};
+pub(crate) use lifecycle::{Lease, LeaseAttempt, LeaseError};
 pub(crate) use messages::Forward as ConnectionForward;
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub use messages::{
-    CallCounts, ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
+    ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
 pub use operation::CallRetry;
+pub use stats::CallCounts;
 
 use self::{
     admission::Admission,
@@ -448,13 +450,6 @@ impl ConnectionActor {
             protocol: self.protocol.as_ref().map(ToString::to_string),
         }
     }
-}
-
-/// Outcome of asking for a session.
-pub(crate) enum LeaseAttempt {
-    Ready(Lease),
-    Wait(tokio::sync::oneshot::Receiver<Result<Lease, LeaseError>>),
-    Refused(Unavailable),
 }
 
 impl Actor for ConnectionActor {

@@ -17,8 +17,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ConnectionActor, Lease, LeaseAttempt, LeaseError,
-    messages::{Acquire, AttemptFailed, AttemptSucceeded, Finished},
+    ConnectionActor,
+    lifecycle::{Lease, LeaseAttempt, LeaseError},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished, NOT_COUNTED},
 };
 use crate::{
     CallOutcome, Unavailable,
@@ -482,7 +483,7 @@ impl Drop for SlotGuard {
             label: if self.counted {
                 self.label
             } else {
-                super::messages::NOT_COUNTED
+                NOT_COUNTED
             },
             held_slot: true,
             elapsed: self.counted.then(|| self.started.elapsed()),

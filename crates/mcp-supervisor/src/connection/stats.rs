@@ -7,7 +7,6 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use super::CallCounts;
 use crate::failure::Failure;
 
 /// What a connection has done since the process started: counts only grow
@@ -80,6 +79,31 @@ impl DurationHistogram {
 
 /// Failures seen by attempts, by `FailureKind` wire name.
 pub type FailuresByKind = BTreeMap<&'static str, u64>;
+
+/// Counters of call outcomes, by `CallOutcome::label`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    pub ok: u64,
+    pub tool_error: u64,
+    pub rejected: u64,
+    pub unavailable: u64,
+    pub busy: u64,
+    pub timed_out: u64,
+}
+
+impl CallCounts {
+    pub(crate) fn count(&mut self, label: &str) {
+        match label {
+            "ok" => self.ok += 1,
+            "tool_error" => self.tool_error += 1,
+            "rejected" => self.rejected += 1,
+            "unavailable" => self.unavailable += 1,
+            "busy" => self.busy += 1,
+            "timed_out" => self.timed_out += 1,
+            _ => {}
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
