@@ -10,7 +10,7 @@
 //! `mrtr`, `handler::call_response`). A call takes the direct path when all
 //! of these hold, and goes through rmcp otherwise:
 //!
-//! - a 2025 session's call ([`DirectCalls::admit`]): its client declared no
+//! - a 2025 session's call ([`DirectCalls::admit`](super::direct_sessions::DirectCalls::admit)): its client declared no
 //!   sampling, elicitation or roots, so no request can go back to it during
 //!   the call (its log messages still reach it, on its session); the body is
 //!   small and holds one `tools/call` with only `name`, `arguments` and a
@@ -54,15 +54,7 @@
 // request may still ask for log messages at a level: we relay them.
 #![allow(deprecated)]
 
-use std::{
-    borrow::Cow,
-    collections::HashMap,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Duration,
-};
+use std::{borrow::Cow, sync::Arc, time::Duration};
 
 use axum::{
     body::{Body, Bytes},
@@ -71,89 +63,21 @@ use axum::{
 };
 use futures::{FutureExt, future::BoxFuture};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData,
-    InitializeRequestParams, JsonObject, LoggingLevel, ProgressToken, ProtocolVersion, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, JsonObject,
+    LoggingLevel, ProgressToken, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use serde::{Deserialize, de::IgnoredAny};
 use serde_json::value::RawValue;
-use tokio::{sync::mpsc, time::Instant};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    downstream::{DownstreamRequest, DownstreamSession, Origin},
+    direct_sessions::{DirectSession, plain},
+    downstream::{DownstreamRequest, Origin},
     handler, mrtr,
     state::GatewayState,
 };
-use crate::{
-    listener::guard::{accepts, is_json},
-    mcp_headers,
-};
-
-/// The 2025 sessions whose plain calls take the direct path, by session id.
-#[derive(Debug, Default)]
-pub(super) struct DirectCalls {
-    sessions: Mutex<HashMap<String, Arc<DirectSession>>>,
-    /// Calls answered on the direct path so far.
-    answered: AtomicU64,
-}
-
-/// One session whose calls may take the direct path.
-#[derive(Debug)]
-pub(super) struct DirectSession {
-    downstream: Arc<DownstreamSession>,
-    /// Direct calls in progress, by request id.
-    calls: Mutex<HashMap<RequestId, CancellationToken>>,
-    /// When a direct call last counted as the session's activity.
-    touched: Mutex<Option<Instant>>,
-}
-
-impl DirectCalls {
-    /// Lets session `id`'s plain calls take the direct path, if its client
-    /// is one the path serves (see the module doc); forgets closed sessions.
-    pub(super) fn admit(&self, id: &str, session: &Arc<DownstreamSession>) {
-        let Some(info) = session.peer().and_then(|peer| peer.peer_info()) else {
-            return;
-        };
-        let asks_nothing = |c: &ClientCapabilities| {
-            c.sampling.is_none() && c.elicitation.is_none() && c.roots.is_none()
-        };
-        if !info.protocol_version.has_initialize() || !asks_nothing(&info.capabilities) {
-            return;
-        }
-        let mut sessions = self.lock();
-        sessions.retain(|_, known| !known.downstream.is_closed());
-        // A second `notifications/initialized` changes nothing.
-        sessions.entry(id.to_owned()).or_insert_with(|| {
-            Arc::new(DirectSession {
-                downstream: session.clone(),
-                calls: Mutex::default(),
-                touched: Mutex::default(),
-            })
-        });
-    }
-
-    /// Session `id`, if it is open and its calls may take the direct path.
-    pub(super) fn session(&self, id: &str) -> Option<Arc<DirectSession>> {
-        self.lock()
-            .get(id)
-            .filter(|session| !session.downstream.is_closed())
-            .cloned()
-    }
-
-    /// Counts a call taking the direct path.
-    pub(super) fn taken(&self) {
-        self.answered.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(super) fn answered(&self) -> u64 {
-        self.answered.load(Ordering::Relaxed)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<DirectSession>>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
+use crate::mcp_headers;
 
 /// A POSTed message, as far as the direct path cares.
 #[derive(Debug)]
@@ -256,49 +180,6 @@ impl Posted {
 }
 
 impl DirectSession {
-    /// Whether a call with `headers` may take the direct path (the
-    /// `Host`/`Origin` allowlist is the caller's to check).
-    pub(super) fn takes(&self, headers: &HeaderMap) -> bool {
-        let Some(info) = self.info() else {
-            return false;
-        };
-        let version = info.protocol_version.as_str().as_bytes();
-        plain(headers)
-            && headers.iter().all(|(name, value)| {
-                !name.as_str().starts_with(mcp_headers::PREFIX)
-                    || *name == mcp_headers::SESSION_ID
-                    || (*name == mcp_headers::PROTOCOL_VERSION && value.as_bytes() == version)
-            })
-    }
-
-    /// What the client said at `initialize`.
-    fn info(&self) -> Option<Arc<InitializeRequestParams>> {
-        self.downstream.peer().and_then(|peer| peer.peer_info())
-    }
-
-    /// Cancels the direct call `id`, if one is in progress.
-    pub(super) fn cancel(&self, id: &RequestId) {
-        if let Some(call) = self.calls().get(id) {
-            call.cancel();
-        }
-    }
-
-    /// Whether a call now should count as the session's activity: at most
-    /// once per `every`.
-    pub(super) fn touch_due(&self, every: Duration) -> bool {
-        let mut touched = self.touched.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if touched.is_some_and(|at| now.duration_since(at) < every) {
-            return false;
-        }
-        *touched = Some(now);
-        true
-    }
-
-    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The answer to `call`, through the supervisor, and the messages that
     /// go before it (its progress); `cancelled` (or dropping the future)
     /// cancels it upstream. A cancelled call has no answer, as through rmcp,
@@ -527,14 +408,6 @@ fn message(answered: Result<ServerResult, ErrorData>, id: RequestId) -> ServerJs
         Ok(result) => ServerJsonRpcMessage::response(result, id),
         Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
     }
-}
-
-/// Whether `headers` are those of a request rmcp's server would take as it
-/// is: JSON in, both JSON and SSE accepted.
-fn plain(headers: &HeaderMap) -> bool {
-    is_json(headers)
-        && accepts(headers, "application/json")
-        && accepts(headers, "text/event-stream")
 }
 
 /// A direct call in progress: forgotten when it ends; cancelled upstream if

@@ -12,16 +12,19 @@
 //! - [`downstream`]: one downstream session, and one forwarded request's
 //!   link back to its client (progress, sampling, elicitation, roots);
 //! - `mrtr`: multi-round requests (`input_required`) across both protocol
-//!   generations;
+//!   generations, and `rounds`, their bookkeeping (sealed states, requests
+//!   waiting for a client's answers);
 //! - [`handler`]: the rmcp `ServerHandler`;
 //! - [`http`]: the HTTP endpoint with bearer auth, Host allowlist, body limit;
 //! - `direct`: a 2025 session's plain tool calls, answered by the HTTP
-//!   endpoint without rmcp's server;
+//!   endpoint without rmcp's server, and `direct_sessions`, the sessions
+//!   whose calls may take that path;
 //! - [`forward`]: relays what upstreams announce (list changes, resource
 //!   updates, logs) to downstream sessions.
 
 mod answer;
 mod direct;
+mod direct_sessions;
 pub mod directory;
 pub mod downstream;
 pub mod forward;
@@ -30,6 +33,7 @@ pub mod http;
 mod mrtr;
 pub mod naming;
 pub mod paging;
+mod rounds;
 mod sessions;
 pub mod state;
 

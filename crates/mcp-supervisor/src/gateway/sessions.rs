@@ -38,7 +38,7 @@ use rmcp::{
 };
 use tokio::time::Instant;
 
-use super::direct::DirectSession;
+use super::direct_sessions::DirectSession;
 use crate::listener::tallies::{Protection, Tallies};
 
 tokio::task_local! {

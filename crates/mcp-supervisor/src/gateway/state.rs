@@ -71,12 +71,12 @@ pub struct GatewayState {
     subscriptions: Mutex<HashMap<(String, String), (String, usize)>>,
     /// Multi-round requests: sealed `requestState`s and requests waiting for
     /// a client's answers.
-    pub(super) rounds: super::mrtr::Rounds,
+    pub(super) rounds: super::rounds::Rounds,
     /// Tasks (SEP-2663) created through the gateway: task id → its
     /// connection, and when it was last heard of.
     tasks: Mutex<HashMap<String, (String, std::time::Instant)>>,
     /// Sessions whose plain calls the HTTP endpoint answers itself.
-    pub(super) direct: super::direct::DirectCalls,
+    pub(super) direct: super::direct_sessions::DirectCalls,
 }
 
 #[derive(Debug, Default)]
