@@ -17,9 +17,7 @@ use serde_json::{Value, json};
 
 use crate::{
     CallOutcome,
-    registry::{
-        CallTool, ListConnections, ListTools, Registry, messages::unknown_connection_message,
-    },
+    registry::{CallTool, ListConnections, ListTools, Registry, unknown_connection_message},
 };
 
 /// The meta-tools' names.

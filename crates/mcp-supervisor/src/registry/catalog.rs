@@ -148,13 +148,6 @@ impl SchemaInterner {
     }
 }
 
-/// Whether the tool's annotations say a repeat cannot duplicate a side effect.
-pub fn retry_safe(tool: &Tool) -> bool {
-    tool.annotations.as_ref().is_some_and(|annotations| {
-        annotations.read_only_hint == Some(true) || annotations.idempotent_hint == Some(true)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -10,23 +10,18 @@ use actix::{
     ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, Recipient,
     ResponseActFuture, ResponseFuture, WrapFuture,
 };
-use futures::{FutureExt, future::BoxFuture, future::join_all};
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject};
+use futures::future::join_all;
+use rmcp::model::{ClientRequest, JsonObject};
 
 use super::{
     Catalog, Registry,
-    entries::{Entry, drain_catalog, not_ready, stopped},
-    retry_safe,
+    entries::{Entry, drain_catalog, stopped},
 };
 use crate::{
     CallOutcome, Failure, FailureKind, Forwarded, Unavailable,
-    config::{Config, RetryCalls},
-    connection::{
-        CallCounts, CallRetry, ConnectionDied, ConnectionForward, ConnectionSnapshot, Snapshot,
-        Stop, stats::History,
-    },
+    config::Config,
+    connection::{CallCounts, ConnectionDied, ConnectionSnapshot, Snapshot, Stop, stats::History},
     events::ConnectionEvent,
-    heavy::SharedRequest,
     policy::{Forget, RegisterConnections, ResetConnection, UpdateSettings},
     session::DownstreamLink,
 };
@@ -190,158 +185,6 @@ pub struct Shutdown;
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Arc<Config>")]
 pub struct CurrentConfig;
-
-impl Registry {
-    fn unknown_connection(&self, connection: &str) -> CallOutcome {
-        CallOutcome::Rejected {
-            failure: Failure::new(FailureKind::Protocol, "unknown connection"),
-            message: unknown_connection_message(connection, &self.names()),
-        }
-    }
-}
-
-/// What a caller naming a connection that does not exist is told: the names
-/// that do exist, or that there are none.
-pub(crate) fn unknown_connection_message(connection: &str, names: &[String]) -> String {
-    if names.is_empty() {
-        format!("Unknown MCP connection '{connection}'. No connections are configured.")
-    } else {
-        format!(
-            "Unknown MCP connection '{connection}'. Available connections: {}.",
-            names.join(", ")
-        )
-    }
-}
-
-fn unknown_tool(connection: &str, tool: &str) -> CallOutcome {
-    CallOutcome::Rejected {
-        failure: Failure::new(FailureKind::Protocol, "unknown tool"),
-        message: format!(
-            "Unknown tool '{tool}' on MCP connection '{connection}'. Call search_mcp_tools, \
-             then get_mcp_tool_schema."
-        ),
-    }
-}
-
-impl Handler<CallTool> for Registry {
-    type Result = ResponseFuture<CallOutcome>;
-
-    fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        let mut params = CallToolRequestParams::new(msg.tool.clone());
-        params.arguments = msg.arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let (connection, tool) = (msg.connection.clone(), msg.tool.clone());
-        let forwarded = self.forward(
-            msg.connection,
-            Arc::new(request),
-            msg.timeout,
-            None,
-            false,
-            ctx,
-        );
-        Box::pin(async move { CallOutcome::of_call(&connection, &tool, forwarded.await) })
-    }
-}
-
-impl Handler<Forward> for Registry {
-    type Result = ResponseFuture<Forwarded>;
-
-    fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.forward(msg.connection, msg.request, None, msg.link, true, ctx))
-    }
-}
-
-impl Registry {
-    /// Routes one request to its connection's actor (started lazily). A
-    /// `tools/call` is checked against the allowlist and the catalog first
-    /// (a tool outside them does not exist), and is retried only when safe;
-    /// every other request is a read or idempotent, so retry-safe. With
-    /// `pass_errors` (proxying) the upstream's JSON-RPC errors are answered as
-    /// they are; without (the library's `CallTool`, `call_mcp`), a rejected
-    /// call is the supervisor's `Rejected` text.
-    fn forward(
-        &mut self,
-        connection: String,
-        request: Arc<ClientRequest>,
-        timeout: Option<Duration>,
-        link: Option<DownstreamLink>,
-        pass_errors: bool,
-        ctx: &mut Context<Self>,
-    ) -> BoxFuture<'static, Forwarded> {
-        // Found heavy or not once, here; a heavy request refused anywhere
-        // on its way is freed off the thread too.
-        let request = SharedRequest::new(request);
-        let Some(entry) = self.entries.get(&connection) else {
-            return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
-                .boxed();
-        };
-        let budget = timeout.unwrap_or(entry.config.call_timeout);
-        // Every wait the request makes counts against its budget: the
-        // catalog, the admission queue, connecting, retries.
-        let deadline = tokio::time::Instant::now() + budget;
-        let retry_calls = entry.config.retry_calls;
-        let tool = match request.shared().as_ref() {
-            ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
-            _ => None,
-        };
-        // Refused before any I/O: a tool outside the allowlist does not exist.
-        if let Some(tool) = &tool
-            && !entry.config.allows_tool(tool)
-        {
-            return std::future::ready(Forwarded::Refused(unknown_tool(&connection, tool))).boxed();
-        }
-        let Some(actor) = self.actor(&connection, ctx) else {
-            return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
-                .boxed();
-        };
-        let catalog = match tool {
-            Some(_) => self.catalog(&connection, ctx),
-            None => None,
-        };
-        async move {
-            let retry = match (&tool, catalog) {
-                (Some(tool), Some(catalog)) => {
-                    let catalog =
-                        match tokio::time::timeout_at(deadline, catalog.get(&connection)).await {
-                            Ok(Ok(catalog)) => catalog,
-                            Ok(Err(unavailable)) => {
-                                return Forwarded::Refused(unavailable.into());
-                            }
-                            Err(_) => {
-                                return Forwarded::Refused(not_ready(&connection, budget).into());
-                            }
-                        };
-                    let Some(tool) = catalog.tool(tool) else {
-                        return Forwarded::Refused(unknown_tool(&connection, tool));
-                    };
-                    match retry_calls {
-                        RetryCalls::Always => CallRetry::Safe,
-                        RetryCalls::Never => CallRetry::Never,
-                        RetryCalls::Safe if retry_safe(tool) => CallRetry::Safe,
-                        RetryCalls::Safe => CallRetry::OnlyIfNotRun,
-                    }
-                }
-                (Some(_), None) => return Forwarded::Refused(stopped(&connection).into()),
-                (None, _) => CallRetry::Safe,
-            };
-            let forward = ConnectionForward {
-                request,
-                deadline,
-                budget,
-                retry,
-                link,
-                pass_errors,
-            };
-            match actor.send(forward).await {
-                Ok(forwarded) => forwarded,
-                // The actor died mid-request; the registry restarts it. The
-                // caller still gets a value.
-                Err(_) => Forwarded::Refused(stopped(&connection).into()),
-            }
-        }
-        .boxed()
-    }
-}
 
 impl Handler<ListTools> for Registry {
     type Result = ResponseFuture<Result<Arc<Catalog>, Unavailable>>;

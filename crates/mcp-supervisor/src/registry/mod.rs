@@ -5,18 +5,23 @@
 //! Layout:
 //! - [`catalog`]: the allowlisted, cached tool list of one connection;
 //! - [`messages`]: the public API (`CallTool`, `ListTools`, `Status`, …);
+//! - `routing`: a request's way to its connection's actor: the allowlist,
+//!   the catalog, retry safety;
 //! - `entries`: per-connection bookkeeping (actor, catalog loading, restarts).
 
 pub mod catalog;
 mod entries;
 pub mod messages;
+mod routing;
 
 use std::{collections::BTreeMap, sync::Arc};
 
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 
-pub use catalog::{Catalog, SchemaInterner, retry_safe};
+pub use catalog::{Catalog, SchemaInterner};
 pub use messages::*;
+pub use routing::retry_safe;
+pub(crate) use routing::unknown_connection_message;
 
 use self::entries::Entry;
 use crate::{
