@@ -27,6 +27,33 @@ pub fn run<F: Future<Output = ()> + 'static>(body: impl FnOnce() -> F) {
     actix_rt::System::new().block_on(body());
 }
 
+/// Runs `body` inside a fresh actix system whose tokio clock is paused: time
+/// moves only when every task waits on a timer (tokio's auto-advance), so
+/// deadlines, cooldowns and backoffs pass in order and at once, however
+/// loaded the machine is, and a test can measure them exactly with
+/// `tokio::time::Instant`. Only for tests whose every party (registry, test
+/// servers, clients) runs on this runtime: a separate process or thread
+/// would have its answers overtaken by a clock that jumps whenever this
+/// runtime is idle.
+pub fn run_paused<F: Future<Output = ()> + 'static>(body: impl FnOnce() -> F) {
+    run_paused_with(|_| {}, body);
+}
+
+/// [`run_paused`] on a runtime `configure` adjusts further (blocking-pool
+/// limits or hooks).
+pub fn run_paused_with<F: Future<Output = ()> + 'static>(
+    configure: impl FnOnce(&mut tokio::runtime::Builder) + Send + 'static,
+    body: impl FnOnce() -> F,
+) {
+    let system = actix_rt::System::with_tokio_rt(move || {
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        builder.enable_all().start_paused(true);
+        configure(&mut builder);
+        builder.build().expect("a paused current-thread runtime")
+    });
+    system.block_on(body());
+}
+
 /// A config from TOML text (no env, no token files).
 pub fn config(toml: &str) -> Config {
     Config::from_toml_str(toml, Path::new("test.toml"), &|_| None)
