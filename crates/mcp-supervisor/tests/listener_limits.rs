@@ -593,10 +593,15 @@ fn connections_beyond_the_cap_get_503_on_both_ports() {
         let (admin, _registry) = Admin::start("[admin]\nmax_connections = 2\n").await;
         let served = gateway("max_connections = 2").await;
         for address in [admin.address, address_of(&served.url)] {
-            let first = TcpStream::connect(address).await.unwrap();
-            let _second = TcpStream::connect(address).await.unwrap();
-            // Let the server take both.
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            let mut first = TcpStream::connect(address).await.unwrap();
+            let mut second = TcpStream::connect(address).await.unwrap();
+            // The server holds both once it has answered a request on each.
+            for held in [&mut first, &mut second] {
+                held.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    .await
+                    .unwrap();
+                read_one_response(held).await;
+            }
             let (answer, _) = send_and_read_until_closed(
                 address,
                 b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
