@@ -3,6 +3,8 @@
 //! The suite runs the real `mcp-supervisor` binary (never its library) the way a
 //! user would, against real servers on loopback and real child processes.
 
+pub mod conformance;
+
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
