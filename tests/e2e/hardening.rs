@@ -69,7 +69,7 @@ struct Limited {
     child: Child,
     gateway: String,
     admin: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Limited {
@@ -89,7 +89,7 @@ impl Limited {
             .arg(bin("mcp-supervisor"))
             .arg(&config)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("stderr.log")).unwrap())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -113,8 +113,13 @@ impl Limited {
             child,
             gateway: gateway.unwrap(),
             admin: admin.unwrap(),
-            _dir: dir,
+            dir,
         }
+    }
+
+    /// What the process logged so far.
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
     }
 }
 
@@ -133,9 +138,17 @@ async fn idle_sockets_beyond_the_open_file_limit_do_not_lock_out_healthz() {
         .filter_map(|_| TcpStream::connect(&served.gateway).ok())
         .collect();
     assert!(flood.len() > 256, "{} sockets", flood.len());
-    // Let the server accept them, or answer them 503 and close (a refusal
-    // waits up to 1 s for the client to close first).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The gateway has taken all the connections its share of the
+    // descriptors holds, and refuses the rest, once it says so.
+    let refusing = "connection limit reached";
+    assert!(
+        mcp_test_support::wait_until(Duration::from_secs(30), || served
+            .stderr()
+            .contains(refusing))
+        .await,
+        "{refusing:?} never logged:\n{}",
+        served.stderr()
+    );
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(3))
@@ -147,12 +160,24 @@ async fn idle_sockets_beyond_the_open_file_limit_do_not_lock_out_healthz() {
         .await
         .expect("the admin API answers within 3 s");
     assert_eq!(health.status(), 200);
-    // The gateway refuses what it cannot hold with a clear answer.
-    let busy = client
-        .post(format!("http://{}/mcp", served.gateway))
-        .send()
-        .await
-        .expect("the gateway answers within 3 s");
+    // The gateway refuses what it cannot hold with a clear answer, once one
+    // of its few refusal slots is free: the flood's own refusals hold them
+    // for up to 1 s, and a connection beyond them is closed unanswered.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let busy = loop {
+        match client
+            .post(format!("http://{}/mcp", served.gateway))
+            .send()
+            .await
+        {
+            Ok(answer) => break answer,
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                assert!(!error.is_timeout(), "the gateway hung: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("the gateway never answered: {error}"),
+        }
+    };
     assert_eq!(busy.status(), 503);
     assert_eq!(busy.headers()["retry-after"], "1");
     drop(flood);
