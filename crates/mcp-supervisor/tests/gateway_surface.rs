@@ -400,7 +400,9 @@ async fn legacy_gateway(extra: &str) -> (TestServer, ServedGateway) {
 #[test]
 fn a_subscribed_client_gets_the_upstreams_resource_updates() {
     for legacy_upstream in [true, false] {
-        run(move || async move {
+        // Paused time: the pause before "nobody else was told" ends only once
+        // every task waits, so an update wrongly relayed has arrived by then.
+        run_paused(move || async move {
             let upstream = TestServer::start(TestServerOptions::default())
                 .await
                 .unwrap();
