@@ -10,6 +10,13 @@
 //! failure unless `tests/conformance/expected-failures.txt` lists it with a
 //! reason; a listed scenario that passes through the gateway fails the test
 //! too, so the list stays honest.
+//!
+//! The direct run is held to the same standard: every scenario the suite
+//! lists for the selection runs, and passes, unless
+//! `tests/conformance/direct-expected-failures.txt` lists it with a reason
+//! (a scenario the upstream cannot pass fails through the gateway too, and
+//! needs no second entry). A run passes only with at least one `SUCCESS`
+//! check: one whose checks were all skipped tested nothing.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -18,23 +25,20 @@ use std::{
     time::Duration,
 };
 
-use e2e::{HttpUpstream, Served, bin, installed_tool, repo_root, stdio_connection, wait_bounded};
-use serde_json::Value;
+use e2e::{
+    HttpUpstream, Served, bin,
+    conformance::{Verdict, expected_failures, verdict_of},
+    installed_tool, repo_root, stdio_connection, wait_bounded,
+};
 
 /// A run of the suite takes about 15 s; this only stops a hung run.
 const SUITE_BOUND: Duration = Duration::from_secs(600);
 
 const EXPECTED_FAILURES: &str = "tests/conformance/expected-failures.txt";
+const DIRECT_EXPECTED_FAILURES: &str = "tests/conformance/direct-expected-failures.txt";
 
 /// The conformance upstream's binary.
 const UPSTREAM: &str = "mcp-conformance-server";
-
-#[derive(Debug, Clone, PartialEq)]
-enum Verdict {
-    Passed,
-    /// The failing (or warning) checks, one line each.
-    Failed(Vec<String>),
-}
 
 /// Which scenarios a run covers.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +54,14 @@ impl Selection {
         match self {
             Selection::All => &["--suite", "all"],
             Selection::Requirements2026 => &["--requirements", "2026-07-28"],
+        }
+    }
+
+    /// `list` arguments naming the server scenarios this selection must run.
+    fn list_args(self) -> &'static [&'static str] {
+        match self {
+            Selection::All => &["list", "--server"],
+            Selection::Requirements2026 => &["list", "--server", "--requirements", "2026-07-28"],
         }
     }
 }
@@ -82,16 +94,41 @@ fn requirements_2026_through_the_gateway_over_stdio() {
 }
 
 fn through_the_gateway(selection: Selection, upstream: Upstream) {
-    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
+    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES), "scenario-name");
+    let direct_expected =
+        expected_failures(&repo_root().join(DIRECT_EXPECTED_FAILURES), "scenario-name");
 
     let direct_server = HttpUpstream::start_binary(UPSTREAM, &[]);
     let (direct, output) = run_suite(selection, &direct_server.url);
-    assert!(
-        direct.len() >= 40,
-        "too few scenarios ran directly ({:?}); the suite's output format may have \
-         changed:\n{output}",
-        direct.keys().collect::<Vec<_>>()
-    );
+    let mut problems = Vec::new();
+    let listed = listed_server_scenarios(selection);
+    for name in &listed {
+        if !direct.contains_key(name) {
+            problems.push(format!(
+                "{name}: listed by the suite for {selection:?} but did not run directly"
+            ));
+        }
+    }
+    if matches!(selection, Selection::All) {
+        for name in direct.keys().filter(|name| !listed.contains(*name)) {
+            problems.push(format!(
+                "{name}: ran directly but the suite does not list it"
+            ));
+        }
+    }
+    for (name, verdict) in &direct {
+        match (verdict, direct_expected.contains_key(name)) {
+            (Verdict::Failed(checks), false) => problems.push(format!(
+                "{name}: fails directly, against {UPSTREAM} alone (list it in \
+                 {DIRECT_EXPECTED_FAILURES} with the reason if that is expected):\n    {}",
+                checks.join("\n    ")
+            )),
+            (Verdict::Passed, true) => problems.push(format!(
+                "{name}: passes directly now; remove it from {DIRECT_EXPECTED_FAILURES}"
+            )),
+            _ => {}
+        }
+    }
 
     // The gateway's upstream: its own instance, so the two runs share no state.
     let http_upstream =
@@ -112,15 +149,20 @@ fn through_the_gateway(selection: Selection, upstream: Upstream) {
         served.stderr()
     );
 
-    let mut problems = Vec::new();
     for (name, verdict) in &gateway {
-        let listed = expected.contains_key(name);
-        match (verdict, direct.get(name), listed) {
-            (Verdict::Failed(checks), Some(Verdict::Passed), false) => problems.push(format!(
-                "{name}: passes directly but fails through the gateway:\n    {}",
+        // A scenario the upstream itself fails is excused by its direct entry.
+        let excused = expected.contains_key(name) || direct_expected.contains_key(name);
+        match (verdict, excused) {
+            (Verdict::Failed(checks), false) => problems.push(format!(
+                "{name}: fails through the gateway ({}):\n    {}",
+                match direct.get(name) {
+                    Some(Verdict::Passed) => "passes directly",
+                    Some(Verdict::Failed(_)) => "fails directly too",
+                    None => "did not run directly",
+                },
                 checks.join("\n    ")
             )),
-            (Verdict::Passed, _, true) => problems.push(format!(
+            (Verdict::Passed, _) if expected.contains_key(name) => problems.push(format!(
                 "{name}: passes through the gateway now; remove it from {EXPECTED_FAILURES}"
             )),
             _ => {}
@@ -131,9 +173,15 @@ fn through_the_gateway(selection: Selection, upstream: Upstream) {
             problems.push(format!("{name}: ran directly but not through the gateway"));
         }
     }
+    for name in gateway.keys() {
+        if !direct.contains_key(name) {
+            problems.push(format!("{name}: ran through the gateway but not directly"));
+        }
+    }
     assert!(
         problems.is_empty(),
-        "conformance ({selection:?}, {upstream:?} upstream): {} problem(s):\n{}\n\nsupervisor:\n{}",
+        "conformance ({selection:?}, {upstream:?} upstream): {} problem(s):\n{}\n\n\
+         suite output, direct run:\n{output}\n\nsupervisor:\n{}",
         problems.len(),
         problems.join("\n"),
         served.stderr()
@@ -142,20 +190,42 @@ fn through_the_gateway(selection: Selection, upstream: Upstream) {
     assert_eq!(served.terminate(Duration::from_secs(30)), Some(0));
 }
 
-#[test]
-fn the_expected_failures_name_real_scenarios() {
-    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
+/// The server scenarios the suite lists for `selection` (`list`'s "Server
+/// scenarios" section, one `  - NAME [versions]` line each), read from the
+/// suite itself rather than written here. Panics if there are none: the
+/// listing's format changed.
+fn listed_server_scenarios(selection: Selection) -> BTreeSet<String> {
     let listed = Command::new(node())
         .arg(suite())
-        .arg("list")
+        .args(selection.list_args())
         .output()
         .expect("node runs the conformance suite");
     let listing = String::from_utf8_lossy(&listed.stdout);
-    for name in expected.keys() {
-        assert!(
-            listing.contains(&format!("- {name} ")),
-            "{name} is listed in {EXPECTED_FAILURES} but the suite has no such scenario"
-        );
+    let names: BTreeSet<String> = listing
+        .lines()
+        .skip_while(|line| !line.starts_with("Server scenarios"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.strip_prefix("  - "))
+        .map(|entry| entry.split(" [").next().unwrap_or(entry).trim().to_owned())
+        .collect();
+    assert!(
+        !names.is_empty(),
+        "no server scenarios in the suite's listing; its format may have changed:\n{listing}"
+    );
+    names
+}
+
+#[test]
+fn the_expected_failures_name_real_scenarios() {
+    let scenarios = listed_server_scenarios(Selection::All);
+    for list in [EXPECTED_FAILURES, DIRECT_EXPECTED_FAILURES] {
+        for name in expected_failures(&repo_root().join(list), "scenario-name").keys() {
+            assert!(
+                scenarios.contains(name),
+                "{name} is listed in {list} but the suite has no such server scenario"
+            );
+        }
     }
 }
 
@@ -195,36 +265,10 @@ fn run_suite(selection: Selection, url: &str) -> (BTreeMap<String, Verdict>, Str
     (verdicts, output)
 }
 
-/// `scenario-name  # reason` per line; `#` lines and blank lines are skipped.
-/// Every entry must give a reason.
-fn expected_failures(path: &Path) -> BTreeMap<String, String> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    let mut entries = BTreeMap::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (name, reason) = line.split_once('#').unwrap_or((line, ""));
-        let (name, reason) = (name.trim(), reason.trim());
-        assert!(
-            !name.contains(char::is_whitespace) && !reason.is_empty(),
-            "{}:{}: expected `scenario-name  # reason`, got {line:?}",
-            path.display(),
-            number + 1
-        );
-        let duplicate = entries.insert(name.to_owned(), reason.to_owned());
-        assert!(duplicate.is_none(), "{name} is listed twice");
-    }
-    entries
-}
-
 /// Every scenario the suite ran, with its verdict. The suite prints one
 /// summary line per scenario (`✓ NAME: N passed, M failed`) and writes each
 /// scenario's checks to `runs/server-NAME-TIMESTAMP/checks.json`. A scenario
-/// passes when it has a checks file and none of its checks is a `FAILURE` or a
-/// `WARNING` (the suite's own baseline mode counts warnings as failures too).
+/// passes when it has a checks file that [`verdict_of`] passes.
 fn verdicts(output: &str, runs: &Path) -> BTreeMap<String, Verdict> {
     let mut summary = BTreeSet::new();
     let mut in_summary = false;
@@ -274,38 +318,6 @@ fn scenario_of_run_dir(dir_name: &str) -> Option<&str> {
         && stamp.as_bytes()[..4].iter().all(u8::is_ascii_digit)
         && stamp.as_bytes()[10] == b'T';
     (looks_like_a_stamp && !name.is_empty()).then_some(name)
-}
-
-fn verdict_of(path: &Path) -> Verdict {
-    let checks: Vec<Value> = match std::fs::read_to_string(path)
-        .map_err(|error| error.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|error| error.to_string()))
-    {
-        Ok(checks) => checks,
-        Err(error) => return Verdict::Failed(vec![format!("{}: {error}", path.display())]),
-    };
-    let bad: Vec<String> = checks
-        .iter()
-        .filter(|check| matches!(check["status"].as_str(), Some("FAILURE" | "WARNING")))
-        .map(|check| {
-            format!(
-                "{} {}: {}",
-                check["status"].as_str().unwrap_or("?"),
-                check["name"].as_str().unwrap_or("?"),
-                check["errorMessage"]
-                    .as_str()
-                    .or(check["description"].as_str())
-                    .unwrap_or("")
-            )
-        })
-        .collect();
-    if checks.is_empty() {
-        Verdict::Failed(vec!["the scenario made no checks".to_owned()])
-    } else if bad.is_empty() {
-        Verdict::Passed
-    } else {
-        Verdict::Failed(bad)
-    }
 }
 
 #[test]

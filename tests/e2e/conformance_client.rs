@@ -24,14 +24,16 @@
 //! that passes fails the test too, so the list stays honest.
 
 use std::{
-    collections::BTreeMap,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::Duration,
 };
 
-use e2e::{bin, installed_tool, repo_root, wait_bounded};
-use serde_json::Value;
+use e2e::{
+    bin,
+    conformance::{Verdict, expected_failures, verdict_of},
+    installed_tool, repo_root, wait_bounded,
+};
 
 const EXPECTED_FAILURES: &str = "tests/conformance/client-expected-failures.txt";
 
@@ -78,13 +80,6 @@ impl Run {
             None => self.scenario.clone(),
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Verdict {
-    Passed,
-    /// What went wrong, one line each.
-    Failed(Vec<String>),
 }
 
 #[test]
@@ -136,7 +131,7 @@ impl Family {
 }
 
 fn check_generation(generation: Generation, family: Family) {
-    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
+    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES), "scenario[@VERSION]");
     let runs: Vec<Run> = runs_of(generation, &client_scenarios())
         .into_iter()
         .filter(|run| Family::of(&run.scenario) == family)
@@ -189,7 +184,7 @@ fn check_generation(generation: Generation, family: Family) {
 
 #[test]
 fn the_expected_failures_name_real_runs() {
-    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES));
+    let expected = expected_failures(&repo_root().join(EXPECTED_FAILURES), "scenario[@VERSION]");
     let scenarios = client_scenarios();
     let runs: Vec<Run> = [
         Generation::Legacy,
@@ -439,67 +434,6 @@ fn checks_file(runs: &Path) -> Option<PathBuf> {
     let first = found.next();
     assert!(found.next().is_none(), "more than one run in {runs:?}");
     first
-}
-
-fn verdict_of(path: &Path) -> Verdict {
-    let checks: Vec<Value> = match std::fs::read_to_string(path)
-        .map_err(|error| error.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|error| error.to_string()))
-    {
-        Ok(checks) => checks,
-        Err(error) => return Verdict::Failed(vec![format!("{}: {error}", path.display())]),
-    };
-    let status = |check: &Value| check["status"].as_str().unwrap_or("?").to_owned();
-    let bad: Vec<String> = checks
-        .iter()
-        .filter(|check| matches!(status(check).as_str(), "FAILURE" | "WARNING"))
-        .map(|check| {
-            format!(
-                "{} {}: {}",
-                status(check),
-                check["name"].as_str().unwrap_or("?"),
-                check["errorMessage"]
-                    .as_str()
-                    .or(check["description"].as_str())
-                    .unwrap_or("")
-            )
-        })
-        .collect();
-    if !bad.is_empty() {
-        Verdict::Failed(bad)
-    } else if !checks.iter().any(|check| status(check) == "SUCCESS") {
-        Verdict::Failed(vec![format!(
-            "no check succeeded (statuses: {:?}): the scenario exercised nothing",
-            checks.iter().map(status).collect::<Vec<_>>()
-        )])
-    } else {
-        Verdict::Passed
-    }
-}
-
-/// `scenario[@VERSION]  # reason` per line; `#` lines and blank lines are
-/// skipped. Every entry must give a reason.
-fn expected_failures(path: &Path) -> BTreeMap<String, String> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    let mut entries = BTreeMap::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (name, reason) = line.split_once('#').unwrap_or((line, ""));
-        let (name, reason) = (name.trim(), reason.trim());
-        assert!(
-            !name.is_empty() && !name.contains(char::is_whitespace) && !reason.is_empty(),
-            "{}:{}: expected `scenario[@VERSION]  # reason`, got {line:?}",
-            path.display(),
-            number + 1
-        );
-        let duplicate = entries.insert(name.to_owned(), reason.to_owned());
-        assert!(duplicate.is_none(), "{name} is listed twice");
-    }
-    entries
 }
 
 fn tail(text: &str, lines: usize) -> Vec<&str> {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use e2e::{HttpUpstream, Served};
+use mcp_test_support::wait_until_async;
 use rmcp::{
     ServiceExt,
     model::{CallToolRequestParams, CallToolResult},
@@ -13,6 +14,10 @@ use rmcp::{
 use serde_json::{Value, json};
 
 type Client = RunningService<RoleClient, ()>;
+
+/// How long a test waits for what it waits for (generous: a loaded 2-core
+/// machine); never a sleep, always until the thing is seen.
+const WITHIN: Duration = Duration::from_secs(30);
 
 async fn connect(url: &str) -> Client {
     ().serve(StreamableHttpClientTransport::from_uri(url))
@@ -176,10 +181,13 @@ async fn sighup_adds_and_removes_connections_while_an_unchanged_one_keeps_its_ca
     let in_flight = {
         let client = connect(&served.gateway_url).await;
         tokio::spawn(async move {
-            text(&call(&client, "keep__sleep", json!({"ms": 1500})).await).to_owned()
+            // Long enough (3 s) for the reload below to be applied while it runs.
+            text(&call(&client, "keep__sleep", json!({"ms": 3000})).await).to_owned()
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The reload must happen while the call is in flight, or it proves
+    // nothing: wait until the supervisor counts it.
+    served.wait_for_in_flight("keep", 1, WITHIN).await;
     let original = std::fs::read_to_string(&served.config_path).unwrap();
     std::fs::write(
         &served.config_path,
@@ -187,19 +195,25 @@ async fn sighup_adds_and_removes_connections_while_an_unchanged_one_keeps_its_ca
     )
     .unwrap();
     served.signal("HUP");
-    let mut names = Vec::new();
-    for _ in 0..100 {
-        names = tool_names(&client).await;
-        if names.contains(&"added__echo".to_owned()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(names.contains(&"added__echo".to_owned()), "{names:?}");
+    assert!(
+        wait_until_async(WITHIN, || async {
+            tool_names(&client)
+                .await
+                .contains(&"added__echo".to_owned())
+        })
+        .await,
+        "{:?}",
+        tool_names(&client).await
+    );
+    let ran_across_the_reload = served.in_flight("keep").await == 1;
     assert_eq!(
         in_flight.await.unwrap(),
-        "slept 1500",
+        "slept 3000",
         "the unchanged connection kept its call"
+    );
+    assert!(
+        ran_across_the_reload,
+        "the call had ended before the reload was applied: that proves nothing"
     );
 
     // An invalid file is refused; the old config stays.
@@ -209,16 +223,14 @@ async fn sighup_adds_and_removes_connections_while_an_unchanged_one_keeps_its_ca
     )
     .unwrap();
     served.signal("HUP");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The refusal is logged once the reload has read and rejected the file.
+    served
+        .wait_for_log("connections.bad.transport", WITHIN)
+        .await;
     assert!(
         tool_names(&client)
             .await
             .contains(&"added__echo".to_owned())
-    );
-    assert!(
-        served.stderr().contains("connections.bad.transport"),
-        "{}",
-        served.stderr()
     );
 
     // Removing a connection stops it.
@@ -231,15 +243,17 @@ async fn sighup_adds_and_removes_connections_while_an_unchanged_one_keeps_its_ca
     )
     .unwrap();
     served.signal("HUP");
-    let mut names = Vec::new();
-    for _ in 0..100 {
-        names = tool_names(&client).await;
-        if !names.iter().any(|n| n.starts_with("keep__")) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(!names.iter().any(|n| n.starts_with("keep__")), "{names:?}");
+    assert!(
+        wait_until_async(WITHIN, || async {
+            !tool_names(&client)
+                .await
+                .iter()
+                .any(|n| n.starts_with("keep__"))
+        })
+        .await,
+        "{:?}",
+        tool_names(&client).await
+    );
 }
 
 #[tokio::test]

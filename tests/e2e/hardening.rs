@@ -70,7 +70,7 @@ struct Limited {
     child: Child,
     gateway: String,
     admin: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Limited {
@@ -92,7 +92,7 @@ impl Limited {
             .arg(bin("mcp-supervisor"))
             .arg(&config)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("stderr.log")).unwrap())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -116,8 +116,13 @@ impl Limited {
             child,
             gateway: gateway.unwrap(),
             admin: admin.unwrap(),
-            _dir: dir,
+            dir,
         }
+    }
+
+    /// What the process logged so far.
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
     }
 }
 
@@ -184,8 +189,13 @@ async fn idle_sockets_beyond_the_open_file_limit_lock_out_neither_healthz_nor_a_
             )
             .send()
             .await
-            .unwrap_or_else(|error| panic!("{method}: the gateway answers within 5 s: {error:?}"));
-        assert_eq!(answer.status(), 200, "{method}");
+            .unwrap_or_else(|error| {
+                panic!(
+                    "{method}: the gateway answers within 5 s: {error:?}\n{}",
+                    served.stderr()
+                )
+            });
+        assert_eq!(answer.status(), 200, "{method}: {}", served.stderr());
         let body: serde_json::Value = answer.json().await.unwrap();
         assert!(body.get("result").is_some(), "{method}: {body}");
     }

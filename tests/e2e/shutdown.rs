@@ -61,22 +61,6 @@ async fn call(client: &Client, name: &str, arguments: Value) -> String {
         .clone()
 }
 
-async fn in_flight(admin_url: &str, connection: &str) -> u64 {
-    let status: Value = reqwest::get(format!("{admin_url}/status"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    status["connections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == connection)
-        .and_then(|c| c["in_flight"].as_u64())
-        .unwrap_or(0)
-}
-
 #[tokio::test]
 async fn sigterm_exits_0_within_the_bound_and_leaves_no_stdio_child_or_grandchild() {
     let dir = tempfile::tempdir().unwrap();
@@ -141,12 +125,9 @@ async fn sigterm_exits_0_within_the_bound_and_leaves_no_stdio_child_or_grandchil
         params.arguments = json!({"ms": 1}).as_object().cloned();
         let _ = client.call_tool(params).await;
     });
-    let mut waited = 0;
-    while in_flight(&served.admin_url, "stubborn").await == 0 {
-        waited += 1;
-        assert!(waited < 300, "the hung call never showed as in flight");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    served
+        .wait_for_in_flight("stubborn", 1, Duration::from_secs(30))
+        .await;
 
     let started = std::time::Instant::now();
     served.signal("TERM");
@@ -245,12 +226,9 @@ async fn sigterm_lets_calls_in_flight_finish_and_answers_the_rest() {
     };
     let quick = sleep(1_500);
     let endless = sleep(600_000);
-    let mut waited = 0;
-    while in_flight(&served.admin_url, "up").await < 2 {
-        waited += 1;
-        assert!(waited < 300, "the calls never showed as in flight");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    served
+        .wait_for_in_flight("up", 2, Duration::from_secs(30))
+        .await;
 
     served.signal("TERM");
     assert_draining(&served).await;
@@ -360,15 +338,9 @@ async fn sigterm_mid_call_serves_the_sdk_clients_follow_up_then_exits() {
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .expect("the venv's python runs");
-        let mut waited = 0;
-        while in_flight(&served.admin_url, "up").await < 1 {
-            waited += 1;
-            assert!(
-                waited < 1_500,
-                "{sdk:?}: the call never showed as in flight"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        served
+            .wait_for_in_flight("up", 1, Duration::from_secs(30))
+            .await;
         // The upstream's child (and the guardian) are up by now.
         let children = children_of(served.child.id());
         assert!(

@@ -3,6 +3,8 @@
 //! The suite runs the real `mcp-supervisor` binary (never its library) the way a
 //! user would, against real servers on loopback and real child processes.
 
+pub mod conformance;
+
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
@@ -206,6 +208,54 @@ impl Served {
     /// Everything the process wrote to stderr so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr_log).unwrap_or_default()
+    }
+
+    /// Waits up to `bound` for `text` to appear on the process's stderr (a
+    /// log line: the event a test waits for instead of sleeping); panics
+    /// with the log if it does not.
+    pub async fn wait_for_log(&self, text: &str, bound: std::time::Duration) {
+        let logged = mcp_test_support::wait_until(bound, || self.stderr().contains(text)).await;
+        assert!(
+            logged,
+            "{text:?} not logged within {bound:?}:\n{}",
+            self.stderr()
+        );
+    }
+
+    /// `GET /status` of the admin API.
+    pub async fn status(&self) -> serde_json::Value {
+        reqwest::get(format!("{}/status", self.admin_url))
+            .await
+            .expect("the admin API answers")
+            .json()
+            .await
+            .expect("/status is JSON")
+    }
+
+    /// Calls in flight on `connection`, from `/status` (0 when it is not
+    /// listed).
+    pub async fn in_flight(&self, connection: &str) -> u64 {
+        self.status().await["connections"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|entry| entry["name"] == connection)
+            .and_then(|entry| entry["in_flight"].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// Waits up to `bound` until `connection` has `calls` calls in flight.
+    pub async fn wait_for_in_flight(
+        &self,
+        connection: &str,
+        calls: u64,
+        bound: std::time::Duration,
+    ) {
+        let reached = || async { self.in_flight(connection).await == calls };
+        assert!(
+            mcp_test_support::wait_until_async(bound, reached).await,
+            "{connection} never had {calls} call(s) in flight within {bound:?}"
+        );
     }
 
     /// Sends a signal to the process (`SIGHUP`, `SIGTERM`, …).

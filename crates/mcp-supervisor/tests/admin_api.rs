@@ -217,20 +217,35 @@ fn status_metrics_health_and_reset_over_http() {
             content_type.starts_with("text/plain; version=0.0.4"),
             "{content_type}"
         );
-        assert_eq!(
-            sample(
-                &metrics,
-                r#"mcp_supervisor_calls_total{connection="a",outcome="ok"}"#
+        // Every outcome label written out, so a renamed or swapped one fails.
+        for (series, expected) in [
+            (
+                r#"mcp_supervisor_calls_total{connection="a",outcome="ok"}"#,
+                1.0,
             ),
-            1.0
-        );
-        assert_eq!(
-            sample(
-                &metrics,
-                r#"mcp_supervisor_calls_total{connection="a",outcome="unavailable"}"#
+            (
+                r#"mcp_supervisor_calls_total{connection="a",outcome="tool_error"}"#,
+                0.0,
             ),
-            1.0
-        );
+            (
+                r#"mcp_supervisor_calls_total{connection="a",outcome="rejected"}"#,
+                0.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="a",outcome="unavailable"}"#,
+                1.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="a",outcome="busy"}"#,
+                0.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="a",outcome="timed_out"}"#,
+                0.0,
+            ),
+        ] {
+            assert_eq!(sample(&metrics, series), expected, "{series}");
+        }
         assert_eq!(
             sample(
                 &metrics,

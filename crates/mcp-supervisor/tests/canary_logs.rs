@@ -3,10 +3,7 @@
 
 mod support;
 
-use std::{
-    io::Write,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use actix::Actor;
 use mcp_supervisor::registry::{ListConnections, Registry, Status};
@@ -16,30 +13,11 @@ use support::*;
 
 const CANARY: &str = "CANARY-trace-9d2e-SECRET";
 
-/// Every byte any subscriber writes, for grepping afterwards.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn the_canary_never_reaches_a_log_line_status_or_debug_output() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // Global: lines logged on other threads (blocking work, helper threads)
+    // are caught too.
+    let captured = capture_logs();
     let debug_dump = Arc::new(Mutex::new(String::new()));
     let dump = debug_dump.clone();
 
@@ -100,7 +78,7 @@ fn the_canary_never_reaches_a_log_line_status_or_debug_output() {
             .unwrap();
     });
 
-    let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    let logs = captured.text();
     assert!(
         logs.contains("TRACE") || logs.contains("DEBUG"),
         "trace logging was captured"

@@ -46,7 +46,9 @@ impl ClientHandler for Counting {
 
 #[test]
 fn an_upstream_list_change_reaches_downstream_clients() {
-    run(|| async {
+    // Paused time: the clock moves only once every task waits, so the
+    // check for a duplicate below comes after all that was sent arrived.
+    run_paused(|| async {
         let upstream = TestServer::start(TestServerOptions::default())
             .await
             .unwrap();
@@ -98,7 +100,8 @@ fn an_upstream_list_change_reaches_downstream_clients() {
         eventually!(seen.0.load(Ordering::SeqCst) >= 1);
         let after = names(client.list_all_tools().await.unwrap());
         assert!(after.contains(&"up__late_tool".to_owned()), "{after:?}");
-        // Duplicates would travel right behind the first on the same stream.
+        // Duplicates would travel right behind the first on the same stream:
+        // on the paused clock this returns once every task waits.
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         assert_eq!(
             seen.0.load(Ordering::SeqCst),

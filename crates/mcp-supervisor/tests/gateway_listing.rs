@@ -114,7 +114,10 @@ fn a_slow_upstream_does_not_slow_the_listing_and_its_tools_follow() {
 /// and cannot be listed.
 #[test]
 fn a_parked_connections_listed_tool_answers_the_unavailable_value() {
-    run(|| async {
+    // Paused time: each 300 ms pause ends only once every task waits, so the
+    // catalog reload the list change starts has been tried by the next
+    // round, and the 30 s park cannot end meanwhile.
+    run_paused(|| async {
         let (a, b) = servers().await;
         let toml = "[supervisor.quarantine]\nbase_cooldown = \"30s\"\n".to_owned()
             + &http_connection("a", &a.url(), "")

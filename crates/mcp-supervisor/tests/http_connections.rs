@@ -1,7 +1,11 @@
 //! The TCP connections an HTTP session uses, over real loopback HTTP:
 //! - calls share pooled connections, and an upstream that stalls on reuse
 //!   (Nagle on, no `TCP_NODELAY`) is detected at connect and then served with
-//!   a connection per request;
+//!   a connection per request (how the probe's timings become a verdict is
+//!   unit-tested with made-up timings, `http/reuse.rs`; here only the real
+//!   40 ms stall is timed, and the tests that need reuse to work run on a
+//!   paused clock, where a loopback ping takes no time however loaded the
+//!   machine);
 //! - the standalone GET stream (server-initiated messages outside any
 //!   request) is opened only for upstreams that declare `tools.listChanged`:
 //!   it holds a connection per session, and `tools/list_changed` is all we
@@ -25,6 +29,9 @@ use tokio::time::Instant;
 
 const GENEROUS: Duration = Duration::from_secs(20);
 const CALLS: u64 = 30;
+/// How long probes of a stalling upstream may go on before one must have
+/// found the stall (each takes a fraction of a second).
+const PROBING: Duration = Duration::from_secs(30);
 
 async fn open(server: &TestServer, clients: &HttpClients) -> Session {
     open_http_session(&server.url(), clients.clone(), HttpRecorder::default())
@@ -50,18 +57,14 @@ fn verdict(server: &TestServer, clients: &HttpClients) -> Reuse {
         .verdict()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn calls_reuse_pooled_connections() {
     let server = TestServer::start(TestServerOptions::legacy())
         .await
         .unwrap();
     let clients = shared_http_client();
     let session = open(&server, &clients).await;
-    assert_eq!(
-        verdict(&server, &clients),
-        Reuse::Works,
-        "loopback pings to a TCP_NODELAY server took >= 30 ms: is the machine overloaded?"
-    );
+    assert_eq!(verdict(&server, &clients), Reuse::Works);
     assert_calls_share_a_connection(&server, &session).await;
 }
 
@@ -108,7 +111,7 @@ fn warming_up_connects_a_few_at_a_time() {
 
 /// A 2026-07-28 upstream answers each request on its own event stream; the
 /// connection goes back to the pool once the stream has ended.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn calls_to_a_2026_upstream_reuse_pooled_connections() {
     let server = TestServer::start(TestServerOptions::default())
         .await
@@ -143,6 +146,8 @@ async fn a_busy_runtime_is_not_taken_for_a_stalling_upstream() {
     assert_eq!(verdict(&server, &clients), Reuse::Works);
 }
 
+/// The real stall, timed on the wall clock: the one test here whose subject
+/// is a time (the 40 ms a delayed ACK holds a reused connection).
 #[tokio::test]
 async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
     let server = TestServer::start(TestServerOptions {
@@ -151,9 +156,23 @@ async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
     })
     .await
     .unwrap();
-    let clients = shared_http_client();
-    let session = open(&server, &clients).await;
-    assert_eq!(verdict(&server, &clients), Reuse::Stalls);
+    // A loaded machine can keep a probe from seeing the stall: its pings are
+    // slow for the whole process then, so they are not counted (by design,
+    // see `probe_verdict`). Each fresh set of clients probes again, until one
+    // finds it; on an idle machine the first does, under a CPU hog about one
+    // in three.
+    let giving_up = Instant::now() + PROBING;
+    let (clients, session) = loop {
+        let clients = shared_http_client();
+        let session = open(&server, &clients).await;
+        if verdict(&server, &clients) == Reuse::Stalls {
+            break (clients, session);
+        }
+        assert!(
+            Instant::now() < giving_up,
+            "no probe found the reuse stall within {PROBING:?}"
+        );
+    };
 
     let before = server.connections_accepted();
     call_echo_times(&session, CALLS).await;
@@ -177,7 +196,7 @@ async fn an_upstream_that_stalls_on_reuse_gets_a_connection_per_request() {
     assert!(server.connections_accepted() - before >= 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_upstream_that_never_answers_ping_connects_without_waiting_out_the_deadline() {
     let server = TestServer::start(TestServerOptions::legacy())
         .await
@@ -186,15 +205,11 @@ async fn an_upstream_that_never_answers_ping_connects_without_waiting_out_the_de
         .faults()
         .push(FaultRule::always(Match::method("ping"), Fault::Hang));
     let clients = shared_http_client();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let session = open(&server, &clients).await;
     // The probe gives up after one unanswered ping (0.5 s); the connect
-    // deadline is 20 s. The bound is generous for a slow machine.
-    assert!(
-        started.elapsed() < GENEROUS / 2,
-        "connect took {:?}",
-        started.elapsed()
-    );
+    // deadline is 20 s. Paused time: only the probe's wait moves the clock.
+    assert_eq!(started.elapsed(), Duration::from_millis(500));
     assert_eq!(
         server.requests("ping"),
         1,
@@ -228,13 +243,14 @@ async fn an_upstream_that_announces_tool_changes_gets_the_standalone_stream() {
     eventually!(server.stream_gets() == 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_upstream_that_never_announces_tool_changes_does_not() {
     let server = announcing_server(false).await;
     let session = open(&server, &shared_http_client()).await;
     call_echo_times(&session, 1).await;
-    // rmcp asks for the stream right after `initialize`; give a wrong
-    // decision time to show.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // rmcp asks for the stream right after `initialize`. On the paused
+    // clock this sleep ends only once every task waits: a GET a wrong
+    // decision sent would have reached the server by then.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(server.stream_gets(), 0);
 }

@@ -184,6 +184,29 @@ fn machine_config(upstream: &TestServer, state_dir: &Path, secret: &str) -> Conf
     .unwrap()
 }
 
+/// Waits until rmcp counts the stored access token, issued for `lifetime`,
+/// as near its expiry: it refreshes before a request once fewer than half
+/// the lifetime (at most 30 s, at least 1 s) is left, in whole seconds of the
+/// system clock since the token was received (rmcp 3.11,
+/// `AuthorizationManager::get_access_token`). rmcp reads that clock, not
+/// tokio's, so paused time cannot move it: the wait is for the moment the
+/// stored token names, not a guessed sleep.
+async fn until_refresh_is_due(config: &Config, lifetime: Duration) {
+    let file = oauth::TokenFile::new(oauth_settings(config).token_file);
+    let received = file
+        .credentials()
+        .await
+        .unwrap()
+        .and_then(|stored| stored.token_received_at)
+        .expect("a stored token with its time of receipt");
+    let lifetime = lifetime.as_secs();
+    let buffer = (lifetime / 2).clamp(1, 30);
+    let due = std::time::UNIX_EPOCH + Duration::from_secs(received + lifetime - buffer + 1);
+    if let Ok(left) = due.duration_since(std::time::SystemTime::now()) {
+        tokio::time::sleep(left).await;
+    }
+}
+
 /// Eight `echo` calls to `a` at once; every one succeeds.
 async fn eight_calls_at_once(registry: &actix::Addr<Registry>) {
     let calls: Vec<_> = (0..8)
@@ -207,13 +230,12 @@ fn succeeded(outcome: &CallOutcome) -> bool {
 #[test]
 fn a_token_near_expiry_is_refreshed_once_for_concurrent_calls() {
     run(|| async {
-        // rmcp refreshes when less than half the lifetime (at most 30 s) is left.
-        let (auth, upstream, _state, config) = logged_in(Some(Duration::from_secs(4))).await;
-        let registry = Registry::new(config).start();
+        let lifetime = Duration::from_secs(4);
+        let (auth, upstream, _state, config) = logged_in(Some(lifetime)).await;
+        let registry = Registry::new(config.clone()).start();
         assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
         let before = auth.counts();
-        // Token ages are whole seconds: 3.1 s is 3 or 4 of the 4.
-        tokio::time::sleep(Duration::from_millis(3100)).await;
+        until_refresh_is_due(&config, lifetime).await;
         eight_calls_at_once(&registry).await;
         assert_eq!(auth.counts().refreshes - before.refreshes, 1);
         assert_eq!(auth.counts().token_requests - before.token_requests, 1);
@@ -349,15 +371,12 @@ fn a_missing_scope_is_asked_for_by_the_next_login() {
         // The connection is still there for calls the token allows.
         assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
         // Recorded in the background, right after the answer.
-        let mut wanted = Vec::new();
-        for _ in 0..100 {
-            wanted = oauth::status(&settings).await.wanted_scopes;
-            if !wanted.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(wanted, ["math"]);
+        let recorded = || async { !oauth::status(&settings).await.wanted_scopes.is_empty() };
+        assert!(
+            mcp_test_support::wait_until_async(Duration::from_secs(10), recorded).await,
+            "the missing scope was never recorded"
+        );
+        assert_eq!(oauth::status(&settings).await.wanted_scopes, ["math"]);
 
         let again = oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
             .await
@@ -383,7 +402,9 @@ fn a_missing_scope_is_asked_for_by_the_next_login() {
 /// expiry (one request for concurrent calls), and once after a 401.
 #[test]
 fn a_client_credentials_connection_renews_its_own_tokens() {
-    run(|| async {
+    // Paused time: the connection times its client-credentials tokens on
+    // tokio's clock, so the renewal point can be looked at on both sides.
+    run_paused(|| async {
         let (auth, upstream) = protected().await;
         auth.register_client("machine", Some("s3cret"), &[]);
         // Renewed when half the lifetime is left.
@@ -395,7 +416,10 @@ fn a_client_credentials_connection_renews_its_own_tokens() {
         assert_eq!(auth.counts().token_requests, 1);
         assert_eq!(auth.counts().authorizations, 0, "no login");
 
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        tokio::time::sleep(Duration::from_millis(999)).await;
+        assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
+        assert_eq!(auth.counts().token_requests, 1, "not renewed before half");
+        tokio::time::sleep(Duration::from_millis(1)).await;
         eight_calls_at_once(&registry).await;
         assert_eq!(
             auth.counts().token_requests,
@@ -411,7 +435,7 @@ fn a_client_credentials_connection_renews_its_own_tokens() {
             3,
             "one new token after the 401"
         );
-        assert_eq!(upstream.completed_calls("echo"), 10);
+        assert_eq!(upstream.completed_calls("echo"), 11);
         assert!(
             !state.path().join("oauth").exists(),
             "client credentials tokens are not stored"
@@ -425,7 +449,9 @@ fn a_client_credentials_connection_renews_its_own_tokens() {
 #[test]
 fn an_expired_token_without_a_refresh_token_sends_nothing() {
     run(|| async {
-        let (_auth, upstream, _state, config) = logged_in(Some(Duration::from_secs(2))).await;
+        // Long enough that the first call is done well before half of it.
+        let lifetime = Duration::from_secs(6);
+        let (_auth, upstream, _state, config) = logged_in(Some(lifetime)).await;
         let file = oauth::TokenFile::new(oauth_settings(&config).token_file);
         let mut stored = file.credentials().await.unwrap().unwrap();
         stored
@@ -434,9 +460,9 @@ fn an_expired_token_without_a_refresh_token_sends_nothing() {
             .unwrap()
             .set_refresh_token(None);
         file.store(stored).await.unwrap();
-        let registry = Registry::new(config).start();
+        let registry = Registry::new(config.clone()).start();
         assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
-        tokio::time::sleep(Duration::from_millis(2100)).await;
+        until_refresh_is_due(&config, lifetime).await;
         let outcome = call(&registry, "a", "echo", echo_args()).await;
         assert!(
             matches!(&outcome, CallOutcome::Unavailable { failure, .. } if failure.kind == FailureKind::NeedsLogin),

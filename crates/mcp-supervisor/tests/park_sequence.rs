@@ -1,6 +1,10 @@
 //! The park sequence over real HTTP, with cooldowns injected through config
 //! (base 200 ms instead of 30 s): park, longer park, retire; a success resets;
 //! subscribers see each transition exactly once; parked/retired do no I/O.
+//!
+//! The clock is paused (`run_paused`): it moves only when every task waits,
+//! so a cooldown ends exactly when the test's clock says, whatever the load,
+//! and the test can look at both sides of its end.
 
 mod support;
 
@@ -53,9 +57,14 @@ async fn unavailable_echo(registry: &Addr<Registry>) -> String {
     }
 }
 
+/// Sleeps `cooldown` less 1 ms: the connection must still be parked.
+async fn sleep_to_just_before(cooldown: Duration) {
+    tokio::time::sleep(cooldown - Duration::from_millis(1)).await;
+}
+
 #[test]
 fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
-    run(|| async {
+    run_paused(|| async {
         let (upstream, registry, log) = parkable_connection().await;
         upstream.faults().push(FaultRule::always(
             Match::method("initialize"),
@@ -66,17 +75,29 @@ fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
         assert!(first.contains("temporarily unavailable (kind=server, status=503)"));
         assert_eq!(upstream.requests("initialize"), 3);
 
-        // Parked: answered at once, nothing reaches the upstream.
+        // Parked for the whole 200 ms: answered at once, nothing reaches
+        // the upstream.
+        let parked_at = tokio::time::Instant::now();
         let during = unavailable_echo(&registry).await;
         assert!(during.contains("temporarily unavailable"));
+        assert_eq!(parked_at.elapsed(), Duration::ZERO, "answered at once");
+        sleep_to_just_before(Duration::from_millis(200)).await;
+        let still = unavailable_echo(&registry).await;
+        assert!(still.contains("temporarily unavailable"));
         assert_eq!(upstream.requests("initialize"), 3);
 
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The cooldown over, the next call revives: three more attempts
+        // fail, and the park doubles.
+        tokio::time::sleep(Duration::from_millis(1)).await;
         let second = unavailable_echo(&registry).await;
         assert!(second.contains("temporarily unavailable"));
         assert_eq!(upstream.requests("initialize"), 6);
 
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        sleep_to_just_before(Duration::from_millis(400)).await;
+        let still = unavailable_echo(&registry).await;
+        assert!(still.contains("temporarily unavailable"));
+        assert_eq!(upstream.requests("initialize"), 6);
+        tokio::time::sleep(Duration::from_millis(1)).await;
         let third = unavailable_echo(&registry).await;
         assert_eq!(
             third,
@@ -84,8 +105,9 @@ fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
         );
         assert_eq!(upstream.requests("initialize"), 9);
 
-        // Retired: no I/O at all, even long after.
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        // Retired: no I/O at all, even long after (past `max_cooldown`,
+        // when a park would have ended).
+        tokio::time::sleep(Duration::from_secs(6)).await;
         let after = unavailable_echo(&registry).await;
         assert!(after.contains("will not be retried"));
         assert_eq!(upstream.requests("initialize"), 9);
@@ -117,7 +139,7 @@ fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
 
 #[test]
 fn a_success_in_between_resets_the_park_count() {
-    run(|| async {
+    run_paused(|| async {
         let (upstream, registry, log) = parkable_connection().await;
         assert_eq!(echo_text(&registry, "a").await, "hi");
         for round in 0..3 {
@@ -132,7 +154,8 @@ fn a_success_in_between_resets_the_park_count() {
             };
             assert_eq!(failure.kind, FailureKind::Server, "round {round}");
             upstream.faults().clear();
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // Past the 200 ms park.
+            tokio::time::sleep(Duration::from_millis(200)).await;
             // The revive succeeds: strikes reset.
             assert_eq!(echo_text(&registry, "a").await, "hi", "round {round}");
         }

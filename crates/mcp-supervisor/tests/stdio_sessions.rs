@@ -9,7 +9,11 @@
 //!
 //! Two tests re-execute this test binary as a helper process (selected by an
 //! environment variable, see [`helper_dir`]): one to look commands up beside
-//! "the current executable", one to `kill -9` a process holding sessions.
+//! "the current executable", one to `kill -9` a process holding sessions,
+//! and one to check logs with a process-wide subscriber
+//! ([`support::capture_logs`]).
+
+mod support;
 
 use std::{
     collections::BTreeSet,
@@ -25,6 +29,7 @@ use mcp_supervisor::{
 };
 use mcp_test_support::{test_server_binary, wait_until};
 use secrecy::SecretString;
+use support::capture_logs;
 use tokio::time::Instant;
 
 /// Bound for a process to be gone once it has been killed.
@@ -363,55 +368,9 @@ async fn a_child_that_dies_is_seen_as_closed_and_not_alive() {
     session.close(Duration::from_secs(1)).await;
 }
 
-/// Every log line and span, from every target, at every level, for as long
-/// as the guard lives. Tests run on a current-thread runtime, so everything
-/// they start logs on the test's own thread.
-///
-/// Only ever used in a helper process running one test: with per-thread
-/// subscribers in concurrent tests, tracing's callsite-interest cache races
-/// and events go missing.
-fn capture_logs() -> (Capture, tracing::subscriber::DefaultGuard) {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        // Span fields too: a span's fields are exported by many subscribers
-        // (OpenTelemetry) even when no event is logged inside it.
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::NEW)
-        .with_ansi(false)
-        .with_writer(capture.clone())
-        .finish();
-    (capture, tracing::subscriber::set_default(subscriber))
-}
-
-#[derive(Clone, Default)]
-struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Capture {
-        self.clone()
-    }
-}
-
 /// Part of [`log_helper`]: the child's stderr is logged, line by line, bounded.
 async fn stderr_lines_reach_the_debug_log_bounded() {
-    let (capture, _guard) = capture_logs();
+    let capture = capture_logs();
     // One normal line and one 100 kB line without a break, then the server.
     let script = r#"echo "hello from stderr" >&2
 head -c 100000 /dev/zero | tr '\0' x >&2; echo >&2
@@ -440,7 +399,7 @@ exec "$1""#;
 /// Part of [`log_helper`]: the canary check (docs/SUPERVISION.md, "Secrets and
 /// bad input") for stdio arguments and env.
 async fn no_argument_or_env_value_reaches_logs_debug_or_failures() {
-    let (capture, _guard) = capture_logs();
+    let capture = capture_logs();
 
     let dir = tempfile::tempdir().unwrap();
     let count_file = dir.path().join("canary-arg-7f3a9");

@@ -210,36 +210,120 @@ fn a_non_idempotent_call_that_times_out_runs_once_and_may_have_run() {
 /// that encode, the call is never posted: rmcp drops a request's POST when the
 /// request is cancelled, so the cancellation sent upstream cannot overtake a
 /// call that would then run unasked.
+///
+/// The order is made, not hoped for: the clock is paused, and the blocking
+/// thread the encode runs on is held (its start hook waits) until the
+/// deadline has passed and the caller has had its answer.
 #[test]
 fn a_call_whose_deadline_passes_while_its_large_body_is_encoded_is_never_sent() {
-    run(|| async {
-        let (upstream, registry) = upstream_and_registry("", "").await;
-        assert_eq!(echo_text(&registry, "a").await, "hi", "a warm session");
-        // 330,000 control characters: copied in a moment, encoded as 2 MB of
-        // `\u0001` (under the upstream's body limit) more slowly, on another
-        // thread. The deadline passes halfway through that encode.
-        let large = args(&[
-            ("ms", json!(200)),
-            ("padding", json!("\u{1}".repeat(330_000))),
-        ]);
-        let started = std::time::Instant::now();
-        drop(serde_json::to_vec(&large).unwrap());
-        let deadline = started.elapsed() / 2;
-        let outcome = call_with_timeout(&registry, "a", "sleep", large, deadline).await;
-        assert!(
-            matches!(outcome, CallOutcome::TimedOut { .. }),
-            "{outcome:?}"
-        );
-        // Long enough for a posted call to arrive and finish.
-        tokio::time::sleep(Duration::from_millis(1000)).await;
-        assert_eq!(
-            upstream.tool_calls("sleep"),
-            0,
-            "the call was posted after all"
-        );
-        assert_eq!(upstream.tool_calls("echo"), 1);
-        assert_eq!(echo_text(&registry, "a").await, "hi", "the session is kept");
-    });
+    let gate = BlockingGate::default();
+    let hook = gate.clone();
+    run_paused_with(
+        // One blocking thread: work queued after the encode runs after it.
+        move |runtime| {
+            runtime
+                .max_blocking_threads(1)
+                .on_thread_start(move || hook.hold_if_armed());
+        },
+        || async move {
+            let (upstream, registry) = upstream_and_registry("", "").await;
+            assert_eq!(echo_text(&registry, "a").await, "hi", "a warm session");
+            assert_eq!(
+                gate.threads_started(),
+                0,
+                "a blocking thread already runs: the encode would not start one to hold"
+            );
+            // 330,000 control characters: one JSON value (copied on the
+            // actors' thread), encoded as 2 MB of `\u0001`, over the size
+            // that moves an encode to a blocking thread.
+            let large = args(&[
+                ("ms", json!(200)),
+                ("padding", json!("\u{1}".repeat(330_000))),
+            ]);
+            gate.arm();
+            let answer = actix_rt::spawn({
+                let registry = registry.clone();
+                async move {
+                    call_with_timeout(&registry, "a", "sleep", large, Duration::from_secs(1)).await
+                }
+            });
+            gate.started().await;
+            // The encode is waiting on its thread: its deadline passes now.
+            tokio::time::advance(Duration::from_secs(2)).await;
+            let outcome = answer.await.unwrap();
+            assert!(
+                matches!(outcome, CallOutcome::TimedOut { .. }),
+                "{outcome:?}"
+            );
+            gate.release();
+            // Queued behind the encode on the one blocking thread: when this
+            // has run, the encode has finished.
+            tokio::task::spawn_blocking(|| ()).await.unwrap();
+            // Time moves on only once every task waits: a POST sent after the
+            // encode would have reached the upstream and its 200 ms tool ended.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            assert_eq!(
+                upstream.tool_calls("sleep"),
+                0,
+                "the call was posted after all"
+            );
+            assert_eq!(upstream.tool_calls("echo"), 1);
+            assert_eq!(echo_text(&registry, "a").await, "hi", "the session is kept");
+        },
+    );
+}
+
+/// Holds the first blocking-pool thread the runtime starts once armed, from
+/// its start hook (before it runs any work), until released; tells the test
+/// when it holds one.
+#[derive(Clone, Default)]
+struct BlockingGate(std::sync::Arc<GateState>);
+
+#[derive(Default)]
+struct GateState {
+    threads_started: std::sync::atomic::AtomicUsize,
+    armed: std::sync::atomic::AtomicBool,
+    holding: tokio::sync::Notify,
+    released: std::sync::Mutex<bool>,
+    release: std::sync::Condvar,
+}
+
+impl BlockingGate {
+    fn threads_started(&self) -> usize {
+        self.0
+            .threads_started
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn arm(&self) {
+        self.0
+            .armed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Returns once a thread is held.
+    async fn started(&self) {
+        self.0.holding.notified().await;
+    }
+
+    fn release(&self) {
+        *self.0.released.lock().unwrap() = true;
+        self.0.release.notify_all();
+    }
+
+    /// The runtime's thread-start hook.
+    fn hold_if_armed(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.0.threads_started.fetch_add(1, SeqCst);
+        if !self.0.armed.swap(false, SeqCst) {
+            return;
+        }
+        self.0.holding.notify_one();
+        let mut released = self.0.released.lock().unwrap();
+        while !*released {
+            released = self.0.release.wait(released).unwrap();
+        }
+    }
 }
 
 /// An attempt that is still running is not a failure: a read-only tool slower
@@ -266,21 +350,22 @@ fn a_slow_read_only_call_gets_the_whole_deadline_and_runs_once() {
 /// is no time left for another attempt, and it runs once.
 #[test]
 fn a_hung_read_only_call_times_out_at_the_deadline_and_runs_once() {
-    run(|| async {
+    run_paused(|| async {
         let (upstream, registry) = upstream_and_registry("", "call_timeout = \"1500ms\"").await;
         upstream
             .faults()
             .push(FaultRule::once(Match::tool("lookup"), Fault::Hang));
-        let started = std::time::Instant::now();
+        // Paused time: only the waits the call makes move the clock.
+        let started = tokio::time::Instant::now();
         let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
         assert!(
-            std::env::var("DBG_T").is_ok() || matches!(outcome, CallOutcome::TimedOut { .. }),
+            matches!(outcome, CallOutcome::TimedOut { .. }),
             "{outcome:?}"
         );
-        let elapsed = started.elapsed();
-        assert!(
-            elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(2500),
-            "answered after {elapsed:?}"
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(1500),
+            "answered at the deadline, not before or after"
         );
         assert_eq!(upstream.tool_calls("lookup"), 1);
     });
@@ -419,7 +504,7 @@ fn containment_one_broken_upstream_does_not_disturb_another() {
 
 #[test]
 fn shutdown_with_a_hung_call_is_bounded_and_the_caller_gets_a_value() {
-    run(|| async {
+    run_paused(|| async {
         let (upstream, registry) = upstream_and_registry(
             "[supervisor]\nshutdown_timeout = \"1s\"\n",
             "call_timeout = \"60s\"",
@@ -434,15 +519,17 @@ fn shutdown_with_a_hung_call_is_bounded_and_the_caller_gets_a_value() {
             async move { call(&registry, "a", "delete_item", args(&[("id", json!("1"))])).await }
         });
         mcp_test_support::eventually!(upstream.tool_calls("delete_item") == 1);
-        let started = std::time::Instant::now();
+        // Paused time: the clock moves only by the waits shutdown makes.
+        let started = tokio::time::Instant::now();
         registry.send(Shutdown).await.unwrap();
         let outcome = tokio::time::timeout(Duration::from_secs(5), hung)
             .await
             .expect("the hung caller is resolved")
             .unwrap();
+        let took = started.elapsed();
         assert!(
-            started.elapsed()
-                < Duration::from_secs(1) + Duration::from_secs(1) + Duration::from_secs(3)
+            took <= Duration::from_secs(1),
+            "shutdown took {took:?}, more than shutdown_timeout"
         );
         let CallOutcome::Unavailable { message, .. } = outcome else {
             panic!("{outcome:?}")
@@ -456,13 +543,13 @@ fn shutdown_with_a_hung_call_is_bounded_and_the_caller_gets_a_value() {
 /// `connect_timeout` (30 s) to build, does not hold a 1.5 s call past 1.5 s.
 #[test]
 fn a_call_waiting_on_its_catalog_or_session_answers_by_its_deadline() {
-    run(|| async {
+    run_paused(|| async {
         for slow in ["tools/list", "initialize"] {
             let (upstream, registry) = upstream_and_registry("", "call_timeout = \"1500ms\"").await;
             upstream
                 .faults()
                 .push(FaultRule::always(Match::method(slow), Fault::Hang));
-            let started = std::time::Instant::now();
+            let started = tokio::time::Instant::now();
             let outcome = call(&registry, "a", "echo", echo_args()).await;
             let elapsed = started.elapsed();
             let CallOutcome::Unavailable { message, .. } = outcome else {
@@ -472,10 +559,8 @@ fn a_call_waiting_on_its_catalog_or_session_answers_by_its_deadline() {
                 message, "MCP connection 'a' was not ready within 2 seconds; the call did not run.",
                 "{slow}"
             );
-            assert!(
-                elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(3000),
-                "{slow}: answered after {elapsed:?}"
-            );
+            // Paused time: the call's own deadline, exactly.
+            assert_eq!(elapsed, Duration::from_millis(1500), "{slow}");
             assert_eq!(upstream.tool_calls("echo"), 0, "{slow}");
         }
     });

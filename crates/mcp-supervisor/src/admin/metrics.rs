@@ -262,12 +262,41 @@ mod tests {
     fn calls_failures_parks_restarts_are_counters_with_their_labels() {
         let text = metrics_text(&sample(), None);
         let samples = samples(&text);
-        for (outcome, expected) in OUTCOMES.into_iter().zip([7.0, 1.0, 2.0, 3.0, 4.0, 5.0]) {
-            let series = format!(
-                "mcp_supervisor_calls_total{{connection=\"github\",outcome=\"{outcome}\"}}"
-            );
-            assert_eq!(value(&samples, &series), expected, "{series}");
+        // The labels are written out, not taken from `OUTCOMES`: a label
+        // renamed or paired with the wrong count must fail here.
+        for (series, expected) in [
+            (
+                r#"mcp_supervisor_calls_total{connection="github",outcome="ok"}"#,
+                7.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="github",outcome="tool_error"}"#,
+                1.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="github",outcome="rejected"}"#,
+                2.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="github",outcome="unavailable"}"#,
+                3.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="github",outcome="busy"}"#,
+                4.0,
+            ),
+            (
+                r#"mcp_supervisor_calls_total{connection="github",outcome="timed_out"}"#,
+                5.0,
+            ),
+        ] {
+            assert_eq!(value(&samples, series), expected, "{series}");
         }
+        let outcomes = samples
+            .keys()
+            .filter(|s| s.starts_with("mcp_supervisor_calls_total{connection=\"github\""))
+            .count();
+        assert_eq!(outcomes, 6, "one series per outcome, no more");
         assert_eq!(
             value(
                 &samples,
@@ -387,14 +416,27 @@ mod tests {
     #[test]
     fn the_state_gauge_is_one_for_the_current_state_only() {
         let samples = samples(&metrics_text(&sample(), None));
+        // Written out, not taken from `STATES`, so a state missing from the
+        // gauge or renamed fails here.
+        let states = [
+            "idle",
+            "connecting",
+            "ready",
+            "parked",
+            "retired",
+            "stopped",
+        ];
         for (connection, current) in [("github", "parked"), ("files", "idle")] {
-            for state in STATES {
+            for state in states {
                 let series = format!(
                     "mcp_supervisor_connection_state{{connection=\"{connection}\",state=\"{state}\"}}"
                 );
                 let expected = if state == current { 1.0 } else { 0.0 };
                 assert_eq!(value(&samples, &series), expected, "{series}");
             }
+            let prefix = format!("mcp_supervisor_connection_state{{connection=\"{connection}\"");
+            let series = samples.keys().filter(|s| s.starts_with(&prefix)).count();
+            assert_eq!(series, states.len(), "{connection}: one series per state");
         }
     }
 

@@ -14,4 +14,4 @@ mod sse_limit;
 pub use client::{RecordingClient, ServerStreamDecision, SessionIds};
 pub use recorder::{HttpObservation, HttpRecorder};
 pub use reuse::{HttpClients, OriginReuse, Reuse};
-pub(crate) use reuse::{PROBE_PINGS, stall_verdict};
+pub(crate) use reuse::{PROBE_PINGS, Ping, probe_verdict};

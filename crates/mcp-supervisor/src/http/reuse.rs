@@ -170,10 +170,43 @@ pub(crate) const STALL_THRESHOLD: Duration = Duration::from_millis(30);
 /// `initialize` often escapes (the connection is still in quick-ACK mode), so
 /// one fast ping proves nothing; two slow ones are the pattern.
 const STALLS_NEEDED: usize = 2;
+/// How late the prober's own runtime may run a timer while a ping is out,
+/// for the ping's time to be the connection's (a stall is 40 ms of an idle
+/// wait; a busy process or machine delays everything, the ping included).
+const RUNTIME_LAG: Duration = Duration::from_millis(10);
 
-/// The verdict from the round-trip times of the pings sent so far, or `None`
-/// while more pings are needed.
-pub(crate) fn stall_verdict(round_trips: &[Duration]) -> Option<Reuse> {
+/// What one probe `ping` showed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ping {
+    /// Answered after `round_trip`, while the prober's runtime ran its
+    /// timers up to `lag` late.
+    Answered { round_trip: Duration, lag: Duration },
+    /// An error, or no answer in time.
+    Unanswered,
+}
+
+/// The verdict from the pings sent so far (in order), or `None` while
+/// another ping is needed. Anything but a clear stall keeps reuse: a ping
+/// that fails (or a server that does not answer pings) settles `Works` at
+/// once, and so does a probe whose [`PROBE_PINGS`] pings showed no stall. A
+/// ping answered while the runtime ran late proves nothing about the
+/// connection and is not counted either way. Pure, so every timing case is
+/// tested with made-up timings rather than real round trips.
+pub(crate) fn probe_verdict(pings: &[Ping]) -> Option<Reuse> {
+    let mut round_trips = Vec::with_capacity(pings.len());
+    for ping in pings {
+        match *ping {
+            Ping::Answered { round_trip, lag } if lag < RUNTIME_LAG => round_trips.push(round_trip),
+            Ping::Answered { .. } => {}
+            Ping::Unanswered => return Some(Reuse::Works),
+        }
+    }
+    stall_verdict(&round_trips).or((pings.len() >= PROBE_PINGS).then_some(Reuse::Works))
+}
+
+/// The verdict from the round-trip times of the pings counted so far, or
+/// `None` while more pings are needed.
+fn stall_verdict(round_trips: &[Duration]) -> Option<Reuse> {
     let slow = round_trips
         .iter()
         .filter(|rtt| **rtt >= STALL_THRESHOLD)
@@ -207,6 +240,103 @@ mod tests {
         assert_eq!(stall_verdict(&[FAST, FAST]), None);
         assert_eq!(stall_verdict(&[FAST, FAST, FAST]), Some(Reuse::Works));
         assert_eq!(stall_verdict(&[FAST, SLOW, FAST, FAST]), Some(Reuse::Works));
+    }
+
+    /// A ping answered after `round_trip` with the runtime on time.
+    fn answered(round_trip: Duration) -> Ping {
+        Ping::Answered {
+            round_trip,
+            lag: Duration::ZERO,
+        }
+    }
+
+    /// A ping answered after `round_trip` while the runtime ran `lag` late.
+    fn late(round_trip: Duration, lag: Duration) -> Ping {
+        Ping::Answered { round_trip, lag }
+    }
+
+    #[test]
+    fn a_probe_needs_pings_until_the_pattern_shows() {
+        assert_eq!(probe_verdict(&[]), None);
+        assert_eq!(probe_verdict(&[answered(FAST)]), None);
+        assert_eq!(probe_verdict(&[answered(SLOW)]), None);
+        assert_eq!(
+            probe_verdict(&[answered(FAST), answered(FAST), answered(FAST)]),
+            Some(Reuse::Works)
+        );
+        assert_eq!(
+            probe_verdict(&[answered(SLOW), answered(SLOW)]),
+            Some(Reuse::Stalls)
+        );
+    }
+
+    #[test]
+    fn the_stall_threshold_is_30_ms() {
+        let just_under = Duration::from_millis(30) - Duration::from_micros(1);
+        let at = Duration::from_millis(30);
+        assert_eq!(
+            probe_verdict(&[answered(just_under), answered(just_under)]),
+            None
+        );
+        assert_eq!(
+            probe_verdict(&[answered(at), answered(at)]),
+            Some(Reuse::Stalls)
+        );
+    }
+
+    #[test]
+    fn a_ping_answered_while_the_runtime_ran_late_is_not_counted() {
+        let busy = Duration::from_millis(40);
+        // Slow pings on a runtime 40 ms late: no evidence, reuse kept.
+        let all_late = [late(SLOW, busy); PROBE_PINGS];
+        assert_eq!(probe_verdict(&all_late[..3]), None);
+        assert_eq!(probe_verdict(&all_late), Some(Reuse::Works));
+        // Just under the lag allowed counts; at it, not.
+        let tolerated = RUNTIME_LAG - Duration::from_micros(1);
+        assert_eq!(
+            probe_verdict(&[late(SLOW, tolerated), late(SLOW, tolerated)]),
+            Some(Reuse::Stalls)
+        );
+        assert_eq!(
+            probe_verdict(&[late(SLOW, RUNTIME_LAG), late(SLOW, RUNTIME_LAG)]),
+            None
+        );
+        // Late pings in between do not hide two that stalled on time.
+        assert_eq!(
+            probe_verdict(&[
+                late(SLOW, busy),
+                answered(SLOW),
+                late(FAST, busy),
+                answered(SLOW)
+            ]),
+            Some(Reuse::Stalls)
+        );
+    }
+
+    #[test]
+    fn an_unanswered_ping_keeps_reuse_at_once() {
+        assert_eq!(probe_verdict(&[Ping::Unanswered]), Some(Reuse::Works));
+        assert_eq!(
+            probe_verdict(&[answered(SLOW), Ping::Unanswered]),
+            Some(Reuse::Works)
+        );
+    }
+
+    #[test]
+    fn four_pings_without_a_clear_stall_keep_reuse() {
+        assert_eq!(
+            probe_verdict(&[answered(SLOW), answered(FAST), answered(FAST)]),
+            None
+        );
+        assert_eq!(
+            probe_verdict(&[
+                answered(SLOW),
+                answered(FAST),
+                answered(FAST),
+                answered(FAST)
+            ]),
+            Some(Reuse::Works)
+        );
     }
 
     #[test]

@@ -26,8 +26,8 @@ use crate::{
     config::{HttpTransport, OAuthGrant, UpstreamAuth},
     failure::{Failure, FailureKind},
     http::{
-        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, RecordingClient, Reuse, SessionIds,
-        stall_verdict,
+        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, Ping, RecordingClient, Reuse,
+        SessionIds, probe_verdict,
     },
     oauth,
     policy::Phase,
@@ -248,37 +248,34 @@ fn announces_anything(service: &RunningService<RoleClient, SessionHandler>) -> b
 const PING_PATIENCE: Duration = Duration::from_millis(500);
 
 /// Times up to [`PROBE_PINGS`] `ping`s on the new session's reused
-/// connection. Anything but a clear stall (including a ping error or the
-/// deadline) keeps reuse: a false "stalls" only costs speed, but so would
-/// probing every connect. A ping that was slow while this runtime itself was
-/// running late (a busy process or machine: many sessions starting at once)
-/// proves nothing about the connection and is not counted.
+/// connection, until [`probe_verdict`] settles: a false "stalls" only costs
+/// speed, but so would probing every connect. Each ping's time is measured
+/// with how late this runtime ran meanwhile, so a ping slow for the whole
+/// process (a busy process or machine: many sessions starting at once) is
+/// told from a slow connection.
 async fn probe_reuse(
     service: &RunningService<RoleClient, SessionHandler>,
     deadline: Instant,
 ) -> Reuse {
-    let mut round_trips = Vec::with_capacity(PROBE_PINGS);
-    for _ in 0..PROBE_PINGS {
+    let mut pings = Vec::with_capacity(PROBE_PINGS);
+    loop {
+        if let Some(verdict) = probe_verdict(&pings) {
+            return verdict;
+        }
         let started = Instant::now();
         let ping = service.send_request(probe_request(service));
         // A server that does not answer pings must not hold the connect up.
         let patience = deadline.min(started + PING_PATIENCE);
         let (answered, lag) = timing_lag(tokio::time::timeout_at(patience, ping)).await;
-        match answered {
-            Ok(Ok(_)) if lag < RUNTIME_LAG => round_trips.push(started.elapsed()),
-            Ok(Ok(_)) => {}
-            Ok(Err(_)) | Err(_) => return Reuse::Works,
-        }
-        if let Some(verdict) = stall_verdict(&round_trips) {
-            return verdict;
-        }
+        pings.push(match answered {
+            Ok(Ok(_)) => Ping::Answered {
+                round_trip: started.elapsed(),
+                lag,
+            },
+            Ok(Err(_)) | Err(_) => Ping::Unanswered,
+        });
     }
-    Reuse::Works
 }
-
-/// How late this runtime may run a timer while a probe ping is out, for the
-/// ping's time to be the connection's (a stall is 40 ms of an idle wait).
-const RUNTIME_LAG: Duration = Duration::from_millis(10);
 
 /// Runs `work`, measuring how late this runtime ran 1 ms timers meanwhile:
 /// the worst delay seen.

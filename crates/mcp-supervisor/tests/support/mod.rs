@@ -27,6 +27,91 @@ pub fn run<F: Future<Output = ()> + 'static>(body: impl FnOnce() -> F) {
     actix_rt::System::new().block_on(body());
 }
 
+/// Runs `body` inside a fresh actix system whose tokio clock is paused: time
+/// moves only when every task waits on a timer (tokio's auto-advance), so
+/// deadlines, cooldowns and backoffs pass in order and at once, however
+/// loaded the machine is, and a test can measure them exactly with
+/// `tokio::time::Instant`. Only for tests whose every party (registry, test
+/// servers, clients) runs on this runtime: a separate process or thread
+/// would have its answers overtaken by a clock that jumps whenever this
+/// runtime is idle.
+pub fn run_paused<F: Future<Output = ()> + 'static>(body: impl FnOnce() -> F) {
+    run_paused_with(|_| {}, body);
+}
+
+/// [`run_paused`] on a runtime `configure` adjusts further (blocking-pool
+/// limits or hooks).
+pub fn run_paused_with<F: Future<Output = ()> + 'static>(
+    configure: impl FnOnce(&mut tokio::runtime::Builder) + Send + 'static,
+    body: impl FnOnce() -> F,
+) {
+    let system = actix_rt::System::with_tokio_rt(move || {
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        builder.enable_all().start_paused(true);
+        configure(&mut builder);
+        builder.build().expect("a paused current-thread runtime")
+    });
+    system.block_on(body());
+}
+
+/// Every log line and span this process emits, from every thread (the
+/// actors' thread, `spawn_blocking` threads, the stdio guardian's thread),
+/// at every level, from the first call on; a secret check reads it whole.
+///
+/// Installed once, as the process's global subscriber (and as `log`'s, for
+/// dependencies that log through it): a per-thread subscriber misses every
+/// other thread, and per-thread subscribers in concurrent tests race on
+/// tracing's callsite-interest cache and drop events. So only for a test
+/// binary or helper process that runs one such test.
+pub fn capture_logs() -> LogCapture {
+    static CAPTURE: std::sync::OnceLock<LogCapture> = std::sync::OnceLock::new();
+    CAPTURE
+        .get_or_init(|| {
+            use tracing_subscriber::util::SubscriberInitExt;
+            let capture = LogCapture::default();
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                // Span fields too: a span's fields are exported by many
+                // subscribers (OpenTelemetry) even when no event is logged
+                // inside it.
+                .with_span_events(tracing_subscriber::fmt::format::FmtSpan::NEW)
+                .with_ansi(false)
+                .with_writer(capture.clone())
+                .finish()
+                .try_init()
+                .expect("no other global subscriber in this process");
+            capture
+        })
+        .clone()
+}
+
+/// What [`capture_logs`] has captured so far.
+#[derive(Clone, Default)]
+pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
+
+impl LogCapture {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogCapture {
+    type Writer = LogCapture;
+    fn make_writer(&'a self) -> LogCapture {
+        self.clone()
+    }
+}
+
 /// A config from TOML text (no env, no token files).
 pub fn config(toml: &str) -> Config {
     Config::from_toml_str(toml, Path::new("test.toml"), &|_| None)
