@@ -403,7 +403,7 @@ async fn parked(retired: bool, calls: usize) -> anyhow::Result<LoopResult> {
         bail!("the dead upstream answered");
     }
     let status = registry.send(Status).await?;
-    let state = status.first().map(|s| s.state).unwrap_or("?");
+    let state = status.first().map_or("?", |s| s.state.as_str());
     let wanted = if retired { "retired" } else { "parked" };
     if state != wanted {
         bail!("expected the connection {wanted}, it is {state}");

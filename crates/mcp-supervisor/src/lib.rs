@@ -22,6 +22,7 @@
 //! - [`registry`]: the registry actor: name → connection actor, routing, catalogs,
 //!   restarts, reloads, status.
 //! - [`session`]: one live rmcp client session and its deadline-bounded operations.
+//! - [`standing`]: a connection's standing and its fixed vocabularies ([`ConnectionState`]).
 //! - [`tallies`]: the gateway's evictions and refusals, by limit.
 
 pub mod admin;
@@ -41,9 +42,11 @@ pub mod outcome;
 pub mod policy;
 pub mod registry;
 pub mod session;
+pub mod standing;
 
 pub use failure::{Failure, FailureKind, classify};
 pub use outcome::{CallOutcome, Forwarded, Unavailable};
+pub use standing::ConnectionState;
 
 // The Rust examples of README.md and docs/CONFIG.md are doc tests, so a
 // renamed type or a changed signature fails `cargo test --doc` (issue 33).

@@ -6,7 +6,7 @@ mod support;
 
 use actix::Actor;
 use mcp_supervisor::{
-    CallOutcome,
+    CallOutcome, ConnectionState,
     events::ConnectionEvent,
     registry::{CrashConnection, Registry, Status},
 };
@@ -164,7 +164,7 @@ async fn restarted(registry: &actix::Addr<Registry>, name: &str, restarts: u32) 
 
 /// Waits (bounded) until `name` is retired.
 async fn retired(registry: &actix::Addr<Registry>, name: &str) {
-    let done = || async { status_of(registry, name).await.state == "retired" };
+    let done = || async { status_of(registry, name).await.state == ConnectionState::Retired };
     assert!(
         mcp_test_support::wait_until_async(WITHIN, done).await,
         "'{name}' was not retired: {:?}",
@@ -191,7 +191,7 @@ fn a_reset_keeps_every_counter() {
             "{parked:?}"
         );
         let before = status_of(&registry, "a").await;
-        assert_eq!((before.state, before.parks), ("parked", 1));
+        assert_eq!((before.state, before.parks), (ConnectionState::Parked, 1));
         assert_eq!(before.calls.ok, 3);
         assert!(
             before.failures.get("server").is_some_and(|n| *n >= 1),
@@ -201,7 +201,7 @@ fn a_reset_keeps_every_counter() {
         upstream.faults().clear();
         reset(&registry, "a").await;
         let after = status_of(&registry, "a").await;
-        assert_eq!(after.state, "idle");
+        assert_eq!(after.state, ConnectionState::Idle);
         assert_eq!(after.parks, before.parks);
         assert_eq!(after.calls, before.calls);
         assert_eq!(after.failures, before.failures);
@@ -216,7 +216,7 @@ fn a_reset_keeps_every_counter() {
 /// Puts `a` in `state` by failing its `initialize` with `status`, crashes its
 /// actor, and checks that the successor is in the same state and refuses a
 /// call with no upstream I/O.
-async fn a_crash_keeps(status: u16, state: &str) {
+async fn a_crash_keeps(status: u16, state: ConnectionState) {
     let (upstream, registry) =
         upstream_and_registry("[supervisor.quarantine]\nbase_cooldown = \"60s\"\n", "").await;
     upstream.faults().push(mcp_test_support::FaultRule::always(
@@ -253,13 +253,13 @@ async fn a_crash_keeps(status: u16, state: &str) {
 /// upstream I/O until the cooldown is over.
 #[test]
 fn a_restarted_actor_keeps_its_park() {
-    run(|| a_crash_keeps(503, "parked"));
+    run(|| a_crash_keeps(503, ConnectionState::Parked));
 }
 
 /// A retirement is handed over the same way.
 #[test]
 fn a_restarted_actor_stays_retired() {
-    run(|| a_crash_keeps(401, "retired"));
+    run(|| a_crash_keeps(401, ConnectionState::Retired));
 }
 
 /// Every restart goes through the budget, however soon the next call comes:
@@ -287,7 +287,7 @@ fn calls_right_after_crashes_do_not_bypass_the_restart_budget() {
                 status.retired_reason.as_deref(),
                 status.restarts
             ),
-            ("retired", Some("crash_loop"), 2),
+            (ConnectionState::Retired, Some("crash_loop"), 2),
             "{status:?}"
         );
     });

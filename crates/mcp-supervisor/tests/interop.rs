@@ -24,7 +24,7 @@ use std::{
 
 use actix::{Actor, Addr};
 use mcp_supervisor::{
-    CallOutcome, FailureKind,
+    CallOutcome, ConnectionState, FailureKind,
     connection::CallCounts,
     registry::{Catalog, ListTools, Registry, Shutdown, Status},
 };
@@ -376,7 +376,7 @@ async fn unknown_tool_refused_and_still_ready(
     unknown_tool_is_refused_without_a_call(registry, connection).await;
 
     let status = connection_status(registry, connection).await;
-    assert_eq!(status.state, "ready");
+    assert_eq!(status.state, ConnectionState::Ready);
     assert_eq!((status.calls.ok, status.calls.tool_error), (ok, tool_error));
 }
 
@@ -629,7 +629,10 @@ async fn calls_until_recovered(registry: &Addr<Registry>, connection: &str, prob
     // And it stays up.
     let again = probe.call(registry, connection, UP_CALL_TIMEOUT).await;
     expect_success(&again, probe.expected);
-    assert_eq!(connection_status(registry, connection).await.state, "ready");
+    assert_eq!(
+        connection_status(registry, connection).await.state,
+        ConnectionState::Ready
+    );
 }
 
 /// `server` over streamable HTTP, and a registry (with [`FAST_RECOVERY`])

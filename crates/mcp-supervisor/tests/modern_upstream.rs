@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use actix::Actor;
 use mcp_supervisor::{
-    CallOutcome, FailureKind,
+    CallOutcome, ConnectionState, FailureKind,
     registry::{ListTools, Registry, Status},
 };
 use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
@@ -160,7 +160,7 @@ fn a_2026_upstream_keeps_the_supervision_rules() {
         );
         assert_eq!(upstream.tool_calls("lookup"), 3);
         let status = registry.send(Status).await.unwrap();
-        assert_eq!(status[0].state, "parked");
+        assert_eq!(status[0].state, ConnectionState::Parked);
         // While parked: no I/O.
         let before = upstream.counts().requests;
         let outcome = call(&registry, "a", "echo", echo_args()).await;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use actix::Addr;
 use mcp_supervisor::{
-    CallOutcome, FailureKind,
+    CallOutcome, ConnectionState, FailureKind,
     events::ConnectionEvent,
     registry::{Registry, Status},
 };
@@ -114,7 +114,10 @@ fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
         assert_eq!(upstream.requests("tools/list"), 0);
         assert_eq!(upstream.requests("tools/call"), 0);
         let status = registry.send(Status).await.unwrap();
-        assert_eq!((status[0].state, status[0].dead), ("retired", true));
+        assert_eq!(
+            (status[0].state, status[0].dead),
+            (ConnectionState::Retired, true)
+        );
         assert_eq!(status[0].retired_reason.as_deref(), Some("server"));
 
         // Each transition published exactly once, in order.

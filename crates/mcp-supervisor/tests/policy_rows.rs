@@ -29,7 +29,7 @@ async fn setup(extra: &str) -> (TestServer, Addr<Registry>) {
 
 async fn state(registry: &Addr<Registry>) -> (&'static str, u64) {
     let status = registry.send(Status).await.unwrap();
-    (status[0].state, status[0].parks)
+    (status[0].state.as_str(), status[0].parks)
 }
 
 fn kind_of(outcome: &CallOutcome) -> (&'static str, Option<FailureKind>) {

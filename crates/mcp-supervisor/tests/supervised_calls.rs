@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use actix::Actor;
 use mcp_supervisor::{
-    CallOutcome, Failure, FailureKind,
+    CallOutcome, ConnectionState, Failure, FailureKind,
     registry::{ListConnections, ListTools, Registry, Shutdown, Status},
 };
 use mcp_test_support::{Fault, FaultRule, Match, TestServer, TestServerOptions};
@@ -39,7 +39,7 @@ fn a_call_succeeds_and_the_catalog_is_loaded_once() {
         assert_eq!(upstream.requests("tools/list"), 1);
         assert_eq!(upstream.tool_calls("echo"), 3);
         let status = registry.send(Status).await.unwrap();
-        assert_eq!(status[0].state, "ready");
+        assert_eq!(status[0].state, ConnectionState::Ready);
         assert_eq!(status[0].calls.ok, 3);
         registry.send(Shutdown).await.unwrap();
     });
@@ -53,7 +53,10 @@ fn a_tool_error_is_a_value_not_a_failure() {
         assert!(matches!(outcome, CallOutcome::ToolError(_)), "{outcome:?}");
         assert_eq!(text_of(&outcome), "nope");
         let status = registry.send(Status).await.unwrap();
-        assert_eq!((status[0].state, status[0].calls.tool_error), ("ready", 1));
+        assert_eq!(
+            (status[0].state, status[0].calls.tool_error),
+            (ConnectionState::Ready, 1)
+        );
     });
 }
 
@@ -167,7 +170,10 @@ fn a_503_on_a_read_only_call_is_retried_then_parks_and_the_park_does_no_io() {
             "max_attempts reached the server"
         );
         let status = registry.send(Status).await.unwrap();
-        assert_eq!((status[0].state, status[0].parks), ("parked", 1));
+        assert_eq!(
+            (status[0].state, status[0].parks),
+            (ConnectionState::Parked, 1)
+        );
         assert!(status[0].parked_until.is_some());
         // Parked: answered at once, nothing reaches the server.
         let before = upstream.counts();
@@ -498,7 +504,7 @@ fn containment_one_broken_upstream_does_not_disturb_another() {
             .into_iter()
             .map(|c| (c.name, c.state))
             .collect();
-        assert_eq!(names[1], ("good".to_owned(), "ready"));
+        assert_eq!(names[1], ("good".to_owned(), ConnectionState::Ready));
     });
 }
 

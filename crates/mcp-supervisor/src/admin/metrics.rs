@@ -15,7 +15,7 @@ use prometheus_client::{
 };
 
 use crate::{
-    FailureKind,
+    ConnectionState, FailureKind,
     connection::stats::DURATION_BUCKETS,
     registry::ConnectionStatus,
     tallies::{Family, Protection, Tallies},
@@ -23,17 +23,6 @@ use crate::{
 
 /// `Content-Type` of [`metrics_text`]: `text/plain; version=0.0.4; charset=utf-8`.
 pub const METRICS_CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
-
-/// Every state a connection reports (docs/SUPERVISION.md, "GET /status"); the
-/// state gauge has one series per state, 1 for the current one.
-const STATES: [&str; 6] = [
-    "idle",
-    "connecting",
-    "ready",
-    "parked",
-    "retired",
-    "stopped",
-];
 
 /// Every `CallOutcome` label, in `CallCounts` field order.
 const OUTCOMES: [&str; 6] = [
@@ -163,8 +152,11 @@ impl Collector for StatusCollector {
             MetricType::Gauge,
         )?;
         for status in connections {
-            for state in STATES {
-                let labels = [("connection", status.name.as_str()), ("state", state)];
+            for state in ConnectionState::ALL {
+                let labels = [
+                    ("connection", status.name.as_str()),
+                    ("state", state.as_str()),
+                ];
                 let value = i64::from(status.state == state);
                 ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
             }
@@ -213,7 +205,7 @@ mod tests {
     use super::*;
     use crate::connection::CallCounts;
 
-    fn status(name: &str, state: &'static str) -> ConnectionStatus {
+    fn status(name: &str, state: ConnectionState) -> ConnectionStatus {
         ConnectionStatus {
             state,
             since: SystemTime::UNIX_EPOCH,
@@ -222,7 +214,7 @@ mod tests {
     }
 
     fn sample() -> Vec<ConnectionStatus> {
-        let mut github = status("github", "parked");
+        let mut github = status("github", ConnectionState::Parked);
         github.calls = CallCounts {
             ok: 7,
             tool_error: 1,
@@ -238,7 +230,7 @@ mod tests {
         github.failures = BTreeMap::from([("server", 3), ("timeout", 1)]);
         github.parks = 2;
         github.restarts = 1;
-        vec![github, status("files", "idle")]
+        vec![github, status("files", ConnectionState::Idle)]
     }
 
     /// `name{labels}` → value, for every sample line.
@@ -416,7 +408,7 @@ mod tests {
     #[test]
     fn the_state_gauge_is_one_for_the_current_state_only() {
         let samples = samples(&metrics_text(&sample(), None));
-        // Written out, not taken from `STATES`, so a state missing from the
+        // Written out, not taken from `ConnectionState`, so a state missing from the
         // gauge or renamed fails here.
         let states = [
             "idle",

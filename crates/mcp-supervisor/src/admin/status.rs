@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::registry::ConnectionStatus;
+use crate::{ConnectionState, registry::ConnectionStatus};
 
 /// `{"connections":[…]}`, one object per connection, in the snapshot's order
 /// (the registry's is by name). Timestamps are RFC 3339 UTC with `Z`.
@@ -22,7 +22,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         })
     });
     let calls = &status.calls;
-    let needs_login = status.state == "retired"
+    let needs_login = status.state == ConnectionState::Retired
         && status
             .last_failure
             .as_ref()
@@ -42,7 +42,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         "name": status.name,
         "transport": status.transport,
         "protocol": status.protocol,
-        "state": status.state,
+        "state": status.state.as_str(),
         "since": rfc3339(status.since),
         "tool_count": status.tool_count,
         "dead": status.dead,
@@ -124,7 +124,7 @@ mod tests {
             wanted_scopes: Vec::new(),
         });
         let mut revoked = docs.clone();
-        revoked.state = "retired";
+        revoked.state = ConnectionState::Retired;
         revoked.last_failure = Some((Failure::needs_login("x"), at(NEW_YEAR_2026)));
         let value = status_json(&[docs, revoked]);
         assert_eq!(
@@ -141,7 +141,7 @@ mod tests {
         let mut parked = idle("github");
         parked.transport = "http";
         parked.protocol = Some("2025-11-25".into());
-        parked.state = "parked";
+        parked.state = ConnectionState::Parked;
         parked.tool_count = Some(14);
         parked.last_failure = Some((Failure::from_status(503, None), at(NEW_YEAR_2026 + 61)));
         parked.parks = 2;
@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn a_retired_connection_has_a_reason_and_a_failure_without_status() {
         let mut retired = idle("files");
-        retired.state = "retired";
+        retired.state = ConnectionState::Retired;
         retired.dead = true;
         retired.retired_reason = Some("crash_loop".into());
         retired.last_failure = Some((

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::SystemTime};
 
 use tokio::{sync::oneshot, time::Instant};
 
-use crate::{failure::Failure, session::Session};
+use crate::{ConnectionState, failure::Failure, session::Session};
 
 /// A session handed to an operation, tagged with its generation so a failure
 /// report can tell whether the session it used is still the current one.
@@ -107,15 +107,15 @@ impl Lifecycle {
         }
     }
 
-    /// The `/status` name of this state.
-    pub(crate) fn label(&self) -> &'static str {
+    /// The state this is, as `/status` tells it.
+    pub(crate) fn state(&self) -> ConnectionState {
         match self {
-            Lifecycle::Idle => "idle",
-            Lifecycle::Connecting { .. } => "connecting",
-            Lifecycle::Ready(_) => "ready",
-            Lifecycle::Parked { .. } => "parked",
-            Lifecycle::Retired { .. } => "retired",
-            Lifecycle::Stopped => "stopped",
+            Lifecycle::Idle => ConnectionState::Idle,
+            Lifecycle::Connecting { .. } => ConnectionState::Connecting,
+            Lifecycle::Ready(_) => ConnectionState::Ready,
+            Lifecycle::Parked { .. } => ConnectionState::Parked,
+            Lifecycle::Retired { .. } => ConnectionState::Retired,
+            Lifecycle::Stopped => ConnectionState::Stopped,
         }
     }
 }

@@ -67,8 +67,7 @@ pub struct Stop;
 pub struct ConnectionSnapshot {
     pub name: String,
     pub transport: &'static str,
-    /// `idle` · `connecting` · `ready` · `parked` · `retired` · `stopped`.
-    pub state: &'static str,
+    pub state: crate::ConnectionState,
     pub since: SystemTime,
     pub parked_until: Option<SystemTime>,
     pub retired_reason: Option<String>,

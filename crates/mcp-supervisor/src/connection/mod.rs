@@ -137,7 +137,7 @@ impl ConnectionActor {
     /// will never complete, and closes a session that is being left behind.
     fn transition(&mut self, next: Lifecycle) {
         let previous = std::mem::replace(&mut self.lifecycle, next);
-        if previous.label() != self.lifecycle.label() {
+        if previous.state() != self.lifecycle.state() {
             self.since = SystemTime::now();
         }
         match previous {
@@ -440,7 +440,7 @@ impl ConnectionActor {
         ConnectionSnapshot {
             name: self.config.name.clone(),
             transport: self.config.transport.kind(),
-            state: self.lifecycle.label(),
+            state: self.lifecycle.state(),
             since: self.since,
             parked_until,
             retired_reason,

@@ -173,7 +173,7 @@ async fn list_mcps(registry: &Addr<Registry>) -> Result<Value, String> {
                 "name": summary.name,
                 "description": summary.description,
                 "tool_count": count.or(summary.tool_count),
-                "state": summary.state,
+                "state": summary.state.as_str(),
                 "dead": summary.dead,
             });
             if summary.needs_login {
@@ -290,7 +290,7 @@ async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Resu
     Ok(json!({
         "name": connection,
         "description": summary.as_ref().and_then(|s| s.description.clone()),
-        "state": summary.as_ref().map(|s| s.state),
+        "state": summary.as_ref().map(|s| s.state.as_str()),
         "tools": tools,
         "prompts": prompts,
         "resources": resources,

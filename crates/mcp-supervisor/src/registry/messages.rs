@@ -18,7 +18,7 @@ use super::{
     entries::{Entry, drain_catalog, stopped},
 };
 use crate::{
-    CallOutcome, Failure, FailureKind, Forwarded, Unavailable,
+    CallOutcome, ConnectionState, Failure, FailureKind, Forwarded, Unavailable,
     config::Config,
     connection::{CallCounts, ConnectionDied, ConnectionSnapshot, Snapshot, Stop, stats::History},
     events::ConnectionEvent,
@@ -73,7 +73,7 @@ pub struct ConnectionSummary {
     pub description: Option<String>,
     /// `None` while the catalog is not loaded.
     pub tool_count: Option<usize>,
-    pub state: &'static str,
+    pub state: ConnectionState,
     /// Retired: it will not be retried.
     pub dead: bool,
     /// Retired because its OAuth login is missing or no longer good.
@@ -93,7 +93,7 @@ pub struct ConnectionStatus {
     /// The protocol version spoken (agreed, or pinned before the first
     /// session); `None` before the first session when not pinned.
     pub protocol: Option<String>,
-    pub state: &'static str,
+    pub state: ConnectionState,
     pub since: SystemTime,
     pub tool_count: Option<usize>,
     pub dead: bool,
@@ -119,7 +119,7 @@ impl ConnectionStatus {
             name: name.to_owned(),
             transport,
             protocol: None,
-            state: "idle",
+            state: ConnectionState::Idle,
             since: SystemTime::now(),
             tool_count: None,
             dead: false,
@@ -257,7 +257,7 @@ fn idle_snapshot(entry: &Entry) -> ConnectionSnapshot {
     ConnectionSnapshot {
         name: entry.config.name.clone(),
         transport: entry.config.transport.kind(),
-        state: "idle",
+        state: ConnectionState::Idle,
         since: SystemTime::now(),
         parked_until: None,
         retired_reason: None,
@@ -285,7 +285,7 @@ impl Handler<ListConnections> for Registry {
                 .into_iter()
                 .zip(notes)
                 .map(|(reported, description)| ConnectionSummary {
-                    dead: reported.snapshot.state == "retired",
+                    dead: reported.snapshot.state == ConnectionState::Retired,
                     needs_login: reported.snapshot.retired_reason.as_deref()
                         == Some(crate::FailureKind::NeedsLogin.as_str()),
                     name: reported.snapshot.name,
@@ -316,7 +316,7 @@ impl Handler<Status> for Registry {
                         oauth,
                     } = reported;
                     ConnectionStatus {
-                        dead: s.state == "retired",
+                        dead: s.state == ConnectionState::Retired,
                         tool_count: catalog.map(|catalog| catalog.len()),
                         parks: history.parks,
                         restarts,
