@@ -35,7 +35,7 @@ pub enum ConnectionEvent {
     /// Permanently unavailable until reload or reset.
     Retired {
         connection: String,
-        reason: String,
+        reason: crate::RetireReason,
         failure: Option<Failure>,
     },
     /// The connection actor died and was rebuilt from config.

@@ -22,7 +22,7 @@
 //! - [`registry`]: the registry actor: name → connection actor, routing, catalogs,
 //!   restarts, reloads, status.
 //! - [`session`]: one live rmcp client session and its deadline-bounded operations.
-//! - [`standing`]: a connection's standing and its fixed vocabularies ([`ConnectionState`]).
+//! - [`standing`]: a connection's standing and its fixed vocabularies ([`ConnectionState`], [`RetireReason`]).
 //! - [`tallies`]: the gateway's evictions and refusals, by limit.
 
 pub mod admin;
@@ -46,7 +46,7 @@ pub mod standing;
 
 pub use failure::{Failure, FailureKind, classify};
 pub use outcome::{CallOutcome, Forwarded, Unavailable};
-pub use standing::ConnectionState;
+pub use standing::{ConnectionState, RetireReason};
 
 // The Rust examples of README.md and docs/CONFIG.md are doc tests, so a
 // renamed type or a changed signature fails `cargo test --doc` (issue 33).

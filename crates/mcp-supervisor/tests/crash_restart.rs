@@ -6,7 +6,7 @@ mod support;
 
 use actix::Actor;
 use mcp_supervisor::{
-    CallOutcome, ConnectionState,
+    CallOutcome, ConnectionState, RetireReason,
     events::ConnectionEvent,
     registry::{CrashConnection, Registry, Status},
 };
@@ -118,7 +118,7 @@ fn a_crash_loop_past_the_budget_retires_the_connection() {
             .unwrap();
         retired(&registry, "a").await;
         let status = registry.send(Status).await.unwrap();
-        assert_eq!(status[0].retired_reason.as_deref(), Some("crash_loop"));
+        assert_eq!(status[0].retired_reason, Some(RetireReason::CrashLoop));
         let outcome = call(&registry, "a", "echo", echo()).await;
         let CallOutcome::Unavailable { message, .. } = outcome else {
             panic!("{outcome:?}")
@@ -282,12 +282,8 @@ fn calls_right_after_crashes_do_not_bypass_the_restart_budget() {
         retired(&registry, "a").await;
         let status = status_of(&registry, "a").await;
         assert_eq!(
-            (
-                status.state,
-                status.retired_reason.as_deref(),
-                status.restarts
-            ),
-            (ConnectionState::Retired, Some("crash_loop"), 2),
+            (status.state, status.retired_reason, status.restarts),
+            (ConnectionState::Retired, Some(RetireReason::CrashLoop), 2),
             "{status:?}"
         );
     });

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use actix::Addr;
 use mcp_supervisor::{
-    CallOutcome, ConnectionState, FailureKind,
+    CallOutcome, ConnectionState, FailureKind, RetireReason,
     events::ConnectionEvent,
     registry::{Registry, Status},
 };
@@ -118,7 +118,10 @@ fn park_longer_park_then_retire_and_no_io_while_parked_or_retired() {
             (status[0].state, status[0].dead),
             (ConnectionState::Retired, true)
         );
-        assert_eq!(status[0].retired_reason.as_deref(), Some("server"));
+        assert_eq!(
+            status[0].retired_reason,
+            Some(RetireReason::Failure(FailureKind::Server))
+        );
 
         // Each transition published exactly once, in order.
         mcp_test_support::eventually!(transitions(&log).len() >= 5);

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::{ConnectionState, registry::ConnectionStatus};
+use crate::{RetireReason, registry::ConnectionStatus};
 
 /// `{"connections":[…]}`, one object per connection, in the snapshot's order
 /// (the registry's is by name). Timestamps are RFC 3339 UTC with `Z`.
@@ -22,11 +22,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         })
     });
     let calls = &status.calls;
-    let needs_login = status.state == ConnectionState::Retired
-        && status
-            .last_failure
-            .as_ref()
-            .is_some_and(|(failure, _)| failure.kind == crate::FailureKind::NeedsLogin);
+    let needs_login = status.retired_reason.is_some_and(RetireReason::needs_login);
     let oauth = status.oauth.as_ref().map(|oauth| {
         json!({
             "logged_in": oauth.logged_in,
@@ -49,7 +45,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         "last_failure": last_failure,
         "parks": status.parks,
         "parked_until": status.parked_until.map(rfc3339),
-        "retired_reason": status.retired_reason,
+        "retired_reason": status.retired_reason.map(RetireReason::as_str),
         "restarts": status.restarts,
         "in_flight": status.in_flight,
         "queued": status.queued,
@@ -78,7 +74,7 @@ pub(crate) fn rfc3339(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Failure, FailureKind, connection::CallCounts};
+    use crate::{ConnectionState, Failure, FailureKind, connection::CallCounts};
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
@@ -125,8 +121,13 @@ mod tests {
         });
         let mut revoked = docs.clone();
         revoked.state = ConnectionState::Retired;
+        revoked.retired_reason = Some(RetireReason::Failure(FailureKind::NeedsLogin));
         revoked.last_failure = Some((Failure::needs_login("x"), at(NEW_YEAR_2026)));
-        let value = status_json(&[docs, revoked]);
+        // Retired for another reason, its last failure needs_login: the
+        // retirement decides (one definition of needs_login).
+        let mut crashed = revoked.clone();
+        crashed.retired_reason = Some(RetireReason::CrashLoop);
+        let value = status_json(&[docs, revoked, crashed]);
         assert_eq!(
             value["connections"][0]["oauth"],
             json!({"grant": "authorization_code", "logged_in": true, "needs_login": false,
@@ -134,6 +135,7 @@ mod tests {
                    "wanted_scopes": []})
         );
         assert_eq!(value["connections"][1]["oauth"]["needs_login"], true);
+        assert_eq!(value["connections"][2]["oauth"]["needs_login"], false);
     }
 
     #[test]
@@ -189,7 +191,7 @@ mod tests {
         let mut retired = idle("files");
         retired.state = ConnectionState::Retired;
         retired.dead = true;
-        retired.retired_reason = Some("crash_loop".into());
+        retired.retired_reason = Some(RetireReason::CrashLoop);
         retired.last_failure = Some((
             Failure::new(FailureKind::Transport, "child exited"),
             at(NEW_YEAR_2026),

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::SystemTime};
 
 use tokio::{sync::oneshot, time::Instant};
 
-use crate::{ConnectionState, failure::Failure, session::Session};
+use crate::{ConnectionState, RetireReason, failure::Failure, session::Session};
 
 /// A session handed to an operation, tagged with its generation so a failure
 /// report can tell whether the session it used is still the current one.
@@ -61,7 +61,7 @@ pub(crate) enum Lifecycle {
     /// Permanently unavailable until a reset or a reload that changes it.
     Retired {
         failure: Option<Failure>,
-        reason: String,
+        reason: RetireReason,
     },
     /// Shut down (supervisor shutdown, or removed by a reload). Terminal.
     Stopped,
@@ -78,7 +78,7 @@ pub enum Standing {
     },
     Retired {
         failure: Option<Failure>,
-        reason: String,
+        reason: RetireReason,
     },
 }
 
@@ -101,7 +101,7 @@ impl Lifecycle {
             }),
             Lifecycle::Retired { failure, reason } => Some(Standing::Retired {
                 failure: failure.clone(),
-                reason: reason.clone(),
+                reason: *reason,
             }),
             _ => None,
         }

@@ -70,7 +70,7 @@ pub struct ConnectionSnapshot {
     pub state: crate::ConnectionState,
     pub since: SystemTime,
     pub parked_until: Option<SystemTime>,
-    pub retired_reason: Option<String>,
+    pub retired_reason: Option<crate::RetireReason>,
     pub in_flight: usize,
     pub queued: usize,
     /// The most calls ever in flight at once.

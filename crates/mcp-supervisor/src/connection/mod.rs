@@ -172,7 +172,7 @@ impl ConnectionActor {
             Lifecycle::Retired { failure, reason } => {
                 let failure = failure
                     .clone()
-                    .unwrap_or_else(|| Failure::new(crate::FailureKind::Unknown, reason.clone()));
+                    .unwrap_or_else(|| Failure::new(crate::FailureKind::Unknown, reason.as_str()));
                 Unavailable {
                     message: text::retired(self.name(), &failure),
                     failure,
@@ -416,10 +416,10 @@ impl ConnectionActor {
                     reason = %failure.reason,
                     "retired"
                 );
-                let reason = failure.kind.as_str().to_owned();
+                let reason = crate::RetireReason::Failure(failure.kind);
                 self.transition(Lifecycle::Retired {
                     failure: Some(failure.clone()),
-                    reason: reason.clone(),
+                    reason,
                 });
                 self.publish(ConnectionEvent::Retired {
                     connection: self.config.name.clone(),
@@ -434,7 +434,7 @@ impl ConnectionActor {
     fn snapshot(&self) -> ConnectionSnapshot {
         let (parked_until, retired_reason) = match &self.lifecycle {
             Lifecycle::Parked { until, .. } => (Some(wall_clock(*until)), None),
-            Lifecycle::Retired { reason, .. } => (None, Some(reason.clone())),
+            Lifecycle::Retired { reason, .. } => (None, Some(*reason)),
             _ => (None, None),
         };
         ConnectionSnapshot {

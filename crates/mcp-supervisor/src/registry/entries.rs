@@ -8,7 +8,7 @@ use tokio::{sync::oneshot, time::Instant};
 
 use super::{Catalog, Registry};
 use crate::{
-    Unavailable,
+    RetireReason, Unavailable,
     config::ConnectionConfig,
     connection::{
         ConnectionActor, ConnectionDeps, ConnectionList, Incarnation, Standing,
@@ -274,12 +274,12 @@ impl Registry {
             tracing::warn!(connection = %name, restarts = entry.restarts, "retired: crash loop, restart budget exhausted");
             let retired = Standing::Retired {
                 failure: None,
-                reason: "crash_loop".into(),
+                reason: RetireReason::CrashLoop,
             };
             entry.start(deps, Some(retired));
             self.publish(&ConnectionEvent::Retired {
                 connection: name.to_owned(),
-                reason: "crash_loop".into(),
+                reason: RetireReason::CrashLoop,
                 failure: None,
             });
             return;

@@ -18,7 +18,7 @@ use super::{
     entries::{Entry, drain_catalog, stopped},
 };
 use crate::{
-    CallOutcome, ConnectionState, Failure, FailureKind, Forwarded, Unavailable,
+    CallOutcome, ConnectionState, Failure, FailureKind, Forwarded, RetireReason, Unavailable,
     config::Config,
     connection::{CallCounts, ConnectionDied, ConnectionSnapshot, Snapshot, Stop, stats::History},
     events::ConnectionEvent,
@@ -101,7 +101,7 @@ pub struct ConnectionStatus {
     /// Parks so far (counting or not).
     pub parks: u64,
     pub parked_until: Option<SystemTime>,
-    pub retired_reason: Option<String>,
+    pub retired_reason: Option<RetireReason>,
     pub restarts: u32,
     pub in_flight: usize,
     pub queued: usize,
@@ -286,8 +286,10 @@ impl Handler<ListConnections> for Registry {
                 .zip(notes)
                 .map(|(reported, description)| ConnectionSummary {
                     dead: reported.snapshot.state == ConnectionState::Retired,
-                    needs_login: reported.snapshot.retired_reason.as_deref()
-                        == Some(crate::FailureKind::NeedsLogin.as_str()),
+                    needs_login: reported
+                        .snapshot
+                        .retired_reason
+                        .is_some_and(RetireReason::needs_login),
                     name: reported.snapshot.name,
                     description,
                     tool_count: reported.catalog.map(|catalog| catalog.len()),
