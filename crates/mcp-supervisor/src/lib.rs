@@ -45,7 +45,7 @@ pub mod session;
 pub mod standing;
 
 pub use failure::{Failure, FailureKind, classify};
-pub use outcome::{CallOutcome, Forwarded, Unavailable};
+pub use outcome::{CallOutcome, Forwarded, OutcomeKind, Unavailable};
 pub use standing::{ConnectionState, RetireReason};
 
 // The Rust examples of README.md and docs/CONFIG.md are doc tests, so a

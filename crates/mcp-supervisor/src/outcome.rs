@@ -97,17 +97,58 @@ impl From<Unavailable> for CallOutcome {
     }
 }
 
+/// What a call came back as, as it is counted: the `/status` `calls` keys
+/// and the `outcome` label of `mcp_supervisor_calls_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OutcomeKind {
+    Ok,
+    ToolError,
+    Rejected,
+    Unavailable,
+    Busy,
+    TimedOut,
+}
+
+impl OutcomeKind {
+    /// Every kind, in the order `/status` and the metrics list them.
+    pub const ALL: [OutcomeKind; 6] = [
+        Self::Ok,
+        Self::ToolError,
+        Self::Rejected,
+        Self::Unavailable,
+        Self::Busy,
+        Self::TimedOut,
+    ];
+
+    /// The name `/status` and the metrics show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ToolError => "tool_error",
+            Self::Rejected => "rejected",
+            Self::Unavailable => "unavailable",
+            Self::Busy => "busy",
+            Self::TimedOut => "timed_out",
+        }
+    }
+}
+
 impl CallOutcome {
+    /// What it is counted as.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            CallOutcome::Success(_) => OutcomeKind::Ok,
+            CallOutcome::ToolError(_) => OutcomeKind::ToolError,
+            CallOutcome::Rejected { .. } => OutcomeKind::Rejected,
+            CallOutcome::Unavailable { .. } => OutcomeKind::Unavailable,
+            CallOutcome::Busy { .. } => OutcomeKind::Busy,
+            CallOutcome::TimedOut { .. } => OutcomeKind::TimedOut,
+        }
+    }
+
     /// The label used in metrics and status counters.
     pub fn label(&self) -> &'static str {
-        match self {
-            CallOutcome::Success(_) => OK_LABEL,
-            CallOutcome::ToolError(_) => TOOL_ERROR_LABEL,
-            CallOutcome::Rejected { .. } => "rejected",
-            CallOutcome::Unavailable { .. } => "unavailable",
-            CallOutcome::Busy { .. } => "busy",
-            CallOutcome::TimedOut { .. } => "timed_out",
-        }
+        self.kind().as_str()
     }
 
     /// The supervisor's own message, for outcomes that are not upstream results.
@@ -130,20 +171,16 @@ impl CallOutcome {
         }
     }
 
-    /// The label `from_result(result)` is counted under, without taking (or
+    /// What `from_result(result)` is counted as, without taking (or
     /// copying) the result.
-    pub fn result_label(result: &CallToolResult) -> &'static str {
+    pub fn result_kind(result: &CallToolResult) -> OutcomeKind {
         if is_tool_error(result) {
-            TOOL_ERROR_LABEL
+            OutcomeKind::ToolError
         } else {
-            OK_LABEL
+            OutcomeKind::Ok
         }
     }
 }
-
-/// The labels of upstream results, in metrics and status counters.
-const OK_LABEL: &str = "ok";
-const TOOL_ERROR_LABEL: &str = "tool_error";
 
 /// Whether an upstream result is a tool error (`isError: true`).
 fn is_tool_error(result: &CallToolResult) -> bool {
@@ -338,10 +375,26 @@ mod tests {
             let mut result = CallToolResult::success(vec![ContentBlock::text("x")]);
             result.is_error = is_error;
             assert_eq!(
-                super::CallOutcome::result_label(&result),
-                super::CallOutcome::from_result(result.clone()).label(),
+                super::CallOutcome::result_kind(&result),
+                super::CallOutcome::from_result(result.clone()).kind(),
                 "is_error = {is_error:?}"
             );
         }
+    }
+
+    /// The names are a contract (`/status`, metrics): written out here.
+    #[test]
+    fn each_outcome_kind_has_its_name() {
+        assert_eq!(
+            super::OutcomeKind::ALL.map(super::OutcomeKind::as_str),
+            [
+                "ok",
+                "tool_error",
+                "rejected",
+                "unavailable",
+                "busy",
+                "timed_out"
+            ]
+        );
     }
 }

@@ -17,22 +17,13 @@ use prometheus_client::{
 use crate::{
     ConnectionState, FailureKind,
     connection::stats::DURATION_BUCKETS,
+    outcome::OutcomeKind,
     registry::ConnectionStatus,
     tallies::{Family, Protection, Tallies},
 };
 
 /// `Content-Type` of [`metrics_text`]: `text/plain; version=0.0.4; charset=utf-8`.
 pub const METRICS_CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
-
-/// Every `CallOutcome` label, in `CallCounts` field order.
-const OUTCOMES: [&str; 6] = [
-    "ok",
-    "tool_error",
-    "rejected",
-    "unavailable",
-    "busy",
-    "timed_out",
-];
 
 /// The snapshot as Prometheus text exposition, with the gateway's
 /// evictions and refusals when there is a gateway.
@@ -67,18 +58,13 @@ impl Collector for StatusCollector {
             MetricType::Counter,
         )?;
         for status in connections {
-            let calls = &status.calls;
-            let values = [
-                calls.ok,
-                calls.tool_error,
-                calls.rejected,
-                calls.unavailable,
-                calls.busy,
-                calls.timed_out,
-            ];
-            for (outcome, value) in OUTCOMES.into_iter().zip(values) {
-                let labels = [("connection", status.name.as_str()), ("outcome", outcome)];
-                ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+            for outcome in OutcomeKind::ALL {
+                let labels = [
+                    ("connection", status.name.as_str()),
+                    ("outcome", outcome.as_str()),
+                ];
+                ConstCounter::new(status.calls.get(outcome))
+                    .encode(family.encode_family(&labels)?)?;
             }
         }
 
@@ -254,7 +240,7 @@ mod tests {
     fn calls_failures_parks_restarts_are_counters_with_their_labels() {
         let text = metrics_text(&sample(), None);
         let samples = samples(&text);
-        // The labels are written out, not taken from `OUTCOMES`: a label
+        // The labels are written out, not taken from `OutcomeKind`: a label
         // renamed or paired with the wrong count must fail here.
         for (series, expected) in [
             (

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::{RetireReason, registry::ConnectionStatus};
+use crate::{RetireReason, outcome::OutcomeKind, registry::ConnectionStatus};
 
 /// `{"connections":[…]}`, one object per connection, in the snapshot's order
 /// (the registry's is by name). Timestamps are RFC 3339 UTC with `Z`.
@@ -49,14 +49,10 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         "restarts": status.restarts,
         "in_flight": status.in_flight,
         "queued": status.queued,
-        "calls": {
-            "ok": calls.ok,
-            "tool_error": calls.tool_error,
-            "rejected": calls.rejected,
-            "unavailable": calls.unavailable,
-            "busy": calls.busy,
-            "timed_out": calls.timed_out,
-        },
+        "calls": OutcomeKind::ALL
+            .map(|kind| (kind.as_str().to_owned(), Value::from(calls.get(kind))))
+            .into_iter()
+            .collect::<serde_json::Map<_, _>>(),
         "oauth": oauth,
     })
 }

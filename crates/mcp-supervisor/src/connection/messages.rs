@@ -13,12 +13,12 @@ use super::{
     ConnectionActor, Lease, LeaseError, Reply,
     lifecycle::{LeaseAttempt, Lifecycle},
     operation::{self, CallRetry, Ended, Operation, Request, SlotGuard},
-    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished, NOT_COUNTED},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished},
 };
 use crate::{
     CallOutcome, Forwarded, Unavailable,
     heavy::SharedRequest,
-    outcome::messages as text,
+    outcome::{OutcomeKind, messages as text},
     policy::{Decision, ReportFailure, ReportSuccess},
     session::{DownstreamLink, Surface},
 };
@@ -204,13 +204,8 @@ impl Run {
                     message: text::busy(&op.connection, 0),
                 };
                 op.actor.do_send(Finished {
-                    label: if is_call {
-                        queued_out.label()
-                    } else {
-                        NOT_COUNTED
-                    },
+                    call: is_call.then_some((queued_out.kind(), op.budget)),
                     held_slot: false,
-                    elapsed: is_call.then_some(op.budget),
                 });
                 return queued_out.into();
             }
@@ -219,31 +214,31 @@ impl Run {
         let mut op = op;
         let ended = op.run_rounds(first).await;
         let answer = outcome(&op, ended);
-        slot.finish(answer.label());
+        slot.finish(answer.kind());
         answer
     }
 }
 
 /// An answer whose kind is counted in `/status` and the metrics.
 pub(super) trait Counted {
-    fn label(&self) -> &'static str;
+    fn kind(&self) -> OutcomeKind;
 }
 
 impl Counted for CallOutcome {
-    fn label(&self) -> &'static str {
-        CallOutcome::label(self)
+    fn kind(&self) -> OutcomeKind {
+        CallOutcome::kind(self)
     }
 }
 
 impl Counted for Forwarded {
-    fn label(&self) -> &'static str {
+    fn kind(&self) -> OutcomeKind {
         match self {
             Forwarded::Answered(rmcp::model::ServerResult::CallToolResult(result)) => {
-                CallOutcome::result_label(result)
+                CallOutcome::result_kind(result)
             }
-            Forwarded::Answered(_) => "ok",
-            Forwarded::Error(_) => "rejected",
-            Forwarded::Refused(outcome) => outcome.label(),
+            Forwarded::Answered(_) => OutcomeKind::Ok,
+            Forwarded::Error(_) => OutcomeKind::Rejected,
+            Forwarded::Refused(outcome) => outcome.kind(),
         }
     }
 }
@@ -268,14 +263,14 @@ impl ConnectionActor {
         let is_call = matches!(**request.shared(), ClientRequest::CallToolRequest(_));
         if let Some(refusal) = self.refuses_now() {
             if is_call {
-                self.history.lock().calls.unavailable += 1;
+                self.history.lock().calls.count(OutcomeKind::Unavailable);
             }
             return Admitted::Answer(refusal.into());
         }
         let (first, queued) = match self.admission.admit() {
             super::admission::Admit::Busy { queued } => {
                 if is_call {
-                    self.history.lock().calls.busy += 1;
+                    self.history.lock().calls.count(OutcomeKind::Busy);
                 }
                 let message = text::busy(self.name(), queued);
                 return Admitted::Answer(CallOutcome::Busy { message });
@@ -442,9 +437,9 @@ impl Handler<Finished> for ConnectionActor {
 
     fn handle(&mut self, msg: Finished, _: &mut Context<Self>) {
         {
-            let mut history = self.history.lock();
-            history.calls.count(msg.label);
-            if let Some(elapsed) = msg.elapsed {
+            if let Some((kind, elapsed)) = msg.call {
+                let mut history = self.history.lock();
+                history.calls.count(kind);
                 history.durations.record(elapsed);
             }
         }

@@ -19,13 +19,13 @@ use tokio_util::sync::CancellationToken;
 use super::{
     ConnectionActor,
     lifecycle::{Lease, LeaseAttempt, LeaseError},
-    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished, NOT_COUNTED},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished},
 };
 use crate::{
     CallOutcome, Unavailable,
     failure::{Failure, FailureKind},
     heavy::SharedRequest,
-    outcome::{Forwarded, messages as text},
+    outcome::{Forwarded, OutcomeKind, messages as text},
     policy::{Decision, Phase},
     session::{DownstreamLink, SendError, Session, Surface},
 };
@@ -456,7 +456,11 @@ fn exhausted(connection: &str, failure: Failure, decision: &Decision) -> Unavail
 /// however the request ends, even if the caller stops waiting.
 pub(crate) struct SlotGuard {
     actor: Addr<ConnectionActor>,
-    label: &'static str,
+    /// What the call is counted as. Until it is answered: `Unavailable`,
+    /// which is what its caller gets if it ends without an answer of its
+    /// own (its task panicked, or the runtime is stopping: the registry
+    /// answers the caller that the connection stopped).
+    kind: OutcomeKind,
     started: Instant,
     /// A `tools/call`: its outcome and duration are counted.
     counted: bool,
@@ -466,27 +470,22 @@ impl SlotGuard {
     pub(crate) fn new(actor: Addr<ConnectionActor>, counted: bool) -> Self {
         SlotGuard {
             actor,
-            label: "abandoned",
+            kind: OutcomeKind::Unavailable,
             started: Instant::now(),
             counted,
         }
     }
 
-    pub(crate) fn finish(&mut self, label: &'static str) {
-        self.label = label;
+    pub(crate) fn finish(&mut self, kind: OutcomeKind) {
+        self.kind = kind;
     }
 }
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
         self.actor.do_send(Finished {
-            label: if self.counted {
-                self.label
-            } else {
-                NOT_COUNTED
-            },
+            call: self.counted.then(|| (self.kind, self.started.elapsed())),
             held_slot: true,
-            elapsed: self.counted.then(|| self.started.elapsed()),
         });
     }
 }
@@ -494,7 +493,7 @@ impl Drop for SlotGuard {
 impl std::fmt::Debug for SlotGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SlotGuard")
-            .field("label", &self.label)
+            .field("kind", &self.kind)
             .finish()
     }
 }

@@ -9,6 +9,7 @@ use actix::Message;
 use super::lifecycle::{Lease, LeaseError};
 use crate::{
     failure::Failure,
+    outcome::OutcomeKind,
     policy::{Decision, Phase},
 };
 
@@ -39,11 +40,8 @@ pub(crate) struct AttemptSucceeded;
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub(crate) struct Finished {
-    pub(crate) label: &'static str,
+    /// A `tools/call`: what it came back as, and how long it took from
+    /// admission to answer (other requests are not counted).
+    pub(crate) call: Option<(OutcomeKind, Duration)>,
     pub(crate) held_slot: bool,
-    /// How long the call took, from admission to answer.
-    pub(crate) elapsed: Option<Duration>,
 }
-
-/// The label of answers that are not counted (requests other than calls).
-pub(super) const NOT_COUNTED: &str = "not_counted";

@@ -7,7 +7,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use crate::failure::Failure;
+use crate::{failure::Failure, outcome::OutcomeKind};
 
 /// What a connection has done since the process started: counts only grow
 /// (Prometheus counters must be monotonic). Owned by the registry's entry
@@ -80,7 +80,7 @@ impl DurationHistogram {
 /// Failures seen by attempts, by `FailureKind` wire name.
 pub type FailuresByKind = BTreeMap<&'static str, u64>;
 
-/// Counters of call outcomes, by `CallOutcome::label`.
+/// Counters of call outcomes, one per [`OutcomeKind`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallCounts {
     pub ok: u64,
@@ -92,15 +92,30 @@ pub struct CallCounts {
 }
 
 impl CallCounts {
-    pub(crate) fn count(&mut self, label: &str) {
-        match label {
-            "ok" => self.ok += 1,
-            "tool_error" => self.tool_error += 1,
-            "rejected" => self.rejected += 1,
-            "unavailable" => self.unavailable += 1,
-            "busy" => self.busy += 1,
-            "timed_out" => self.timed_out += 1,
-            _ => {}
+    pub(crate) fn count(&mut self, kind: OutcomeKind) {
+        *self.counter(kind) += 1;
+    }
+
+    /// The count of `kind`.
+    pub fn get(&self, kind: OutcomeKind) -> u64 {
+        match kind {
+            OutcomeKind::Ok => self.ok,
+            OutcomeKind::ToolError => self.tool_error,
+            OutcomeKind::Rejected => self.rejected,
+            OutcomeKind::Unavailable => self.unavailable,
+            OutcomeKind::Busy => self.busy,
+            OutcomeKind::TimedOut => self.timed_out,
+        }
+    }
+
+    fn counter(&mut self, kind: OutcomeKind) -> &mut u64 {
+        match kind {
+            OutcomeKind::Ok => &mut self.ok,
+            OutcomeKind::ToolError => &mut self.tool_error,
+            OutcomeKind::Rejected => &mut self.rejected,
+            OutcomeKind::Unavailable => &mut self.unavailable,
+            OutcomeKind::Busy => &mut self.busy,
+            OutcomeKind::TimedOut => &mut self.timed_out,
         }
     }
 }
@@ -119,5 +134,16 @@ mod tests {
         assert_eq!(histogram.buckets[4], 1, "30 ms is in the ≤50 ms bucket");
         assert_eq!((histogram.overflow, histogram.count), (1, 3));
         assert!((histogram.sum_seconds - 100.0305).abs() < 1e-9);
+    }
+
+    #[test]
+    fn each_kind_is_counted_under_its_own_key() {
+        for kind in OutcomeKind::ALL {
+            let mut counts = CallCounts::default();
+            counts.count(kind);
+            for other in OutcomeKind::ALL {
+                assert_eq!(counts.get(other), u64::from(other == kind), "{kind:?}");
+            }
+        }
     }
 }
