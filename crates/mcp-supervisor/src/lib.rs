@@ -46,7 +46,7 @@ pub mod standing;
 
 pub use failure::{Failure, FailureKind, classify};
 pub use outcome::{CallOutcome, Forwarded, OutcomeKind, Unavailable};
-pub use standing::{ConnectionState, RetireReason};
+pub use standing::{ConnectionState, Deadline, RetireReason};
 
 // The Rust examples of README.md and docs/CONFIG.md are doc tests, so a
 // renamed type or a changed signature fails `cargo test --doc` (issue 33).

@@ -2,7 +2,12 @@
 //! each rendered in one place for `/status`, `/metrics` and the agent-facing
 //! texts.
 
-use std::fmt;
+use std::{
+    fmt,
+    time::{Duration, SystemTime},
+};
+
+use tokio::time::Instant;
 
 use crate::FailureKind;
 
@@ -87,6 +92,59 @@ impl fmt::Display for RetireReason {
     }
 }
 
+/// When a park (and so a `Retry-After` window) ends. Its value is a
+/// wall-clock time, which `/status` shows and which can leave the process;
+/// inside the process it is compared on the monotonic clock it was made
+/// from, so a step of the wall clock neither shortens nor stretches a
+/// running park (and tests on tokio's paused clock stay exact).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    wall: SystemTime,
+    mono: Instant,
+}
+
+/// Where a deadline too far to represent is put: far enough never to come.
+const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+impl Deadline {
+    /// `after` from now.
+    pub fn after(after: Duration) -> Self {
+        let after = after.min(FAR);
+        Deadline {
+            wall: SystemTime::now() + after,
+            mono: Instant::now() + after,
+        }
+    }
+
+    /// A deadline known only as a wall-clock time (from another process):
+    /// the time left is read once, now (none if it has passed).
+    pub fn at(wall: SystemTime) -> Self {
+        let left = wall
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+            .min(FAR);
+        Deadline {
+            wall,
+            mono: Instant::now() + left,
+        }
+    }
+
+    /// The wall-clock time it ends.
+    pub fn wall(&self) -> SystemTime {
+        self.wall
+    }
+
+    /// The time left (none once it has passed).
+    pub fn remaining(&self) -> Duration {
+        self.mono.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether it is still to come.
+    pub fn pending(&self) -> bool {
+        self.mono > Instant::now()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +183,34 @@ mod tests {
         assert!(RetireReason::Failure(FailureKind::NeedsLogin).needs_login());
         assert!(!RetireReason::Failure(FailureKind::Auth).needs_login());
         assert!(!RetireReason::CrashLoop.needs_login());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_runs_on_the_monotonic_clock_and_reads_as_wall_time() {
+        let deadline = Deadline::after(Duration::from_secs(30));
+        let wall = deadline.wall();
+        let now = SystemTime::now();
+        assert!(
+            wall > now && wall <= now + Duration::from_secs(30),
+            "{wall:?}"
+        );
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert!(deadline.pending());
+        assert_eq!(deadline.remaining(), Duration::from_secs(1));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(!deadline.pending());
+        assert_eq!(deadline.remaining(), Duration::ZERO);
+        assert_eq!(deadline.wall(), wall, "its wall time is fixed");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_from_wall_time_counts_what_is_left() {
+        let soon = Deadline::at(SystemTime::now() + Duration::from_secs(10));
+        assert!(soon.remaining() <= Duration::from_secs(10));
+        assert!(soon.remaining() > Duration::from_secs(9));
+        let past = Deadline::at(SystemTime::now() - Duration::from_secs(10));
+        assert!(!past.pending());
+        // Absurdly far: capped, never an overflow.
+        assert!(Deadline::after(Duration::MAX).pending());
     }
 }

@@ -1,11 +1,11 @@
 //! The connection's lifecycle: one enum, every transition through
 //! [`ConnectionActor::transition`](super::ConnectionActor), a comment per arm.
 
-use std::{sync::Arc, time::SystemTime};
+use std::sync::Arc;
 
-use tokio::{sync::oneshot, time::Instant};
+use tokio::sync::oneshot;
 
-use crate::{ConnectionState, RetireReason, failure::Failure, session::Session};
+use crate::{ConnectionState, Deadline, RetireReason, failure::Failure, session::Session};
 
 /// A session handed to an operation, tagged with its generation so a failure
 /// report can tell whether the session it used is still the current one.
@@ -57,7 +57,7 @@ pub(crate) enum Lifecycle {
     Ready(Lease),
     /// Refuses all work until `until` (no I/O, no strike); the first use after
     /// it revives the connection.
-    Parked { until: Instant, failure: Failure },
+    Parked { until: Deadline, failure: Failure },
     /// Permanently unavailable until a reset or a reload that changes it.
     Retired {
         failure: Option<Failure>,
@@ -73,7 +73,7 @@ pub(crate) enum Lifecycle {
 #[derive(Debug, Clone)]
 pub enum Standing {
     Parked {
-        until: Instant,
+        until: Deadline,
         failure: Failure,
     },
     Retired {
@@ -118,10 +118,4 @@ impl Lifecycle {
             Lifecycle::Stopped => ConnectionState::Stopped,
         }
     }
-}
-
-/// Wall-clock time `until` lies in the future of `now` (for status output).
-pub(crate) fn wall_clock(until: Instant) -> SystemTime {
-    let now = Instant::now();
-    SystemTime::now() + until.saturating_duration_since(now)
 }

@@ -95,8 +95,8 @@ impl ConnectionActor {
     /// The decision that stands while parked or retired (stopped: give up).
     fn standing_decision(&self) -> Option<Decision> {
         match &self.lifecycle {
-            Lifecycle::Parked { until, .. } if *until > Instant::now() => Some(Decision::Park {
-                cooldown: *until - Instant::now(),
+            Lifecycle::Parked { until, .. } if until.pending() => Some(Decision::Park {
+                cooldown: until.remaining(),
                 counts: false,
             }),
             Lifecycle::Retired { .. } => Some(Decision::Retire),
@@ -108,7 +108,7 @@ impl ConnectionActor {
     /// Parked (cooldown running), retired or stopped: refuse without I/O.
     fn refuses_now(&self) -> Option<Unavailable> {
         match &self.lifecycle {
-            Lifecycle::Parked { until, .. } if *until > Instant::now() => Some(self.refusal()),
+            Lifecycle::Parked { until, .. } if until.pending() => Some(self.refusal()),
             Lifecycle::Retired { .. } | Lifecycle::Stopped => Some(self.refusal()),
             _ => None,
         }

@@ -34,7 +34,7 @@ pub use stats::CallCounts;
 
 use self::{
     admission::Admission,
-    lifecycle::{Lifecycle, Waiter, wall_clock},
+    lifecycle::{Lifecycle, Waiter},
 };
 use crate::{
     Unavailable,
@@ -162,7 +162,7 @@ impl ConnectionActor {
     fn refusal(&self) -> Unavailable {
         match &self.lifecycle {
             Lifecycle::Parked { until, failure } => {
-                let remaining = until.saturating_duration_since(Instant::now());
+                let remaining = until.remaining();
                 Unavailable {
                     message: text::parked(self.name(), failure, remaining),
                     failure: failure.clone(),
@@ -199,7 +199,7 @@ impl ConnectionActor {
                 LeaseAttempt::Wait(rx)
             }
             Lifecycle::Idle => self.start_connect(ctx, false),
-            Lifecycle::Parked { until, .. } if *until <= Instant::now() => {
+            Lifecycle::Parked { until, .. } if !until.pending() => {
                 tracing::info!(connection = %self.config.name, "revived: cooldown over, rebuilding the session");
                 self.publish(ConnectionEvent::Revived {
                     connection: self.config.name.clone(),
@@ -396,7 +396,7 @@ impl ConnectionActor {
                     "parked"
                 );
                 self.transition(Lifecycle::Parked {
-                    until: Instant::now() + *cooldown,
+                    until: crate::Deadline::after(*cooldown),
                     failure: failure.clone(),
                 });
                 self.history.lock().parks += 1;
@@ -433,7 +433,7 @@ impl ConnectionActor {
 
     fn snapshot(&self) -> ConnectionSnapshot {
         let (parked_until, retired_reason) = match &self.lifecycle {
-            Lifecycle::Parked { until, .. } => (Some(wall_clock(*until)), None),
+            Lifecycle::Parked { until, .. } => (Some(until.wall()), None),
             Lifecycle::Retired { reason, .. } => (None, Some(*reason)),
             _ => (None, None),
         };
