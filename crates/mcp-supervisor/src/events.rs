@@ -28,6 +28,8 @@ pub enum ConnectionEvent {
         connection: String,
         failure: Failure,
         cooldown: Duration,
+        /// When the park ends.
+        until: crate::Deadline,
         attempt: u32,
     },
     /// The first use after a park's cooldown: the session is being rebuilt.

@@ -132,6 +132,92 @@ fn a_crash_loop_past_the_budget_retires_the_connection() {
     });
 }
 
+/// The crash loop's retirement is the connection actor's, like any other:
+/// subscribers are told once, with its reason.
+#[test]
+fn a_crash_loop_is_told_once() {
+    run(|| async {
+        let a = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let toml = "[supervisor]\nrestart_budget = { restarts = 1, within = \"60s\" }\n".to_owned()
+            + &http_connection("a", &a.url(), "");
+        let registry = Registry::new(config(&toml)).start();
+        let log = EventLog::default();
+        log.subscribe(&registry).await;
+        crash(&registry, "a").await;
+        restarted(&registry, "a", 1).await;
+        crash(&registry, "a").await;
+        retired(&registry, "a").await;
+        let retirements = || {
+            log.events()
+                .into_iter()
+                .filter(|event| matches!(event, ConnectionEvent::Retired { .. }))
+                .collect::<Vec<_>>()
+        };
+        mcp_test_support::eventually!(!retirements().is_empty());
+        assert_eq!(
+            retirements(),
+            vec![ConnectionEvent::Retired {
+                connection: "a".into(),
+                reason: RetireReason::CrashLoop,
+                failure: None,
+            }]
+        );
+    });
+}
+
+/// Strikes belong to the connection, not to one actor: a park counted
+/// before a crash still counts after it, so the next park is the second.
+#[test]
+fn a_restarted_actor_keeps_its_strikes() {
+    run(|| async {
+        let (upstream, registry) = upstream_and_registry(
+            "[supervisor.quarantine]\nbase_cooldown = \"200ms\"\nmax_cooldown = \"5s\"\n",
+            "",
+        )
+        .await;
+        let log = EventLog::default();
+        log.subscribe(&registry).await;
+        upstream.faults().push(mcp_test_support::FaultRule::always(
+            mcp_test_support::Match::method("initialize"),
+            mcp_test_support::Fault::status(503),
+        ));
+        let _ = call(&registry, "a", "echo", echo()).await;
+        crash(&registry, "a").await;
+        restarted(&registry, "a", 1).await;
+        // The park was handed over; once it is over, the next exhausted
+        // operation parks again: for the second time.
+        let parks = || {
+            log.events()
+                .into_iter()
+                .filter_map(|event| match event {
+                    ConnectionEvent::Parked { cooldown, .. } => Some(cooldown),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let parked_again = || async {
+            let _ = call(&registry, "a", "echo", echo()).await;
+            parks().len() >= 2
+        };
+        assert!(
+            mcp_test_support::wait_until_async(WITHIN, parked_again).await,
+            "{:?}",
+            log.events()
+        );
+        assert_eq!(
+            parks()[..2],
+            [
+                std::time::Duration::from_millis(200),
+                std::time::Duration::from_millis(400)
+            ],
+            "{:?}",
+            log.events()
+        );
+    });
+}
+
 async fn status_of(
     registry: &actix::Addr<Registry>,
     name: &str,

@@ -177,3 +177,72 @@ fn a_success_in_between_resets_the_park_count() {
         );
     });
 }
+
+/// Several callers fail together on one failed rebuild: one park, one
+/// strike (the connection actor answers the later reports with the park it
+/// already has), so the next park is the second, not a later one.
+#[test]
+fn callers_failing_together_make_one_park_and_one_strike() {
+    run_paused(|| async {
+        let (upstream, registry) = upstream_and_registry(
+            &format!("{QUARANTINE}[supervisor]\n"),
+            "max_concurrent_calls = 8\n",
+        )
+        .await;
+        let log = EventLog::default();
+        log.subscribe(&registry).await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(503),
+        ));
+        let callers: Vec<_> = (0..8)
+            .map(|_| {
+                let registry = registry.clone();
+                actix_rt::spawn(async move { unavailable_echo(&registry).await })
+            })
+            .collect();
+        for caller in callers {
+            caller.await.unwrap();
+        }
+        mcp_test_support::eventually!(!transitions(&log).is_empty());
+        assert_eq!(transitions(&log), vec!["parked 200ms"]);
+        assert_eq!(registry.send(Status).await.unwrap()[0].parks, 1);
+        // The cooldown over, the next exhausted operation is the second park.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        unavailable_echo(&registry).await;
+        mcp_test_support::eventually!(transitions(&log).len() >= 3);
+        assert_eq!(
+            transitions(&log),
+            vec!["parked 200ms", "revived", "parked 400ms"]
+        );
+    });
+}
+
+/// A rate limit parks for its `Retry-After` but is no strike: after four of
+/// them, the first server failure is still a first park.
+#[test]
+fn rate_limit_parks_add_no_strike() {
+    run_paused(|| async {
+        let (upstream, registry, log) = parkable_connection().await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(429).with_retry_after_secs(1),
+        ));
+        for _ in 0..4 {
+            unavailable_echo(&registry).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        upstream.faults().clear();
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(503),
+        ));
+        unavailable_echo(&registry).await;
+        mcp_test_support::eventually!(transitions(&log).iter().any(|t| t == "parked 200ms"));
+        assert!(
+            !transitions(&log).iter().any(|t| t.starts_with("retired")),
+            "{:?}",
+            transitions(&log)
+        );
+    });
+}

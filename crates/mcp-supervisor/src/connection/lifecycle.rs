@@ -82,6 +82,15 @@ pub enum Standing {
     },
 }
 
+/// What an actor that ended on its own hands to the one that replaces it:
+/// its park or retirement, and its strikes (counting parks since its last
+/// success), so a crash neither ends a park nor forgives a strike.
+#[derive(Debug, Clone, Default)]
+pub struct Handover {
+    pub standing: Option<Standing>,
+    pub strikes: u32,
+}
+
 impl From<Standing> for Lifecycle {
     fn from(standing: Standing) -> Self {
         match standing {

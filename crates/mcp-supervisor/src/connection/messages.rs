@@ -19,7 +19,7 @@ use crate::{
     CallOutcome, Forwarded, Unavailable,
     heavy::SharedRequest,
     outcome::{OutcomeKind, messages as text},
-    policy::{Decision, ReportFailure, ReportSuccess},
+    policy::{Decision, ReportFailure},
     session::{DownstreamLink, Surface},
 };
 
@@ -87,8 +87,8 @@ pub struct ConnectionDied {
     pub connection: String,
     /// Which of the connection's actors it was.
     pub incarnation: u64,
-    /// Its park or retirement, for the actor that replaces it.
-    pub standing: Option<super::Standing>,
+    /// What the actor that replaces it starts from.
+    pub handover: super::Handover,
 }
 
 impl ConnectionActor {
@@ -372,7 +372,6 @@ impl Handler<AttemptFailed> for ConnectionActor {
 
     fn handle(&mut self, msg: AttemptFailed, _: &mut Context<Self>) -> Self::Result {
         self.history.lock().failed(&msg.failure);
-        self.strikes_pending = true;
         tracing::debug!(
             connection = %self.config.name,
             kind = %msg.failure.kind,
@@ -400,6 +399,7 @@ impl Handler<AttemptFailed> for ConnectionActor {
             max_attempts: self.config.max_attempts,
             call_retry_allowed: msg.call_retry_allowed,
             remaining: msg.remaining,
+            parks: self.strikes,
         };
         let asked = self.deps.policy.send(report);
         Box::pin(asked.into_actor(self).map(move |answer, actor, _| {
@@ -424,11 +424,24 @@ impl Handler<AttemptSucceeded> for ConnectionActor {
     type Result = ();
 
     fn handle(&mut self, _: AttemptSucceeded, _: &mut Context<Self>) {
-        if std::mem::take(&mut self.strikes_pending) {
-            self.deps.policy.do_send(ReportSuccess {
-                connection: self.config.name.clone(),
-            });
-        }
+        // Separate bursts never add up.
+        self.strikes = 0;
+    }
+}
+
+/// Retire the connection for `reason` (the registry's crash loop): a
+/// retirement goes through its one owner, the connection actor.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub(crate) struct Retire {
+    pub(crate) reason: crate::RetireReason,
+}
+
+impl Handler<Retire> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Retire, _: &mut Context<Self>) {
+        self.retire(msg.reason, None, 0);
     }
 }
 

@@ -21,14 +21,14 @@ use actix::{
 };
 use tokio::{sync::mpsc, time::Instant};
 
-pub use lifecycle::Standing;
+pub use lifecycle::{Handover, Standing};
 pub(crate) use lifecycle::{Lease, LeaseAttempt, LeaseError};
-pub(crate) use messages::Forward as ConnectionForward;
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub use messages::{
     ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
+pub(crate) use messages::{Forward as ConnectionForward, Retire};
 pub use operation::CallRetry;
 pub use stats::CallCounts;
 
@@ -62,15 +62,14 @@ pub struct ConnectionDeps {
 }
 
 /// What one actor of a connection starts from: which actor it is, the
-/// connection's history, and the park or retirement a crashed predecessor
-/// handed over.
+/// connection's history, and what a crashed predecessor handed over.
 #[derive(Debug, Clone, Default)]
 pub struct Incarnation {
     /// Counts the actors started for the connection; a death notice names
     /// it, so a notice from an actor already replaced is ignored.
     pub number: u64,
     pub history: stats::SharedHistory,
-    pub standing: Option<Standing>,
+    pub handover: Handover,
 }
 
 /// One connection's actor. Start it with [`ConnectionActor::new`] + `start()`.
@@ -90,9 +89,10 @@ pub struct ConnectionActor {
     /// The park or retirement it had when it stopped without being asked
     /// to, for the death notice.
     handover: Option<Standing>,
-    /// Failures were reported since the last success, so the next success must
-    /// reset the policy's strikes (saves a message per call on the happy path).
-    strikes_pending: bool,
+    /// Counting parks since the last success: the `retire_after`-th
+    /// retires. Told to the policy with each failure; handed over on a
+    /// crash.
+    strikes: u32,
     recorder: HttpRecorder,
     /// Cancelled at stop: every running operation answers at once.
     stop: tokio_util::sync::CancellationToken,
@@ -109,14 +109,17 @@ impl ConnectionActor {
         ConnectionActor {
             config,
             deps,
-            lifecycle: start.standing.map_or(Lifecycle::Idle, Lifecycle::from),
+            lifecycle: start
+                .handover
+                .standing
+                .map_or(Lifecycle::Idle, Lifecycle::from),
             since: SystemTime::now(),
             generation: 0,
             admission,
             incarnation: start.number,
             history: start.history,
             handover: None,
-            strikes_pending: false,
+            strikes: start.handover.strikes,
             recorder: HttpRecorder::default(),
             stop: tokio_util::sync::CancellationToken::new(),
             protocol,
@@ -345,10 +348,10 @@ impl ConnectionActor {
         let failure = Failure::transport("the session ended while idle");
         tracing::warn!(connection = %self.config.name, "session ended while idle");
         self.history.lock().last_failure = Some((failure.clone(), SystemTime::now()));
-        self.strikes_pending = true;
         let report = crate::policy::ReportIdleDeath {
             connection: self.config.name.clone(),
             failure: failure.clone(),
+            parks: self.strikes,
         };
         ctx.spawn(
             self.deps
@@ -382,10 +385,14 @@ impl ConnectionActor {
             return; // final until a reset: nothing a late report says changes it
         }
         match decision {
-            Decision::Park { cooldown, .. } => {
+            Decision::Park { cooldown, counts } => {
                 if matches!(self.lifecycle, Lifecycle::Parked { .. }) {
                     return; // a standing park: already announced
                 }
+                if *counts {
+                    self.strikes = self.strikes.saturating_add(1);
+                }
+                let until = crate::Deadline::after(*cooldown);
                 tracing::warn!(
                     connection = %self.config.name,
                     kind = %failure.kind,
@@ -396,7 +403,7 @@ impl ConnectionActor {
                     "parked"
                 );
                 self.transition(Lifecycle::Parked {
-                    until: crate::Deadline::after(*cooldown),
+                    until,
                     failure: failure.clone(),
                 });
                 self.history.lock().parks += 1;
@@ -404,31 +411,49 @@ impl ConnectionActor {
                     connection: self.config.name.clone(),
                     failure: failure.clone(),
                     cooldown: *cooldown,
+                    until,
                     attempt,
                 });
             }
-            Decision::Retire => {
-                tracing::warn!(
-                    connection = %self.config.name,
-                    kind = %failure.kind,
-                    status = failure.status,
-                    attempt,
-                    reason = %failure.reason,
-                    "retired"
-                );
-                let reason = crate::RetireReason::Failure(failure.kind);
-                self.transition(Lifecycle::Retired {
-                    failure: Some(failure.clone()),
-                    reason,
-                });
-                self.publish(ConnectionEvent::Retired {
-                    connection: self.config.name.clone(),
-                    reason,
-                    failure: Some(failure.clone()),
-                });
-            }
+            Decision::Retire => self.retire(
+                crate::RetireReason::Failure(failure.kind),
+                Some(failure),
+                attempt,
+            ),
             Decision::Retry { .. } | Decision::Reject | Decision::GiveUp => {}
         }
+    }
+
+    /// Retires the connection for `reason` (a retirement already in place
+    /// stays: it is final until a reset, and its reason may be the one a
+    /// person must act on).
+    fn retire(&mut self, reason: crate::RetireReason, failure: Option<&Failure>, attempt: u32) {
+        if matches!(
+            self.lifecycle,
+            Lifecycle::Retired { .. } | Lifecycle::Stopped
+        ) {
+            return;
+        }
+        match failure {
+            Some(failure) => tracing::warn!(
+                connection = %self.config.name,
+                kind = %failure.kind,
+                status = failure.status,
+                attempt,
+                reason = %failure.reason,
+                "retired"
+            ),
+            None => tracing::warn!(connection = %self.config.name, %reason, "retired"),
+        }
+        self.transition(Lifecycle::Retired {
+            failure: failure.cloned(),
+            reason,
+        });
+        self.publish(ConnectionEvent::Retired {
+            connection: self.config.name.clone(),
+            reason,
+            failure: failure.cloned(),
+        });
     }
 
     fn snapshot(&self) -> ConnectionSnapshot {
@@ -479,7 +504,10 @@ impl Drop for ConnectionActor {
             deaths.do_send(ConnectionDied {
                 connection: self.config.name.clone(),
                 incarnation: self.incarnation,
-                standing: self.handover.take().or_else(|| self.lifecycle.standing()),
+                handover: Handover {
+                    standing: self.handover.take().or_else(|| self.lifecycle.standing()),
+                    strikes: self.strikes,
+                },
             });
         }
     }

@@ -31,7 +31,7 @@ pub(crate) struct AttemptFailed {
     pub(crate) call_retry_allowed: bool,
 }
 
-/// An attempt succeeded: strikes reset (only told to the policy when there are some).
+/// An attempt succeeded: strikes reset.
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub(crate) struct AttemptSucceeded;

@@ -1,38 +1,36 @@
 //! The `QuarantinePolicy` actor: the single place where a classified failure
-//! becomes a decision. It owns what only the view across connections needs:
-//! each connection's strikes (parks since its last success) and which
-//! connections are parked right now. The park itself, and a retirement, are
-//! the connection actor's (docs/ARCHITECTURE.md, "Who owns what").
+//! becomes a decision. A connection's standing (its park, retirement and
+//! strikes) is its connection actor's, which tells the policy its strikes
+//! with each report (docs/ARCHITECTURE.md, "Who owns what"). The policy keeps
+//! only what needs the view across connections: which are parked now.
 //!
-//! It sees all connections at once, which is what makes the mass-retirement
-//! guard possible: when most connections fail together the fault is more likely
-//! ours (the local network) than theirs, so parks stop retiring connections
-//! (like Envoy's max-ejection-percent).
+//! That view is what makes the mass-retirement guard possible: when most
+//! connections fail together the fault is more likely ours (the local
+//! network) than theirs, so parks stop retiring connections (like Envoy's
+//! max-ejection-percent). It is learned from the parks the policy decides
+//! (at once, so a burst across connections is seen as one) and from the
+//! connections' events (a park's real end, a revival, a retirement).
 
 use std::{collections::HashMap, time::Duration};
 
 use actix::{Actor, Context, Handler, Message, MessageResult};
-use tokio::time::Instant;
 
 use super::{
     decide::{Decision, Phase, Situation, decide, decide_idle_death},
     schedule::PolicySettings,
 };
-use crate::failure::Failure;
+use crate::{Deadline, events::ConnectionEvent, failure::Failure};
 
-/// What the policy keeps per connection.
+/// What the policy knows of one connection: whether, and until when, it is
+/// parked (the guard's view; the park itself is the connection actor's).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConnectionPolicyState {
-    /// Counting parks since the last success; the `retire_after`-th retires.
-    pub parks: u32,
-    /// When the park it last decided ends: the guard counts parked
-    /// connections, and concurrent reports of one burst share that park.
-    pub parked_until: Option<Instant>,
+    pub parked_until: Option<Deadline>,
 }
 
 impl ConnectionPolicyState {
-    fn parked_at(&self, now: Instant) -> bool {
-        self.parked_until.is_some_and(|until| until > now)
+    fn parked_now(&self) -> bool {
+        self.parked_until.is_some_and(|until| until.pending())
     }
 }
 
@@ -58,32 +56,30 @@ impl QuarantinePolicy {
     /// The guard holds when, counting the deciding connection, more than half
     /// of all connections are parked and at least one *other* one is (a lone
     /// failing connection must still be able to retire).
-    fn guard_active(&self, deciding: &str, now: Instant) -> bool {
+    fn guard_active(&self, deciding: &str) -> bool {
         let others_parked = self
             .connections
             .iter()
-            .filter(|(name, state)| name.as_str() != deciding && state.parked_at(now))
+            .filter(|(name, state)| name.as_str() != deciding && state.parked_now())
             .count();
         let total = self.connections.len().max(1);
         others_parked >= 1 && (others_parked + 1) * 2 > total
     }
 
-    /// Records a decision's effect on the connection's state.
-    fn apply(&mut self, connection: &str, decision: &Decision, guard: bool) {
-        let now = Instant::now();
+    /// Records a decision's effect on the guard's view, for a connection
+    /// that had `parks` strikes.
+    fn apply(&mut self, connection: &str, decision: &Decision, parks: u32, guard: bool) {
         let retire_after = self.settings.cooldowns.retire_after();
         let state = self.connections.entry(connection.to_owned()).or_default();
         match decision {
             Decision::Park { cooldown, counts } => {
-                if *counts {
-                    state.parks = state.parks.saturating_add(1);
-                }
-                state.parked_until = Some(now + *cooldown);
-                if guard && *counts && state.parks >= retire_after && !self.guard_logged {
+                state.parked_until = Some(Deadline::after(*cooldown));
+                let strikes = parks.saturating_add(u32::from(*counts));
+                if guard && *counts && strikes >= retire_after && !self.guard_logged {
                     self.guard_logged = true;
                     tracing::warn!(
                         connection,
-                        parks = state.parks,
+                        parks = strikes,
                         "most connections are parked at once; suspecting the local network, \
                          so parks no longer retire connections until they recover"
                     );
@@ -95,25 +91,6 @@ impl QuarantinePolicy {
         if !guard {
             self.guard_logged = false;
         }
-    }
-
-    /// A connection already parked gets that answer again with no new
-    /// strike: several callers sharing one failed rebuild, whose reports
-    /// were sent before the park reached the connection actor, must not add
-    /// up to extra parks. (Once it has, the actor answers them itself.)
-    fn standing_decision(&self, connection: &str, now: Instant) -> Option<Decision> {
-        let state = self.connections.get(connection)?;
-        let until = state.parked_until.filter(|until| *until > now)?;
-        Some(Decision::Park {
-            cooldown: until - now,
-            counts: false,
-        })
-    }
-
-    fn parks_of(&self, connection: &str) -> u32 {
-        self.connections
-            .get(connection)
-            .map_or(0, |state| state.parks)
     }
 }
 
@@ -150,30 +127,28 @@ pub struct ReportFailure {
     pub call_retry_allowed: bool,
     /// Time left until the operation's deadline.
     pub remaining: Duration,
+    /// The connection's strikes: counting parks since its last success.
+    pub parks: u32,
 }
 
 impl Handler<ReportFailure> for QuarantinePolicy {
     type Result = MessageResult<ReportFailure>;
 
     fn handle(&mut self, msg: ReportFailure, _: &mut Context<Self>) -> Self::Result {
-        let now = Instant::now();
-        if let Some(standing) = self.standing_decision(&msg.connection, now) {
-            return MessageResult(standing);
-        }
-        let guard = self.guard_active(&msg.connection, now);
+        let guard = self.guard_active(&msg.connection);
         let situation = Situation {
             failure: &msg.failure,
             phase: msg.phase,
             attempt: msg.attempt,
             max_attempts: msg.max_attempts,
             call_retry_allowed: msg.call_retry_allowed,
-            parks: self.parks_of(&msg.connection),
+            parks: msg.parks,
             remaining: msg.remaining,
             guard_active: guard,
             jitter_unit: rand::random::<f64>(),
         };
         let decision = decide(&self.settings, &situation);
-        self.apply(&msg.connection, &decision, guard);
+        self.apply(&msg.connection, &decision, msg.parks, guard);
         MessageResult(decision)
     }
 }
@@ -184,42 +159,47 @@ impl Handler<ReportFailure> for QuarantinePolicy {
 pub struct ReportIdleDeath {
     pub connection: String,
     pub failure: Failure,
+    /// The connection's strikes: counting parks since its last success.
+    pub parks: u32,
 }
 
 impl Handler<ReportIdleDeath> for QuarantinePolicy {
     type Result = MessageResult<ReportIdleDeath>;
 
     fn handle(&mut self, msg: ReportIdleDeath, _: &mut Context<Self>) -> Self::Result {
-        let now = Instant::now();
-        if let Some(standing) = self.standing_decision(&msg.connection, now) {
-            return MessageResult(standing);
-        }
-        let guard = self.guard_active(&msg.connection, now);
-        let decision = decide_idle_death(&self.settings, self.parks_of(&msg.connection), guard);
-        self.apply(&msg.connection, &decision, guard);
+        let guard = self.guard_active(&msg.connection);
+        let decision = decide_idle_death(&self.settings, msg.parks, guard);
+        self.apply(&msg.connection, &decision, msg.parks, guard);
         MessageResult(decision)
     }
 }
 
-/// An operation succeeded: strikes reset, so separate bursts never add up.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct ReportSuccess {
-    pub connection: String,
-}
-
-impl Handler<ReportSuccess> for QuarantinePolicy {
+/// What the connections' actors did to their standing: the guard's view
+/// follows each park (to its real end), revival, retirement and stop. Only
+/// registered connections count (a late event of one a reload removed must
+/// not change the guard's denominator).
+impl Handler<ConnectionEvent> for QuarantinePolicy {
     type Result = ();
 
-    fn handle(&mut self, msg: ReportSuccess, _: &mut Context<Self>) {
-        let state = self.connections.entry(msg.connection).or_default();
-        state.parks = 0;
-        state.parked_until = None;
+    fn handle(&mut self, event: ConnectionEvent, _: &mut Context<Self>) {
+        let (connection, until) = match &event {
+            ConnectionEvent::Parked {
+                connection, until, ..
+            } => (connection, Some(*until)),
+            ConnectionEvent::Ready { connection, .. }
+            | ConnectionEvent::Revived { connection }
+            | ConnectionEvent::Retired { connection, .. }
+            | ConnectionEvent::Stopped { connection } => (connection, None),
+            _ => return,
+        };
+        if let Some(state) = self.connections.get_mut(connection.as_str()) {
+            state.parked_until = until;
+        }
     }
 }
 
-/// Clears a connection's strikes and park (admin reset, or a reload that
-/// changed it).
+/// Clears what the policy knows of a connection (admin reset, or a reload
+/// that changed it).
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct ResetConnection {

@@ -4,8 +4,9 @@
 //! Layout:
 //! - [`schedule`]: validated timing values, the retry backoff and the park cooldowns;
 //! - [`decide`](mod@decide): the pure decision function, table-tested;
-//! - [`actor`]: the `QuarantinePolicy` actor that holds every connection's strikes
-//!   and cooldowns, applies the mass-retirement guard, and answers with decisions.
+//! - [`actor`]: the `QuarantinePolicy` actor that answers failure reports with
+//!   decisions, and knows which connections are parked now (the
+//!   mass-retirement guard).
 
 pub mod actor;
 pub mod decide;
@@ -13,7 +14,7 @@ pub mod schedule;
 
 pub use actor::{
     ConnectionPolicyState, Forget, QuarantinePolicy, RegisterConnections, ReportFailure,
-    ReportIdleDeath, ReportSuccess, ResetConnection, UpdateSettings,
+    ReportIdleDeath, ResetConnection, UpdateSettings,
 };
 pub use decide::{Decision, Phase, Situation, decide, decide_idle_death};
 pub use schedule::{Cooldowns, PolicySettings, RetryBackoff, ScheduleError};

@@ -11,7 +11,7 @@ use crate::{
     RetireReason, Unavailable,
     config::ConnectionConfig,
     connection::{
-        ConnectionActor, ConnectionDeps, ConnectionList, Incarnation, Standing,
+        ConnectionActor, ConnectionDeps, ConnectionList, Handover, Incarnation, Retire,
         stats::SharedHistory,
     },
     events::ConnectionEvent,
@@ -72,13 +72,14 @@ impl Entry {
         }
     }
 
-    /// Starts the connection's next actor, in `standing` if one is handed over.
-    fn start(&mut self, deps: ConnectionDeps, standing: Option<Standing>) -> Addr<ConnectionActor> {
+    /// Starts the connection's next actor, from what a crashed one handed
+    /// over (nothing for a fresh start).
+    fn start(&mut self, deps: ConnectionDeps, handover: Handover) -> Addr<ConnectionActor> {
         self.incarnation += 1;
         let start = Incarnation {
             number: self.incarnation,
             history: self.history.clone(),
-            standing,
+            handover,
         };
         let actor = ConnectionActor::new(self.config.clone(), deps, start).start();
         self.actor = Some(actor.clone());
@@ -141,7 +142,7 @@ impl Registry {
         let entry = self.entries.get_mut(name)?;
         match &entry.actor {
             Some(actor) => Some(actor.clone()),
-            None => Some(entry.start(deps, None)),
+            None => Some(entry.start(deps, Handover::default())),
         }
     }
 
@@ -244,7 +245,7 @@ impl Registry {
         &mut self,
         name: &str,
         incarnation: u64,
-        standing: Option<Standing>,
+        handover: Handover,
         ctx: &mut Context<Self>,
     ) {
         if self.shutting_down {
@@ -271,16 +272,12 @@ impl Registry {
             name,
         );
         if entry.recent_restarts.len() as u32 >= budget.restarts {
-            tracing::warn!(connection = %name, restarts = entry.restarts, "retired: crash loop, restart budget exhausted");
-            let retired = Standing::Retired {
-                failure: None,
+            tracing::warn!(connection = %name, restarts = entry.restarts, "crash loop: restart budget exhausted");
+            // Like any restart, then retired by the connection's own actor
+            // (its first message), which tells everyone as it does.
+            let actor = entry.start(deps, handover);
+            actor.do_send(Retire {
                 reason: RetireReason::CrashLoop,
-            };
-            entry.start(deps, Some(retired));
-            self.publish(&ConnectionEvent::Retired {
-                connection: name.to_owned(),
-                reason: RetireReason::CrashLoop,
-                failure: None,
             });
             return;
         }
@@ -288,7 +285,7 @@ impl Registry {
         entry.restarts += 1;
         let restarts = entry.restarts;
         tracing::warn!(connection = %name, restarts, "connection actor died; restarted");
-        entry.start(deps, standing);
+        entry.start(deps, handover);
         self.publish(&ConnectionEvent::Restarted {
             connection: name.to_owned(),
             restarts,

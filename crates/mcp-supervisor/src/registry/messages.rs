@@ -360,6 +360,17 @@ impl Handler<ConnectionEvent> for Registry {
             ConnectionEvent::Ready { connection, .. } => self.session_rebuilt(connection, ctx),
             _ => {}
         }
+        // The policy's guard follows the connections' standing.
+        if matches!(
+            event,
+            ConnectionEvent::Parked { .. }
+                | ConnectionEvent::Ready { .. }
+                | ConnectionEvent::Revived { .. }
+                | ConnectionEvent::Retired { .. }
+                | ConnectionEvent::Stopped { .. }
+        ) {
+            self.policy.do_send(event.clone());
+        }
         self.subscribers.retain(|subscriber| subscriber.connected());
         self.publish(&event);
     }
@@ -369,7 +380,7 @@ impl Handler<ConnectionDied> for Registry {
     type Result = ();
 
     fn handle(&mut self, died: ConnectionDied, ctx: &mut Context<Self>) {
-        self.restart(&died.connection, died.incarnation, died.standing, ctx);
+        self.restart(&died.connection, died.incarnation, died.handover, ctx);
     }
 }
 

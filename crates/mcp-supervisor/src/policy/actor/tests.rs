@@ -24,8 +24,9 @@ fn server_failure() -> Failure {
     Failure::from_status(500, None)
 }
 
-/// Reports an exhausted connect operation (the last attempt failing).
-async fn exhaust(policy: &Addr<QuarantinePolicy>, connection: &str) -> Decision {
+/// Reports an exhausted connect operation (the last attempt failing) of a
+/// connection with `parks` strikes.
+async fn exhaust(policy: &Addr<QuarantinePolicy>, connection: &str, parks: u32) -> Decision {
     policy
         .send(ReportFailure {
             connection: connection.to_owned(),
@@ -35,6 +36,7 @@ async fn exhaust(policy: &Addr<QuarantinePolicy>, connection: &str) -> Decision 
             max_attempts: 3,
             call_retry_allowed: false,
             remaining: Duration::from_secs(60),
+            parks,
         })
         .await
         .unwrap()
@@ -62,87 +64,55 @@ fn names(list: &[&str]) -> RegisterConnections {
 }
 
 #[test]
-fn parks_thirty_then_sixty_then_retires() {
+fn decides_by_the_strikes_it_is_told_and_sees_the_park() {
     run_paused(|| async {
         let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["a"])).await.unwrap();
-        assert_eq!(exhaust(&policy, "a").await, park(30));
-        let parked = state(&policy, "a").await;
-        assert_eq!(parked.parks, 1);
-        let until = parked.parked_until.unwrap();
-        assert_eq!(until - Instant::now(), Duration::from_secs(30));
-        tokio::time::sleep(Duration::from_secs(31)).await;
-        assert_eq!(exhaust(&policy, "a").await, park(60));
-        tokio::time::sleep(Duration::from_secs(61)).await;
-        assert_eq!(exhaust(&policy, "a").await, Decision::Retire);
-        let retired = state(&policy, "a").await;
-        assert_eq!(retired.parked_until, None);
-        assert_eq!(retired.parks, 2);
+        assert_eq!(exhaust(&policy, "a", 0).await, park(30));
+        let parked = state(&policy, "a").await.parked_until.unwrap();
+        assert_eq!(parked.remaining(), Duration::from_secs(30));
+        assert_eq!(exhaust(&policy, "a", 1).await, park(60));
+        assert_eq!(exhaust(&policy, "a", 2).await, Decision::Retire);
+        assert_eq!(state(&policy, "a").await.parked_until, None);
     });
 }
 
 #[test]
-fn a_success_in_between_resets_the_count() {
-    run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
-        policy.send(names(&["a"])).await.unwrap();
-        for _ in 0..5 {
-            assert_eq!(exhaust(&policy, "a").await, park(30));
-            tokio::time::sleep(Duration::from_secs(31)).await;
-            assert_eq!(exhaust(&policy, "a").await, park(60));
-            policy
-                .send(ReportSuccess {
-                    connection: "a".into(),
-                })
-                .await
-                .unwrap();
-            let after = state(&policy, "a").await;
-            assert_eq!((after.parks, after.parked_until), (0, None));
-        }
-    });
-}
-
-#[test]
-fn rate_limit_parks_do_not_count() {
+fn a_rate_limit_park_is_no_strike() {
     run_paused(|| async {
         let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         let mut failure = Failure::from_status(429, Some(Duration::from_secs(5)));
         failure.not_run = true;
-        for _ in 0..4 {
-            let decision = policy
-                .send(ReportFailure {
-                    connection: "a".into(),
-                    failure: failure.clone(),
-                    phase: Phase::Call,
-                    attempt: 3,
-                    max_attempts: 3,
-                    call_retry_allowed: false,
-                    remaining: Duration::from_secs(60),
-                })
-                .await
-                .unwrap();
-            assert_eq!(
-                decision,
-                Decision::Park {
-                    cooldown: Duration::from_secs(5),
-                    counts: false
-                }
-            );
-            tokio::time::sleep(Duration::from_secs(6)).await;
-        }
-        let after = state(&policy, "a").await;
-        assert_eq!(after.parks, 0, "rate-limit parks are not strikes");
+        let decision = policy
+            .send(ReportFailure {
+                connection: "a".into(),
+                failure,
+                phase: Phase::Call,
+                attempt: 3,
+                max_attempts: 3,
+                call_retry_allowed: false,
+                remaining: Duration::from_secs(60),
+                parks: 2,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            decision,
+            Decision::Park {
+                cooldown: Duration::from_secs(5),
+                counts: false
+            },
+            "not even at the retiring park"
+        );
     });
 }
 
 #[test]
-fn reset_clears_strikes_and_the_park() {
+fn reset_clears_the_park() {
     run_paused(|| async {
         let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
-        assert_eq!(exhaust(&policy, "a").await, park(30));
-        let parked = state(&policy, "a").await;
-        assert_eq!(parked.parks, 1);
-        assert!(parked.parked_until.is_some());
+        assert_eq!(exhaust(&policy, "a", 0).await, park(30));
+        assert!(state(&policy, "a").await.parked_until.is_some());
         policy
             .send(ResetConnection {
                 connection: "a".into(),
@@ -150,8 +120,49 @@ fn reset_clears_strikes_and_the_park() {
             .await
             .unwrap();
         assert_eq!(state(&policy, "a").await, ConnectionPolicyState::default());
-        // A fresh start: the next exhausted operation is a first park again.
-        assert_eq!(exhaust(&policy, "a").await, park(30));
+    });
+}
+
+/// The guard's view follows what the connections' actors did: a park to its
+/// real end, a revival, a retirement.
+#[test]
+fn the_guards_view_follows_the_connections_events() {
+    run_paused(|| async {
+        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
+        policy.send(names(&["a"])).await.unwrap();
+        let until = Deadline::after(Duration::from_secs(45));
+        policy
+            .send(ConnectionEvent::Parked {
+                connection: "a".into(),
+                failure: server_failure(),
+                cooldown: Duration::from_secs(45),
+                until,
+                attempt: 3,
+            })
+            .await
+            .unwrap();
+        assert_eq!(state(&policy, "a").await.parked_until, Some(until));
+        policy
+            .send(ConnectionEvent::Revived {
+                connection: "a".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(state(&policy, "a").await.parked_until, None);
+        // A connection the policy does not know is not added by an event.
+        policy
+            .send(ConnectionEvent::Stopped {
+                connection: "gone".into(),
+            })
+            .await
+            .unwrap();
+        let unknown = policy
+            .send(PolicySnapshot {
+                connection: "gone".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(unknown, None);
     });
 }
 
@@ -160,18 +171,13 @@ fn the_guard_holds_while_most_are_parked_and_lets_go_after() {
     run_paused(|| async {
         let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["a", "b", "c", "d"])).await.unwrap();
-        // a: two counting parks, cooldowns over.
-        assert_eq!(exhaust(&policy, "a").await, park(30));
-        tokio::time::sleep(Duration::from_secs(31)).await;
-        assert_eq!(exhaust(&policy, "a").await, park(60));
-        tokio::time::sleep(Duration::from_secs(61)).await;
-        // b and c park now: with a, 3 of 4 are failing.
-        assert_eq!(exhaust(&policy, "b").await, park(30));
-        assert_eq!(exhaust(&policy, "c").await, park(30));
-        assert_eq!(exhaust(&policy, "a").await, park(120), "guard must hold");
+        // b and c park now: with a at its retiring park, 3 of 4 are failing.
+        assert_eq!(exhaust(&policy, "b", 0).await, park(30));
+        assert_eq!(exhaust(&policy, "c", 0).await, park(30));
+        assert_eq!(exhaust(&policy, "a", 2).await, park(120), "guard must hold");
         // Once b and c recover, a's next exhausted operation retires it.
         tokio::time::sleep(Duration::from_secs(121)).await;
-        assert_eq!(exhaust(&policy, "a").await, Decision::Retire);
+        assert_eq!(exhaust(&policy, "a", 3).await, Decision::Retire);
     });
 }
 
@@ -180,9 +186,8 @@ fn a_lone_failing_connection_still_retires() {
     run_paused(|| async {
         let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
         policy.send(names(&["only"])).await.unwrap();
-        for expected in [park(30), park(60), Decision::Retire] {
-            assert_eq!(exhaust(&policy, "only").await, expected);
-            tokio::time::sleep(Duration::from_secs(301)).await;
+        for (parks, expected) in [(0, park(30)), (1, park(60)), (2, Decision::Retire)] {
+            assert_eq!(exhaust(&policy, "only", parks).await, expected);
         }
     });
 }
@@ -202,39 +207,13 @@ proptest! {
             let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
             let all: Vec<String> = (0..total).map(|i| format!("c{i}")).collect();
             policy.send(RegisterConnections(all.clone())).await.unwrap();
-            // The deciding connection c0 reaches two parks, cooldowns over.
-            exhaust(&policy, "c0").await;
-            tokio::time::sleep(Duration::from_secs(31)).await;
-            exhaust(&policy, "c0").await;
-            tokio::time::sleep(Duration::from_secs(61)).await;
             for name in all.iter().skip(1).take(parked) {
-                exhaust(&policy, name).await;
+                exhaust(&policy, name, 0).await;
             }
-            seen.set(exhaust(&policy, "c0").await == Decision::Retire);
+            // The deciding connection c0 is at its retiring park.
+            seen.set(exhaust(&policy, "c0", 2).await == Decision::Retire);
         });
         let guard_should_hold = parked >= 1 && (parked + 1) * 2 > total;
         prop_assert_eq!(retired.get(), !guard_should_hold);
     }
-}
-
-#[test]
-fn reports_during_a_park_add_no_strike() {
-    run_paused(|| async {
-        let policy = QuarantinePolicy::new(PolicySettings::defaults()).start();
-        policy.send(names(&["a"])).await.unwrap();
-        assert_eq!(exhaust(&policy, "a").await, park(30));
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        // Two more callers' failures arrive while parked: same park, no strike.
-        for _ in 0..2 {
-            assert_eq!(
-                exhaust(&policy, "a").await,
-                Decision::Park {
-                    cooldown: Duration::from_secs(20),
-                    counts: false
-                }
-            );
-        }
-        let parked = state(&policy, "a").await;
-        assert_eq!(parked.parks, 1);
-    });
 }
