@@ -13,6 +13,10 @@
 #   .tools/venv   Python venv with the `mcp` SDK 1.x, from tests/interop/requirements.txt
 #   .tools/venv2  Python venv with the `mcp` SDK 2.x, from tests/interop/requirements-v2.txt
 #
+# and Debian's `redis-server` and `haproxy` (the fleet's tests run a real Redis and a
+# real load balancer), with apt-get when run as root, as CI is; otherwise a missing
+# one is named with the package to install.
+#
 # Idempotent and fast on re-runs: each part writes a stamp (a hash of its pins and
 # of the runtime version) when it is complete, and is skipped while the stamp
 # matches. A failed install exits non-zero and leaves no stamp, so the next run
@@ -156,5 +160,24 @@ install_venv() {
 }
 install_venv "$VENV_DIR" "$PY_PINS" 'import mcp.server.fastmcp'
 install_venv "$VENV2_DIR" "$PY2_PINS" 'from mcp import Client'
+
+# --- redis-server and haproxy (Debian packages) -------------------------------
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
+if ((${#missing[@]})); then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        say "installing ${missing[*]} with apt-get"
+        apt-get update -qq >/dev/null || die "apt-get update failed"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+            die "apt-get install ${missing[*]} failed"
+    else
+        die "the fleet's tests need ${missing[*]}: install the Debian package(s) ${missing[*]} (as root: apt-get install ${missing[*]})"
+    fi
+fi
+# Debian's package starts a redis-server on port 6379 as a service; the tests
+# start their own on free ports and never use it.
+haproxy_bin=$(command -v haproxy || echo /usr/sbin/haproxy)
+say "redis-server $(redis-server --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p'), haproxy $("$haproxy_bin" -v | sed -n '1s/^HAProxy version \([^ ]*\).*/\1/p')"
 
 echo "test dependencies: ok"

@@ -31,6 +31,18 @@ pub enum ConnectionEvent {
         /// When the park ends.
         until: crate::Deadline,
         attempt: u32,
+        /// Counting parks since the last success, this one included (the
+        /// next park's length follows from it).
+        strikes: u32,
+    },
+    /// The upstream asked to be left alone until `until` (`Retry-After` on
+    /// a 429): no request is sent to it before then, by this process or (with
+    /// `[fleet]`) any other; calls that can wait that long wait, the others
+    /// are answered at once. The session is kept.
+    Held {
+        connection: String,
+        failure: Failure,
+        until: crate::Deadline,
     },
     /// The first use after a park's cooldown: the session is being rebuilt.
     Revived { connection: String },
@@ -72,6 +84,7 @@ impl ConnectionEvent {
             ConnectionEvent::Connecting { connection }
             | ConnectionEvent::Ready { connection, .. }
             | ConnectionEvent::Parked { connection, .. }
+            | ConnectionEvent::Held { connection, .. }
             | ConnectionEvent::Revived { connection }
             | ConnectionEvent::Retired { connection, .. }
             | ConnectionEvent::Restarted { connection, .. }

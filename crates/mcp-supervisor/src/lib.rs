@@ -13,6 +13,8 @@
 //!   standing (park, retirement), and its history.
 //! - [`events`]: [`events::ConnectionEvent`], what the registry's subscribers are told.
 //! - [`failure`]: [`Failure`] and the one [`classify`] for every error source.
+//! - [`fleet`]: supervisors in several processes sharing parks, `Retry-After`
+//!   windows, retirements and resets through Redis.
 //! - [`gateway`]: the MCP endpoint (streamable HTTP or stdio) that proxies every upstream.
 //! - [`http`]: the connection's own rmcp HTTP client, recording every status.
 //! - [`meta`]: the meta-tools (`list_mcps`, `search_mcp_tools`, …).
@@ -30,6 +32,7 @@ pub mod config;
 pub mod connection;
 pub mod events;
 pub mod failure;
+pub mod fleet;
 pub mod gateway;
 mod heavy;
 pub mod http;

@@ -43,6 +43,8 @@
 //! - `counters`: what reached the server ([`Counts`]).
 //! - [`conformance`]: the `mcp-conformance-server` upstream, with every
 //!   fixture the official MCP conformance suite calls.
+//! - [`redis`]: a real `redis-server` on loopback for the fleet's tests
+//!   ([`RedisServer`]), with a RESP client of its own.
 //! - [`asking`]: a 2026-07-28 server that asks its client with requests on
 //!   the call's stream (`mcp-test-server --http ADDR --asks-by-request`).
 
@@ -54,6 +56,7 @@ mod counters;
 pub mod fault;
 pub mod http;
 pub mod oauth;
+pub mod redis;
 pub mod server;
 pub mod stdio;
 pub mod wait;
@@ -62,6 +65,7 @@ pub use binary::test_server_binary;
 pub use counters::Counts;
 pub use fault::{Fault, FaultHandle, FaultRule, Match, RetryAfter};
 pub use http::{TestServer, TestServerOptions};
+pub use redis::RedisServer;
 pub use server::{LATE_TOOL, ServerBehavior, ServerControl, Speaks, TestMcpServer};
 pub use stdio::{StdioOptions, serve_stdio};
 pub use wait::{wait_until, wait_until_async};

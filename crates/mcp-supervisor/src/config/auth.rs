@@ -224,7 +224,11 @@ impl Validator<'_> {
         Ok(BearerToken::new(token))
     }
 
-    fn token_from_env(&self, key: &KeyPath, var: &str) -> Result<SecretString, ConfigError> {
+    pub(super) fn token_from_env(
+        &self,
+        key: &KeyPath,
+        var: &str,
+    ) -> Result<SecretString, ConfigError> {
         if var.is_empty() || var.contains(['=', '\0']) {
             return Err(self.invalid(key, "not a valid environment variable name"));
         }
@@ -238,7 +242,11 @@ impl Validator<'_> {
         }
     }
 
-    fn token_from_file(&self, key: &KeyPath, path: &str) -> Result<SecretString, ConfigError> {
+    pub(super) fn token_from_file(
+        &self,
+        key: &KeyPath,
+        path: &str,
+    ) -> Result<SecretString, ConfigError> {
         if path.is_empty() {
             return Err(self.invalid(key, "must not be empty"));
         }

@@ -32,10 +32,11 @@ use std::path::Path;
 pub use error::{ConfigError, Location};
 pub use import::{ImportError, import_mcp_servers};
 pub use model::{
-    AdminSettings, BearerToken, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, GatewaySettings, HttpTransport,
-    OAuthGrant, OAuthSettings, Prefix, QuarantineSettings, RestartBudget, RetryCalls,
-    StdioTransport, SupervisorSettings, Transport, UpstreamAuth, UpstreamProtocol,
+    AdminSettings, BearerToken, Choice, Config, ConnectionConfig, DEFAULT_FLEET_NAMESPACE,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_CONCURRENT_CALLS,
+    DEFAULT_MAX_QUEUED_CALLS, Expose, FleetSettings, GatewaySettings, HttpTransport, OAuthGrant,
+    OAuthSettings, Password, Prefix, QuarantineSettings, RestartBudget, RetryCalls, StdioTransport,
+    SupervisorSettings, Transport, UpstreamAuth, UpstreamProtocol,
 };
 pub use summary::summary;
 
@@ -64,3 +65,12 @@ impl Config {
         validate::Validator::new(origin, env).config(raw)
     }
 }
+
+/// Whether `name` is a valid connection name (for names that come from
+/// elsewhere than a config file, like the fleet's store).
+pub(crate) fn connection_name_ok(name: &str) -> bool {
+    values::connection_name(name).is_ok()
+}
+
+pub(crate) use validate::default_node;
+pub(crate) use values::fleet_name;

@@ -24,6 +24,61 @@ pub struct Config {
     pub admin: AdminSettings,
     /// Every configured upstream, sorted by name (names are unique).
     pub connections: Vec<ConnectionConfig>,
+    /// `[fleet]`: what this process learns is shared with other processes
+    /// through Redis (docs/FLEET.md). `None`: the process is alone.
+    pub fleet: Option<FleetSettings>,
+}
+
+/// `[fleet]`: the store the fleet shares and this process's name in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetSettings {
+    /// A `redis://` or `rediss://` URL without a password (a user name is
+    /// allowed: an ACL user).
+    pub redis: url::Url,
+    /// The password, from `password_env` or `password_file`.
+    pub password: Option<Password>,
+    /// This process's name in the fleet: unique among the nodes.
+    pub node: String,
+    /// The prefix of every key and channel, so several fleets can share one Redis.
+    pub namespace: String,
+    /// How far apart the nodes' wall clocks may be: a shared deadline further
+    /// out than the longest window plus this is refused.
+    pub max_clock_skew: Duration,
+}
+
+/// Default `fleet.namespace`.
+pub const DEFAULT_FLEET_NAMESPACE: &str = "mcp-supervisor";
+/// Default `fleet.max_clock_skew`.
+pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(2);
+
+/// A password. `Debug` prints `Password([REDACTED])`; the only way to the
+/// text is [`Password::expose`].
+#[derive(Clone)]
+pub struct Password(SecretString);
+
+impl Password {
+    pub fn new(password: SecretString) -> Self {
+        Self(password)
+    }
+
+    /// The text, for the store's client.
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl PartialEq for Password {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+impl Eq for Password {}
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password([REDACTED])")
+    }
 }
 
 impl Config {

@@ -23,6 +23,19 @@ pub(crate) struct RawConfig {
     pub(crate) admin: Option<RawAdmin>,
     /// A `BTreeMap` so connections come out sorted by name.
     pub(crate) connections: Option<BTreeMap<String, RawConnection>>,
+    pub(crate) fleet: Option<RawFleet>,
+}
+
+/// `[fleet]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawFleet {
+    pub(crate) redis: Option<String>,
+    pub(crate) password_env: Option<String>,
+    pub(crate) password_file: Option<String>,
+    pub(crate) node: Option<String>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) max_clock_skew: Option<String>,
 }
 
 /// `[supervisor]`.

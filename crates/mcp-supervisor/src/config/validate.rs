@@ -14,13 +14,15 @@ use secrecy::{ExposeSecret, SecretString};
 use super::error::ConfigError;
 use super::keypath::KeyPath;
 use super::model::{
-    AdminSettings, Choice, Config, ConnectionConfig, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
-    GatewaySettings, HttpTransport, QuarantineSettings, RestartBudget, RetryCalls, StdioTransport,
+    AdminSettings, Choice, Config, ConnectionConfig, DEFAULT_FLEET_NAMESPACE,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_CONCURRENT_CALLS,
+    DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SESSIONS_PER_CLIENT, FleetSettings, GatewaySettings,
+    HttpTransport, Password, QuarantineSettings, RestartBudget, RetryCalls, StdioTransport,
     SupervisorSettings, Transport, UpstreamProtocol,
 };
 use super::raw::{
-    RawAdmin, RawConfig, RawConnection, RawGateway, RawQuarantine, RawRestartBudget, RawSupervisor,
+    RawAdmin, RawConfig, RawConnection, RawFleet, RawGateway, RawQuarantine, RawRestartBudget,
+    RawSupervisor,
 };
 use super::values::{self, short_quote};
 
@@ -116,11 +118,16 @@ impl<'a> Validator<'a> {
                 self.connection(&connections_key.key(&name), name, conn, &supervisor)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let fleet = raw
+            .fleet
+            .map(|fleet| self.fleet(&root.key("fleet"), fleet))
+            .transpose()?;
         Ok(Config {
             supervisor,
             gateway,
             admin,
             connections,
+            fleet,
         })
     }
 
@@ -398,6 +405,52 @@ impl<'a> Validator<'a> {
                 d.max_connections,
                 MAX_CONNECTIONS,
             )?,
+        })
+    }
+
+    fn fleet(&self, key: &KeyPath, raw: RawFleet) -> Result<FleetSettings, ConfigError> {
+        let Some(redis) = raw.redis else {
+            return Err(self.invalid(
+                &key.key("redis"),
+                "is required: the store's URL, like \"redis://127.0.0.1:6379\"",
+            ));
+        };
+        let redis = self.check(&key.key("redis"), values::redis_url(&redis))?;
+        let password = match (raw.password_env, raw.password_file) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    self.invalid(key, "set at most one of 'password_env' or 'password_file'")
+                );
+            }
+            (Some(var), None) => Some(self.token_from_env(&key.key("password_env"), &var)?),
+            (None, Some(path)) => Some(self.token_from_file(&key.key("password_file"), &path)?),
+            (None, None) => None,
+        };
+        let node = match raw.node {
+            Some(node) => self.check(&key.key("node"), values::fleet_name(node))?,
+            None => default_node(),
+        };
+        let namespace = match raw.namespace {
+            Some(namespace) => self.check(&key.key("namespace"), values::fleet_name(namespace))?,
+            None => DEFAULT_FLEET_NAMESPACE.to_owned(),
+        };
+        let max_clock_skew = self.duration(
+            &key.key("max_clock_skew"),
+            raw.max_clock_skew,
+            DEFAULT_MAX_CLOCK_SKEW,
+        )?;
+        if max_clock_skew > MAX_CLOCK_SKEW {
+            return Err(self.invalid(
+                &key.key("max_clock_skew"),
+                "must be at most 60s: synchronise the clocks (NTP) instead",
+            ));
+        }
+        Ok(FleetSettings {
+            redis,
+            password: password.map(Password::new),
+            node,
+            namespace,
+            max_clock_skew,
         })
     }
 
@@ -693,6 +746,20 @@ impl<'a> Validator<'a> {
             None => Ok(default),
         }
     }
+}
+
+/// The largest `fleet.max_clock_skew`.
+const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
+
+/// `fleet.node` when unset: the host name and the process id, unique on a
+/// machine and readable across machines.
+pub(crate) fn default_node() -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|name| name.into_string().ok())
+        .and_then(|name| values::fleet_name(name).ok())
+        .unwrap_or_else(|| "node".to_owned());
+    format!("{host}-{}", std::process::id())
 }
 
 /// `gateway.path`: an absolute URL path, nothing else.

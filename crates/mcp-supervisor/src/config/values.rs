@@ -124,6 +124,50 @@ pub(crate) fn http_url(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `redis://` or `rediss://` URL with a host and without a password.
+///
+/// A password in the URL is refused: the URL is shown by `check` and in
+/// logs. A user name (a Redis ACL user) is allowed.
+pub(crate) fn redis_url(text: &str) -> Result<url::Url, String> {
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain whitespace or control characters".to_owned());
+    }
+    let url = url::Url::parse(text).map_err(|e| format!("invalid URL: {e}"))?;
+    if !matches!(url.scheme(), "redis" | "rediss") {
+        return Err(
+            "must be a URL starting with redis:// or rediss:// (TLS), like \"redis://127.0.0.1:6379\""
+                .to_owned(),
+        );
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("the URL must name a host".to_owned());
+    }
+    if url.password().is_some() {
+        return Err(
+            "the URL must not contain a password; use 'password_env' or 'password_file'".to_owned(),
+        );
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("the URL must not have a query or fragment".to_owned());
+    }
+    Ok(url)
+}
+
+/// A fleet node name or namespace: 1 to 64 letters, digits, '.', '_' or
+/// '-' (it is part of Redis keys and shown in `/status`).
+pub(crate) fn fleet_name(name: String) -> Result<String, String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(name)
+    } else {
+        Err("use 1 to 64 letters, digits, '.', '_' or '-'".to_owned())
+    }
+}
+
 /// Quotes a non-secret value for a message, cut short so a pasted blob stays short.
 pub(crate) fn short_quote(text: &str) -> String {
     const MAX: usize = 40;

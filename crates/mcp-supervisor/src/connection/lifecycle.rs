@@ -22,6 +22,12 @@ pub(crate) enum LeaseError {
     ConnectFailed(Failure),
     /// The connection refuses work (parked, retired, stopped): answer at once.
     Refused(crate::Unavailable),
+    /// The upstream asked to be left alone until `until`: wait that long if
+    /// the caller's budget allows, else answer `refusal`.
+    Held {
+        until: Deadline,
+        refusal: crate::Unavailable,
+    },
 }
 
 pub(crate) type Waiter = oneshot::Sender<Result<Lease, LeaseError>>;
@@ -31,6 +37,10 @@ pub(crate) enum LeaseAttempt {
     Ready(Lease),
     Wait(tokio::sync::oneshot::Receiver<Result<Lease, LeaseError>>),
     Refused(crate::Unavailable),
+    Held {
+        until: Deadline,
+        refusal: crate::Unavailable,
+    },
 }
 
 impl LeaseAttempt {
@@ -39,6 +49,7 @@ impl LeaseAttempt {
         match self {
             LeaseAttempt::Ready(lease) => Ok(lease),
             LeaseAttempt::Refused(unavailable) => Err(LeaseError::Refused(unavailable)),
+            LeaseAttempt::Held { until, refusal } => Err(LeaseError::Held { until, refusal }),
             LeaseAttempt::Wait(rx) => rx.await.unwrap_or(Err(LeaseError::Refused(if_dropped))),
         }
     }

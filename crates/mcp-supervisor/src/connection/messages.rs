@@ -445,6 +445,19 @@ impl Handler<Retire> for ConnectionActor {
     }
 }
 
+/// Take on what another node of the fleet learned (docs/FLEET.md).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub(crate) struct Adopt(pub(crate) crate::fleet::Shared);
+
+impl Handler<Adopt> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, Adopt(shared): Adopt, _: &mut Context<Self>) {
+        self.adopt(shared);
+    }
+}
+
 impl Handler<Finished> for ConnectionActor {
     type Result = ();
 

@@ -25,10 +25,10 @@ pub use lifecycle::{Handover, Standing};
 pub(crate) use lifecycle::{Lease, LeaseAttempt, LeaseError};
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
+pub(crate) use messages::{Adopt, Forward as ConnectionForward, Retire};
 pub use messages::{
     ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
-pub(crate) use messages::{Forward as ConnectionForward, Retire};
 pub use operation::CallRetry;
 pub use stats::CallCounts;
 
@@ -93,6 +93,9 @@ pub struct ConnectionActor {
     /// retires. Told to the policy with each failure; handed over on a
     /// crash.
     strikes: u32,
+    /// A `Retry-After` window the upstream asked for (here or, with
+    /// `[fleet]`, on another node): nothing is sent before it ends.
+    hold: Option<(crate::Deadline, Failure)>,
     recorder: HttpRecorder,
     /// Cancelled at stop: every running operation answers at once.
     stop: tokio_util::sync::CancellationToken,
@@ -120,6 +123,7 @@ impl ConnectionActor {
             history: start.history,
             handover: None,
             strikes: start.handover.strikes,
+            hold: None,
             recorder: HttpRecorder::default(),
             stop: tokio_util::sync::CancellationToken::new(),
             protocol,
@@ -194,6 +198,9 @@ impl ConnectionActor {
     /// refuses (parked, retired, stopped). A park whose cooldown is over
     /// revives here, on first use.
     fn lease(&mut self, ctx: &mut Context<Self>) -> LeaseAttempt {
+        if let Some(held) = self.held() {
+            return held;
+        }
         match &mut self.lifecycle {
             Lifecycle::Ready(lease) => LeaseAttempt::Ready(lease.clone()),
             Lifecycle::Connecting { waiters, .. } => {
@@ -213,6 +220,50 @@ impl ConnectionActor {
                 LeaseAttempt::Refused(self.refusal())
             }
         }
+    }
+
+    /// The answer while a `Retry-After` window lasts (a park, retirement or
+    /// stop answers for itself).
+    fn held(&mut self) -> Option<LeaseAttempt> {
+        if matches!(
+            self.lifecycle,
+            Lifecycle::Parked { .. } | Lifecycle::Retired { .. } | Lifecycle::Stopped
+        ) {
+            return None;
+        }
+        let (until, failure) = self.hold.as_ref()?;
+        if !until.pending() {
+            self.hold = None;
+            return None;
+        }
+        Some(LeaseAttempt::Held {
+            until: *until,
+            refusal: Unavailable {
+                message: text::parked(self.name(), failure, until.remaining()),
+                failure: failure.clone(),
+                retry_in: Some(until.remaining()),
+            },
+        })
+    }
+
+    /// Holds every request until `until` (a `Retry-After` window), unless a
+    /// longer one is already held; `false` if nothing changed.
+    fn hold_until(&mut self, until: crate::Deadline, failure: &Failure) -> bool {
+        if self
+            .hold
+            .as_ref()
+            .is_some_and(|(held, _)| held.wall() >= until.wall())
+            || !until.pending()
+        {
+            return false;
+        }
+        self.hold = Some((until, failure.clone()));
+        self.publish(ConnectionEvent::Held {
+            connection: self.config.name.clone(),
+            failure: failure.clone(),
+            until,
+        });
+        true
     }
 
     fn start_connect(&mut self, ctx: &mut Context<Self>, revived: bool) -> LeaseAttempt {
@@ -413,7 +464,21 @@ impl ConnectionActor {
                     cooldown: *cooldown,
                     until,
                     attempt,
+                    strikes: self.strikes,
                 });
+            }
+            // The upstream said when to come back: nobody sends before then.
+            Decision::Retry { after }
+                if failure.kind == crate::FailureKind::RateLimit
+                    && failure.retry_after.is_some() =>
+            {
+                if self.hold_until(crate::Deadline::after(*after), failure) {
+                    tracing::info!(
+                        connection = %self.config.name,
+                        delay_secs = after.as_secs_f64(),
+                        "held: the upstream asked to wait (Retry-After)"
+                    );
+                }
             }
             Decision::Retire => self.retire(
                 crate::RetireReason::Failure(failure.kind),
@@ -454,6 +519,55 @@ impl ConnectionActor {
             reason,
             failure: failure.cloned(),
         });
+    }
+
+    /// Takes on what another node of the fleet learned (docs/FLEET.md): a
+    /// park, a `Retry-After` window or a retirement, told to subscribers as
+    /// if it happened here. A retirement stays; a longer park stays.
+    fn adopt(&mut self, shared: crate::fleet::Shared) {
+        use crate::fleet::Shared;
+        match shared {
+            Shared::Parked {
+                until,
+                failure,
+                strikes,
+            } => {
+                self.strikes = self.strikes.max(strikes);
+                let until = crate::Deadline::at(until);
+                let longer = match &self.lifecycle {
+                    Lifecycle::Retired { .. } | Lifecycle::Stopped => false,
+                    Lifecycle::Parked { until: mine, .. } => mine.wall() < until.wall(),
+                    _ => true,
+                };
+                if !longer || !until.pending() {
+                    return;
+                }
+                tracing::info!(
+                    connection = %self.config.name,
+                    kind = %failure.kind,
+                    delay_secs = until.remaining().as_secs_f64(),
+                    "parked: the fleet parked it"
+                );
+                self.transition(Lifecycle::Parked {
+                    until,
+                    failure: failure.clone(),
+                });
+                self.publish(ConnectionEvent::Parked {
+                    connection: self.config.name.clone(),
+                    failure,
+                    cooldown: until.remaining(),
+                    until,
+                    attempt: 0,
+                    strikes: self.strikes,
+                });
+            }
+            Shared::Held { until, failure } => {
+                if self.hold_until(crate::Deadline::at(until), &failure) {
+                    tracing::info!(connection = %self.config.name, "held: the fleet was asked to wait (Retry-After)");
+                }
+            }
+            Shared::Retired { reason, failure } => self.retire(reason, failure.as_ref(), 0),
+        }
     }
 
     fn snapshot(&self) -> ConnectionSnapshot {

@@ -187,12 +187,32 @@ impl Operation {
         let phase = self.request.phase();
         let retry = self.request.retry();
         for attempt in 1u32.. {
-            let lease = match first.take() {
-                Some(attempt) => self.by_deadline(attempt.resolve(self.stopped())).await,
-                None => self.acquire().await,
+            let lease = loop {
+                let lease = match first.take() {
+                    Some(attempt) => self.by_deadline(attempt.resolve(self.stopped())).await,
+                    None => self.acquire().await,
+                };
+                // A `Retry-After` window: wait it out if the budget allows
+                // (not an attempt: nothing was sent), else answer at once.
+                match lease {
+                    Err(LeaseError::Held { until, .. })
+                        if Instant::now() + until.remaining() < self.deadline =>
+                    {
+                        tokio::time::sleep(until.remaining()).await;
+                    }
+                    lease => break lease,
+                }
             };
             let (failure, upstream, failed_phase, generation) = match lease {
-                Err(LeaseError::Refused(unavailable)) => return Ended::Refused(unavailable),
+                Err(
+                    LeaseError::Refused(unavailable)
+                    | LeaseError::Held {
+                        refusal: unavailable,
+                        ..
+                    },
+                ) => {
+                    return Ended::Refused(unavailable);
+                }
                 Err(LeaseError::ConnectFailed(failure)) => (failure, None, Phase::Connect, None),
                 // Every attempt may run to the operation's deadline: one that
                 // is still running has not failed, so a retry only follows a

@@ -20,8 +20,11 @@ use super::{
 use crate::{
     CallOutcome, ConnectionState, Failure, FailureKind, Forwarded, RetireReason, Unavailable,
     config::Config,
-    connection::{CallCounts, ConnectionDied, ConnectionSnapshot, Snapshot, Stop, stats::History},
+    connection::{
+        Adopt, CallCounts, ConnectionDied, ConnectionSnapshot, Snapshot, Stop, stats::History,
+    },
     events::ConnectionEvent,
+    fleet::{FleetStatus, FleetView, Learned, News, ResetEverywhere},
     policy::{Forget, RegisterConnections, ResetConnection, UpdateSettings},
     session::DownstreamLink,
 };
@@ -388,23 +391,77 @@ impl Handler<Reset> for Registry {
     type Result = Result<(), UnknownConnection>;
 
     fn handle(&mut self, msg: Reset, _: &mut Context<Self>) -> Self::Result {
+        self.reset_here(&msg.connection)?;
+        tracing::info!(connection = %msg.connection, "reset");
+        if let Some(fleet) = &self.fleet {
+            fleet.do_send(ResetEverywhere {
+                connection: msg.connection,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Registry {
+    /// Forgets `connection`'s standing in this process: its actor stops and
+    /// the next use starts a fresh one.
+    fn reset_here(&mut self, connection: &str) -> Result<(), UnknownConnection> {
         let entry = self
             .entries
-            .get_mut(&msg.connection)
-            .ok_or_else(|| UnknownConnection(msg.connection.clone()))?;
+            .get_mut(connection)
+            .ok_or_else(|| UnknownConnection(connection.to_owned()))?;
         if let Some(actor) = entry.actor.take() {
             actor.do_send(Stop);
         }
         entry.catalog = drain_catalog(
             std::mem::replace(&mut entry.catalog, super::entries::CatalogState::Unloaded),
-            &msg.connection,
+            connection,
         );
         entry.recent_restarts.clear();
         self.policy.do_send(ResetConnection {
-            connection: msg.connection.clone(),
+            connection: connection.to_owned(),
         });
-        tracing::info!(connection = %msg.connection, "reset");
         Ok(())
+    }
+}
+
+/// What another node of the fleet learned: taken on by the connection's
+/// actor (started for it if it is not running), or a reset done here.
+impl Handler<Learned> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Learned, ctx: &mut Context<Self>) {
+        if self.shutting_down {
+            return;
+        }
+        match msg.news {
+            News::Reset => {
+                if self.reset_here(&msg.connection).is_ok() {
+                    tracing::info!(connection = %msg.connection, "reset: by another node of the fleet");
+                }
+            }
+            News::Standing(shared) => match self.actor(&msg.connection, ctx) {
+                Some(actor) => actor.do_send(Adopt(shared)),
+                // Another node's config has it, this one's does not.
+                None => {
+                    tracing::debug!(connection = %msg.connection, "the fleet told of a connection not configured here")
+                }
+            },
+        }
+    }
+}
+
+/// What this node knows of the fleet; `None` when it is alone.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Option<FleetView>")]
+pub struct FleetOverview;
+
+impl Handler<FleetOverview> for Registry {
+    type Result = ResponseFuture<Option<FleetView>>;
+
+    fn handle(&mut self, _: FleetOverview, _: &mut Context<Self>) -> Self::Result {
+        let fleet = self.fleet.clone();
+        Box::pin(async move { fleet?.send(FleetStatus).await.ok() })
     }
 }
 
@@ -418,6 +475,9 @@ impl Handler<Reload> for Registry {
                 "[gateway] and [admin] changes take effect on restart; the running \
                  endpoints keep their settings"
             );
+        }
+        if new.fleet != self.config.fleet {
+            tracing::warn!("[fleet] changes take effect on restart; this node stays where it is");
         }
         let mut report = ReloadReport::default();
         let old_names = self.names();

@@ -28,6 +28,7 @@ use crate::{
     config::Config,
     connection::ConnectionDeps,
     events::ConnectionEvent,
+    fleet::{Fleet, Member, RedisStore, Store},
     http::HttpClients,
     policy::{Cooldowns, PolicySettings, QuarantinePolicy, RegisterConnections, RetryBackoff},
     session::shared_http_client,
@@ -44,6 +45,11 @@ pub struct Registry {
     schemas: SchemaInterner,
     subscribers: Vec<Recipient<ConnectionEvent>>,
     shutting_down: bool,
+    /// This process's member of the fleet (`[fleet]`, or a store given to
+    /// [`Registry::with_fleet_store`]); `None`: the process is alone.
+    fleet: Option<Addr<Fleet>>,
+    /// The store to join the fleet through, until started.
+    fleet_store: Option<Arc<dyn Store>>,
 }
 
 impl Registry {
@@ -63,7 +69,44 @@ impl Registry {
             schemas: SchemaInterner::default(),
             subscribers: Vec::new(),
             shutting_down: false,
+            fleet: None,
+            fleet_store: None,
         }
+    }
+
+    /// A registry that shares what it learns through `store` (docs/FLEET.md),
+    /// whether or not the config has a `[fleet]` table (its `node` and
+    /// `max_clock_skew` are used if it has): supervisors in one process
+    /// given clones of one [`crate::fleet::LocalStore`] act as one fleet.
+    pub fn with_fleet_store(config: Config, store: Arc<dyn Store>) -> Self {
+        Registry {
+            fleet_store: Some(store),
+            ..Registry::new(config)
+        }
+    }
+
+    /// Joins the fleet, if this registry is in one.
+    fn join_fleet(&mut self, ctx: &mut Context<Self>) {
+        let settings = self.config.fleet.as_ref();
+        let store = match (self.fleet_store.take(), settings) {
+            (Some(store), _) => store,
+            (None, Some(settings)) => match RedisStore::new(settings) {
+                Ok(store) => Arc::new(store),
+                Err(error) => {
+                    tracing::error!(%error, "cannot use the fleet store; this process works alone");
+                    return;
+                }
+            },
+            (None, None) => return,
+        };
+        let member = Member {
+            node: settings.map_or_else(unnamed_node, |s| s.node.clone()),
+            furthest: self.config.supervisor.quarantine.max_cooldown
+                + settings.map_or(crate::config::DEFAULT_MAX_CLOCK_SKEW, |s| s.max_clock_skew),
+        };
+        let fleet = Fleet::new(member, store, ctx.address().recipient()).start();
+        self.subscribers.push(fleet.clone().recipient());
+        self.fleet = Some(fleet);
     }
 
     fn deps(&self, ctx: &Context<Self>) -> ConnectionDeps {
@@ -90,8 +133,21 @@ impl Registry {
 impl Actor for Registry {
     type Context = Context<Self>;
 
-    fn started(&mut self, _: &mut Self::Context) {
+    fn started(&mut self, ctx: &mut Self::Context) {
         self.policy.do_send(RegisterConnections(self.names()));
+        self.join_fleet(ctx);
+    }
+}
+
+/// The name of a node whose config has no `[fleet]` table: the host name
+/// and pid, and a number when this process has several such registries
+/// (each is its own node).
+fn unnamed_node() -> String {
+    static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let node = crate::config::default_node();
+    match STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+        0 => node,
+        n => format!("{node}.{n}"),
     }
 }
 

@@ -138,6 +138,7 @@ fn the_guards_view_follows_the_connections_events() {
                 cooldown: Duration::from_secs(45),
                 until,
                 attempt: 3,
+                strikes: 1,
             })
             .await
             .unwrap();

@@ -1,0 +1,30 @@
+//! The fleet: supervisors in several processes (gateway replicas, agent
+//! workers that embed the library) that share what they learn about their
+//! upstreams through a store, Redis (docs/FLEET.md).
+//!
+//! What is shared, per connection name: parks and their cause, `Retry-After`
+//! windows, retirements and their reason, and resets. Each connection actor
+//! still owns its standing; the [`Fleet`] actor only tells the others what
+//! this node learned and tells this node's registry what they learned. A
+//! call never waits on the store, and a store that is away leaves every node
+//! working alone until it returns.
+//!
+//! Layout:
+//! - [`wire`]: the messages, their JSON form, and the checks a message from
+//!   the store passes before anything acts on it;
+//! - [`store`]: the [`Store`] trait and the in-process [`LocalStore`];
+//! - `redis`: the [`RedisStore`];
+//! - `actor`: the [`Fleet`] actor and its view for `/status`.
+
+mod actor;
+mod redis;
+pub mod store;
+pub mod wire;
+
+pub use actor::{
+    Fleet, FleetStatus, FleetView, Learned, Member, News, NodeSeen, ResetEverywhere, SharedNow,
+    StoreHealth,
+};
+pub use redis::RedisStore;
+pub use store::{Heard, LocalStore, Store, StoreError};
+pub use wire::{Refusal, Shared};

@@ -1,0 +1,406 @@
+//! The fleet (docs/FLEET.md): supervisors that share what they learn about
+//! an upstream. Two registries in this process, each with its own
+//! connection to one real test server, joined through the in-process store
+//! (on paused time, so windows end exactly) and through a real
+//! `redis-server` (real time: Redis is another process).
+
+mod support;
+
+use std::{sync::Arc, time::Duration};
+
+use actix::{Actor, Addr};
+use mcp_supervisor::{
+    CallOutcome, ConnectionState,
+    events::ConnectionEvent,
+    fleet::{LocalStore, Refusal, StoreHealth},
+    registry::{CallTool, FleetOverview, Registry, Status},
+};
+use mcp_test_support::{
+    Fault, FaultRule, Match, RedisServer, TestServer, TestServerOptions, eventually,
+};
+use support::*;
+
+/// Short parks for paused time (it moves only when every task waits).
+const QUARANTINE: &str = "[supervisor]\ncall_timeout = \"30s\"\n\
+     [supervisor.quarantine]\nbase_cooldown = \"200ms\"\nmax_cooldown = \"20s\"\nretire_after = 3\n";
+/// Parks that outlast a Redis restart, for real time.
+const QUARANTINE_REAL: &str = "[supervisor]\ncall_timeout = \"30s\"\n\
+     [supervisor.quarantine]\nbase_cooldown = \"5s\"\nmax_cooldown = \"20s\"\nretire_after = 3\n";
+
+/// Two registries (two "nodes") with connection `a` to `upstream`, sharing
+/// `store`, each with a log of its events.
+async fn two_nodes(
+    upstream: &TestServer,
+    fleet: &str,
+    store: Option<LocalStore>,
+) -> [(Addr<Registry>, EventLog); 2] {
+    let node = |name: &str| {
+        let fleet = fleet.replace("NODE", name);
+        let quarantine = if store.is_some() {
+            QUARANTINE
+        } else {
+            QUARANTINE_REAL
+        };
+        let toml = format!(
+            "{quarantine}{fleet}{}",
+            http_connection("a", &upstream.url(), "")
+        );
+        match &store {
+            Some(store) => Registry::with_fleet_store(config(&toml), Arc::new(store.clone())),
+            None => Registry::new(config(&toml)),
+        }
+        .start()
+    };
+    let nodes = [node("one"), node("two")];
+    let mut out = Vec::new();
+    for registry in nodes {
+        let log = EventLog::default();
+        log.subscribe(&registry).await;
+        out.push((registry, log));
+    }
+    out.try_into().unwrap_or_else(|_| unreachable!())
+}
+
+/// Asserts `check` comes true within `within`.
+async fn until<F, Fut>(what: &str, within: Duration, check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    assert!(
+        mcp_test_support::wait_until_async(within, check).await,
+        "{what}: not within {within:?}"
+    );
+}
+
+fn parked(log: &EventLog) -> usize {
+    log.events()
+        .iter()
+        .filter(|event| matches!(event, ConnectionEvent::Parked { .. }))
+        .count()
+}
+
+async fn state(registry: &Addr<Registry>) -> ConnectionState {
+    registry.send(Status).await.unwrap()[0].state
+}
+
+fn unavailable(outcome: &CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Unavailable { message, .. } => message.clone(),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+/// A park on one node parks the connection on the other, which then sends
+/// the upstream nothing until it ends; a reset on either revives both.
+#[test]
+fn a_park_on_one_node_parks_every_node_and_a_reset_revives_every_node() {
+    run_paused(|| async {
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let store = LocalStore::default();
+        let [(one, _), (two, two_log)] = two_nodes(&upstream, "", Some(store)).await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(503),
+        ));
+        let first = unavailable(&call(&one, "a", "echo", echo_args()).await);
+        assert!(
+            first.contains("temporarily unavailable (kind=server, status=503)"),
+            "{first}"
+        );
+        assert_eq!(upstream.requests("initialize"), 3);
+
+        eventually!(parked(&two_log) == 1, Duration::from_millis(50));
+        assert_eq!(state(&two).await, ConnectionState::Parked);
+        let on_two = unavailable(&call(&two, "a", "echo", echo_args()).await);
+        assert!(
+            on_two.contains("temporarily unavailable (kind=server, status=503)"),
+            "{on_two}"
+        );
+        assert_eq!(
+            upstream.requests("initialize"),
+            3,
+            "the parked node sent nothing"
+        );
+
+        // A person resets it on node two: both are usable at once.
+        upstream.faults().clear();
+        reset(&two, "a").await;
+        until("node one revived", Duration::from_millis(50), || async {
+            state(&one).await != ConnectionState::Parked
+        })
+        .await;
+        assert_eq!(echo_text(&one, "a").await, "hi");
+        assert_eq!(echo_text(&two, "a").await, "hi");
+    });
+}
+
+/// `429 Retry-After: 10` on one node: until the window ends, no node sends
+/// the upstream anything; a call that can wait waits and then goes
+/// through, one that cannot is answered at once.
+#[test]
+fn a_retry_after_window_holds_every_node() {
+    run_paused(|| async {
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), (two, two_log)] =
+            two_nodes(&upstream, "", Some(LocalStore::default())).await;
+        // Both nodes have a session before the 429.
+        assert_eq!(echo_text(&one, "a").await, "hi");
+        assert_eq!(echo_text(&two, "a").await, "hi");
+        upstream.faults().push(FaultRule::once(
+            Match::tool("echo"),
+            Fault::status(429).with_retry_after_secs(10),
+        ));
+        let started = tokio::time::Instant::now();
+        let waiting_one = actix::spawn({
+            let one = one.clone();
+            async move { echo_text(&one, "a").await }
+        });
+        eventually!(
+            two_log
+                .events()
+                .iter()
+                .any(|event| matches!(event, ConnectionEvent::Held { .. })),
+            Duration::from_millis(50)
+        );
+        assert_eq!(upstream.tool_calls("echo"), 3, "two calls before, one 429");
+
+        // Cannot wait 10 s: answered at once, nothing sent.
+        let impatient = two
+            .send(CallTool {
+                connection: "a".into(),
+                tool: "echo".into(),
+                arguments: echo_args(),
+                timeout: Some(Duration::from_secs(2)),
+            })
+            .await
+            .unwrap();
+        let message = unavailable(&impatient);
+        assert!(message.contains("kind=rate_limit, status=429"), "{message}");
+        // Can wait: goes through after the window, as does node one's retry.
+        let patient = echo_text(&two, "a").await;
+        assert_eq!(patient, "hi");
+        assert!(
+            started.elapsed() >= Duration::from_millis(9_900),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(waiting_one.await.unwrap(), "hi");
+        assert_eq!(
+            upstream.tool_calls("echo"),
+            5,
+            "nothing else during the window"
+        );
+    });
+}
+
+/// A 401 on one node retires the connection everywhere: every node answers
+/// "will not be retried" and the upstream sees nothing more.
+#[test]
+fn an_authorization_failure_on_one_node_retires_every_node() {
+    run_paused(|| async {
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), (two, two_log)] =
+            two_nodes(&upstream, "", Some(LocalStore::default())).await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(401),
+        ));
+        let first = unavailable(&call(&one, "a", "echo", echo_args()).await);
+        assert!(first.contains("will not be retried"), "{first}");
+        let before = upstream.requests("initialize");
+        eventually!(
+            two_log
+                .events()
+                .iter()
+                .any(|event| matches!(event, ConnectionEvent::Retired { .. })),
+            Duration::from_millis(50)
+        );
+        let on_two = unavailable(&call(&two, "a", "echo", echo_args()).await);
+        assert_eq!(
+            on_two,
+            "MCP connection 'a' is unavailable (kind=auth, status=401); it will not be retried."
+        );
+        assert_eq!(upstream.requests("initialize"), before);
+    });
+}
+
+/// `lookup` (read-only, so retried) answers 503 until its attempts run
+/// out: the connection parks on `node`.
+async fn park_by_lookups(upstream: &TestServer, node: &Addr<Registry>) {
+    upstream
+        .faults()
+        .push(FaultRule::always(Match::tool("lookup"), Fault::status(503)));
+    let outcome = call(
+        node,
+        "a",
+        "lookup",
+        args(&[("key", serde_json::json!("k"))]),
+    )
+    .await;
+    let message = unavailable(&outcome);
+    assert!(
+        message.contains("temporarily unavailable (kind=server, status=503)"),
+        "{message}"
+    );
+    assert_eq!(state(node).await, ConnectionState::Parked);
+}
+
+fn redis_fleet(redis: &RedisServer) -> String {
+    format!(
+        "[fleet]\nredis = \"{}\"\nnode = \"NODE\"\nnamespace = \"t\"\n",
+        redis.url()
+    )
+}
+
+async fn store_health(registry: &Addr<Registry>) -> StoreHealth {
+    registry.send(FleetOverview).await.unwrap().unwrap().store
+}
+
+/// Through a real Redis: a park is shared, the other node is listed, and
+/// the park's key is in Redis with its expiry; a successful call costs
+/// Redis nothing.
+#[test]
+fn through_redis_a_park_is_shared_and_a_success_costs_no_command() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), (two, two_log)] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
+        until("node one joined", Duration::from_secs(10), || async {
+            matches!(store_health(&one).await, StoreHealth::Up { .. })
+        })
+        .await;
+        until("node two joined", Duration::from_secs(10), || async {
+            matches!(store_health(&two).await, StoreHealth::Up { .. })
+        })
+        .await;
+        until("node two saw node one", Duration::from_secs(10), || async {
+            two.send(FleetOverview)
+                .await
+                .unwrap()
+                .unwrap()
+                .nodes
+                .iter()
+                .any(|n| n.node == "one")
+        })
+        .await;
+
+        assert_eq!(echo_text(&one, "a").await, "hi");
+        let before = redis.commands_processed().unwrap();
+        for _ in 0..20 {
+            assert_eq!(echo_text(&one, "a").await, "hi");
+        }
+        let after = redis.commands_processed().unwrap();
+        // Only the INFO itself and at most a few heartbeats (one per node
+        // per second) in between, never one per call.
+        assert!(after - before <= 1 + 2 * 3, "{before} -> {after}");
+
+        park_by_lookups(&upstream, &one).await;
+        eventually!(parked(&two_log) >= 1, Duration::from_secs(2));
+        let key = redis.query(&["GET", "t:standing:a"]).unwrap();
+        let value = key.text().expect("the park is kept in Redis").to_owned();
+        assert!(
+            value.contains(r#""kind":"parked""#) && value.contains(r#""node":"one""#),
+            "{value}"
+        );
+        let ttl = redis.query(&["PTTL", "t:standing:a"]).unwrap();
+        assert!(
+            matches!(ttl, mcp_test_support::redis::Reply::Int(ms) if ms > 0 && ms <= 5_000),
+            "{ttl:?}"
+        );
+    });
+}
+
+/// Garbage on the channel is refused, counted and harms nothing.
+#[test]
+fn bad_messages_from_the_store_are_refused_and_counted() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), _] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
+        until("node one joined", Duration::from_secs(10), || async {
+            matches!(store_health(&one).await, StoreHealth::Up { .. })
+        })
+        .await;
+        for garbage in [
+            "not json",
+            r#"{"v":9,"node":"x","kind":"reset","connection":"a"}"#,
+            r#"{"v":1,"node":"x","kind":"retired","connection":"a","reason":"meteor","failure":null}"#,
+            r#"{"v":1,"node":"x","kind":"parked","connection":"a","until_ms":99999999999999,"failure":{"kind":"server","status":503,"reason":"x"},"strikes":1}"#,
+        ] {
+            redis.query(&["PUBLISH", "t:events", garbage]).unwrap();
+        }
+        until("four refusals", Duration::from_secs(10), || async {
+            let view = one.send(FleetOverview).await.unwrap().unwrap();
+            view.refused.iter().map(|(_, n)| n).sum::<u64>() == 4
+        })
+        .await;
+        let view = one.send(FleetOverview).await.unwrap().unwrap();
+        assert_eq!(
+            view.refused,
+            vec![
+                (Refusal::Malformed, 1),
+                (Refusal::UnknownVersion, 1),
+                (Refusal::UnknownName, 1),
+                (Refusal::TooFar, 1)
+            ]
+        );
+        assert_eq!(state(&one).await, ConnectionState::Idle);
+        assert_eq!(echo_text(&one, "a").await, "hi");
+    });
+}
+
+/// Redis killed: every call is still a value and healthy calls succeed;
+/// what a node learns meanwhile reaches the others once Redis is back.
+#[test]
+fn without_redis_each_node_works_alone_and_they_converge_when_it_returns() {
+    run(|| async {
+        let mut redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), (two, two_log)] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
+        until("node one joined", Duration::from_secs(10), || async {
+            matches!(store_health(&one).await, StoreHealth::Up { .. })
+        })
+        .await;
+        until("node two joined", Duration::from_secs(10), || async {
+            matches!(store_health(&two).await, StoreHealth::Up { .. })
+        })
+        .await;
+        assert_eq!(echo_text(&one, "a").await, "hi");
+
+        redis.stop();
+        until("node one saw Redis go", Duration::from_secs(10), || async {
+            matches!(store_health(&one).await, StoreHealth::Down { .. })
+        })
+        .await;
+        let started = tokio::time::Instant::now();
+        for _ in 0..10 {
+            assert_eq!(echo_text(&one, "a").await, "hi");
+            assert_eq!(echo_text(&two, "a").await, "hi");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+
+        // Node one learns of an outage while Redis is away …
+        park_by_lookups(&upstream, &one).await;
+        assert_eq!(parked(&two_log), 0);
+
+        redis.restart().unwrap();
+        eventually!(parked(&two_log) == 1, Duration::from_secs(2));
+    });
+}
