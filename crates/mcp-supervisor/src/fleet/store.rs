@@ -117,7 +117,7 @@ impl Store for LocalStore {
     async fn kept(&self) -> Result<Vec<Vec<u8>>, StoreError> {
         let now = SystemTime::now();
         Ok(self
-            .kept()
+            .map()
             .values()
             .filter(|(_, expires)| expires.is_none_or(|at| at > now))
             .map(|(message, _)| message.as_bytes().to_vec())
