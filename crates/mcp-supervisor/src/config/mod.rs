@@ -34,9 +34,9 @@ pub use import::{ImportError, import_mcp_servers};
 pub use model::{
     AdminSettings, BearerToken, Choice, Config, ConnectionConfig, DEFAULT_FLEET_NAMESPACE,
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_CONCURRENT_CALLS,
-    DEFAULT_MAX_QUEUED_CALLS, Expose, FleetSettings, GatewaySettings, HttpTransport, OAuthGrant,
-    OAuthSettings, Password, Prefix, QuarantineSettings, RestartBudget, RetryCalls, StdioTransport,
-    SupervisorSettings, Transport, UpstreamAuth, UpstreamProtocol,
+    DEFAULT_MAX_QUEUED_CALLS, Expose, FleetKey, FleetSettings, GatewaySettings, HttpTransport,
+    OAuthGrant, OAuthSettings, Password, Prefix, QuarantineSettings, RestartBudget, RetryCalls,
+    StdioTransport, SupervisorSettings, Transport, UpstreamAuth, UpstreamProtocol,
 };
 pub use summary::summary;
 
@@ -70,6 +70,11 @@ impl Config {
 /// elsewhere than a config file, like the fleet's store).
 pub(crate) fn connection_name_ok(name: &str) -> bool {
     values::connection_name(name).is_ok()
+}
+
+/// Whether `text` is an `http(s)` URL with a host and no credentials.
+pub(crate) fn http_url_ok(text: &str) -> bool {
+    values::http_url(text).is_ok()
 }
 
 pub(crate) use validate::default_node;

@@ -37,6 +37,11 @@ pub struct FleetSettings {
     pub redis: url::Url,
     /// The password, from `password_env` or `password_file`.
     pub password: Option<Password>,
+    /// The fleet's own secret, from `key_env` or `key_file` (32 bytes,
+    /// base64): seals what is secret in the store (OAuth tokens) and signs
+    /// the session ids the gateway hands out, so a node can tell which node
+    /// holds a session.
+    pub key: FleetKey,
     /// This process's name in the fleet: unique among the nodes.
     pub node: String,
     /// The prefix of every key and channel, so several fleets can share one Redis.
@@ -44,12 +49,39 @@ pub struct FleetSettings {
     /// How far apart the nodes' wall clocks may be: a shared deadline further
     /// out than the longest window plus this is refused.
     pub max_clock_skew: Duration,
+    /// The base URL other nodes reach this node's gateway at
+    /// (`http://10.0.0.5:7300`), told to them in every heartbeat; `None`
+    /// when `[gateway] listen` names no address others can use (0.0.0.0)
+    /// and none is set.
+    pub advertise: Option<url::Url>,
 }
 
 /// Default `fleet.namespace`.
 pub const DEFAULT_FLEET_NAMESPACE: &str = "mcp-supervisor";
 /// Default `fleet.max_clock_skew`.
 pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(2);
+
+/// The fleet's 32-byte key. `Debug` prints `FleetKey([REDACTED])`; the only
+/// way to the bytes is [`FleetKey::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct FleetKey([u8; 32]);
+
+impl FleetKey {
+    pub fn new(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The key's bytes, for a cipher or a MAC.
+    pub fn expose(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for FleetKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FleetKey([REDACTED])")
+    }
+}
 
 /// A password. `Debug` prints `Password([REDACTED])`; the only way to the
 /// text is [`Password::expose`].

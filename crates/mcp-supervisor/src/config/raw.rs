@@ -36,6 +36,9 @@ pub(crate) struct RawFleet {
     pub(crate) node: Option<String>,
     pub(crate) namespace: Option<String>,
     pub(crate) max_clock_skew: Option<String>,
+    pub(crate) advertise: Option<String>,
+    pub(crate) key_env: Option<String>,
+    pub(crate) key_file: Option<String>,
 }
 
 /// `[supervisor]`.

@@ -120,7 +120,7 @@ impl<'a> Validator<'a> {
             .collect::<Result<Vec<_>, _>>()?;
         let fleet = raw
             .fleet
-            .map(|fleet| self.fleet(&root.key("fleet"), fleet))
+            .map(|fleet| self.fleet(&root.key("fleet"), fleet, &gateway))
             .transpose()?;
         Ok(Config {
             supervisor,
@@ -408,7 +408,12 @@ impl<'a> Validator<'a> {
         })
     }
 
-    fn fleet(&self, key: &KeyPath, raw: RawFleet) -> Result<FleetSettings, ConfigError> {
+    fn fleet(
+        &self,
+        key: &KeyPath,
+        raw: RawFleet,
+        gateway: &GatewaySettings,
+    ) -> Result<FleetSettings, ConfigError> {
         let Some(redis) = raw.redis else {
             return Err(self.invalid(
                 &key.key("redis"),
@@ -426,6 +431,24 @@ impl<'a> Validator<'a> {
             (None, Some(path)) => Some(self.token_from_file(&key.key("password_file"), &path)?),
             (None, None) => None,
         };
+        let secret = match (raw.key_env, raw.key_file) {
+            (Some(var), None) => {
+                let here = key.key("key_env");
+                (self.token_from_env(&here, &var)?, here)
+            }
+            (None, Some(path)) => {
+                let here = key.key("key_file");
+                (self.token_from_file(&here, &path)?, here)
+            }
+            _ => {
+                return Err(self.invalid(
+                    key,
+                    "set exactly one of 'key_env' or 'key_file': the fleet's key, 32 random \
+                     bytes in base64 (`openssl rand -base64 32`), the same on every node",
+                ));
+            }
+        };
+        let fleet_key = self.check(&secret.1, values::fleet_key(secret.0.expose_secret()))?;
         let node = match raw.node {
             Some(node) => self.check(&key.key("node"), values::fleet_name(node))?,
             None => default_node(),
@@ -445,12 +468,25 @@ impl<'a> Validator<'a> {
                 "must be at most 60s: synchronise the clocks (NTP) instead",
             ));
         }
+        let advertise = match raw.advertise {
+            Some(text) => {
+                let here = key.key("advertise");
+                self.check(&here, values::http_url(&text))?;
+                Some(self.check(&here, url::Url::parse(&text).map_err(|e| e.to_string()))?)
+            }
+            // Where the gateway listens, when that is an address others can use.
+            None => (!gateway.listen.ip().is_unspecified() && gateway.listen.port() != 0)
+                .then(|| url::Url::parse(&format!("http://{}", gateway.listen)).ok())
+                .flatten(),
+        };
         Ok(FleetSettings {
             redis,
             password: password.map(Password::new),
+            key: fleet_key,
             node,
             namespace,
             max_clock_skew,
+            advertise,
         })
     }
 

@@ -153,6 +153,22 @@ pub(crate) fn redis_url(text: &str) -> Result<url::Url, String> {
     Ok(url)
 }
 
+/// `fleet.key_env` / `key_file`: 32 bytes in standard base64. The message
+/// never quotes the value.
+pub(crate) fn fleet_key(text: &str) -> Result<super::model::FleetKey, String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| "the fleet key is not base64 (make one with `openssl rand -base64 32`)")?;
+    let bytes: [u8; 32] = bytes.try_into().map_err(|bytes: Vec<u8>| {
+        format!(
+            "the fleet key must be 32 bytes, it is {} (make one with `openssl rand -base64 32`)",
+            bytes.len()
+        )
+    })?;
+    Ok(super::model::FleetKey::new(bytes))
+}
+
 /// A fleet node name or namespace: 1 to 64 letters, digits, '.', '_' or
 /// '-' (it is part of Redis keys and shown in `/status`).
 pub(crate) fn fleet_name(name: String) -> Result<String, String> {

@@ -109,6 +109,8 @@ pub struct NodeSeen {
     /// Connections it has parked and retired.
     pub parked: u32,
     pub retired: u32,
+    /// Where its gateway is reached (`[fleet] advertise`).
+    pub gateway: Option<url::Url>,
 }
 
 /// One shared standing.
@@ -124,6 +126,8 @@ pub struct SharedNow {
 #[derive(Debug, Clone)]
 pub struct Member {
     pub node: String,
+    /// Where this node's gateway is reached, told in every heartbeat.
+    pub advertise: Option<url::Url>,
     /// The furthest a shared deadline may be: the longest window any node
     /// sets (`max_cooldown`) plus the tolerated clock skew.
     pub furthest: Duration,
@@ -132,6 +136,7 @@ pub struct Member {
 /// This process's member of the fleet.
 pub struct Fleet {
     node: String,
+    advertise: Option<url::Url>,
     furthest: Duration,
     store: Arc<dyn Store>,
     registry: Recipient<Learned>,
@@ -156,6 +161,7 @@ impl Fleet {
     pub fn new(settings: Member, store: Arc<dyn Store>, registry: Recipient<Learned>) -> Self {
         Fleet {
             node: settings.node,
+            advertise: settings.advertise,
             furthest: settings.furthest,
             store,
             registry,
@@ -275,12 +281,17 @@ impl Fleet {
             return; // our own, back from the store
         }
         match message.told {
-            Told::Alive { parked, retired } => {
+            Told::Alive {
+                parked,
+                retired,
+                gateway,
+            } => {
                 let seen = NodeSeen {
                     node: message.node.clone(),
                     seen: SystemTime::now(),
                     parked,
                     retired,
+                    gateway,
                 };
                 self.nodes.insert(message.node, (Instant::now(), seen));
             }
@@ -318,6 +329,7 @@ impl Fleet {
             .wire(Told::Alive {
                 parked: count("parked"),
                 retired: count("retired"),
+                gateway: self.advertise.clone(),
             })
             .encode();
         let store = self.store.clone();

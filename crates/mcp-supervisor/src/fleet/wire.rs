@@ -68,8 +68,13 @@ pub enum Told {
     /// A person reset `connection` on some node: every node forgets its
     /// standing.
     Reset { connection: String },
-    /// `node` is alive (sent every heartbeat), with what it knows.
-    Alive { parked: u32, retired: u32 },
+    /// `node` is alive (sent every heartbeat), with what it knows and where
+    /// its gateway is reached.
+    Alive {
+        parked: u32,
+        retired: u32,
+        gateway: Option<url::Url>,
+    },
 }
 
 /// A message and the node that sent it.
@@ -147,6 +152,7 @@ enum WireWhat {
     Alive {
         parked: u32,
         retired: u32,
+        gateway: Option<String>,
     },
 }
 
@@ -195,9 +201,14 @@ impl Message {
             Told::Reset { connection } => WireWhat::Reset {
                 connection: connection.clone(),
             },
-            Told::Alive { parked, retired } => WireWhat::Alive {
+            Told::Alive {
+                parked,
+                retired,
+                gateway,
+            } => WireWhat::Alive {
                 parked: *parked,
                 retired: *retired,
+                gateway: gateway.as_ref().map(ToString::to_string),
             },
         };
         let wire = Wire {
@@ -272,13 +283,29 @@ impl Message {
             WireWhat::Reset { connection } => Told::Reset {
                 connection: checked_name(connection)?,
             },
-            WireWhat::Alive { parked, retired } => Told::Alive { parked, retired },
+            WireWhat::Alive {
+                parked,
+                retired,
+                gateway,
+            } => Told::Alive {
+                parked,
+                retired,
+                gateway: gateway.map(|text| gateway_url(&text)).transpose()?,
+            },
         };
         Ok(Message {
             node: wire.node,
             told,
         })
     }
+}
+
+/// A node's gateway address: an `http(s)` URL with a host and nothing secret.
+fn gateway_url(text: &str) -> Result<url::Url, Refusal> {
+    crate::config::http_url_ok(text)
+        .then(|| url::Url::parse(text).ok())
+        .flatten()
+        .ok_or(Refusal::Malformed)
 }
 
 fn checked_name(name: String) -> Result<String, Refusal> {
@@ -405,6 +432,7 @@ mod tests {
             told: Told::Alive {
                 parked: 3,
                 retired: 1,
+                gateway: Some(url::Url::parse("http://10.0.0.5:7300/").unwrap()),
             },
         };
         for message in [park(), retired, held, crash, reset, alive] {

@@ -101,6 +101,7 @@ impl Registry {
         };
         let member = Member {
             node: settings.map_or_else(unnamed_node, |s| s.node.clone()),
+            advertise: settings.and_then(|s| s.advertise.clone()),
             furthest: self.config.supervisor.quarantine.max_cooldown
                 + settings.map_or(crate::config::DEFAULT_MAX_CLOCK_SKEW, |s| s.max_clock_skew),
         };
