@@ -699,7 +699,7 @@ async fn raw_stream(stream: &mut TcpStream) -> String {
 
 /// A counter of the gateway's own, as `/metrics` would show it.
 fn metric(served: &ServedGateway, series: &str) -> u64 {
-    let text = mcp_supervisor::admin::metrics_text(&[], Some(&served.tallies()));
+    let text = mcp_supervisor::admin::metrics_text(&[], Some(&served.tallies()), None);
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {series} in:\n{text}"))

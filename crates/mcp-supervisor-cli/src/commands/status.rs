@@ -14,6 +14,41 @@ use crate::{cli::AdminTarget, exit::Exit};
 #[derive(Debug, Deserialize)]
 struct StatusBody {
     connections: Vec<Row>,
+    /// Absent from servers older than the fleet, `null` when alone.
+    #[serde(default)]
+    fleet: Option<Fleet>,
+}
+
+/// The fleet as the node sees it.
+#[derive(Debug, Deserialize)]
+struct Fleet {
+    node: String,
+    store: Store,
+    nodes: Vec<Node>,
+    shared: Vec<SharedRow>,
+    refused: std::collections::BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Store {
+    state: String,
+    since: Option<String>,
+    why: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Node {
+    node: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct SharedRow {
+    connection: String,
+    state: String,
+    until: Option<String>,
+    kind: Option<String>,
+    retired_reason: Option<String>,
+    node: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,7 +111,60 @@ pub(crate) fn run(target: AdminTarget) -> Result<(), Exit> {
         ))
     })?;
     print!("{}", table(&body.connections));
+    if let Some(fleet) = &body.fleet {
+        print!("{}", fleet_lines(fleet));
+    }
     Ok(())
+}
+
+/// After the table: the node, the store's health, the other nodes, and
+/// each standing the fleet shares.
+fn fleet_lines(fleet: &Fleet) -> String {
+    let mut out = format!(
+        "\nfleet: this node is {}; store {}",
+        fleet.node, fleet.store.state
+    );
+    if let Some(since) = &fleet.store.since {
+        let _ = write!(out, " since {since}");
+    }
+    if let Some(why) = &fleet.store.why {
+        let _ = write!(out, " ({why}; this node works alone)");
+    }
+    let others: Vec<&str> = fleet.nodes.iter().map(|node| node.node.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "; other nodes: {}",
+        if others.is_empty() {
+            "none".to_owned()
+        } else {
+            others.join(", ")
+        }
+    );
+    for shared in &fleet.shared {
+        let mut line = format!("  {}: {}", shared.connection, shared.state);
+        if let Some(until) = &shared.until {
+            let _ = write!(line, " until {until}");
+        }
+        match (&shared.retired_reason, &shared.kind) {
+            (Some(reason), _) => {
+                let _ = write!(line, " ({reason})");
+            }
+            (None, Some(kind)) => {
+                let _ = write!(line, " ({kind})");
+            }
+            (None, None) => {}
+        }
+        let _ = writeln!(line, ", learned by {}", shared.node);
+        out.push_str(&line);
+    }
+    let refused: u64 = fleet.refused.values().sum();
+    if refused > 0 {
+        let _ = writeln!(
+            out,
+            "  {refused} messages from the store refused (see /metrics)"
+        );
+    }
+    out
 }
 
 const HEADER: [&str; 13] = [
@@ -186,6 +274,34 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_fleet_follows_the_table() {
+        let body: StatusBody = serde_json::from_value(json!({"connections": [], "fleet": {
+            "node": "gw-1",
+            "store": {"state": "down", "since": "2026-01-01T00:00:00Z", "why": "connection refused"},
+            "nodes": [{"node": "gw-2", "seen": "x", "parked": 0, "retired": 0, "gateway": null}],
+            "shared": [
+                {"connection": "github", "state": "held", "until": "2026-01-01T00:00:10Z",
+                 "kind": "rate_limit", "retired_reason": null, "node": "gw-2"},
+                {"connection": "docs", "state": "retired", "until": null, "kind": null,
+                 "retired_reason": "needs_login", "node": "gw-1"}
+            ],
+            "refused": {"malformed": 2, "too_far": 0}
+        }}))
+        .unwrap();
+        assert_eq!(
+            fleet_lines(body.fleet.as_ref().unwrap()),
+            "\nfleet: this node is gw-1; store down since 2026-01-01T00:00:00Z (connection refused; \
+             this node works alone); other nodes: gw-2\n  \
+             github: held until 2026-01-01T00:00:10Z (rate_limit), learned by gw-2\n  \
+             docs: retired (needs_login), learned by gw-1\n  \
+             2 messages from the store refused (see /metrics)\n"
+        );
+        // Alone (or an older server): nothing after the table.
+        let alone: StatusBody = serde_json::from_value(json!({"connections": []})).unwrap();
+        assert!(alone.fleet.is_none());
+    }
 
     fn rows(value: serde_json::Value) -> Vec<Row> {
         serde_json::from_value::<StatusBody>(value)

@@ -17,6 +17,7 @@ use prometheus_client::{
 use crate::{
     ConnectionState, FailureKind,
     connection::stats::DURATION_BUCKETS,
+    fleet::{FleetView, StoreHealth},
     outcome::OutcomeKind,
     registry::ConnectionStatus,
     tallies::{Family, Protection, Tallies},
@@ -27,9 +28,16 @@ pub const METRICS_CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// The snapshot as Prometheus text exposition, with the gateway's
 /// evictions and refusals when there is a gateway.
-pub fn metrics_text(connections: &[ConnectionStatus], gateway: Option<&Tallies>) -> String {
+pub fn metrics_text(
+    connections: &[ConnectionStatus],
+    gateway: Option<&Tallies>,
+    fleet: Option<&FleetView>,
+) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(StatusCollector(connections.to_vec())));
+    if let Some(fleet) = fleet {
+        registry.register_collector(Box::new(FleetCollector(fleet.clone())));
+    }
     if let Some(tallies) = gateway {
         let counts = Protection::ALL.map(|protection| (protection, tallies.get(protection)));
         registry.register_collector(Box::new(GatewayCollector(counts)));
@@ -151,6 +159,54 @@ impl Collector for StatusCollector {
     }
 }
 
+/// The fleet as this node sees it at one scrape.
+#[derive(Debug)]
+struct FleetCollector(FleetView);
+
+impl Collector for FleetCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let fleet = &self.0;
+        let up = i64::from(matches!(fleet.store, StoreHealth::Up { .. }));
+        ConstGauge::new(up).encode(encoder.encode_descriptor(
+            "mcp_supervisor_fleet_store_up",
+            "1 while the fleet's store (Redis) is reachable; 0 while this node works alone.",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        ConstGauge::new(fleet.nodes.len() as i64).encode(encoder.encode_descriptor(
+            "mcp_supervisor_fleet_nodes",
+            "Other nodes of the fleet heard from in the last few seconds.",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        let mut shared = encoder.encode_descriptor(
+            "mcp_supervisor_fleet_shared",
+            "Standings the fleet shares now, by state (parked, held, retired).",
+            None,
+            MetricType::Gauge,
+        )?;
+        for label in ["parked", "held", "retired"] {
+            let count = fleet
+                .shared
+                .iter()
+                .filter(|now| now.shared.label() == label)
+                .count() as i64;
+            ConstGauge::new(count).encode(shared.encode_family(&[("state", label)])?)?;
+        }
+        let mut refused = encoder.encode_descriptor(
+            "mcp_supervisor_fleet_refused",
+            "Messages from the fleet's store that were not acted on, by reason.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (refusal, count) in &fleet.refused {
+            ConstCounter::new(*count)
+                .encode(refused.encode_family(&[("reason", refusal.as_str())])?)?;
+        }
+        Ok(())
+    }
+}
+
 /// The gateway's evictions and refusals at one scrape.
 #[derive(Debug)]
 struct GatewayCollector([(Protection, u64); Protection::ALL.len()]);
@@ -238,7 +294,7 @@ mod tests {
 
     #[test]
     fn calls_failures_parks_restarts_are_counters_with_their_labels() {
-        let text = metrics_text(&sample(), None);
+        let text = metrics_text(&sample(), None, None);
         let samples = samples(&text);
         // The labels are written out, not taken from `OutcomeKind`: a label
         // renamed or paired with the wrong count must fail here.
@@ -337,7 +393,7 @@ mod tests {
 
     #[test]
     fn durations_are_a_cumulative_histogram_with_inf_sum_and_count() {
-        let text = metrics_text(&sample(), None);
+        let text = metrics_text(&sample(), None, None);
         let samples = samples(&text);
         assert!(text.contains("# TYPE mcp_supervisor_call_duration_seconds histogram"));
         let bucket = |le: &str| {
@@ -393,7 +449,7 @@ mod tests {
 
     #[test]
     fn the_state_gauge_is_one_for_the_current_state_only() {
-        let samples = samples(&metrics_text(&sample(), None));
+        let samples = samples(&metrics_text(&sample(), None, None));
         // Written out, not taken from `ConnectionState`, so a state missing from the
         // gauge or renamed fails here.
         let states = [
@@ -420,7 +476,7 @@ mod tests {
 
     #[test]
     fn no_connections_still_describes_every_family() {
-        let text = metrics_text(&[], None);
+        let text = metrics_text(&[], None, None);
         assert!(samples(&text).is_empty(), "{text}");
         assert_eq!(
             text.lines()
@@ -433,7 +489,7 @@ mod tests {
 
     #[test]
     fn every_label_is_from_a_fixed_vocabulary_or_the_name() {
-        let text = metrics_text(&sample(), None);
+        let text = metrics_text(&sample(), None, None);
         let allowed = ["connection", "outcome", "kind", "state", "le"];
         for line in text.lines().filter(|line| !line.starts_with('#')) {
             let labels = line
@@ -455,7 +511,7 @@ mod tests {
         tallies.count(Protection::SessionEvictedAtCap);
         tallies.count(Protection::ConnectionRefused);
         tallies.count(Protection::RefusedWhileDraining);
-        let text = metrics_text(&[], Some(&tallies));
+        let text = metrics_text(&[], Some(&tallies), None);
         for line in [
             r#"mcp_supervisor_gateway_evictions_total{what="connection",reason="max_connections"} 0"#,
             r#"mcp_supervisor_gateway_evictions_total{what="session",reason="max_sessions"} 2"#,
@@ -471,8 +527,63 @@ mod tests {
             );
         }
         assert!(
-            !metrics_text(&[], None).contains("gateway_"),
+            !metrics_text(&[], None, None).contains("gateway_"),
             "no gateway, no series"
+        );
+    }
+}
+
+#[cfg(test)]
+mod fleet_tests {
+    use std::time::SystemTime;
+
+    use super::*;
+    use crate::{
+        Failure,
+        fleet::{Refusal, Shared, SharedNow},
+    };
+
+    #[test]
+    fn the_fleet_is_measured_with_literal_names() {
+        let fleet = FleetView {
+            node: "gw-1".into(),
+            store: StoreHealth::Up {
+                since: SystemTime::now(),
+            },
+            nodes: Vec::new(),
+            shared: vec![SharedNow {
+                connection: "a".into(),
+                shared: Shared::Parked {
+                    until: SystemTime::now(),
+                    failure: Failure::new(FailureKind::Server, "HTTP 503"),
+                    strikes: 1,
+                },
+                node: "gw-2".into(),
+            }],
+            refused: Refusal::ALL
+                .map(|refusal| (refusal, u64::from(refusal == Refusal::TooFar)))
+                .to_vec(),
+        };
+        let text = metrics_text(&[], None, Some(&fleet));
+        for line in [
+            "mcp_supervisor_fleet_store_up 1",
+            "mcp_supervisor_fleet_nodes 0",
+            r#"mcp_supervisor_fleet_shared{state="parked"} 1"#,
+            r#"mcp_supervisor_fleet_shared{state="held"} 0"#,
+            r#"mcp_supervisor_fleet_shared{state="retired"} 0"#,
+            r#"mcp_supervisor_fleet_refused_total{reason="malformed"} 0"#,
+            r#"mcp_supervisor_fleet_refused_total{reason="unknown_version"} 0"#,
+            r#"mcp_supervisor_fleet_refused_total{reason="unknown_name"} 0"#,
+            r#"mcp_supervisor_fleet_refused_total{reason="too_far"} 1"#,
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line} in:\n{text}"
+            );
+        }
+        assert!(
+            !metrics_text(&[], None, None).contains("fleet_"),
+            "alone, no series"
         );
     }
 }

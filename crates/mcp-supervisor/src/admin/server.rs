@@ -41,11 +41,12 @@ use super::{
 };
 use crate::{
     config::{AdminSettings, BearerToken},
+    fleet::FleetView,
     listener::{
         self, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
     },
-    registry::{ConnectionStatus, Registry, Reset, Status, UnknownConnection},
+    registry::{ConnectionStatus, FleetOverview, Registry, Reset, Status, UnknownConnection},
     tallies::Tallies,
 };
 
@@ -265,20 +266,35 @@ async fn readyz(State(state): State<AdminState>) -> Response {
 
 async fn status(State(state): State<AdminState>) -> Response {
     match snapshot(&state.registry).await {
-        Ok(connections) => Json(status_json(&connections)).into_response(),
+        Ok(connections) => {
+            let fleet = fleet(&state.registry).await;
+            Json(status_json(&connections, fleet.as_ref())).into_response()
+        }
         Err(unavailable) => unavailable,
     }
 }
 
 async fn metrics(State(state): State<AdminState>) -> Response {
     match snapshot(&state.registry).await {
-        Ok(connections) => (
-            [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
-            metrics_text(&connections, state.links.gateway.as_deref()),
-        )
-            .into_response(),
+        Ok(connections) => {
+            let fleet = fleet(&state.registry).await;
+            (
+                [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+                metrics_text(&connections, state.links.gateway.as_deref(), fleet.as_ref()),
+            )
+                .into_response()
+        }
         Err(unavailable) => unavailable,
     }
+}
+
+/// The fleet as this node sees it (none when alone, or when it does not
+/// answer within [`SNAPSHOT_TIMEOUT`]).
+async fn fleet(registry: &Addr<Registry>) -> Option<FleetView> {
+    tokio::time::timeout(SNAPSHOT_TIMEOUT, registry.send(FleetOverview))
+        .await
+        .ok()?
+        .ok()?
 }
 
 async fn reset(State(state): State<AdminState>, Path(name): Path<String>) -> Response {

@@ -5,12 +5,64 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::{RetireReason, outcome::OutcomeKind, registry::ConnectionStatus};
+use crate::{
+    RetireReason,
+    fleet::{FleetView, Shared, StoreHealth},
+    outcome::OutcomeKind,
+    registry::ConnectionStatus,
+};
 
-/// `{"connections":[…]}`, one object per connection, in the snapshot's order
-/// (the registry's is by name). Timestamps are RFC 3339 UTC with `Z`.
-pub fn status_json(connections: &[ConnectionStatus]) -> Value {
-    json!({ "connections": connections.iter().map(connection_json).collect::<Vec<_>>() })
+/// `{"connections":[…],"fleet":…}`: one object per connection, in the
+/// snapshot's order (the registry's is by name), and the fleet as this node
+/// sees it (`null` when the process is alone). Timestamps are RFC 3339 UTC
+/// with `Z`.
+pub fn status_json(connections: &[ConnectionStatus], fleet: Option<&FleetView>) -> Value {
+    json!({
+        "connections": connections.iter().map(connection_json).collect::<Vec<_>>(),
+        "fleet": fleet.map(fleet_json),
+    })
+}
+
+fn fleet_json(fleet: &FleetView) -> Value {
+    let (since, why) = match &fleet.store {
+        StoreHealth::Starting => (None, None),
+        StoreHealth::Up { since } => (Some(rfc3339(*since)), None),
+        StoreHealth::Down { since, why } => (Some(rfc3339(*since)), Some(why.clone())),
+    };
+    json!({
+        "node": fleet.node,
+        "store": { "state": fleet.store.as_str(), "since": since, "why": why },
+        "nodes": fleet.nodes.iter().map(|node| json!({
+            "node": node.node,
+            "seen": rfc3339(node.seen),
+            "parked": node.parked,
+            "retired": node.retired,
+            "gateway": node.gateway.as_ref().map(ToString::to_string),
+        })).collect::<Vec<_>>(),
+        "shared": fleet.shared.iter().map(|now| {
+            let (kind, reason) = match &now.shared {
+                Shared::Parked { failure, .. } | Shared::Held { failure, .. } => {
+                    (Some(failure.kind.as_str()), None)
+                }
+                Shared::Retired { reason, failure } => {
+                    (failure.as_ref().map(|f| f.kind.as_str()), Some(reason.as_str()))
+                }
+            };
+            json!({
+                "connection": now.connection,
+                "state": now.shared.label(),
+                "until": now.shared.until().map(rfc3339),
+                "kind": kind,
+                "retired_reason": reason,
+                "node": now.node,
+            })
+        }).collect::<Vec<_>>(),
+        "refused": fleet
+            .refused
+            .iter()
+            .map(|(refusal, count)| (refusal.as_str().to_owned(), Value::from(*count)))
+            .collect::<serde_json::Map<_, _>>(),
+    })
 }
 
 fn connection_json(status: &ConnectionStatus) -> Value {
@@ -88,7 +140,7 @@ mod tests {
 
     #[test]
     fn an_idle_connection_has_every_key_with_nulls() {
-        let value = status_json(&[idle("files")]);
+        let value = status_json(&[idle("files")], None);
         assert_eq!(
             value,
             json!({"connections":[{
@@ -99,7 +151,7 @@ mod tests {
                 "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0,
                           "busy": 0, "timed_out": 0},
                 "oauth": null
-            }]})
+            }], "fleet": null})
         );
     }
 
@@ -123,7 +175,7 @@ mod tests {
         // retirement decides (one definition of needs_login).
         let mut crashed = revoked.clone();
         crashed.retired_reason = Some(RetireReason::CrashLoop);
-        let value = status_json(&[docs, revoked, crashed]);
+        let value = status_json(&[docs, revoked, crashed], None);
         assert_eq!(
             value["connections"][0]["oauth"],
             json!({"grant": "authorization_code", "logged_in": true, "needs_login": false,
@@ -155,7 +207,7 @@ mod tests {
             busy: 4,
             timed_out: 5,
         };
-        let value = status_json(&[idle("a"), parked]);
+        let value = status_json(&[idle("a"), parked], None);
         let connection = &value["connections"][1];
         assert_eq!(connection["name"], "github");
         assert_eq!(connection["transport"], "http");
@@ -192,7 +244,7 @@ mod tests {
             Failure::new(FailureKind::Transport, "child exited"),
             at(NEW_YEAR_2026),
         ));
-        let connection = &status_json(&[retired])["connections"][0];
+        let connection = &status_json(&[retired], None)["connections"][0];
         assert_eq!(connection["dead"], true);
         assert_eq!(connection["retired_reason"], "crash_loop");
         assert_eq!(
@@ -211,7 +263,73 @@ mod tests {
 
     #[test]
     fn no_connections_is_an_empty_list() {
-        assert_eq!(status_json(&[]), json!({"connections": []}));
+        assert_eq!(
+            status_json(&[], None),
+            json!({"connections": [], "fleet": null})
+        );
+    }
+
+    /// The fleet section, written out (a contract of `/status`).
+    #[test]
+    fn the_fleet_is_shown_as_this_node_sees_it() {
+        use crate::fleet::{NodeSeen, Refusal, SharedNow};
+        let mut failure = Failure::new(FailureKind::RateLimit, "HTTP 429");
+        failure.status = Some(429);
+        let fleet = FleetView {
+            node: "gw-1".into(),
+            store: StoreHealth::Down {
+                since: at(NEW_YEAR_2026),
+                why: "Redis at r:6379 could not be reached: connection refused".into(),
+            },
+            nodes: vec![NodeSeen {
+                node: "gw-2".into(),
+                seen: at(NEW_YEAR_2026 + 1),
+                parked: 1,
+                retired: 0,
+                gateway: Some(url::Url::parse("http://10.0.0.6:7300").unwrap()),
+            }],
+            shared: vec![
+                SharedNow {
+                    connection: "github".into(),
+                    shared: Shared::Held {
+                        until: at(NEW_YEAR_2026 + 10),
+                        failure,
+                    },
+                    node: "gw-2".into(),
+                },
+                SharedNow {
+                    connection: "docs".into(),
+                    shared: Shared::Retired {
+                        reason: RetireReason::Failure(FailureKind::NeedsLogin),
+                        failure: None,
+                    },
+                    node: "gw-1".into(),
+                },
+            ],
+            refused: Refusal::ALL.map(|refusal| (refusal, 0)).to_vec(),
+        };
+        assert_eq!(
+            status_json(&[], Some(&fleet))["fleet"],
+            json!({
+                "node": "gw-1",
+                "store": {
+                    "state": "down",
+                    "since": "2026-01-01T00:00:00Z",
+                    "why": "Redis at r:6379 could not be reached: connection refused",
+                },
+                "nodes": [{
+                    "node": "gw-2", "seen": "2026-01-01T00:00:01Z", "parked": 1, "retired": 0,
+                    "gateway": "http://10.0.0.6:7300/",
+                }],
+                "shared": [
+                    {"connection": "github", "state": "held", "until": "2026-01-01T00:00:10Z",
+                     "kind": "rate_limit", "retired_reason": null, "node": "gw-2"},
+                    {"connection": "docs", "state": "retired", "until": null,
+                     "kind": null, "retired_reason": "needs_login", "node": "gw-1"},
+                ],
+                "refused": {"malformed": 0, "unknown_version": 0, "unknown_name": 0, "too_far": 0},
+            })
+        );
     }
 
     #[test]

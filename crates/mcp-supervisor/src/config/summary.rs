@@ -38,6 +38,20 @@ pub fn summary(config: &Config) -> String {
         a.allowed_hosts.join(","),
         a.max_connections,
     );
+    if let Some(f) = &config.fleet {
+        let _ = writeln!(
+            out,
+            "fleet    redis={} password={} node={} namespace={} advertise={} max_clock_skew={}",
+            f.redis,
+            if f.password.is_some() { "set" } else { "none" },
+            f.node,
+            f.namespace,
+            f.advertise
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), ToString::to_string),
+            humantime::format_duration(f.max_clock_skew),
+        );
+    }
     let _ = writeln!(out, "connections: {}", config.connections.len());
     let width = config
         .connections
