@@ -443,6 +443,9 @@ impl TomlCheck {
     }
 }
 
+/// A fleet key for examples: 32 bytes in base64.
+const EXAMPLE_FLEET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
 /// Runs `mcp-supervisor check` on `text` as a config file, with every
 /// variable it reads set and every token file it names written (examples
 /// name them; their values do not matter to `check`).
@@ -458,13 +461,22 @@ fn assert_checks(text: &str, place: &str) {
         for (key, value) in table {
             match (key.as_str(), value) {
                 (_, toml::Value::Table(inner)) => tables.push(inner),
-                ("token_env" | "client_secret_env", toml::Value::String(name)) => {
+                ("token_env" | "client_secret_env" | "password_env", toml::Value::String(name)) => {
                     command.env(name, format!("example-secret-of-{name}"));
                 }
-                ("token_file", toml::Value::String(path)) => {
+                // The fleet's key must be 32 bytes in base64.
+                ("key_env", toml::Value::String(name)) => {
+                    command.env(name, EXAMPLE_FLEET_KEY);
+                }
+                ("token_file" | "password_file" | "key_file", toml::Value::String(path)) => {
+                    let content = if key == "key_file" {
+                        EXAMPLE_FLEET_KEY
+                    } else {
+                        "example-token"
+                    };
                     let path = dir.path().join(path);
                     fs::create_dir_all(path.parent().unwrap()).unwrap();
-                    fs::write(path, "example-token\n").unwrap();
+                    fs::write(path, format!("{content}\n")).unwrap();
                 }
                 _ => {}
             }

@@ -417,3 +417,59 @@ fn without_redis_each_node_works_alone_and_they_converge_when_it_returns() {
         eventually!(parked(&two_log) == 1, Duration::from_secs(2));
     });
 }
+
+/// The ACL user docs/FLEET.md recommends is enough for the fleet: a node
+/// logged in as it (user in the URL, password from a file) shares a park.
+#[test]
+fn the_documented_acl_user_is_enough() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let doc = include_str!("../../../docs/FLEET.md");
+        let acl = doc
+            .lines()
+            .map(str::trim)
+            .find(|line| line.starts_with("ACL SETUSER mcp-gateway"))
+            .expect("FLEET.md shows an ACL SETUSER line")
+            .replace("PASSWORD", "fleet-secret")
+            .replace("mcp-supervisor:", "t:");
+        let args: Vec<&str> = acl.split_whitespace().collect();
+        let answer = redis.query(&args).unwrap();
+        assert_eq!(answer.text(), Some("OK"), "{answer:?}");
+        let password = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(password.path(), "fleet-secret\n").unwrap();
+        let fleet = redis_fleet(&redis).replace("redis://", "redis://mcp-gateway@")
+            + &format!(
+                "password_file = {}\n",
+                toml_string(&password.path().to_string_lossy())
+            );
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), (two, two_log)] = two_nodes(&upstream, &fleet, None).await;
+        until("node one joined", Duration::from_secs(10), || async {
+            matches!(store_health(&one).await, StoreHealth::Up { .. })
+        })
+        .await;
+        until("node two joined", Duration::from_secs(10), || async {
+            matches!(store_health(&two).await, StoreHealth::Up { .. })
+        })
+        .await;
+        park_by_lookups(&upstream, &one).await;
+        until(
+            "the park reached node two",
+            Duration::from_secs(2),
+            || async { parked(&two_log) == 1 },
+        )
+        .await;
+        // Reset through the store, which needs DEL as this user.
+        reset(&two, "a").await;
+        until(
+            "the reset reached node one",
+            Duration::from_secs(2),
+            || async { state(&one).await != ConnectionState::Parked },
+        )
+        .await;
+        let health = store_health(&one).await;
+        assert!(matches!(health, StoreHealth::Up { .. }), "{health:?}");
+    });
+}
