@@ -18,6 +18,7 @@
 //! - [`soak`]: `mcp-bench soak` (`make soak`), the soak under faults
 //!   (docs/RELIABILITY.md).
 
+mod fleet_worker;
 mod measure;
 mod procs;
 mod relay;
@@ -85,6 +86,10 @@ enum Command {
     /// started by P5 with `--peers`).
     #[command(hide = true)]
     Relay(relay::RelayArgs),
+    /// An agent worker embedding the library, driven by lines on stdin
+    /// (internal, for the fleet's tests).
+    #[command(hide = true)]
+    FleetWorker(fleet_worker::FleetWorkerArgs),
 }
 
 const ALL: [&str; 7] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7"];
@@ -94,6 +99,13 @@ fn main() {
     if let Some(Command::Worker { spec }) = &cli.command {
         if let Err(error) = worker::run(spec) {
             eprintln!("mcp-bench worker: {error:#}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    if let Some(Command::FleetWorker(args)) = &cli.command {
+        if let Err(error) = fleet_worker::run(args) {
+            eprintln!("mcp-bench fleet-worker: {error:#}");
             std::process::exit(1);
         }
         return;
