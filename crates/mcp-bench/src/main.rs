@@ -92,7 +92,7 @@ enum Command {
     FleetWorker(fleet_worker::FleetWorkerArgs),
 }
 
-const ALL: [&str; 7] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7"];
+const ALL: [&str; 8] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"];
 
 fn main() {
     let cli = Cli::parse();
@@ -187,6 +187,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "P5" => bench.p5(),
                 "P6" => bench.p6(),
                 "P7" => bench.p7(),
+                "P8" => bench.p8(),
                 _ => Ok(()),
             };
             if let Err(error) = outcome {

@@ -1036,3 +1036,140 @@ fn against_peer(
         ),
     }
 }
+
+/// Nodes and callers per node of P8.
+const P8_NODES: usize = 3;
+const P8_CALLERS: usize = 8;
+
+impl Bench<'_> {
+    /// P8: three gateway nodes, eight callers each, with `[fleet]` (a real
+    /// `redis-server`) and without: the fleet must cost the call path
+    /// nothing, and a successful call no Redis command.
+    pub(crate) fn p8(&mut self) -> anyhow::Result<()> {
+        eprintln!("P8: three gateway nodes, with and without [fleet]");
+        let s = self.settings;
+        let upstream = self.upstream(true)?;
+        let redis = mcp_test_support::RedisServer::start()?;
+        let key = s.scratch.join("fleet.key");
+        std::fs::write(&key, "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n")?;
+        let nodes = |fleet: bool| -> anyhow::Result<Vec<Guarded>> {
+            (0..P8_NODES)
+                .map(|i| {
+                    let (name, extra) = if fleet {
+                        (
+                            format!("node-fleet-{i}"),
+                            format!(
+                                "\n[fleet]\nredis = \"{}\"\nkey_file = \"{}\"\nnode = \"n{i}\"\n",
+                                redis.url(),
+                                key.display()
+                            ),
+                        )
+                    } else {
+                        (format!("node-alone-{i}"), String::new())
+                    };
+                    procs::start_gateway(self.bins, &upstream.url, &s.scratch, &name, &extra)
+                })
+                .collect()
+        };
+        let alone = nodes(false)?;
+        let fleet = nodes(true)?;
+        let specs = |nodes: &[Guarded]| -> Vec<Spec> {
+            nodes
+                .iter()
+                .map(|node| {
+                    let mut spec = timed(
+                        loop_spec(Client::RawPooled, &node.url, "up__echo", echo()),
+                        s,
+                    );
+                    if let Spec::Loop { callers, .. } = &mut spec {
+                        *callers = P8_CALLERS;
+                    }
+                    spec
+                })
+                .collect()
+        };
+        let variants = [
+            ("without [fleet]", specs(&alone)),
+            ("with [fleet]", specs(&fleet)),
+        ];
+        let mut rates = [Vec::new(), Vec::new()];
+        let (mut fleet_calls, mut fleet_commands, mut fleet_seconds) = (0u64, 0u64, 0f64);
+        for round in 0..s.rounds as usize {
+            for k in 0..variants.len() {
+                let i = (k + round) % variants.len();
+                let (name, specs) = &variants[i];
+                let before = redis.commands_processed()?;
+                let results = std::thread::scope(|scope| {
+                    let runs: Vec<_> = specs
+                        .iter()
+                        .map(|spec| scope.spawn(|| procs::run_worker(self.bins, spec)))
+                        .collect();
+                    runs.into_iter()
+                        .map(|run| run.join().expect("a worker thread"))
+                        .collect::<anyhow::Result<Vec<_>>>()
+                })
+                .with_context(|| format!("P8 {name}, round {}", round + 1))?;
+                let after = redis.commands_processed()?;
+                let rate: f64 = results
+                    .iter()
+                    .map(|result| result.calls as f64 / result.elapsed_s.max(1e-9))
+                    .sum();
+                let errors: u64 = results.iter().map(|result| result.errors).sum();
+                anyhow::ensure!(errors == 0, "P8 {name}: {errors} calls failed");
+                eprintln!("  {name:<44} round {}: {rate:>8.0} calls/s", round + 1);
+                rates[i].push(rate);
+                if i == 1 {
+                    fleet_calls += results.iter().map(|result| result.calls).sum::<u64>();
+                    // The INFO that read `after` is counted in it.
+                    fleet_commands += after.saturating_sub(before).saturating_sub(1);
+                    fleet_seconds += results
+                        .iter()
+                        .map(|result| result.elapsed_s + s.warmup)
+                        .fold(0.0, f64::max);
+                }
+            }
+        }
+        drop((alone, fleet, upstream));
+        let median = |rates: &mut Vec<f64>| {
+            rates.sort_by(f64::total_cmp);
+            rates[rates.len() / 2]
+        };
+        let (without, with) = (median(&mut rates[0]), median(&mut rates[1]));
+        let ratio = with / without;
+        self.report.rows.push(Row::ratio(
+            "P8",
+            "3 gateway nodes × 8 callers: throughput with [fleet] vs without",
+            format!("{with:.0} calls/s"),
+            format!("{without:.0} calls/s"),
+            ratio,
+            "≥ 0.95×",
+            ratio >= 0.95,
+        ));
+        // Each node publishes one heartbeat a second; everything above that
+        // would be the calls'.
+        let heartbeats = (P8_NODES as f64 * fleet_seconds).ceil() as u64;
+        let per_call = fleet_commands.saturating_sub(heartbeats) as f64 / fleet_calls.max(1) as f64;
+        self.report.rows.push(Row {
+            id: "P8".into(),
+            scenario: "Redis commands per successful call, with [fleet]".into(),
+            ours: format!("{per_call:.4}"),
+            baseline: "—".into(),
+            ratio: "—".into(),
+            target: "0".into(),
+            met: Some(per_call == 0.0),
+        });
+        self.report.notes.push((
+            "P8".into(),
+            vec![format!(
+                "Median of {} rounds; calls/s summed over the three nodes' workers. With [fleet], \
+                 Redis processed {fleet_commands} commands in {fleet_seconds:.1} s of rounds \
+                 ({fleet_calls} successful calls): at most {heartbeats} heartbeats (one a second \
+                 per node) and nothing else. Without: {:?}; with: {:?} calls/s.",
+                s.rounds,
+                rates[0].iter().map(|r| r.round()).collect::<Vec<_>>(),
+                rates[1].iter().map(|r| r.round()).collect::<Vec<_>>(),
+            )],
+        ));
+        Ok(())
+    }
+}
