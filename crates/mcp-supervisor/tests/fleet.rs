@@ -473,3 +473,32 @@ fn the_documented_acl_user_is_enough() {
         assert!(matches!(health, StoreHealth::Up { .. }), "{health:?}");
     });
 }
+
+/// A reload on one node asks every other node to re-read its own config;
+/// a reload done because it was asked is not told again (no echo).
+#[test]
+fn a_reload_on_one_node_reaches_the_others_once() {
+    use mcp_supervisor::registry::{CurrentConfig, OnFleetReload, Reload, ReloadAsked};
+    run_paused(|| async {
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), (two, _)] = two_nodes(&upstream, "", Some(LocalStore::default())).await;
+        let (one_tx, mut one_asked) = tokio::sync::mpsc::unbounded_channel();
+        let (two_tx, mut two_asked) = tokio::sync::mpsc::unbounded_channel();
+        one.send(OnFleetReload(one_tx)).await.unwrap();
+        two.send(OnFleetReload(two_tx)).await.unwrap();
+
+        let config = (*one.send(CurrentConfig).await.unwrap()).clone();
+        one.send(Reload(config)).await.unwrap();
+        let asked = tokio::time::timeout(Duration::from_millis(50), two_asked.recv()).await;
+        assert_eq!(asked, Ok(Some(())), "node two was asked to reload");
+
+        // Node two reloads as asked: nobody is asked again.
+        let config = (*two.send(CurrentConfig).await.unwrap()).clone();
+        two.send(ReloadAsked(config)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(one_asked.try_recv().is_err(), "node one was not asked");
+        assert!(two_asked.try_recv().is_err(), "node two was asked once");
+    });
+}

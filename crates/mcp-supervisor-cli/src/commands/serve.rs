@@ -9,7 +9,7 @@ use mcp_supervisor::{
     admin::{AdminLinks, ConfigSource, Reloader, serve_admin_linked},
     config::Config,
     gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http, serve_stdio},
-    registry::{CurrentConfig, Registry, Shutdown, Subscribe},
+    registry::{CurrentConfig, OnFleetReload, Registry, Shutdown, Subscribe},
 };
 use tokio::{
     net::TcpListener,
@@ -108,6 +108,9 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     let forwarder = ListChangedForwarder::new(state.clone()).start();
     let _ = registry.send(Subscribe(forwarder.recipient())).await;
     let reloader = Reloader::new(source, registry.clone());
+    // Another node of the fleet reloaded: re-read our own file too.
+    let (fleet_reload_tx, mut fleet_reloads) = tokio::sync::mpsc::unbounded_channel();
+    let _ = registry.send(OnFleetReload(fleet_reload_tx)).await;
 
     // Where to find us. Under --stdio, stdout is the MCP channel: use stderr.
     let admin_url = format!("http://{}", local(&admin));
@@ -178,6 +181,9 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
                 tracing::info!("SIGHUP: reloading the config");
                 // The reloader logs the outcome; an invalid file keeps the old config.
                 let _ = reloader.reload().await;
+            }
+            Some(()) = fleet_reloads.recv() => {
+                let _ = reloader.reload_as_asked().await;
             }
             _ = terminate.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
             _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); break; }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::{
     config::{Config, ConfigError},
-    registry::{Registry, Reload, ReloadReport},
+    registry::{Registry, Reload, ReloadAsked, ReloadReport},
 };
 
 /// Where the running config came from, so a reload reads the same place.
@@ -82,7 +82,25 @@ impl Reloader {
     /// (added connections start lazily, removed ones stop, changed ones
     /// restart, unchanged ones keep their in-flight calls). On an error
     /// nothing changes.
+    /// With `[fleet]`, every other node is told to reload too.
     pub async fn reload(&self) -> Result<ReloadReport, ReloadError> {
+        self.reload_as(Reload).await
+    }
+
+    /// The same, because another node of the fleet reloaded: the others are
+    /// not told again.
+    pub async fn reload_as_asked(&self) -> Result<ReloadReport, ReloadError> {
+        self.reload_as(ReloadAsked).await
+    }
+
+    async fn reload_as<M>(
+        &self,
+        message: impl FnOnce(Config) -> M,
+    ) -> Result<ReloadReport, ReloadError>
+    where
+        M: actix::Message<Result = ReloadReport> + Send + 'static,
+        Registry: actix::Handler<M>,
+    {
         // A config file is small and token files are local: reading them
         // inline is cheaper than a round trip to the blocking pool.
         let config = match self.source.load() {
@@ -95,7 +113,7 @@ impl Reloader {
         };
         let report = self
             .registry
-            .send(Reload(config))
+            .send(message(config))
             .await
             .map_err(|_| ReloadError::Stopped)?;
         tracing::info!(

@@ -54,6 +54,18 @@ pub struct ResetEverywhere {
     pub connection: String,
 }
 
+/// This node reloaded its config: every node re-reads its own.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct ReloadEverywhere;
+
+/// `node` reloaded its config (told to the registry).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct ReloadedElsewhere {
+    pub node: String,
+}
+
 /// What this node knows of the fleet, for `/status` and `/metrics`.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "FleetView")]
@@ -140,6 +152,7 @@ pub struct Fleet {
     furthest: Duration,
     store: Arc<dyn Store>,
     registry: Recipient<Learned>,
+    reloads: Recipient<ReloadedElsewhere>,
     /// The last standing known per connection, and who learned it.
     mirror: HashMap<String, (Shared, String)>,
     health: StoreHealth,
@@ -158,13 +171,19 @@ impl std::fmt::Debug for Fleet {
 }
 
 impl Fleet {
-    pub fn new(settings: Member, store: Arc<dyn Store>, registry: Recipient<Learned>) -> Self {
+    pub fn new(
+        settings: Member,
+        store: Arc<dyn Store>,
+        registry: Recipient<Learned>,
+        reloads: Recipient<ReloadedElsewhere>,
+    ) -> Self {
         Fleet {
             node: settings.node,
             advertise: settings.advertise,
             furthest: settings.furthest,
             store,
             registry,
+            reloads,
             mirror: HashMap::new(),
             health: StoreHealth::Starting,
             nodes: HashMap::new(),
@@ -306,6 +325,9 @@ impl Fleet {
                     news: News::Standing(shared),
                 });
             }
+            Told::Reload => self
+                .reloads
+                .do_send(ReloadedElsewhere { node: message.node }),
             Told::Reset { connection } => {
                 self.mirror.remove(&connection);
                 self.registry.do_send(Learned {
@@ -439,6 +461,16 @@ impl Handler<ResetEverywhere> for Fleet {
             ctx,
             async move { store.forget(&msg.connection, &message).await },
         );
+    }
+}
+
+impl Handler<ReloadEverywhere> for Fleet {
+    type Result = ();
+
+    fn handle(&mut self, _: ReloadEverywhere, ctx: &mut Context<Self>) {
+        let message = self.wire(Told::Reload).encode();
+        let store = self.store.clone();
+        self.store_op(ctx, async move { store.send(&message).await });
     }
 }
 

@@ -3,7 +3,8 @@
 //! upstreams through a store, Redis (docs/FLEET.md).
 //!
 //! What is shared, per connection name: parks and their cause, `Retry-After`
-//! windows, retirements and their reason, and resets. Each connection actor
+//! windows, retirements and their reason, and resets; and that a node
+//! reloaded its config. Each connection actor
 //! still owns its standing; the [`Fleet`] actor only tells the others what
 //! this node learned and tells this node's registry what they learned. A
 //! call never waits on the store, and a store that is away leaves every node
@@ -22,8 +23,8 @@ pub mod store;
 pub mod wire;
 
 pub use actor::{
-    Fleet, FleetStatus, FleetView, Learned, Member, News, NodeSeen, ResetEverywhere, SharedNow,
-    StoreHealth,
+    Fleet, FleetStatus, FleetView, Learned, Member, News, NodeSeen, ReloadEverywhere,
+    ReloadedElsewhere, ResetEverywhere, SharedNow, StoreHealth,
 };
 pub use redis::RedisStore;
 pub use store::{Heard, LocalStore, Store, StoreError};

@@ -68,6 +68,8 @@ pub enum Told {
     /// A person reset `connection` on some node: every node forgets its
     /// standing.
     Reset { connection: String },
+    /// A node reloaded its config: every node re-reads its own.
+    Reload,
     /// `node` is alive (sent every heartbeat), with what it knows and where
     /// its gateway is reached.
     Alive {
@@ -149,6 +151,7 @@ enum WireWhat {
     Reset {
         connection: String,
     },
+    Reload,
     Alive {
         parked: u32,
         retired: u32,
@@ -201,6 +204,7 @@ impl Message {
             Told::Reset { connection } => WireWhat::Reset {
                 connection: connection.clone(),
             },
+            Told::Reload => WireWhat::Reload,
             Told::Alive {
                 parked,
                 retired,
@@ -283,6 +287,7 @@ impl Message {
             WireWhat::Reset { connection } => Told::Reset {
                 connection: checked_name(connection)?,
             },
+            WireWhat::Reload => Told::Reload,
             WireWhat::Alive {
                 parked,
                 retired,
@@ -435,7 +440,11 @@ mod tests {
                 gateway: Some(url::Url::parse("http://10.0.0.5:7300/").unwrap()),
             },
         };
-        for message in [park(), retired, held, crash, reset, alive] {
+        let reload = Message {
+            node: "n".into(),
+            told: Told::Reload,
+        };
+        for message in [park(), retired, held, crash, reset, reload, alive] {
             let read = Message::decode(message.encode().as_bytes(), furthest);
             assert_eq!(read, Ok(message));
         }

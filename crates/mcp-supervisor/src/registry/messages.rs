@@ -24,7 +24,9 @@ use crate::{
         Adopt, CallCounts, ConnectionDied, ConnectionSnapshot, Snapshot, Stop, stats::History,
     },
     events::ConnectionEvent,
-    fleet::{FleetStatus, FleetView, Learned, News, ResetEverywhere},
+    fleet::{
+        FleetStatus, FleetView, Learned, News, ReloadEverywhere, ReloadedElsewhere, ResetEverywhere,
+    },
     policy::{Forget, RegisterConnections, ResetConnection, UpdateSettings},
     session::DownstreamLink,
 };
@@ -465,11 +467,65 @@ impl Handler<FleetOverview> for Registry {
     }
 }
 
+/// Apply a config reloaded because another node of the fleet reloaded
+/// (docs/FLEET.md): like [`Reload`], without telling the fleet again.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "ReloadReport")]
+pub struct ReloadAsked(pub Config);
+
+/// Where to say that another node of the fleet reloaded its config, so this
+/// process re-reads its own (`serve` re-reads its file, as on SIGHUP). A
+/// process that registers nothing keeps its config.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct OnFleetReload(pub tokio::sync::mpsc::UnboundedSender<()>);
+
+impl Handler<OnFleetReload> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: OnFleetReload, _: &mut Context<Self>) {
+        self.on_fleet_reload = Some(msg.0);
+    }
+}
+
+/// Another node reloaded its config.
+impl Handler<ReloadedElsewhere> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReloadedElsewhere, _: &mut Context<Self>) {
+        match &self.on_fleet_reload {
+            Some(tx) if tx.send(()).is_ok() => {
+                tracing::info!(node = %msg.node, "another node of the fleet reloaded its config; reloading");
+            }
+            _ => {
+                tracing::info!(node = %msg.node, "another node of the fleet reloaded its config; this process has no config source to re-read")
+            }
+        }
+    }
+}
+
 impl Handler<Reload> for Registry {
     type Result = MessageResult<Reload>;
 
     fn handle(&mut self, msg: Reload, _: &mut Context<Self>) -> Self::Result {
-        let new = msg.0;
+        let report = self.apply_reload(msg.0);
+        if let Some(fleet) = &self.fleet {
+            fleet.do_send(ReloadEverywhere);
+        }
+        MessageResult(report)
+    }
+}
+
+impl Handler<ReloadAsked> for Registry {
+    type Result = MessageResult<ReloadAsked>;
+
+    fn handle(&mut self, msg: ReloadAsked, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.apply_reload(msg.0))
+    }
+}
+
+impl Registry {
+    fn apply_reload(&mut self, new: Config) -> ReloadReport {
         if new.gateway != self.config.gateway || new.admin != self.config.admin {
             tracing::warn!(
                 "[gateway] and [admin] changes take effect on restart; the running \
@@ -523,7 +579,7 @@ impl Handler<Reload> for Registry {
             unchanged = report.unchanged.len(),
             "config reloaded"
         );
-        MessageResult(report)
+        report
     }
 }
 

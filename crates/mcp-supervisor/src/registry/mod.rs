@@ -50,6 +50,8 @@ pub struct Registry {
     fleet: Option<Addr<Fleet>>,
     /// The store to join the fleet through, until started.
     fleet_store: Option<Arc<dyn Store>>,
+    /// Told when another node reloaded its config (`OnFleetReload`).
+    on_fleet_reload: Option<tokio::sync::mpsc::UnboundedSender<()>>,
 }
 
 impl Registry {
@@ -71,6 +73,7 @@ impl Registry {
             shutting_down: false,
             fleet: None,
             fleet_store: None,
+            on_fleet_reload: None,
         }
     }
 
@@ -105,7 +108,13 @@ impl Registry {
             furthest: self.config.supervisor.quarantine.max_cooldown
                 + settings.map_or(crate::config::DEFAULT_MAX_CLOCK_SKEW, |s| s.max_clock_skew),
         };
-        let fleet = Fleet::new(member, store, ctx.address().recipient()).start();
+        let fleet = Fleet::new(
+            member,
+            store,
+            ctx.address().recipient(),
+            ctx.address().recipient(),
+        )
+        .start();
         self.subscribers.push(fleet.clone().recipient());
         self.fleet = Some(fleet);
     }
