@@ -179,6 +179,22 @@ impl RedisServer {
     }
 }
 
+impl RedisServer {
+    /// How many times `command` (lowercase, e.g. `publish`) has run since
+    /// the server started (`INFO commandstats`), 0 if never.
+    pub fn command_calls(&self, command: &str) -> anyhow::Result<u64> {
+        let info = self.query(&["INFO", "commandstats"])?;
+        let text = info.text().context("INFO answered no text")?;
+        let prefix = format!("cmdstat_{command}:calls=");
+        Ok(text
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|calls| calls.trim().parse().ok())
+            .unwrap_or(0))
+    }
+}
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
