@@ -94,12 +94,18 @@ impl Elsewhere {
     }
 
     /// The node holding the session of a request with `headers`, when that
-    /// is another node and the request was not forwarded to us already.
-    pub(super) fn holder(&self, headers: &HeaderMap) -> Option<String> {
+    /// is another node and the request was not forwarded to us already. The
+    /// mark of a forwarded request is taken off, so it is handled here
+    /// exactly as its client sent it (the direct path, for one, takes no
+    /// request with an `mcp-` header it does not know).
+    pub(super) fn holder(&self, headers: &mut HeaderMap) -> Option<String> {
+        if headers.remove(&FORWARDED).is_some() {
+            return None;
+        }
         let id = headers.get(&mcp_headers::SESSION_ID)?.to_str().ok()?;
         match self.ids.holder(id) {
-            Holder::Node(node) if !headers.contains_key(&FORWARDED) => Some(node.to_owned()),
-            Holder::Node(_) | Holder::Here | Holder::Unknown => None,
+            Holder::Node(node) => Some(node.to_owned()),
+            Holder::Here | Holder::Unknown => None,
         }
     }
 

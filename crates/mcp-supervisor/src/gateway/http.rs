@@ -302,7 +302,7 @@ pub async fn serve_http(
     listener::serve(listener, router, server, shutdown.accepting.clone()).await
 }
 
-async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, mut request: Request) -> Response {
     if let Some(token) = &endpoint.token
         && !bearer_matches(request.headers(), token)
     {
@@ -310,7 +310,7 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
     }
     endpoint.control.arrived();
     if let Some(elsewhere) = &endpoint.elsewhere
-        && let Some(node) = elsewhere.holder(request.headers())
+        && let Some(node) = elsewhere.holder(request.headers_mut())
     {
         return endpoint.forward(elsewhere, request, &node).await;
     }
