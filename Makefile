@@ -7,7 +7,7 @@ CONFIG ?=
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test lint fmt doc ci
+.PHONY: help build run fleet test lint fmt doc ci
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -17,6 +17,9 @@ build: ## Build every crate and binary (debug)
 
 run: build ## Run the long-lived process (embedded default config unless CONFIG=...)
 	./target/debug/mcp-supervisor serve $(if $(CONFIG),--config $(CONFIG),)
+
+fleet: build ## Redis, three nodes on the demo server and HAProxy on loopback; Ctrl-C stops them
+	./scripts/fleet.sh
 
 test: build ## Run the whole test suite (installs pinned test servers first)
 	./scripts/install-test-deps.sh

@@ -4,6 +4,7 @@
 //! user would, against real servers on loopback and real child processes.
 
 pub mod conformance;
+pub mod fleet;
 
 use std::{
     path::{Path, PathBuf},

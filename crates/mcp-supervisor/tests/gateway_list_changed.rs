@@ -67,7 +67,7 @@ fn an_upstream_list_change_reaches_downstream_clients() {
         actix_rt::spawn({
             let shutdown = shutdown.clone();
             async move {
-                serve_http(listener, state, &settings, shutdown)
+                serve_http(listener, state, &settings, None, shutdown)
                     .await
                     .unwrap()
             }

@@ -140,6 +140,7 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
                 mcp_supervisor::config::Choice::as_str(config.gateway.expose)
             );
             let settings = config.gateway.clone();
+            let fleet = config.fleet.clone();
             let stop = gateway_stop.clone();
             // Registered again with the reactor of the runtime it runs on.
             let listener = listener.into_std().map_err(|error| {
@@ -153,7 +154,9 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
                         return;
                     }
                 };
-                if let Err(error) = serve_http(listener, state, &settings, stop).await {
+                if let Err(error) =
+                    serve_http(listener, state, &settings, fleet.as_ref(), stop).await
+                {
                     tracing::error!(%error, "gateway stopped");
                 }
             };

@@ -22,6 +22,9 @@
 //! - answers a request with plain JSON when nothing comes before its answer
 //!   (`answer.rs`; rmcp streams every answer of a session as SSE), and asks
 //!   rmcp for JSON on stateless (2026-07-28) requests (`json_response`);
+//! - in a fleet, hands out session ids that name this node, and forwards a
+//!   request whose id names another node there (`elsewhere.rs`), before
+//!   anything else here looks at it but the token;
 //! - corrects three answers of rmcp 3.11: a body that is not JSON, or not a
 //!   JSON-RPC message, gets 400 with a JSON-RPC error (-32700 / -32600)
 //!   instead of 415; `DELETE` of an unknown session gets 404, and of a live
@@ -70,12 +73,14 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{
     answer,
     direct::{self, Generation, Posted, StatelessCall},
+    elsewhere::Elsewhere,
     handler::GatewayHandler,
+    session_ids::SessionIds,
     sessions::{CappedSessions, OPENING, Opening},
     state::GatewayState,
 };
 use crate::{
-    config::{BearerToken, GatewaySettings},
+    config::{BearerToken, FleetSettings, GatewaySettings},
     listener::{
         self, Peer, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
@@ -225,14 +230,19 @@ struct Endpoint {
     token: Option<Arc<BearerToken>>,
     body_timeout: Duration,
     max_body_bytes: usize,
+    /// In a fleet: the sessions other nodes hold, reached by forwarding.
+    elsewhere: Option<Elsewhere>,
 }
 
 /// Serves the gateway on `listener` at `settings.path` until `shutdown` has
-/// stopped it; returns once every connection is closed.
+/// stopped it; returns once every connection is closed. With `fleet`, its
+/// session ids name this node and requests for another node's sessions are
+/// forwarded there (docs/FLEET.md, "Sessions across nodes").
 pub async fn serve_http(
     listener: TcpListener,
     state: Arc<GatewayState>,
     settings: &GatewaySettings,
+    fleet: Option<&FleetSettings>,
     shutdown: GatewayShutdown,
 ) -> io::Result<()> {
     let hosts = AllowedHosts::new(&settings.allowed_hosts);
@@ -242,11 +252,16 @@ pub async fn serve_http(
         .with_cancellation_token(shutdown.sessions.child_token())
         .with_json_response(true);
     config.max_request_body_bytes = settings.max_body_bytes;
+    let ids = fleet.map(|fleet| Arc::new(SessionIds::new(&fleet.node, &fleet.key)));
+    let elsewhere = ids
+        .clone()
+        .map(|ids| Elsewhere::new(ids, state.registry.clone(), settings.idle_timeout));
     let sessions = Arc::new(CappedSessions::new(
         settings.max_sessions,
         settings.max_sessions_per_client,
         settings.session_idle_timeout,
         shutdown.tallies(),
+        ids,
     ));
     let keep_alive = config.sse_keep_alive;
     let handlers = state.clone();
@@ -268,6 +283,7 @@ pub async fn serve_http(
         token: settings.auth.clone().map(Arc::new),
         body_timeout: settings.body_timeout,
         max_body_bytes: settings.max_body_bytes,
+        elsewhere,
     };
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
@@ -286,13 +302,18 @@ pub async fn serve_http(
     listener::serve(listener, router, server, shutdown.accepting.clone()).await
 }
 
-async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, mut request: Request) -> Response {
     if let Some(token) = &endpoint.token
         && !bearer_matches(request.headers(), token)
     {
         return unauthorized("missing or invalid bearer token");
     }
     endpoint.control.arrived();
+    if let Some(elsewhere) = &endpoint.elsewhere
+        && let Some(node) = elsewhere.holder(request.headers_mut())
+    {
+        return endpoint.forward(elsewhere, request, &node).await;
+    }
     // The session's request keeps it busy until its response is sent.
     let in_use = request
         .headers()
@@ -361,6 +382,24 @@ impl<B: http_body::Body, G> http_body::Body for Holding<B, G> {
 }
 
 impl Endpoint {
+    /// `request`, for a session `node` holds, answered there; as an unknown
+    /// session when `node` cannot be reached. A POST counts as in progress
+    /// here too until its answer is sent, so a drain waits for it.
+    async fn forward(&self, elsewhere: &Elsewhere, request: Request, node: &str) -> Response {
+        let in_progress = (request.method() == Method::POST && !opens_a_stream(request.headers()))
+            .then(|| self.requests.token());
+        let Some(response) = elsewhere
+            .forward(request, node, self.ending.child_token())
+            .await
+        else {
+            return session_not_found();
+        };
+        match in_progress {
+            Some(token) => response.map(|body| Body::new(Holding::new(body, token))),
+            None => response,
+        }
+    }
+
     async fn post(self: &Arc<Self>, request: Request) -> Response {
         let (parts, body) = request.into_parts();
         let client = parts.extensions.get::<Peer>().map(|peer| peer.0);
@@ -512,8 +551,7 @@ impl Endpoint {
         let response = self.mcp.handle(request).await;
         if response.status() == StatusCode::ACCEPTED {
             if !known {
-                // MCP: a request for an unknown or ended session is 404.
-                return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+                return session_not_found();
             }
             // The session ended: 200, which every SDK takes as done (the
             // Python SDK warns on rmcp's 202).
@@ -598,6 +636,11 @@ impl Endpoint {
             }
         }
     }
+}
+
+/// MCP: a request for an unknown or ended session is 404 (rmcp's own words).
+fn session_not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
 
 /// A request whose handling panicked (never expected).

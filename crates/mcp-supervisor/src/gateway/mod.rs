@@ -16,6 +16,8 @@
 //!   waiting for a client's answers);
 //! - [`handler`]: the rmcp `ServerHandler`;
 //! - [`http`]: the HTTP endpoint with bearer auth, Host allowlist, body limit;
+//! - `session_ids` and `elsewhere`: in a fleet, session ids that name their
+//!   node, and the forwarding of a request to the node holding its session;
 //! - `direct`: a 2025 session's plain tool calls, answered by the HTTP
 //!   endpoint without rmcp's server, and `direct_sessions`, the sessions
 //!   whose calls may take that path;
@@ -27,6 +29,7 @@ mod direct;
 mod direct_sessions;
 pub mod directory;
 pub mod downstream;
+mod elsewhere;
 pub mod forward;
 pub mod handler;
 pub mod http;
@@ -34,6 +37,7 @@ mod mrtr;
 pub mod naming;
 pub mod paging;
 mod rounds;
+mod session_ids;
 mod sessions;
 pub mod state;
 

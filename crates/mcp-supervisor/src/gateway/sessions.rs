@@ -28,17 +28,20 @@ use std::{
 use futures::Stream;
 use rmcp::{
     model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
-    transport::streamable_http_server::{
-        RestoreOutcome, SessionId, SessionManager,
-        session::{
-            EventStore, ServerSseMessage,
-            local::{LocalSessionManager, LocalSessionManagerError},
+    transport::{
+        WorkerTransport,
+        streamable_http_server::{
+            RestoreOutcome, SessionId, SessionManager,
+            session::{
+                EventStore, ServerSseMessage,
+                local::{LocalSessionManager, LocalSessionManagerError, create_local_session},
+            },
         },
     },
 };
 use tokio::time::Instant;
 
-use super::direct_sessions::DirectSession;
+use super::{direct_sessions::DirectSession, session_ids::SessionIds};
 use crate::listener::tallies::{Protection, Tallies};
 
 tokio::task_local! {
@@ -85,6 +88,9 @@ pub(super) struct CappedSessions {
     creating: tokio::sync::Mutex<()>,
     uses: Uses,
     tallies: Arc<Tallies>,
+    /// In a fleet, the ids name this node (`session_ids.rs`); alone, they
+    /// are rmcp's own.
+    ids: Option<Arc<SessionIds>>,
 }
 
 /// Why a session operation failed.
@@ -129,6 +135,7 @@ impl CappedSessions {
         per_client: usize,
         idle_timeout: Duration,
         tallies: Arc<Tallies>,
+        ids: Option<Arc<SessionIds>>,
     ) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(idle_timeout);
@@ -139,6 +146,7 @@ impl CappedSessions {
             creating: tokio::sync::Mutex::new(()),
             uses: Uses::default(),
             tallies,
+            ids,
         }
     }
 
@@ -258,7 +266,17 @@ impl SessionManager for CappedSessions {
                 return Err(SessionsError::Full(why));
             }
         }
-        let (id, transport) = self.local.create_session().await?;
+        let (id, transport) = match &self.ids {
+            None => self.local.create_session().await?,
+            // What rmcp's `create_session` does, with an id of ours.
+            Some(ids) => {
+                let id = SessionId::from(ids.mint());
+                let (handle, worker) =
+                    create_local_session(id.clone(), self.local.session_config.clone());
+                self.local.sessions.write().await.insert(id.clone(), handle);
+                (id, WorkerTransport::spawn(worker))
+            }
+        };
         lock(&self.uses).insert(
             id.clone(),
             Use {
@@ -339,7 +357,13 @@ mod tests {
     const B: Option<IpAddr> = Some(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2)));
 
     fn sessions(max: usize, per_client: usize) -> CappedSessions {
-        CappedSessions::new(max, per_client, Duration::from_secs(60), Arc::default())
+        CappedSessions::new(
+            max,
+            per_client,
+            Duration::from_secs(60),
+            Arc::default(),
+            None,
+        )
     }
 
     /// A session opened by `client`, as rmcp opens one for `initialize`.
@@ -445,5 +469,32 @@ mod tests {
         sessions.local.close_session(&first).await.unwrap();
         assert!(open(&sessions, A).await.is_ok());
         assert_eq!(sessions.tallies.get(Protection::SessionEvictedAtCap), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn in_a_fleet_the_ids_name_this_node_and_are_sessions_like_any_other() {
+        let key = crate::config::FleetKey::new([9; 32]);
+        let ids = Arc::new(SessionIds::new("node-a", &key));
+        let sessions = CappedSessions::new(
+            1,
+            1,
+            Duration::from_secs(60),
+            Arc::default(),
+            Some(ids.clone()),
+        );
+        let first = open(&sessions, A).await.unwrap();
+        assert!(first.starts_with("node-a."), "{first}");
+        assert_eq!(ids.holder(&first), super::super::session_ids::Holder::Here);
+        let other = SessionIds::new("node-b", &key);
+        assert_eq!(
+            other.holder(&first),
+            super::super::session_ids::Holder::Node("node-a")
+        );
+        assert!(sessions.has(&first).await);
+        // The cap holds as before: the idle first session makes room.
+        let second = open(&sessions, A).await.unwrap();
+        assert!(!sessions.has(&first).await && sessions.has(&second).await);
+        sessions.close_session(&second).await.unwrap();
+        assert!(!sessions.has(&second).await);
     }
 }

@@ -451,7 +451,7 @@ impl ServedGateway {
             let shutdown = shutdown.clone();
             let state = state.clone();
             async move {
-                serve_http(listener, state, &settings, shutdown)
+                serve_http(listener, state, &settings, None, shutdown)
                     .await
                     .unwrap();
             }
