@@ -11,8 +11,9 @@ use std::{sync::Arc, time::Duration};
 use actix::{Actor, Addr};
 use mcp_supervisor::{
     CallOutcome, ConnectionState,
+    config::FleetKey,
     events::ConnectionEvent,
-    fleet::{LocalStore, Refusal, StoreHealth},
+    fleet::{LocalStore, Refusal, Seal, StoreHealth},
     registry::{CallTool, FleetOverview, Registry, Status},
 };
 use mcp_test_support::{
@@ -345,23 +346,33 @@ fn bad_messages_from_the_store_are_refused_and_counted() {
             matches!(store_health(&one).await, StoreHealth::Up { .. })
         })
         .await;
-        for garbage in [
+        // Sealed with the fleet's key (as a node of this fleet, or someone
+        // with its key, would write it), each wrong in its own way; and one
+        // not sealed at all.
+        let seal = Seal::new(&FleetKey::new(*b"0123456789abcdef0123456789abcdef"));
+        let mut messages: Vec<String> = [
             "not json",
             r#"{"v":9,"node":"x","kind":"reset","connection":"a"}"#,
             r#"{"v":1,"node":"x","kind":"retired","connection":"a","reason":"meteor","failure":null}"#,
             r#"{"v":1,"node":"x","kind":"parked","connection":"a","until_ms":99999999999999,"failure":{"kind":"server","status":503,"reason":"x"},"strikes":1}"#,
-        ] {
-            redis.query(&["PUBLISH", "t:events", garbage]).unwrap();
+        ]
+        .into_iter()
+        .map(|text| seal.seal(text))
+        .collect();
+        messages.push(r#"{"v":1,"node":"x","kind":"reset","connection":"a"}"#.to_owned());
+        for message in &messages {
+            redis.query(&["PUBLISH", "t:events", message]).unwrap();
         }
-        until("four refusals", Duration::from_secs(10), || async {
+        until("five refusals", Duration::from_secs(10), || async {
             let view = one.send(FleetOverview).await.unwrap().unwrap();
-            view.refused.iter().map(|(_, n)| n).sum::<u64>() == 4
+            view.refused.iter().map(|(_, n)| n).sum::<u64>() == 5
         })
         .await;
         let view = one.send(FleetOverview).await.unwrap().unwrap();
         assert_eq!(
             view.refused,
             vec![
+                (Refusal::Unauthenticated, 1),
                 (Refusal::Malformed, 1),
                 (Refusal::UnknownVersion, 1),
                 (Refusal::UnknownName, 1),

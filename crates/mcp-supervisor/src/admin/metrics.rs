@@ -571,6 +571,7 @@ mod fleet_tests {
             r#"mcp_supervisor_fleet_shared{state="parked"} 1"#,
             r#"mcp_supervisor_fleet_shared{state="held"} 0"#,
             r#"mcp_supervisor_fleet_shared{state="retired"} 0"#,
+            r#"mcp_supervisor_fleet_refused_total{reason="unauthenticated"} 0"#,
             r#"mcp_supervisor_fleet_refused_total{reason="malformed"} 0"#,
             r#"mcp_supervisor_fleet_refused_total{reason="unknown_version"} 0"#,
             r#"mcp_supervisor_fleet_refused_total{reason="unknown_name"} 0"#,

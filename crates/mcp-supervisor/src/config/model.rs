@@ -75,6 +75,23 @@ impl FleetKey {
     pub fn expose(&self) -> &[u8; 32] {
         &self.0
     }
+
+    /// A key of its own for `purpose` (HMAC-SHA256 of the purpose under
+    /// this key), so the fleet key's uses (messages, session ids, sealed
+    /// tokens) never share a key.
+    pub fn derive(&self, purpose: &[u8]) -> [u8; 32] {
+        use hmac::{Hmac, KeyInit, Mac};
+        let mut derive = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC takes a key of any length");
+        derive.update(purpose);
+        derive.finalize().into_bytes().into()
+    }
+
+    /// A random key, for supervisors of one process that share an
+    /// in-process store without a `[fleet]` table.
+    pub fn random() -> Self {
+        Self(rand::random())
+    }
 }
 
 impl fmt::Debug for FleetKey {

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use super::{
     store::{Heard, Store, StoreError},
-    wire::{Message as Wire, Refusal, Shared, Told},
+    wire::{Message as Wire, Refusal, Seal, Shared, Told},
 };
 use crate::{RetireReason, events::ConnectionEvent};
 
@@ -138,6 +138,8 @@ pub struct SharedNow {
 #[derive(Debug, Clone)]
 pub struct Member {
     pub node: String,
+    /// The fleet key: every message is sealed with a key derived from it.
+    pub key: crate::config::FleetKey,
     /// Where this node's gateway is reached, told in every heartbeat.
     pub advertise: Option<url::Url>,
     /// The furthest a shared deadline may be: the longest window any node
@@ -148,6 +150,7 @@ pub struct Member {
 /// This process's member of the fleet.
 pub struct Fleet {
     node: String,
+    seal: Seal,
     advertise: Option<url::Url>,
     furthest: Duration,
     store: Arc<dyn Store>,
@@ -178,6 +181,7 @@ impl Fleet {
         reloads: Recipient<ReloadedElsewhere>,
     ) -> Self {
         Fleet {
+            seal: Seal::new(&settings.key),
             node: settings.node,
             advertise: settings.advertise,
             furthest: settings.furthest,
@@ -231,7 +235,7 @@ impl Fleet {
                 connection: connection.to_owned(),
                 shared,
             })
-            .encode();
+            .encode(&self.seal);
         let store = self.store.clone();
         let connection = connection.to_owned();
         self.store_op(ctx, async move {
@@ -285,7 +289,7 @@ impl Fleet {
     /// A message from the store: checked, then acted on.
     fn heard(&mut self, bytes: &[u8]) {
         let furthest = SystemTime::now() + self.furthest;
-        let message = match Wire::decode(bytes, furthest) {
+        let message = match Wire::decode(bytes, furthest, &self.seal) {
             Ok(message) => message,
             Err(refusal) => {
                 let count = self.refused.entry(refusal).or_insert(0);
@@ -353,7 +357,7 @@ impl Fleet {
                 retired: count("retired"),
                 gateway: self.advertise.clone(),
             })
-            .encode();
+            .encode(&self.seal);
         let store = self.store.clone();
         self.store_op(ctx, async move { store.send(&message).await });
     }
@@ -455,7 +459,7 @@ impl Handler<ResetEverywhere> for Fleet {
             .wire(Told::Reset {
                 connection: msg.connection.clone(),
             })
-            .encode();
+            .encode(&self.seal);
         let store = self.store.clone();
         self.store_op(
             ctx,
@@ -468,7 +472,7 @@ impl Handler<ReloadEverywhere> for Fleet {
     type Result = ();
 
     fn handle(&mut self, _: ReloadEverywhere, ctx: &mut Context<Self>) {
-        let message = self.wire(Told::Reload).encode();
+        let message = self.wire(Told::Reload).encode(&self.seal);
         let store = self.store.clone();
         self.store_op(ctx, async move { store.send(&message).await });
     }

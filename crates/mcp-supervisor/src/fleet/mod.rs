@@ -28,4 +28,4 @@ pub use actor::{
 };
 pub use redis::RedisStore;
 pub use store::{Heard, LocalStore, Store, StoreError};
-pub use wire::{Refusal, Shared};
+pub use wire::{Refusal, Seal, Shared};

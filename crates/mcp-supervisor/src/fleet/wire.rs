@@ -2,16 +2,23 @@
 //! store is checked before anything acts on it (docs/FLEET.md, "On the wire").
 //!
 //! One JSON object per message, the same text as a key's value and as a
-//! pub/sub message: `{"v":1,"node":"…","kind":"parked",…}`. A message that
-//! does not parse, has another schema version, names an unknown failure kind
-//! or reason, or carries a deadline further out than any window this fleet
-//! can set is refused ([`Refusal`]); nothing else in the process sees it.
+//! pub/sub message, behind its MAC: `{mac}.{"v":1,"node":"…","kind":"parked",…}`
+//! (the first 16 bytes of HMAC-SHA256 over the JSON, keyed from the fleet
+//! key, in base64url). A message whose MAC is wrong (not written by a node
+//! of this fleet), that does not parse, has another schema version, names an
+//! unknown failure kind or reason, or carries a deadline further out than
+//! any window this fleet can set is refused ([`Refusal`]); nothing else in
+//! the process sees it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
 
-use crate::{Deadline, Failure, FailureKind, RetireReason};
+use crate::{Deadline, Failure, FailureKind, RetireReason, config::FleetKey};
 
 /// The schema version this build writes and reads.
 pub const VERSION: u32 = 1;
@@ -89,6 +96,9 @@ pub struct Message {
 /// Why a message from the store was not acted on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Refusal {
+    /// No MAC, or a MAC this fleet's key did not make: not written by a
+    /// node of this fleet.
+    Unauthenticated,
     /// Not JSON, or not the shape of any message.
     Malformed,
     /// Another schema version (a newer or older build).
@@ -102,7 +112,8 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every refusal, in metrics order.
-    pub const ALL: [Refusal; 4] = [
+    pub const ALL: [Refusal; 5] = [
+        Refusal::Unauthenticated,
         Refusal::Malformed,
         Refusal::UnknownVersion,
         Refusal::UnknownName,
@@ -112,10 +123,73 @@ impl Refusal {
     /// The metrics label and log word.
     pub fn as_str(self) -> &'static str {
         match self {
+            Refusal::Unauthenticated => "unauthenticated",
             Refusal::Malformed => "malformed",
             Refusal::UnknownVersion => "unknown_version",
             Refusal::UnknownName => "unknown_name",
             Refusal::TooFar => "too_far",
+        }
+    }
+}
+
+/// What the messages' MAC key is derived with.
+const PURPOSE: &[u8] = b"mcp-supervisor/fleet-messages/v1";
+/// Bytes of the truncated MAC, and their length in unpadded base64url.
+const MAC_BYTES: usize = 16;
+const MAC_ENCODED: usize = 22;
+
+/// Signs and checks the fleet's messages with a key derived from the fleet
+/// key.
+#[derive(Clone)]
+pub struct Seal(Hmac<Sha256>);
+
+impl std::fmt::Debug for Seal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Seal([REDACTED])")
+    }
+}
+
+impl Seal {
+    pub fn new(key: &FleetKey) -> Self {
+        Seal(
+            <Hmac<Sha256> as KeyInit>::new_from_slice(&key.derive(PURPOSE))
+                .expect("HMAC takes a key of any length"),
+        )
+    }
+
+    fn mac(&self, text: &[u8]) -> [u8; MAC_BYTES] {
+        let mut mac = self.0.clone();
+        mac.update(text);
+        let full = mac.finalize().into_bytes();
+        let mut truncated = [0; MAC_BYTES];
+        truncated.copy_from_slice(&full[..MAC_BYTES]);
+        truncated
+    }
+
+    /// `{mac}.{text}`.
+    pub fn seal(&self, text: &str) -> String {
+        format!(
+            "{}.{text}",
+            URL_SAFE_NO_PAD.encode(self.mac(text.as_bytes()))
+        )
+    }
+
+    /// The text behind a right MAC.
+    pub fn open<'a>(&self, sealed: &'a [u8]) -> Result<&'a [u8], Refusal> {
+        let (mac, text) = (sealed.get(..MAC_ENCODED), sealed.get(MAC_ENCODED + 1..));
+        let (Some(mac), Some(text)) = (mac, text) else {
+            return Err(Refusal::Unauthenticated);
+        };
+        if sealed.get(MAC_ENCODED) != Some(&b'.') {
+            return Err(Refusal::Unauthenticated);
+        }
+        let presented = URL_SAFE_NO_PAD
+            .decode(mac)
+            .map_err(|_| Refusal::Unauthenticated)?;
+        if bool::from(presented.ct_eq(&self.mac(text))) {
+            Ok(text)
+        } else {
+            Err(Refusal::Unauthenticated)
         }
     }
 }
@@ -173,8 +247,19 @@ struct WireFailure {
 const MAX_REASON: usize = 512;
 
 impl Message {
-    /// The message as stored and published.
-    pub fn encode(&self) -> String {
+    /// The message as stored and published, sealed.
+    pub fn encode(&self, seal: &Seal) -> String {
+        seal.seal(&self.json())
+    }
+
+    /// Checks and reads a message from the store: its MAC first, then as
+    /// [`Message::decode_json`].
+    pub fn decode(bytes: &[u8], furthest: SystemTime, seal: &Seal) -> Result<Message, Refusal> {
+        Message::decode_json(seal.open(bytes)?, furthest)
+    }
+
+    /// The JSON text of the message.
+    pub fn json(&self) -> String {
         let what = match &self.told {
             Told::Standing { connection, shared } => {
                 let connection = connection.clone();
@@ -224,10 +309,10 @@ impl Message {
         serde_json::to_string(&wire).unwrap_or_default()
     }
 
-    /// Checks and reads a message from the store. `furthest` is the latest
-    /// deadline a message may carry: now plus the longest window and the
-    /// tolerated skew.
-    pub fn decode(bytes: &[u8], furthest: SystemTime) -> Result<Message, Refusal> {
+    /// Checks and reads a message's JSON. `furthest` is the latest deadline
+    /// a message may carry: now plus the longest window and the tolerated
+    /// skew.
+    pub fn decode_json(bytes: &[u8], furthest: SystemTime) -> Result<Message, Refusal> {
         #[derive(Deserialize)]
         struct Version {
             v: u32,
@@ -388,7 +473,7 @@ mod tests {
     #[test]
     fn a_park_is_written_as_documented() {
         assert_eq!(
-            park().encode(),
+            park().json(),
             r#"{"v":1,"node":"gw-1","kind":"parked","connection":"github","until_ms":1800000000123,"failure":{"kind":"rate_limit","status":429,"reason":"HTTP 429"},"strikes":2}"#
         );
     }
@@ -444,15 +529,41 @@ mod tests {
             node: "n".into(),
             told: Told::Reload,
         };
+        let seal = Seal::new(&FleetKey::new([7; 32]));
         for message in [park(), retired, held, crash, reset, reload, alive] {
-            let read = Message::decode(message.encode().as_bytes(), furthest);
+            let read = Message::decode(message.encode(&seal).as_bytes(), furthest, &seal);
             assert_eq!(read, Ok(message));
+        }
+    }
+
+    /// Only the fleet's key makes a MAC its nodes accept, and the MAC covers
+    /// every byte.
+    #[test]
+    fn a_message_without_this_fleets_mac_is_refused() {
+        let seal = Seal::new(&FleetKey::new([7; 32]));
+        let other = Seal::new(&FleetKey::new([8; 32]));
+        let sealed = park().encode(&seal);
+        assert_eq!(Message::decode(sealed.as_bytes(), far(), &seal), Ok(park()));
+        let tampered = sealed.replace(r#""strikes":2"#, r#""strikes":0"#);
+        let unsealed = park().json();
+        for text in [
+            park().encode(&other),
+            tampered,
+            unsealed,
+            String::new(),
+            "x".repeat(23),
+        ] {
+            assert_eq!(
+                Message::decode(text.as_bytes(), far(), &seal),
+                Err(Refusal::Unauthenticated),
+                "{text}"
+            );
         }
     }
 
     #[test]
     fn bad_input_is_refused_with_its_reason() {
-        let ok = park().encode();
+        let ok = park().json();
         let cases: [(String, Refusal); 9] = [
             ("not json".into(), Refusal::Malformed),
             ("{}".into(), Refusal::Malformed),
@@ -469,13 +580,16 @@ mod tests {
         ];
         for (text, refusal) in cases {
             assert_eq!(
-                Message::decode(text.as_bytes(), far()),
+                Message::decode_json(text.as_bytes(), far()),
                 Err(refusal),
                 "{text}"
             );
         }
         // Further out than the furthest window this fleet can set.
         let near = UNIX_EPOCH + Duration::from_millis(1_800_000_000_000);
-        assert_eq!(Message::decode(ok.as_bytes(), near), Err(Refusal::TooFar));
+        assert_eq!(
+            Message::decode_json(ok.as_bytes(), near),
+            Err(Refusal::TooFar)
+        );
     }
 }

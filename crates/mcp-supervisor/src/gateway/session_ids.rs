@@ -61,10 +61,7 @@ impl std::fmt::Debug for SessionIds {
 
 impl SessionIds {
     pub(super) fn new(node: &str, key: &FleetKey) -> Self {
-        let mut derive = <Hmac<Sha256> as KeyInit>::new_from_slice(key.expose())
-            .expect("HMAC takes a key of any length");
-        derive.update(PURPOSE);
-        let derived = derive.finalize().into_bytes();
+        let derived = key.derive(PURPOSE);
         SessionIds {
             node: node.to_owned(),
             mac: <Hmac<Sha256> as KeyInit>::new_from_slice(&derived)

@@ -105,6 +105,7 @@ impl Registry {
         let member = Member {
             node: settings.map_or_else(unnamed_node, |s| s.node.clone()),
             advertise: settings.and_then(|s| s.advertise.clone()),
+            key: settings.map_or_else(process_fleet_key, |s| s.key.clone()),
             furthest: self.config.supervisor.quarantine.max_cooldown
                 + settings.map_or(crate::config::DEFAULT_MAX_CLOCK_SKEW, |s| s.max_clock_skew),
         };
@@ -147,6 +148,13 @@ impl Actor for Registry {
         self.policy.do_send(RegisterConnections(self.names()));
         self.join_fleet(ctx);
     }
+}
+
+/// The key of supervisors of this process that share a store without a
+/// `[fleet]` table: one random key, the same for all of them.
+fn process_fleet_key() -> crate::config::FleetKey {
+    static KEY: std::sync::OnceLock<crate::config::FleetKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(crate::config::FleetKey::random).clone()
 }
 
 /// The name of a node whose config has no `[fleet]` table: the host name
