@@ -3,7 +3,8 @@
 //! upstreams through a store, Redis (docs/FLEET.md).
 //!
 //! What is shared, per connection name: parks and their cause, `Retry-After`
-//! windows, retirements and their reason, and resets. Each connection actor
+//! windows, retirements and their reason, resets, and OAuth tokens (sealed,
+//! renewed once for the fleet: [`FleetTokens`]). Each connection actor
 //! still owns its standing; the [`Fleet`] actor only tells the others what
 //! this node learned and tells this node's registry what they learned. A
 //! call never waits on the store, and a store that is away leaves every node
@@ -14,11 +15,14 @@
 //!   the store passes before anything acts on it;
 //! - [`store`]: the [`Store`] trait and the in-process [`LocalStore`];
 //! - `redis`: the [`RedisStore`];
+//! - `tokens`: [`FleetTokens`], the OAuth tokens the fleet shares, sealed
+//!   with the fleet key;
 //! - `actor`: the [`Fleet`] actor and its view for `/status`.
 
 mod actor;
 mod redis;
 pub mod store;
+mod tokens;
 pub mod wire;
 
 pub use actor::{
@@ -27,4 +31,5 @@ pub use actor::{
 };
 pub use redis::RedisStore;
 pub use store::{Heard, LocalStore, Store, StoreError};
+pub use tokens::FleetTokens;
 pub use wire::{Refusal, Shared};

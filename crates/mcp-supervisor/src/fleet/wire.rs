@@ -96,15 +96,20 @@ pub enum Refusal {
     /// A deadline further out than the longest window plus the tolerated
     /// clock skew.
     TooFar,
+    /// Shared OAuth tokens that do not open with the fleet key (tampered,
+    /// sealed for another connection or fleet, or garbage): ignored
+    /// (`super::tokens`).
+    Unsealed,
 }
 
 impl Refusal {
     /// Every refusal, in metrics order.
-    pub const ALL: [Refusal; 4] = [
+    pub const ALL: [Refusal; 5] = [
         Refusal::Malformed,
         Refusal::UnknownVersion,
         Refusal::UnknownName,
         Refusal::TooFar,
+        Refusal::Unsealed,
     ];
 
     /// The metrics label and log word.
@@ -114,6 +119,7 @@ impl Refusal {
             Refusal::UnknownVersion => "unknown_version",
             Refusal::UnknownName => "unknown_name",
             Refusal::TooFar => "too_far",
+            Refusal::Unsealed => "unsealed",
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::{
     config::Config,
     connection::ConnectionDeps,
     events::ConnectionEvent,
-    fleet::{Fleet, Member, RedisStore, Store},
+    fleet::{Fleet, FleetTokens, Member, RedisStore, Store},
     http::HttpClients,
     policy::{Cooldowns, PolicySettings, QuarantinePolicy, RegisterConnections, RetryBackoff},
     session::shared_http_client,
@@ -50,6 +50,8 @@ pub struct Registry {
     fleet: Option<Addr<Fleet>>,
     /// The store to join the fleet through, until started.
     fleet_store: Option<Arc<dyn Store>>,
+    /// Where OAuth tokens are shared: in a fleet with a key (`[fleet]`).
+    tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
 }
 
 impl Registry {
@@ -71,6 +73,7 @@ impl Registry {
             shutting_down: false,
             fleet: None,
             fleet_store: None,
+            tokens: None,
         }
     }
 
@@ -99,7 +102,19 @@ impl Registry {
             },
             (None, None) => return,
         };
+        // Tokens are sealed with the fleet key, so only a `[fleet]` table
+        // shares them.
+        let unsealed = Arc::default();
+        self.tokens = settings.map(|settings| {
+            Arc::new(FleetTokens::new(
+                store.clone(),
+                &settings.key,
+                &settings.namespace,
+                Arc::clone(&unsealed),
+            )) as Arc<dyn crate::oauth::TokenShare>
+        });
         let member = Member {
+            unsealed,
             node: settings.map_or_else(unnamed_node, |s| s.node.clone()),
             advertise: settings.and_then(|s| s.advertise.clone()),
             furthest: self.config.supervisor.quarantine.max_cooldown
@@ -117,6 +132,7 @@ impl Registry {
             events: Some(ctx.address().recipient()),
             deaths: Some(ctx.address().recipient()),
             shutdown_timeout: self.config.supervisor.shutdown_timeout,
+            tokens: self.tokens.clone(),
         }
     }
 
