@@ -14,11 +14,12 @@
 //! - [`events`]: [`events::ConnectionEvent`], what the registry's subscribers are told.
 //! - [`failure`]: [`Failure`] and the one [`classify`] for every error source.
 //! - [`fleet`]: supervisors in several processes sharing parks, `Retry-After`
-//!   windows, retirements and resets through Redis.
+//!   windows, retirements, resets and sealed OAuth tokens through Redis.
 //! - [`gateway`]: the MCP endpoint (streamable HTTP or stdio) that proxies every upstream.
 //! - [`http`]: the connection's own rmcp HTTP client, recording every status.
 //! - [`meta`]: the meta-tools (`list_mcps`, `search_mcp_tools`, …).
-//! - [`oauth`]: OAuth logins, token storage and refresh for HTTP connections.
+//! - [`oauth`]: OAuth logins, token storage and refresh for HTTP connections
+//!   (once for a fleet, through a [`oauth::TokenShare`]).
 //! - [`outcome`]: [`CallOutcome`], what every call comes back as, and the agent-facing texts.
 //! - [`policy`]: the pure retry/park/retire decision and the `QuarantinePolicy` actor.
 //! - [`registry`]: the registry actor: name → connection actor, routing, catalogs,

@@ -376,7 +376,8 @@ fn bad_messages_from_the_store_are_refused_and_counted() {
                 (Refusal::Malformed, 1),
                 (Refusal::UnknownVersion, 1),
                 (Refusal::UnknownName, 1),
-                (Refusal::TooFar, 1)
+                (Refusal::TooFar, 1),
+                (Refusal::Unsealed, 0)
             ]
         );
         assert_eq!(state(&one).await, ConnectionState::Idle);

@@ -576,6 +576,7 @@ mod fleet_tests {
             r#"mcp_supervisor_fleet_refused_total{reason="unknown_version"} 0"#,
             r#"mcp_supervisor_fleet_refused_total{reason="unknown_name"} 0"#,
             r#"mcp_supervisor_fleet_refused_total{reason="too_far"} 1"#,
+            r#"mcp_supervisor_fleet_refused_total{reason="unsealed"} 0"#,
         ] {
             assert!(
                 text.lines().any(|l| l == line),

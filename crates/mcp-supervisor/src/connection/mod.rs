@@ -44,7 +44,7 @@ use crate::{
     http::{HttpClients, HttpRecorder},
     outcome::messages as text,
     policy::{Decision, QuarantinePolicy},
-    session::{Session, SessionEvent, SessionHandler, open_http},
+    session::{Session, SessionEvent, SessionHandler, open_http_sharing},
 };
 
 /// What a connection actor needs from the rest of the supervisor.
@@ -59,6 +59,9 @@ pub struct ConnectionDeps {
     pub deaths: Option<Recipient<ConnectionDied>>,
     /// Bound on a graceful session close at stop.
     pub shutdown_timeout: std::time::Duration,
+    /// Where OAuth tokens are shared with the fleet, if this process is in
+    /// one with a key (docs/OAUTH.md, "In a fleet").
+    pub tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
 }
 
 /// What one actor of a connection starts from: which actor it is, the
@@ -282,6 +285,10 @@ impl ConnectionActor {
             self.deps.http.clone(),
             self.recorder.clone(),
             SessionHandler::new(events_tx).knowing(self.protocol.clone()),
+            self.deps
+                .tokens
+                .clone()
+                .map(|share| crate::oauth::Sharing::new(share, &self.config.name)),
         );
         ctx.spawn(
             open.into_actor(self)
@@ -633,11 +640,12 @@ async fn open_session(
     http: HttpClients,
     recorder: HttpRecorder,
     handler: SessionHandler,
+    sharing: Option<crate::oauth::Sharing>,
 ) -> Result<Session, Failure> {
     let deadline = Instant::now() + config.connect_timeout;
     let session = match &config.transport {
         Transport::Http(http_transport) => {
-            open_http(http_transport, http, recorder, handler, deadline).await
+            open_http_sharing(http_transport, http, recorder, handler, deadline, sharing).await
         }
         Transport::Stdio(stdio) => {
             crate::session::open_stdio(&config.name, stdio, handler, deadline).await

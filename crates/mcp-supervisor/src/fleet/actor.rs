@@ -145,6 +145,9 @@ pub struct Member {
     /// The furthest a shared deadline may be: the longest window any node
     /// sets (`max_cooldown`) plus the tolerated clock skew.
     pub furthest: Duration,
+    /// Shared OAuth tokens that did not open, counted by this node's
+    /// [`super::FleetTokens`]; shown as [`Refusal::Unsealed`].
+    pub unsealed: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// This process's member of the fleet.
@@ -161,6 +164,7 @@ pub struct Fleet {
     health: StoreHealth,
     nodes: HashMap<String, (Instant, NodeSeen)>,
     refused: HashMap<Refusal, u64>,
+    unsealed: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -192,6 +196,7 @@ impl Fleet {
             health: StoreHealth::Starting,
             nodes: HashMap::new(),
             refused: HashMap::new(),
+            unsealed: settings.unsealed,
         }
     }
 
@@ -482,6 +487,10 @@ impl Handler<FleetStatus> for Fleet {
     type Result = MessageResult<FleetStatus>;
 
     fn handle(&mut self, _: FleetStatus, _: &mut Context<Self>) -> Self::Result {
+        self.refused.insert(
+            Refusal::Unsealed,
+            self.unsealed.load(std::sync::atomic::Ordering::Relaxed),
+        );
         let mut nodes: Vec<NodeSeen> = self
             .nodes
             .values()

@@ -3,8 +3,9 @@
 //! upstreams through a store, Redis (docs/FLEET.md).
 //!
 //! What is shared, per connection name: parks and their cause, `Retry-After`
-//! windows, retirements and their reason, and resets; and that a node
-//! reloaded its config. Each connection actor
+//! windows, retirements and their reason, resets, that a node reloaded
+//! its config, and OAuth tokens (sealed, renewed once for the fleet:
+//! [`FleetTokens`]). Each connection actor
 //! still owns its standing; the [`Fleet`] actor only tells the others what
 //! this node learned and tells this node's registry what they learned. A
 //! call never waits on the store, and a store that is away leaves every node
@@ -15,11 +16,14 @@
 //!   the store passes before anything acts on it;
 //! - [`store`]: the [`Store`] trait and the in-process [`LocalStore`];
 //! - `redis`: the [`RedisStore`];
+//! - `tokens`: [`FleetTokens`], the OAuth tokens the fleet shares, sealed
+//!   with the fleet key;
 //! - `actor`: the [`Fleet`] actor and its view for `/status`.
 
 mod actor;
 mod redis;
 pub mod store;
+mod tokens;
 pub mod wire;
 
 pub use actor::{
@@ -28,4 +32,5 @@ pub use actor::{
 };
 pub use redis::RedisStore;
 pub use store::{Heard, LocalStore, Store, StoreError};
+pub use tokens::FleetTokens;
 pub use wire::{Refusal, Seal, Shared};

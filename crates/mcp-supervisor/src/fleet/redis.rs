@@ -1,6 +1,8 @@
 //! The Redis store: one key per connection's standing
-//! (`{namespace}:standing:{connection}`, expiring with its park) and one
-//! pub/sub channel (`{namespace}:events`) that carries every message.
+//! (`{namespace}:standing:{connection}`, expiring with its park), one
+//! pub/sub channel (`{namespace}:events`) that carries every message, and
+//! plain values and locks under `{namespace}:` (`get`, `put`, `try_lock`,
+//! `unlock`).
 //!
 //! Commands go through the `redis` crate's reconnecting connection manager,
 //! each bounded by [`RESPONSE_TIMEOUT`]; the subscription is a connection of
@@ -33,6 +35,8 @@ pub struct RedisStore {
     standing: String,
     /// `{namespace}:events`.
     channel: String,
+    /// `{namespace}:`, before the key of a plain value or lock.
+    prefix: String,
     /// Where it is, for messages: `host:port`, never a password.
     place: String,
 }
@@ -83,6 +87,7 @@ impl RedisStore {
             commands,
             standing: format!("{}:standing:", settings.namespace),
             channel: format!("{}:events", settings.namespace),
+            prefix: format!("{}:", settings.namespace),
             place,
         })
     }
@@ -94,6 +99,11 @@ impl RedisStore {
             error.kind_text()
         ))
     }
+}
+
+/// `ttl` in whole milliseconds, at least one (Redis refuses `PX 0`).
+fn millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 /// An error's kind and category, never its detail (which may quote a value).
@@ -204,6 +214,58 @@ impl Store for RedisStore {
             .await
             .map_err(|error| self.failed("read the standings", &error))?;
         Ok(values.into_iter().flatten().collect())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut commands = self.commands.clone();
+        commands
+            .get(format!("{}{key}", self.prefix))
+            .await
+            .map_err(|error| self.failed("read a value", &error))
+    }
+
+    async fn put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let mut commands = self.commands.clone();
+        redis::cmd("SET")
+            .arg(format!("{}{key}", self.prefix))
+            .arg(value)
+            .arg("PX")
+            .arg(millis(ttl))
+            .query_async::<()>(&mut commands)
+            .await
+            .map_err(|error| self.failed("keep a value", &error))
+    }
+
+    async fn try_lock(&self, key: &str, holder: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let mut commands = self.commands.clone();
+        // `OK` when set, nil when someone holds it.
+        let set: Option<String> = redis::cmd("SET")
+            .arg(format!("{}{key}", self.prefix))
+            .arg(holder)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(ttl))
+            .query_async(&mut commands)
+            .await
+            .map_err(|error| self.failed("take a lock", &error))?;
+        Ok(set.is_some())
+    }
+
+    async fn unlock(&self, key: &str, holder: &str) -> Result<(), StoreError> {
+        // Compare and delete in one step: the lock may have expired and been
+        // taken by another holder since.
+        const UNLOCK: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+                              return redis.call('DEL', KEYS[1]) else return 0 end";
+        let mut commands = self.commands.clone();
+        redis::cmd("EVAL")
+            .arg(UNLOCK)
+            .arg(1)
+            .arg(format!("{}{key}", self.prefix))
+            .arg(holder)
+            .query_async::<i64>(&mut commands)
+            .await
+            .map(drop)
+            .map_err(|error| self.failed("release a lock", &error))
     }
 
     fn listen(&self) -> mpsc::UnboundedReceiver<Heard> {

@@ -4,13 +4,16 @@
 //!
 //! A store keeps one value per connection (its standing, with the expiry of a
 //! park) and carries messages to every node. It never decides anything: the
-//! [`super::Fleet`] actor does.
+//! [`super::Fleet`] actor does. It also keeps a few plain values and locks
+//! (`get`, `put`, `try_lock`, `unlock`) under keys relative to its namespace,
+//! for what the fleet shares outside the actor (sealed OAuth tokens,
+//! `super::tokens`).
 
 use std::{
     collections::HashMap,
     fmt,
     sync::{Arc, Mutex},
-    time::SystemTime,
+    time::{Duration, SystemTime},
 };
 
 use tokio::sync::{broadcast, mpsc};
@@ -53,6 +56,16 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// What the store says from now on: first `Up` or `Down`, then messages
     /// and changes of health.
     fn listen(&self) -> mpsc::UnboundedReceiver<Heard>;
+    /// The value kept under `key` (relative to the namespace), if any.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Keeps `value` under `key` for `ttl`, replacing what was there.
+    async fn put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError>;
+    /// Takes the lock `key` for `holder` for `ttl`, unless someone holds it:
+    /// `true` when taken (Redis: `SET key holder NX PX ttl`).
+    async fn try_lock(&self, key: &str, holder: &str, ttl: Duration) -> Result<bool, StoreError>;
+    /// Releases the lock `key` if `holder` still holds it (it may have
+    /// expired and been taken by another).
+    async fn unlock(&self, key: &str, holder: &str) -> Result<(), StoreError>;
 }
 
 /// A store in this process's memory: supervisors started with the same one
@@ -60,16 +73,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 #[derive(Clone)]
 pub struct LocalStore {
     kept: Arc<Mutex<Kept>>,
+    /// Plain values and locks, timed on tokio's clock (paused in tests).
+    values: Arc<Mutex<Values>>,
     bus: broadcast::Sender<Vec<u8>>,
 }
 
 /// Connection → (message, when it expires).
 type Kept = HashMap<String, (String, Option<SystemTime>)>;
+/// Key → (value, when it expires).
+type Values = HashMap<String, (Vec<u8>, tokio::time::Instant)>;
 
 impl Default for LocalStore {
     fn default() -> Self {
         LocalStore {
             kept: Arc::default(),
+            values: Arc::default(),
             bus: broadcast::channel(1024).0,
         }
     }
@@ -87,6 +105,17 @@ impl LocalStore {
         self.kept
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The values still live, as of now.
+    fn values(&self) -> std::sync::MutexGuard<'_, Values> {
+        let mut values = self
+            .values
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = tokio::time::Instant::now();
+        values.retain(|_, (_, expires)| *expires > now);
+        values
     }
 }
 
@@ -147,5 +176,37 @@ impl Store for LocalStore {
             }
         });
         rx
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.values().get(key).map(|(value, _)| value.clone()))
+    }
+
+    async fn put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let expires = tokio::time::Instant::now() + ttl;
+        self.values()
+            .insert(key.to_owned(), (value.to_vec(), expires));
+        Ok(())
+    }
+
+    async fn try_lock(&self, key: &str, holder: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let mut values = self.values();
+        if values.contains_key(key) {
+            return Ok(false);
+        }
+        let expires = tokio::time::Instant::now() + ttl;
+        values.insert(key.to_owned(), (holder.as_bytes().to_vec(), expires));
+        Ok(true)
+    }
+
+    async fn unlock(&self, key: &str, holder: &str) -> Result<(), StoreError> {
+        let mut values = self.values();
+        if values
+            .get(key)
+            .is_some_and(|(held, _)| held == holder.as_bytes())
+        {
+            values.remove(key);
+        }
+        Ok(())
     }
 }

@@ -108,16 +108,21 @@ pub enum Refusal {
     /// A deadline further out than the longest window plus the tolerated
     /// clock skew.
     TooFar,
+    /// Shared OAuth tokens that do not open with the fleet key (tampered,
+    /// sealed for another connection or fleet, or garbage): ignored
+    /// (`super::tokens`).
+    Unsealed,
 }
 
 impl Refusal {
     /// Every refusal, in metrics order.
-    pub const ALL: [Refusal; 5] = [
+    pub const ALL: [Refusal; 6] = [
         Refusal::Unauthenticated,
         Refusal::Malformed,
         Refusal::UnknownVersion,
         Refusal::UnknownName,
         Refusal::TooFar,
+        Refusal::Unsealed,
     ];
 
     /// The metrics label and log word.
@@ -128,6 +133,7 @@ impl Refusal {
             Refusal::UnknownVersion => "unknown_version",
             Refusal::UnknownName => "unknown_name",
             Refusal::TooFar => "too_far",
+            Refusal::Unsealed => "unsealed",
         }
     }
 }

@@ -5,6 +5,7 @@
 //! login`, refreshed with the refresh token) and [`ClientTokens`]
 //! (`grant = "client_credentials"`: the client's own credentials, no login;
 //! this grant gives no refresh token, so a new token is asked for instead).
+//! In a fleet, either source renews once for every node (`super::shared`).
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -12,7 +13,10 @@ use http::{HeaderName, HeaderValue};
 use rmcp::{
     model::ClientJsonRpcMessage,
     transport::{
-        auth::{AuthError, AuthorizationManager, ClientCredentialsConfig},
+        auth::{
+            AuthError, AuthorizationManager, ClientCredentialsConfig, CredentialStore,
+            StoredCredentials,
+        },
         streamable_http_client::{
             StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
             StreamableHttpResponseLimits,
@@ -21,6 +25,11 @@ use rmcp::{
 };
 use secrecy::{ExposeSecret, SecretString};
 use tokio::{sync::Mutex, time::Instant};
+
+use super::{
+    TokenFile,
+    shared::{Renewed, Sharing, access, due, now_secs, replaces},
+};
 
 /// How long before its expiry a token is replaced: half its lifetime, at
 /// most 30 seconds (as rmcp refreshes).
@@ -47,37 +56,89 @@ pub(crate) trait TokenSource: Send + Sync + 'static {
 }
 
 /// The tokens of `mcp-supervisor login`, in the connection's token file:
-/// refreshed ahead of expiry, and after a 401, with the refresh token.
+/// refreshed ahead of expiry, and after a 401, with the refresh token; in a
+/// fleet, once for every node ([`Sharing`]).
 pub(crate) struct LoginTokens {
-    manager: Mutex<AuthorizationManager>,
+    manager: AuthorizationManager,
+    /// The manager's credential store too: read here to judge the token,
+    /// written when the fleet's tokens are taken.
+    file: TokenFile,
+    sharing: Option<Sharing>,
+    /// One renewal at a time; callers waiting meanwhile use its result.
+    renewing: Mutex<()>,
 }
 
 impl LoginTokens {
-    pub(crate) fn new(manager: AuthorizationManager) -> Self {
+    pub(crate) fn new(
+        manager: AuthorizationManager,
+        file: TokenFile,
+        sharing: Option<Sharing>,
+    ) -> Self {
         Self {
-            manager: Mutex::new(manager),
+            manager,
+            file,
+            sharing,
+            renewing: Mutex::new(()),
         }
+    }
+
+    /// The stored tokens; `AuthorizationRequired` without an access token.
+    async fn stored(&self) -> Result<StoredCredentials, AuthError> {
+        self.file
+            .load()
+            .await?
+            .filter(|stored| access(stored).is_some())
+            .ok_or(AuthError::AuthorizationRequired)
     }
 }
 
 impl TokenSource for LoginTokens {
     async fn token(&self, rejected: Option<&str>) -> Result<String, AuthError> {
-        use oauth2::TokenResponse;
-        let manager = self.manager.lock().await;
-        // Refreshes ahead of expiry; `AuthorizationRequired` when it cannot.
-        let current = manager.get_access_token().await?;
-        if rejected != Some(current.as_str()) {
-            return Ok(current);
+        let _one = self.renewing.lock().await;
+        let held = self.stored().await?;
+        let now = now_secs();
+        if let Some(current) = access(&held)
+            && rejected != Some(current)
+            && !due(&held, now)
+        {
+            return Ok(current.to_owned());
         }
-        let refreshed = manager.refresh_token().await?;
-        Ok(refreshed.access_token().secret().to_owned())
+        // rmcp refreshes with the stored refresh token and stores the answer
+        // (`AuthorizationRequired` when there is no refresh token; a
+        // rejected one is dropped from the file).
+        let refresh = || async {
+            self.manager.refresh_token().await?;
+            self.stored().await
+        };
+        let renewed = match &self.sharing {
+            None => refresh().await?,
+            Some(sharing) => {
+                let usable = |shared: &StoredCredentials| {
+                    replaces(shared, Some(&held), &held.client_id, rejected, now)
+                };
+                match sharing.renew(usable, refresh).await? {
+                    Renewed::Asked(tokens) => tokens,
+                    Renewed::Adopted(tokens) => {
+                        self.file.save(tokens.clone()).await?;
+                        tokens
+                    }
+                }
+            }
+        };
+        access(&renewed)
+            .map(str::to_owned)
+            .ok_or(AuthError::AuthorizationRequired)
     }
 }
 
-/// A connection's client-credentials tokens.
+/// A connection's client-credentials tokens; in a fleet, one token for
+/// every node ([`Sharing`]).
 pub(crate) struct ClientTokens {
     manager: AuthorizationManager,
     config: ClientCredentialsConfig,
+    /// The client id, which a shared token must have been issued to.
+    client_id: String,
+    sharing: Option<Sharing>,
     current: Mutex<Option<Current>>,
 }
 
@@ -87,10 +148,17 @@ struct Current {
 }
 
 impl ClientTokens {
-    pub(crate) fn new(manager: AuthorizationManager, config: ClientCredentialsConfig) -> Self {
+    pub(crate) fn new(
+        manager: AuthorizationManager,
+        config: ClientCredentialsConfig,
+        client_id: String,
+        sharing: Option<Sharing>,
+    ) -> Self {
         Self {
             manager,
             config,
+            client_id,
+            sharing,
             current: Mutex::new(None),
         }
     }
@@ -106,18 +174,54 @@ impl TokenSource for ClientTokens {
         {
             return Ok(held.token.expose_secret().to_owned());
         }
-        let issued = self
-            .manager
-            .exchange_client_credentials(&self.config)
-            .await?;
-        let lifetime = issued.expires_in().unwrap_or(UNSTATED_LIFETIME);
-        let token = issued.access_token().secret().to_owned();
+        let ask = || async {
+            let issued = self
+                .manager
+                .exchange_client_credentials(&self.config)
+                .await?;
+            Ok(StoredCredentials::new(
+                self.client_id.clone(),
+                Some(issued),
+                Vec::new(),
+                Some(now_secs()),
+            ))
+        };
+        let (tokens, adopted) = match &self.sharing {
+            None => (ask().await?, false),
+            Some(sharing) => {
+                let held = current
+                    .as_ref()
+                    .map(|held| held.token.expose_secret().to_owned());
+                let now = now_secs();
+                let usable = |shared: &StoredCredentials| {
+                    access(shared) != held.as_deref()
+                        && replaces(shared, None, &self.client_id, rejected, now)
+                };
+                match sharing.renew(usable, ask).await? {
+                    Renewed::Asked(tokens) => (tokens, false),
+                    Renewed::Adopted(tokens) => (tokens, true),
+                }
+            }
+        };
+        let Some(response) = tokens.token_response.as_ref() else {
+            return Err(AuthError::AuthorizationRequired);
+        };
+        let lifetime = response.expires_in().unwrap_or(UNSTATED_LIFETIME);
+        // Ours is as old as this request; another node's is as old as its
+        // receipt says (in whole seconds of the wall clock).
+        let left = if adopted {
+            let held_for = now_secs().saturating_sub(tokens.token_received_at.unwrap_or(0));
+            lifetime.saturating_sub(Duration::from_secs(held_for))
+        } else {
+            lifetime
+        };
+        let token = response.access_token().secret().to_owned();
         let now = Instant::now();
         *current = Some(Current {
             token: SecretString::from(token.clone()),
             // `checked_add`: a server may say a token lives "forever".
             renew_at: now
-                .checked_add(lifetime - renewal_margin(lifetime))
+                .checked_add(left.saturating_sub(renewal_margin(lifetime)))
                 .unwrap_or(now + LONGEST_HOLD),
         });
         Ok(token)

@@ -5,10 +5,12 @@
 //! `AuthorizationManager`). A connection without usable tokens fails with
 //! [`crate::FailureKind::NeedsLogin`] and sends
 //! nothing. A `client_credentials` connection gets its own tokens
-//! (`ClientTokens`).
+//! (`ClientTokens`). In a fleet, either kind is renewed once for every node
+//! ([`Sharing`], over a [`TokenShare`] the fleet provides).
 
 mod credentials;
 mod login;
+mod shared;
 mod store;
 
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use rmcp::transport::auth::{
 pub(crate) use credentials::{ClientTokens, LoginTokens, TokenClient};
 
 pub use login::{LoggedIn, LoginError, login};
+pub use shared::{LOCK_TTL, ShareError, Sharing, TokenShare};
 pub use store::TokenFile;
 
 use crate::{
@@ -99,9 +102,11 @@ pub(crate) fn granted(scopes: &[String]) -> Vec<String> {
 /// authorization server's metadata (found as `login` found it). `NeedsLogin`
 /// when there are no tokens (nothing is sent then); other failures as
 /// classified. The token file comes too, for recording step-up scopes.
+/// `sharing`: the fleet's, if any.
 pub(crate) async fn login_tokens(
     url: &str,
     settings: &OAuthSettings,
+    sharing: Option<Sharing>,
 ) -> Result<(Arc<LoginTokens>, TokenFile), Failure> {
     let file = TokenFile::new(settings.token_file.clone());
     let stored = file
@@ -119,7 +124,10 @@ pub(crate) async fn login_tokens(
         .await
         .map_err(|error| auth_failure(&error))?;
     match manager.initialize_from_store().await {
-        Ok(true) => Ok((Arc::new(LoginTokens::new(manager)), file)),
+        Ok(true) => Ok((
+            Arc::new(LoginTokens::new(manager, file.clone(), sharing)),
+            file,
+        )),
         Ok(false) => Err(Failure::needs_login(
             "the authorization server changed since the login",
         )),
@@ -145,10 +153,11 @@ const CLIENT_NAME: &str = "mcp-supervisor";
 
 /// A `client_credentials` connection's token source: its authorization
 /// server discovered, its client configured; tokens are asked for on the
-/// first request.
+/// first request. `sharing`: the fleet's, if any.
 pub(crate) async fn client_tokens(
     url: &str,
     settings: &OAuthSettings,
+    sharing: Option<Sharing>,
 ) -> Result<Arc<ClientTokens>, Failure> {
     use secrecy::ExposeSecret;
     let (Some(client_id), Some(client_secret)) = (&settings.client_id, &settings.client_secret)
@@ -173,7 +182,12 @@ pub(crate) async fn client_tokens(
     manager
         .configure_client_credentials(&config)
         .map_err(|error| auth_failure(&error))?;
-    Ok(Arc::new(ClientTokens::new(manager, config)))
+    Ok(Arc::new(ClientTokens::new(
+        manager,
+        config,
+        client_id.clone(),
+        sharing,
+    )))
 }
 
 /// Sets `manager`'s authorization server metadata: the configured

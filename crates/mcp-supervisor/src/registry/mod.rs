@@ -28,7 +28,7 @@ use crate::{
     config::Config,
     connection::ConnectionDeps,
     events::ConnectionEvent,
-    fleet::{Fleet, Member, RedisStore, Store},
+    fleet::{Fleet, FleetTokens, Member, RedisStore, Store},
     http::HttpClients,
     policy::{Cooldowns, PolicySettings, QuarantinePolicy, RegisterConnections, RetryBackoff},
     session::shared_http_client,
@@ -52,6 +52,8 @@ pub struct Registry {
     fleet_store: Option<Arc<dyn Store>>,
     /// Told when another node reloaded its config (`OnFleetReload`).
     on_fleet_reload: Option<tokio::sync::mpsc::UnboundedSender<()>>,
+    /// Where OAuth tokens are shared: in a fleet with a key (`[fleet]`).
+    tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
 }
 
 impl Registry {
@@ -74,6 +76,7 @@ impl Registry {
             fleet: None,
             fleet_store: None,
             on_fleet_reload: None,
+            tokens: None,
         }
     }
 
@@ -102,7 +105,19 @@ impl Registry {
             },
             (None, None) => return,
         };
+        // Tokens are sealed with the fleet key, so only a `[fleet]` table
+        // shares them.
+        let unsealed = Arc::default();
+        self.tokens = settings.map(|settings| {
+            Arc::new(FleetTokens::new(
+                store.clone(),
+                &settings.key,
+                &settings.namespace,
+                Arc::clone(&unsealed),
+            )) as Arc<dyn crate::oauth::TokenShare>
+        });
         let member = Member {
+            unsealed,
             node: settings.map_or_else(unnamed_node, |s| s.node.clone()),
             advertise: settings.and_then(|s| s.advertise.clone()),
             key: settings.map_or_else(process_fleet_key, |s| s.key.clone()),
@@ -127,6 +142,7 @@ impl Registry {
             events: Some(ctx.address().recipient()),
             deaths: Some(ctx.address().recipient()),
             shutdown_timeout: self.config.supervisor.shutdown_timeout,
+            tokens: self.tokens.clone(),
         }
     }
 

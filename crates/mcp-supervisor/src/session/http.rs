@@ -71,7 +71,20 @@ pub async fn open_http(
     handler: SessionHandler,
     deadline: Instant,
 ) -> Result<Session, Failure> {
-    let again = (clients.clone(), recorder.clone());
+    open_http_sharing(transport, clients, recorder, handler, deadline, None).await
+}
+
+/// [`open_http`], an OAuth connection's tokens renewed once for its fleet
+/// (`sharing`).
+pub(crate) async fn open_http_sharing(
+    transport: &HttpTransport,
+    clients: HttpClients,
+    recorder: HttpRecorder,
+    handler: SessionHandler,
+    deadline: Instant,
+    sharing: Option<oauth::Sharing>,
+) -> Result<Session, Failure> {
+    let again = (clients.clone(), recorder.clone(), sharing.clone());
     let mut config = StreamableHttpClientTransportConfig::with_uri(transport.url.as_str())
         .custom_headers(header_map(transport)?);
     // OAuth: the stored tokens (nothing is sent without them) or the
@@ -85,12 +98,16 @@ pub async fn open_http(
         Some(UpstreamAuth::OAuth(settings)) => {
             let found = async {
                 match settings.grant {
-                    OAuthGrant::AuthorizationCode => oauth::login_tokens(&transport.url, settings)
-                        .await
-                        .map(|(tokens, file)| Authorizer::Login(tokens, file)),
-                    OAuthGrant::ClientCredentials => oauth::client_tokens(&transport.url, settings)
-                        .await
-                        .map(Authorizer::Client),
+                    OAuthGrant::AuthorizationCode => {
+                        oauth::login_tokens(&transport.url, settings, sharing)
+                            .await
+                            .map(|(tokens, file)| Authorizer::Login(tokens, file))
+                    }
+                    OAuthGrant::ClientCredentials => {
+                        oauth::client_tokens(&transport.url, settings, sharing)
+                            .await
+                            .map(Authorizer::Client)
+                    }
                 }
             };
             match tokio::time::timeout_at(deadline, found).await {
@@ -151,8 +168,11 @@ pub async fn open_http(
         Ok(Ok(service)) => service,
         Ok(Err(error)) => {
             if let Some(legacy) = handler.after_failed_discover(&error) {
-                let (clients, recorder) = again;
-                return Box::pin(open_http(transport, clients, recorder, legacy, deadline)).await;
+                let (clients, recorder, sharing) = again;
+                return Box::pin(open_http_sharing(
+                    transport, clients, recorder, legacy, deadline, sharing,
+                ))
+                .await;
             }
             let failure = classify_recorded(&error, Some(&recorder));
             return Err(oauth::on_session(

@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use handler::pinned_version;
 pub use handler::{ListKind, SessionEvent, SessionHandler};
+pub(crate) use http::open_http_sharing;
 pub use http::{open_http, shared_http_client};
 pub use relay::{Downstream, DownstreamLink};
 pub use stdio::{ChildGroup, open_stdio};
