@@ -42,11 +42,17 @@ pub struct Fleet {
 impl Fleet {
     /// Starts it all and waits until every node reaches every other.
     pub async fn start() -> Fleet {
+        let (connection, upstream) = conformance_connection(UpstreamTransport::Http);
+        Self::start_with(connection, upstream).await
+    }
+
+    /// The same with another upstream: `connection` is its `[connections.…]`
+    /// table, `upstream` the process kept alive with the fleet.
+    pub async fn start_with(connection: String, upstream: Option<HttpUpstream>) -> Fleet {
         let redis = RedisServer::start().expect("redis-server starts");
         let dir = tempfile::tempdir().expect("temp dir");
         let key_file = dir.path().join("fleet.key");
         std::fs::write(&key_file, format!("{FLEET_KEY}\n")).expect("write the key");
-        let (connection, upstream) = conformance_connection(UpstreamTransport::Http);
         let nodes: Vec<Served> = (1..=3)
             .map(|n| {
                 Served::start(&node_config(
