@@ -273,6 +273,18 @@ fn redis_fleet(redis: &RedisServer) -> String {
     )
 }
 
+/// Waits until every node has joined the fleet (its store is up).
+async fn joined(nodes: &[&Addr<Registry>]) {
+    for node in nodes {
+        until(
+            "a node joined the fleet",
+            Duration::from_secs(10),
+            || async { matches!(store_health(node).await, StoreHealth::Up { .. }) },
+        )
+        .await;
+    }
+}
+
 async fn store_health(registry: &Addr<Registry>) -> StoreHealth {
     registry.send(FleetOverview).await.unwrap().unwrap().store
 }
@@ -288,14 +300,7 @@ fn through_redis_a_park_is_shared_and_a_success_costs_no_command() {
             .await
             .unwrap();
         let [(one, _), (two, two_log)] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
-        until("node one joined", Duration::from_secs(10), || async {
-            matches!(store_health(&one).await, StoreHealth::Up { .. })
-        })
-        .await;
-        until("node two joined", Duration::from_secs(10), || async {
-            matches!(store_health(&two).await, StoreHealth::Up { .. })
-        })
-        .await;
+        joined(&[&one, &two]).await;
         until("node two saw node one", Duration::from_secs(10), || async {
             two.send(FleetOverview)
                 .await
@@ -342,10 +347,7 @@ fn bad_messages_from_the_store_are_refused_and_counted() {
             .await
             .unwrap();
         let [(one, _), _] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
-        until("node one joined", Duration::from_secs(10), || async {
-            matches!(store_health(&one).await, StoreHealth::Up { .. })
-        })
-        .await;
+        joined(&[&one]).await;
         // Sealed with the fleet's key (as a node of this fleet, or someone
         // with its key, would write it), each wrong in its own way; and one
         // not sealed at all.
@@ -395,14 +397,7 @@ fn without_redis_each_node_works_alone_and_they_converge_when_it_returns() {
             .await
             .unwrap();
         let [(one, _), (two, two_log)] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
-        until("node one joined", Duration::from_secs(10), || async {
-            matches!(store_health(&one).await, StoreHealth::Up { .. })
-        })
-        .await;
-        until("node two joined", Duration::from_secs(10), || async {
-            matches!(store_health(&two).await, StoreHealth::Up { .. })
-        })
-        .await;
+        joined(&[&one, &two]).await;
         assert_eq!(echo_text(&one, "a").await, "hi");
 
         redis.stop();
@@ -427,6 +422,13 @@ fn without_redis_each_node_works_alone_and_they_converge_when_it_returns() {
 
         redis.restart().unwrap();
         eventually!(parked(&two_log) == 1, Duration::from_secs(2));
+        // And both say the store is up again (heard and written to).
+        for node in [&one, &two] {
+            until("the store is up again", Duration::from_secs(2), || async {
+                matches!(store_health(node).await, StoreHealth::Up { .. })
+            })
+            .await;
+        }
     });
 }
 
@@ -458,14 +460,7 @@ fn the_documented_acl_user_is_enough() {
             .await
             .unwrap();
         let [(one, _), (two, two_log)] = two_nodes(&upstream, &fleet, None).await;
-        until("node one joined", Duration::from_secs(10), || async {
-            matches!(store_health(&one).await, StoreHealth::Up { .. })
-        })
-        .await;
-        until("node two joined", Duration::from_secs(10), || async {
-            matches!(store_health(&two).await, StoreHealth::Up { .. })
-        })
-        .await;
+        joined(&[&one, &two]).await;
         park_by_lookups(&upstream, &one).await;
         until(
             "the park reached node two",

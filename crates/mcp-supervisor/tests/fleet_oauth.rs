@@ -13,7 +13,7 @@ use std::{path::Path, sync::Arc, time::Duration};
 use actix::{Actor, Addr};
 use mcp_supervisor::{
     CallOutcome, ConnectionState,
-    config::{Config, OAuthSettings, Transport, UpstreamAuth},
+    config::Config,
     fleet::{LocalStore, Refusal, StoreHealth},
     oauth,
     registry::{FleetOverview, Registry, Status},
@@ -90,27 +90,6 @@ fn node_config(
         (name == "MACHINE_SECRET").then(|| "s3cret".to_owned())
     })
     .unwrap()
-}
-
-fn oauth_settings(config: &Config, name: &str) -> OAuthSettings {
-    let Transport::Http(http) = &config.connection(name).unwrap().transport else {
-        panic!("an http connection");
-    };
-    let Some(UpstreamAuth::OAuth(settings)) = &http.auth else {
-        panic!("an OAuth connection");
-    };
-    settings.clone()
-}
-
-/// Plays the person's browser: follows the authorization URL's redirects
-/// (the test server approves at once) to the login's loopback listener.
-fn browser(url: &str) {
-    let url = url.to_owned();
-    tokio::spawn(async move {
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
-        let page = client.get(url).send().await.unwrap();
-        assert!(page.status().is_success(), "{}", page.status());
-    });
 }
 
 /// A node: its registry and its state directory.
@@ -391,6 +370,7 @@ fn tokens_that_do_not_open_are_ignored_and_counted() {
         assert_eq!(
             view.refused,
             vec![
+                (Refusal::Unauthenticated, 0),
                 (Refusal::Malformed, 0),
                 (Refusal::UnknownVersion, 0),
                 (Refusal::UnknownName, 0),

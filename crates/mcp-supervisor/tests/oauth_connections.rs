@@ -9,12 +9,7 @@ mod support;
 use std::{os::unix::fs::PermissionsExt, path::Path, sync::Arc, time::Duration};
 
 use actix::Actor;
-use mcp_supervisor::{
-    CallOutcome, FailureKind,
-    config::{Config, OAuthSettings, Transport, UpstreamAuth},
-    oauth,
-    registry::Registry,
-};
+use mcp_supervisor::{CallOutcome, FailureKind, config::Config, oauth, registry::Registry};
 use mcp_test_support::{TestServer, TestServerOptions, http::OAuthProtection, oauth::AuthServer};
 use support::*;
 
@@ -49,27 +44,6 @@ fn oauth_config(url: &str, state_dir: &Path, auth_keys: &str) -> Config {
             &format!("auth = {{ kind = \"oauth\"{auth_keys} }}")
         )
     ))
-}
-
-fn oauth_settings(config: &Config) -> OAuthSettings {
-    let Transport::Http(http) = &config.connection("a").unwrap().transport else {
-        panic!("an http connection");
-    };
-    let Some(UpstreamAuth::OAuth(settings)) = &http.auth else {
-        panic!("an OAuth connection");
-    };
-    settings.clone()
-}
-
-/// Plays the person's browser: follows the authorization URL's redirects
-/// (the test server approves at once) to the login's loopback listener.
-fn browser(url: &str) {
-    let url = url.to_owned();
-    tokio::spawn(async move {
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
-        let page = client.get(url).send().await.unwrap();
-        assert!(page.status().is_success(), "{}", page.status());
-    });
 }
 
 fn echo_args() -> Option<serde_json::Map<String, serde_json::Value>> {
@@ -118,7 +92,7 @@ fn a_login_stores_private_tokens_and_the_connection_uses_them() {
         let (auth, upstream) = protected().await;
         let state = tempfile::tempdir().unwrap();
         let config = oauth_config(&upstream.url(), state.path(), "");
-        let settings = oauth_settings(&config);
+        let settings = oauth_settings(&config, "a");
 
         let logged_in = oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
             .await
@@ -156,7 +130,7 @@ async fn logged_in(
     let config = oauth_config(&upstream.url(), state.path(), "");
     oauth::login(
         &upstream.url(),
-        &oauth_settings(&config),
+        &oauth_settings(&config, "a"),
         browser,
         Duration::from_secs(30),
     )
@@ -192,7 +166,7 @@ fn machine_config(upstream: &TestServer, state_dir: &Path, secret: &str) -> Conf
 /// tokio's, so paused time cannot move it: the wait is for the moment the
 /// stored token names, not a guessed sleep.
 async fn until_refresh_is_due(config: &Config, lifetime: Duration) {
-    let file = oauth::TokenFile::new(oauth_settings(config).token_file);
+    let file = oauth::TokenFile::new(oauth_settings(config, "a").token_file);
     let received = file
         .credentials()
         .await
@@ -345,7 +319,7 @@ fn a_missing_scope_is_asked_for_by_the_next_login() {
         let (_auth, upstream) = protected_with(vec![("add".to_owned(), "math".to_owned())]).await;
         let state = tempfile::tempdir().unwrap();
         let config = oauth_config(&upstream.url(), state.path(), ", scopes = [\"basic\"]");
-        let settings = oauth_settings(&config);
+        let settings = oauth_settings(&config, "a");
         oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
             .await
             .unwrap();
@@ -452,7 +426,7 @@ fn an_expired_token_without_a_refresh_token_sends_nothing() {
         // Long enough that the first call is done well before half of it.
         let lifetime = Duration::from_secs(6);
         let (_auth, upstream, _state, config) = logged_in(Some(lifetime)).await;
-        let file = oauth::TokenFile::new(oauth_settings(&config).token_file);
+        let file = oauth::TokenFile::new(oauth_settings(&config, "a").token_file);
         let mut stored = file.credentials().await.unwrap().unwrap();
         stored
             .token_response

@@ -162,6 +162,10 @@ pub struct Fleet {
     /// The last standing known per connection, and who learned it.
     mirror: HashMap<String, (Shared, String)>,
     health: StoreHealth,
+    /// The subscription's last word (`None` before the first), and the last
+    /// command's result: the store's health follows both.
+    subscription: Option<Result<(), String>>,
+    commands: Result<(), String>,
     nodes: HashMap<String, (Instant, NodeSeen)>,
     refused: HashMap<Refusal, u64>,
     unsealed: Arc<std::sync::atomic::AtomicU64>,
@@ -194,6 +198,8 @@ impl Fleet {
             reloads,
             mirror: HashMap::new(),
             health: StoreHealth::Starting,
+            subscription: None,
+            commands: Ok(()),
             nodes: HashMap::new(),
             refused: HashMap::new(),
             unsealed: settings.unsealed,
@@ -212,10 +218,9 @@ impl Fleet {
     where
         F: std::future::Future<Output = Result<(), StoreError>> + 'static,
     {
-        ctx.spawn(op.into_actor(self).map(|result, fleet, _| {
-            if let Err(error) = result {
-                fleet.down(error.0);
-            }
+        ctx.spawn(op.into_actor(self).map(|result, fleet, ctx| {
+            fleet.commands = result.map_err(|error| error.0);
+            fleet.judge_health(ctx);
         }));
     }
 
@@ -248,13 +253,27 @@ impl Fleet {
         });
     }
 
-    fn down(&mut self, why: String) {
-        if !matches!(self.health, StoreHealth::Down { .. }) {
-            tracing::warn!(node = %self.node, %why, "fleet store unreachable; this node works alone until it returns");
-            self.health = StoreHealth::Down {
-                since: SystemTime::now(),
-                why,
-            };
+    /// The store is up while this node both hears it (its subscription)
+    /// and can write to it (its last command). Either failing makes it down;
+    /// both working again makes it up, and then the node tells the store
+    /// what it learned meanwhile and reads what the others kept.
+    fn judge_health(&mut self, ctx: &mut Context<Self>) {
+        let failure = match (&self.subscription, &self.commands) {
+            (Some(Ok(())), Ok(())) => None,
+            (None, Ok(())) => return, // not heard from yet
+            (Some(Err(why)), _) | (_, Err(why)) => Some(why.clone()),
+        };
+        match failure {
+            Some(why) if !matches!(self.health, StoreHealth::Down { .. }) => {
+                tracing::warn!(node = %self.node, %why, "fleet store unreachable; this node works alone until it returns");
+                self.health = StoreHealth::Down {
+                    since: SystemTime::now(),
+                    why,
+                };
+            }
+            Some(_) => {}
+            None if !matches!(self.health, StoreHealth::Up { .. }) => self.up(ctx),
+            None => {}
         }
     }
 
@@ -279,16 +298,21 @@ impl Fleet {
         }
         // … and what the others kept meanwhile is read.
         let store = self.store.clone();
-        ctx.spawn(async move { store.kept().await }.into_actor(self).map(
-            |kept, fleet, _| match kept {
-                Ok(kept) => {
-                    for message in kept {
-                        fleet.heard(&message);
+        ctx.spawn(
+            async move { store.kept().await }
+                .into_actor(self)
+                .map(|kept, fleet, ctx| match kept {
+                    Ok(kept) => {
+                        for message in kept {
+                            fleet.heard(&message);
+                        }
                     }
-                }
-                Err(error) => fleet.down(error.0),
-            },
-        ));
+                    Err(error) => {
+                        fleet.commands = Err(error.0);
+                        fleet.judge_health(ctx);
+                    }
+                }),
+        );
     }
 
     /// A message from the store: checked, then acted on.
@@ -392,7 +416,15 @@ impl Actor for Fleet {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.add_stream(tokio_stream(self.store.listen()));
-        ctx.run_interval(HEARTBEAT, |fleet, ctx| fleet.alive(ctx));
+        // A heartbeat a second; four a second while the store is down, so
+        // a store that returns is seen working again within a quarter second.
+        let mut ticks = 0u32;
+        ctx.run_interval(HEARTBEAT / 4, move |fleet, ctx| {
+            ticks = ticks.wrapping_add(1);
+            if ticks.is_multiple_of(4) || matches!(fleet.health, StoreHealth::Down { .. }) {
+                fleet.alive(ctx);
+            }
+        });
     }
 }
 
@@ -405,8 +437,20 @@ fn tokio_stream(
 impl StreamHandler<Heard> for Fleet {
     fn handle(&mut self, heard: Heard, ctx: &mut Context<Self>) {
         match heard {
-            Heard::Up => self.up(ctx),
-            Heard::Down { why } => self.down(why),
+            Heard::Up => {
+                self.subscription = Some(Ok(()));
+                if matches!(self.health, StoreHealth::Up { .. }) {
+                    // Subscribed again without a failed command in between:
+                    // messages may have been missed, so read again.
+                    self.up(ctx);
+                } else {
+                    self.judge_health(ctx);
+                }
+            }
+            Heard::Down { why } => {
+                self.subscription = Some(Err(why));
+                self.judge_health(ctx);
+            }
             Heard::Message(bytes) => self.heard(&bytes),
         }
     }

@@ -535,3 +535,26 @@ pub fn text(result: &rmcp::model::CallToolResult) -> String {
         .map(|text| text.text.clone())
         .unwrap_or_default()
 }
+
+/// The OAuth settings of HTTP connection `name`.
+pub fn oauth_settings(config: &Config, name: &str) -> mcp_supervisor::config::OAuthSettings {
+    use mcp_supervisor::config::{Transport, UpstreamAuth};
+    let Transport::Http(http) = &config.connection(name).unwrap().transport else {
+        panic!("an http connection");
+    };
+    let Some(UpstreamAuth::OAuth(settings)) = &http.auth else {
+        panic!("an OAuth connection");
+    };
+    settings.clone()
+}
+
+/// Plays the person's browser: follows the authorization URL's redirects
+/// (the test server approves at once) to the login's loopback listener.
+pub fn browser(url: &str) {
+    let url = url.to_owned();
+    tokio::spawn(async move {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let page = client.get(url).send().await.unwrap();
+        assert!(page.status().is_success(), "{}", page.status());
+    });
+}
