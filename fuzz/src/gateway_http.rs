@@ -120,7 +120,7 @@ async fn serve(ready: mpsc::Sender<SocketAddr>) {
     let shutdown = GatewayShutdown::new();
     let settings = config.gateway.clone();
     actix_rt::spawn(async move {
-        serve_http(listener, state, &settings, shutdown)
+        serve_http(listener, state, &settings, None, shutdown)
             .await
             .expect("the gateway serves");
     });
