@@ -10,7 +10,6 @@
 //! races the heartbeats. Everything is stopped by pid on drop.
 
 use std::{
-    net::TcpListener,
     path::PathBuf,
     process::{Child, Command, Stdio},
     time::Duration,
@@ -150,13 +149,7 @@ fn node_config(
     )
 }
 
-/// A port free now on 127.0.0.1.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
+pub use mcp_test_support::free_loopback_port as free_port;
 
 /// HAProxy (`/usr/sbin/haproxy -db`, Debian's package) in front of
 /// `backends`, round robin, keep-alive to the backends, no stickiness; with

@@ -180,25 +180,6 @@ async fn calls_at_once(nodes: &[Node], calls: usize) {
     }
 }
 
-/// Waits until `file`'s access token, issued for `lifetime`, is due:
-/// fewer than half its lifetime (at most 30 s, at least 1 s) left, in whole
-/// seconds of the system clock since it was received (the rule rmcp and
-/// the supervisor share). The wait is for the moment the token names.
-async fn until_refresh_is_due(file: &oauth::TokenFile, lifetime: Duration) {
-    let received = file
-        .credentials()
-        .await
-        .unwrap()
-        .and_then(|stored| stored.token_received_at)
-        .expect("a stored token with its time of receipt");
-    let lifetime = lifetime.as_secs();
-    let buffer = (lifetime / 2).clamp(1, 30);
-    let due = std::time::UNIX_EPOCH + Duration::from_secs(received + lifetime - buffer + 1);
-    if let Ok(left) = due.duration_since(std::time::SystemTime::now()) {
-        tokio::time::sleep(left).await;
-    }
-}
-
 /// Every node's first call, with the tokens of the login.
 async fn first_calls(nodes: &[Node]) {
     for node in nodes {

@@ -158,29 +158,6 @@ fn machine_config(upstream: &TestServer, state_dir: &Path, secret: &str) -> Conf
     .unwrap()
 }
 
-/// Waits until rmcp counts the stored access token, issued for `lifetime`,
-/// as near its expiry: it refreshes before a request once fewer than half
-/// the lifetime (at most 30 s, at least 1 s) is left, in whole seconds of the
-/// system clock since the token was received (rmcp 3.11,
-/// `AuthorizationManager::get_access_token`). rmcp reads that clock, not
-/// tokio's, so paused time cannot move it: the wait is for the moment the
-/// stored token names, not a guessed sleep.
-async fn until_refresh_is_due(config: &Config, lifetime: Duration) {
-    let file = oauth::TokenFile::new(oauth_settings(config, "a").token_file);
-    let received = file
-        .credentials()
-        .await
-        .unwrap()
-        .and_then(|stored| stored.token_received_at)
-        .expect("a stored token with its time of receipt");
-    let lifetime = lifetime.as_secs();
-    let buffer = (lifetime / 2).clamp(1, 30);
-    let due = std::time::UNIX_EPOCH + Duration::from_secs(received + lifetime - buffer + 1);
-    if let Ok(left) = due.duration_since(std::time::SystemTime::now()) {
-        tokio::time::sleep(left).await;
-    }
-}
-
 /// Eight `echo` calls to `a` at once; every one succeeds.
 async fn eight_calls_at_once(registry: &actix::Addr<Registry>) {
     let calls: Vec<_> = (0..8)
@@ -209,7 +186,11 @@ fn a_token_near_expiry_is_refreshed_once_for_concurrent_calls() {
         let registry = Registry::new(config.clone()).start();
         assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
         let before = auth.counts();
-        until_refresh_is_due(&config, lifetime).await;
+        until_refresh_is_due(
+            &oauth::TokenFile::new(oauth_settings(&config, "a").token_file),
+            lifetime,
+        )
+        .await;
         eight_calls_at_once(&registry).await;
         assert_eq!(auth.counts().refreshes - before.refreshes, 1);
         assert_eq!(auth.counts().token_requests - before.token_requests, 1);
@@ -436,7 +417,11 @@ fn an_expired_token_without_a_refresh_token_sends_nothing() {
         file.store(stored).await.unwrap();
         let registry = Registry::new(config.clone()).start();
         assert!(succeeded(&call(&registry, "a", "echo", echo_args()).await));
-        until_refresh_is_due(&config, lifetime).await;
+        until_refresh_is_due(
+            &oauth::TokenFile::new(oauth_settings(&config, "a").token_file),
+            lifetime,
+        )
+        .await;
         let outcome = call(&registry, "a", "echo", echo_args()).await;
         assert!(
             matches!(&outcome, CallOutcome::Unavailable { failure, .. } if failure.kind == FailureKind::NeedsLogin),

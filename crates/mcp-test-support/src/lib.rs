@@ -69,3 +69,11 @@ pub use redis::RedisServer;
 pub use server::{LATE_TOOL, ServerBehavior, ServerControl, Speaks, TestMcpServer};
 pub use stdio::{StdioOptions, serve_stdio};
 pub use wait::{wait_until, wait_until_async};
+
+/// A loopback TCP port that nothing listens on right now.
+pub fn free_loopback_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}

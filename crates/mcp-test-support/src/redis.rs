@@ -9,7 +9,7 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
-    net::{TcpListener, TcpStream},
+    net::TcpStream,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -64,7 +64,7 @@ impl RedisServer {
         // A free port can be taken between asking and binding: try a few.
         let mut last = None;
         for _ in 0..5 {
-            server.port = free_port()?;
+            server.port = crate::free_loopback_port();
             match server.spawn() {
                 Ok(()) => return Ok(server),
                 Err(error) => last = Some(error),
@@ -199,10 +199,6 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 fn encode(args: &[&str]) -> Vec<u8> {

@@ -312,13 +312,10 @@ pub async fn answered_within<T>(
         .unwrap_or_else(|_| panic!("{what}: no answer within {bound:?}"))
 }
 
-/// A loopback TCP port that nothing listens on right now.
-pub fn free_loopback_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
+/// A loopback TCP port that nothing listens on right now (not every test
+/// file uses it).
+#[allow(unused_imports)]
+pub use mcp_test_support::free_loopback_port;
 
 /// A child process the test started (an upstream server): its stdout and stderr
 /// go to a temporary file (shown when something goes wrong), and it is killed
@@ -557,4 +554,26 @@ pub fn browser(url: &str) {
         let page = client.get(url).send().await.unwrap();
         assert!(page.status().is_success(), "{}", page.status());
     });
+}
+
+/// Waits until the token in `file` is due for renewal: `lifetime` less a
+/// buffer of half of it (1 to 30 s), counted in seconds of the system clock
+/// since it was received (the rule rmcp and the supervisor share).
+pub async fn until_refresh_is_due(
+    file: &mcp_supervisor::oauth::TokenFile,
+    lifetime: std::time::Duration,
+) {
+    let received = file
+        .credentials()
+        .await
+        .unwrap()
+        .and_then(|stored| stored.token_received_at)
+        .expect("a stored token with its time of receipt");
+    let lifetime = lifetime.as_secs();
+    let buffer = (lifetime / 2).clamp(1, 30);
+    let due =
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(received + lifetime - buffer + 1);
+    if let Ok(left) = due.duration_since(std::time::SystemTime::now()) {
+        tokio::time::sleep(left).await;
+    }
 }
