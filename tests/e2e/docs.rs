@@ -461,14 +461,21 @@ fn assert_checks(text: &str, place: &str) {
         for (key, value) in table {
             match (key.as_str(), value) {
                 (_, toml::Value::Table(inner)) => tables.push(inner),
-                ("token_env" | "client_secret_env" | "password_env", toml::Value::String(name)) => {
+                // `env = "NAME"`: a `[telemetry]` header's value.
+                (
+                    "token_env" | "client_secret_env" | "password_env" | "env",
+                    toml::Value::String(name),
+                ) => {
                     command.env(name, format!("example-secret-of-{name}"));
                 }
                 // The fleet's key must be 32 bytes in base64.
                 ("key_env", toml::Value::String(name)) => {
                     command.env(name, EXAMPLE_FLEET_KEY);
                 }
-                ("token_file" | "password_file" | "key_file", toml::Value::String(path)) => {
+                (
+                    "token_file" | "password_file" | "key_file" | "file",
+                    toml::Value::String(path),
+                ) => {
                     let content = if key == "key_file" {
                         EXAMPLE_FLEET_KEY
                     } else {

@@ -61,6 +61,7 @@ async fn answer(registry: &actix::Addr<Registry>, line: &str) -> String {
                 tool: tool.to_owned(),
                 arguments,
                 timeout: None,
+                trace: mcp_supervisor::telemetry::TraceParent::current(),
             };
             match registry.send(call).await {
                 Ok(outcome) => format!("outcome {} {}", outcome.label(), text(&outcome)),

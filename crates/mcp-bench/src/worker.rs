@@ -248,6 +248,7 @@ async fn supervised_loop(
                 tool: tool.clone(),
                 arguments: arguments.clone(),
                 timeout: None,
+                trace: mcp_supervisor::telemetry::TraceParent::current(),
             };
             let registry = registry.clone();
             async move { matches!(registry.send(message).await, Ok(CallOutcome::Success(_))) }
@@ -340,6 +341,7 @@ async fn fanout(
             tool: "echo".into(),
             arguments: echo_arguments(),
             timeout: None,
+            trace: mcp_supervisor::telemetry::TraceParent::current(),
         })
     });
     let outcomes: Vec<_> = futures::stream::iter(calls)
@@ -413,6 +415,7 @@ async fn parked(retired: bool, calls: usize) -> anyhow::Result<LoopResult> {
         tool: "echo".into(),
         arguments: echo_arguments(),
         timeout: None,
+        trace: mcp_supervisor::telemetry::TraceParent::current(),
     };
     // Warm the path (allocator, mailboxes), not measured.
     for _ in 0..1_000 {

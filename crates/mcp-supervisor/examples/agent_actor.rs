@@ -55,6 +55,7 @@ impl Actor for Agent {
                         tool: "echo".into(),
                         arguments: Some(arguments),
                         timeout: None,
+                        trace: mcp_supervisor::telemetry::TraceParent::current(),
                     })
                     .await?;
                 // Every call comes back as a value: match on it, never unwrap a panic.

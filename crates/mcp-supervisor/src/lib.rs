@@ -26,6 +26,8 @@
 //!   restarts, reloads, status.
 //! - [`session`]: one live rmcp client session and its deadline-bounded operations.
 //! - [`standing`]: a connection's standing and its fixed vocabularies ([`ConnectionState`], [`RetireReason`]).
+//! - [`telemetry`]: OpenTelemetry spans and MCP duration metrics over OTLP, and trace
+//!   context in `_meta` and headers.
 //! - [`tallies`]: the gateway's evictions and refusals, by limit.
 
 pub mod admin;
@@ -47,6 +49,7 @@ pub mod policy;
 pub mod registry;
 pub mod session;
 pub mod standing;
+pub mod telemetry;
 
 pub use failure::{Failure, FailureKind, classify};
 pub use outcome::{CallOutcome, Forwarded, OutcomeKind, Unavailable};

@@ -177,6 +177,7 @@ fn a_retry_after_window_holds_every_node() {
                 tool: "echo".into(),
                 arguments: echo_args(),
                 timeout: Some(Duration::from_secs(2)),
+                trace: mcp_supervisor::telemetry::TraceParent::current(),
             })
             .await
             .unwrap();

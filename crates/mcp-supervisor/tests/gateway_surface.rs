@@ -655,6 +655,7 @@ fn an_upstreams_json_rpc_error_is_passed_on_whatever_the_protocol() {
                     connection: "a".into(),
                     request: request.into(),
                     link: None,
+                    trace: mcp_supervisor::telemetry::TraceParent::none(),
                 })
                 .await
                 .unwrap();

@@ -18,6 +18,7 @@ use clap::Parser;
 use crate::{
     http::{OAuthProtection, TestServer, TestServerOptions},
     oauth::AuthServer,
+    otlp::OtlpReceiver,
     server::{ServerBehavior, ServerControl, Speaks},
     stdio::{StdioOptions, serve_stdio},
 };
@@ -26,6 +27,8 @@ use crate::{
 ///
 /// Default: MCP over stdio. With `--http ADDR`: MCP over streamable HTTP at
 /// `http://ADDR/mcp` with the fault layer and the `/_control/*` endpoints.
+/// With `--otlp ADDR`: no MCP server, an OTLP collector that prints the
+/// spans it receives.
 /// SIGUSR1 / SIGUSR2 list / hide `late_tool` (with `tools/list_changed`).
 /// Logs go to stderr (filter with `MCP_TEST_SERVER_LOG`, default `warn`).
 #[derive(Debug, Parser)]
@@ -53,7 +56,8 @@ pub struct Args {
     /// Install a SIGTERM handler that ignores the signal.
     #[arg(long)]
     pub ignore_sigterm: bool,
-    /// Append one line per received request (`method` or `tools/call:NAME`).
+    /// Append one line per received request (`method` or `tools/call:NAME`,
+    /// then ` traceparent=VALUE` when the call's `_meta` carried one).
     #[arg(long, value_name = "PATH")]
     pub count_file: Option<PathBuf>,
     /// Write this process's pid here at start.
@@ -94,6 +98,13 @@ pub struct Args {
     /// pattern); see `mcp_test_support::asking`.
     #[arg(long, requires = "http")]
     pub asks_by_request: bool,
+    /// Instead of an MCP server, an OTLP collector (`otlp::OtlpReceiver`):
+    /// OTLP/HTTP on ADDR, OTLP/gRPC on the next port (both free ports when
+    /// the port is 0). Prints both endpoints, then one line per received
+    /// span: `trace_id span_id parent_span_id kind name` (parent `-` for a
+    /// root span).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "http")]
+    pub otlp: Option<SocketAddr>,
 }
 
 impl Args {
@@ -156,6 +167,9 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         exit_on_tool: args.exit_on_tool.clone(),
         no_list_changed: args.no_list_changed,
     };
+    if let Some(addr) = args.otlp {
+        return serve_otlp(addr, &args).await;
+    }
     if let Some(addr) = args.http {
         return serve_http(addr, behavior, &args).await;
     }
@@ -228,6 +242,65 @@ async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> 
     drop(stdout);
     shutdown.await?;
     server.shutdown().await;
+    Ok(())
+}
+
+/// `--otlp`: the collector, printing every span it receives until killed.
+async fn serve_otlp(http: SocketAddr, args: &Args) -> anyhow::Result<()> {
+    let grpc = match http.port() {
+        0 => http,
+        port => {
+            let next = port
+                .checked_add(1)
+                .context("--otlp: no port after 65535 for gRPC")?;
+            SocketAddr::new(http.ip(), next)
+        }
+    };
+    let receiver = OtlpReceiver::start_on(http, grpc)
+        .await
+        .with_context(|| format!("binding the OTLP receiver on {http} and {grpc}"))?;
+    let shutdown = shutdown_signal(args.ignore_sigterm)?;
+    write_pid_file(args)?;
+    // One write, as for `--http`.
+    let banner = format!(
+        "otlp http on {}\notlp grpc on {}\n",
+        receiver.http_endpoint(),
+        receiver.grpc_endpoint()
+    );
+    print_flushed(&banner)?;
+    let print_spans = async {
+        let mut seen = 0;
+        loop {
+            let spans = receiver.spans_after(seen).await;
+            seen += spans.len();
+            let lines: String = spans
+                .iter()
+                .map(|span| {
+                    let parent = if span.is_root() {
+                        "-"
+                    } else {
+                        &span.parent_span_id
+                    };
+                    format!(
+                        "{} {} {parent} {} {}\n",
+                        span.trace_id, span.span_id, span.kind, span.name
+                    )
+                })
+                .collect();
+            print_flushed(&lines)?;
+        }
+    };
+    tokio::select! {
+        done = shutdown => done,
+        printed = print_spans => printed,
+    }
+}
+
+/// Writes `text` to stdout and flushes it, for a reader on a pipe.
+fn print_flushed(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
     Ok(())
 }
 

@@ -54,17 +54,31 @@ impl Counters {
         })
     }
 
-    /// Records one received JSON-RPC message (`tool` is set for `tools/call`).
-    pub(crate) fn record_request(&self, method: &str, tool: Option<&str>) {
+    /// Records one received JSON-RPC message (`tool` is set for `tools/call`,
+    /// `traceparent` when its `_meta` has one).
+    ///
+    /// The count file gets `method`, or `tools/call:TOOL`, followed by
+    /// ` traceparent=VALUE` when the call carried one.
+    pub(crate) fn record_request(
+        &self,
+        method: &str,
+        tool: Option<&str>,
+        traceparent: Option<&str>,
+    ) {
         bump(&self.requests, method);
         if let Some(tool) = tool {
             bump(&self.tool_calls, tool);
         }
         if let Some(file) = &self.count_file {
-            let line = match tool {
-                Some(tool) => format!("{method}:{tool}\n"),
-                None => format!("{method}\n"),
+            let mut line = match tool {
+                Some(tool) => format!("{method}:{tool}"),
+                None => method.to_owned(),
             };
+            if let Some(traceparent) = traceparent {
+                line.push_str(" traceparent=");
+                line.push_str(traceparent);
+            }
+            line.push('\n');
             // One write per line on an O_APPEND file: lines never interleave,
             // and a File has no user-space buffer to flush.
             let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,9 +220,9 @@ mod tests {
     #[test]
     fn counts_requests_tools_and_peak() {
         let counters = Counters::default();
-        counters.record_request("tools/call", Some("echo"));
-        counters.record_request("tools/call", Some("echo"));
-        counters.record_request("tools/list", None);
+        counters.record_request("tools/call", Some("echo"), None);
+        counters.record_request("tools/call", Some("echo"), None);
+        counters.record_request("tools/list", None, None);
         assert_eq!(counters.requests("tools/call"), 2);
         assert_eq!(counters.tool_calls("echo"), 2);
         assert_eq!(counters.tool_calls("add"), 0);
@@ -232,9 +246,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("count");
         let counters = Counters::with_count_file(&path).unwrap();
-        counters.record_request("initialize", None);
-        counters.record_request("tools/call", Some("add"));
+        counters.record_request("initialize", None, None);
+        counters.record_request("tools/call", Some("add"), None);
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        counters.record_request("tools/call", Some("echo"), Some(traceparent));
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, "initialize\ntools/call:add\n");
+        assert_eq!(
+            text,
+            format!("initialize\ntools/call:add\ntools/call:echo traceparent={traceparent}\n")
+        );
     }
 }

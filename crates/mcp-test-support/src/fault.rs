@@ -217,6 +217,9 @@ pub(crate) struct RequestInfo {
     pub(crate) id: Option<serde_json::Value>,
     /// `params.name` of a `tools/call`.
     pub(crate) tool: Option<String>,
+    /// `params._meta.traceparent` of a `tools/call` (SEP-414), for the
+    /// count file.
+    pub(crate) traceparent: Option<String>,
 }
 
 impl RequestInfo {
@@ -237,17 +240,23 @@ impl RequestInfo {
             .get("method")
             .and_then(|m| m.as_str())
             .map(str::to_owned);
-        let tool = match method.as_deref() {
-            Some("tools/call") => message
-                .pointer("/params/name")
-                .and_then(|n| n.as_str())
-                .map(str::to_owned),
-            _ => None,
+        let (tool, traceparent) = match method.as_deref() {
+            Some("tools/call") => {
+                let text = |pointer| {
+                    message
+                        .pointer(pointer)
+                        .and_then(|value| value.as_str())
+                        .map(str::to_owned)
+                };
+                (text("/params/name"), text("/params/_meta/traceparent"))
+            }
+            _ => (None, None),
         };
         Self {
             method,
             id: message.get("id").cloned(),
             tool,
+            traceparent,
         }
     }
 }
@@ -417,6 +426,7 @@ mod tests {
             method: Some("tools/call".into()),
             id: Some(1.into()),
             tool: Some(tool.into()),
+            traceparent: None,
         }
     }
 
@@ -471,6 +481,11 @@ mod tests {
         assert_eq!(info.method.as_deref(), Some("tools/call"));
         assert_eq!(info.tool.as_deref(), Some("add"));
         assert_eq!(info.id, Some(7.into()));
+        assert_eq!(info.traceparent, None);
+        let traced = RequestInfo::parse(
+            br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","_meta":{"traceparent":"00-ab-cd-01"}}}"#,
+        );
+        assert_eq!(traced.traceparent.as_deref(), Some("00-ab-cd-01"));
         assert_eq!(RequestInfo::parse(b"not json"), RequestInfo::default());
         let note = RequestInfo::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         assert_eq!(note.method.as_deref(), Some("notifications/initialized"));

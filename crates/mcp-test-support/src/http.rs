@@ -43,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     counters::Counts,
     fault::{Fault, FaultHandle, FaultRule, RequestInfo, RetryAfter},
+    seen_trace::SeenTrace,
     server::{ServerBehavior, ServerControl, Speaks, TestMcpServer},
 };
 
@@ -225,6 +226,12 @@ impl TestServer {
     /// Calls of this tool whose body ran to the end.
     pub fn completed_calls(&self, tool: &str) -> u64 {
         self.control.completed_calls(tool)
+    }
+
+    /// The trace context (`_meta.traceparent`, `traceparent` header) of
+    /// every `tools/call` that reached the tool handler, in arrival order.
+    pub fn seen_traces(&self) -> Vec<SeenTrace> {
+        self.control.seen_traces()
     }
 
     /// Most tool calls executing at once since the last reset.
@@ -456,10 +463,11 @@ async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Respon
     };
     let info = RequestInfo::parse(&body);
     if let Some(method) = &info.method {
-        state
-            .control
-            .counters()
-            .record_request(method, info.tool.as_deref());
+        state.control.counters().record_request(
+            method,
+            info.tool.as_deref(),
+            info.traceparent.as_deref(),
+        );
     }
     if let Some(denied) = state.check_bearer(&parts.headers, info.tool.as_deref()) {
         return denied;

@@ -41,10 +41,15 @@
 //! - [`binary`]: locating the built binary from other crates' tests.
 //! - [`wait`]: [`wait_until`] and the [`eventually!`] assertion.
 //! - `counters`: what reached the server ([`Counts`]).
+//! - `seen_trace`: the trace context each `tools/call` arrived with
+//!   ([`SeenTrace`], [`TestServer::seen_traces`]).
 //! - [`conformance`]: the `mcp-conformance-server` upstream, with every
 //!   fixture the official MCP conformance suite calls.
 //! - [`redis`]: a real `redis-server` on loopback for the fleet's tests
 //!   ([`RedisServer`]), with a RESP client of its own.
+//! - [`otlp`]: a real OTLP collector on loopback ([`OtlpReceiver`]), over
+//!   HTTP and gRPC, that decodes and keeps every span and metric it gets
+//!   (`mcp-test-server --otlp ADDR`).
 //! - [`asking`]: a 2026-07-28 server that asks its client with requests on
 //!   the call's stream (`mcp-test-server --http ADDR --asks-by-request`).
 
@@ -56,7 +61,9 @@ mod counters;
 pub mod fault;
 pub mod http;
 pub mod oauth;
+pub mod otlp;
 pub mod redis;
+mod seen_trace;
 pub mod server;
 pub mod stdio;
 pub mod wait;
@@ -65,7 +72,9 @@ pub use binary::test_server_binary;
 pub use counters::Counts;
 pub use fault::{Fault, FaultHandle, FaultRule, Match, RetryAfter};
 pub use http::{TestServer, TestServerOptions};
+pub use otlp::OtlpReceiver;
 pub use redis::RedisServer;
+pub use seen_trace::SeenTrace;
 pub use server::{LATE_TOOL, ServerBehavior, ServerControl, Speaks, TestMcpServer};
 pub use stdio::{StdioOptions, serve_stdio};
 pub use wait::{wait_until, wait_until_async};

@@ -42,6 +42,7 @@ use serde::Deserialize;
 use crate::{
     counters::{Counted, Counters, Counts},
     fault::FaultHandle,
+    seen_trace::SeenTrace,
 };
 
 /// Which protocol generations a test server answers.
@@ -163,6 +164,8 @@ struct ControlInner {
     listeners: Mutex<Vec<SubscriptionSink>>,
     /// Calls of one tool held until released ([`ServerControl::hold`]).
     hold: Hold,
+    /// The trace context of every `tools/call` that reached the handler.
+    seen_traces: Mutex<Vec<SeenTrace>>,
 }
 
 /// A tool whose calls wait, once received, until the test lets them go.
@@ -189,7 +192,8 @@ impl ServerControl {
     }
 
     /// Control state that also appends one line per received request to
-    /// `count_file` (`method`, or `tools/call:NAME`).
+    /// `count_file` (`method`, or `tools/call:NAME`, then
+    /// ` traceparent=VALUE` when the call's `_meta` carried one).
     pub fn with_count_file(behavior: ServerBehavior, count_file: &Path) -> std::io::Result<Self> {
         Ok(Self::with_counters(
             behavior,
@@ -214,6 +218,7 @@ impl ServerControl {
                     release: tokio::sync::Semaphore::new(0),
                     waiting: std::sync::atomic::AtomicUsize::new(0),
                 },
+                seen_traces: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -278,6 +283,13 @@ impl ServerControl {
     /// A copy of every counter.
     pub fn counts(&self) -> Counts {
         self.inner.counters.snapshot()
+    }
+
+    /// The trace context of every `tools/call` that reached the tool
+    /// handler so far (calls answered by an injected HTTP fault never do),
+    /// in arrival order.
+    pub fn seen_traces(&self) -> Vec<SeenTrace> {
+        lock(&self.inner.seen_traces).clone()
     }
 
     /// Whether `late_tool` is currently listed.
@@ -719,6 +731,7 @@ impl ServerHandler for TestMcpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.register(&context.peer);
+        lock(&self.control.inner.seen_traces).push(SeenTrace::of(&request, &context));
         let name = request.name.to_string();
         if !self.tool_visible(&name) {
             // The same answer the router gives for any unknown tool.

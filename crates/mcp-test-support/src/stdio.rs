@@ -120,9 +120,11 @@ async fn pump_input(
         };
         let info = RequestInfo::parse(line.as_bytes());
         if let Some(method) = &info.method {
-            control
-                .counters()
-                .record_request(method, info.tool.as_deref());
+            control.counters().record_request(
+                method,
+                info.tool.as_deref(),
+                info.traceparent.as_deref(),
+            );
         }
         if info.tool.is_some() && info.tool == garbage_on_tool {
             let garbage = Outgoing {

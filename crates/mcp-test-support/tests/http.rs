@@ -589,3 +589,48 @@ fn dropping_a_server_outside_a_runtime_is_fine() {
     drop(runtime);
     drop(server);
 }
+
+/// What the server saw of the trace context of each call: `_meta` and
+/// header, set apart, over a 2026-07-28 exchange and a 2025 session.
+#[tokio::test]
+async fn seen_traces_record_the_meta_and_the_header_of_each_call() {
+    use rmcp::model::RequestParamsMeta as _;
+
+    const IN_META: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const IN_HEADER: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for options in [TestServerOptions::default(), TestServerOptions::legacy()] {
+        let server = TestServer::start(options).await.unwrap();
+        let headers = [(
+            http::HeaderName::from_static("traceparent"),
+            http::HeaderValue::from_static(IN_HEADER),
+        )];
+        let config = StreamableHttpClientTransportConfig::with_uri(server.url())
+            .custom_headers(headers.into_iter().collect());
+        let client = tokio::time::timeout(
+            STEP,
+            ClientConfig::default().serve(StreamableHttpClientTransport::from_config(config)),
+        )
+        .await
+        .expect("initialize timed out")
+        .expect("initialize failed");
+
+        let mut traced = CallToolRequestParams::new("echo")
+            .with_arguments(json!({"text": "t"}).as_object().unwrap().clone());
+        traced.set_traceparent(IN_META);
+        tokio::time::timeout(STEP, client.call_tool(traced))
+            .await
+            .unwrap()
+            .unwrap();
+        call(&client, "add", json!({"a": 1, "b": 2})).await;
+
+        let seen = server.seen_traces();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(seen[0].tool, "echo");
+        assert_eq!(seen[0].meta.as_deref(), Some(IN_META));
+        assert_eq!(seen[0].header.as_deref(), Some(IN_HEADER));
+        assert_eq!(seen[1].tool, "add");
+        assert_eq!(seen[1].meta, None, "{seen:?}");
+        assert_eq!(seen[1].header.as_deref(), Some(IN_HEADER));
+        client.cancel().await.unwrap();
+    }
+}

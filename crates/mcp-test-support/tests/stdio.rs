@@ -400,3 +400,47 @@ fn test_server_binary_finds_the_built_binary() {
         Path::new(BIN).canonicalize().unwrap()
     );
 }
+
+/// Over stdio the count file is the only window on a call's `_meta`: a
+/// traced call's line carries its `traceparent`.
+#[tokio::test]
+async fn the_count_file_shows_the_traceparent_of_a_traced_call() {
+    use rmcp::model::RequestParamsMeta as _;
+
+    const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let dir = tempfile::tempdir().unwrap();
+    let count_file = dir.path().join("count");
+    let transport =
+        TokioChildProcess::new(command(&["--count-file", count_file.to_str().unwrap()])).unwrap();
+    let client = tokio::time::timeout(STEP, ClientConfig::default().serve(transport))
+        .await
+        .expect("initialize timed out")
+        .expect("initialize failed");
+    let arguments = json!({"text": "traced"}).as_object().unwrap().clone();
+    let mut traced = CallToolRequestParams::new("echo").with_arguments(arguments.clone());
+    traced.set_traceparent(TRACEPARENT);
+    for params in [
+        traced,
+        CallToolRequestParams::new("echo").with_arguments(arguments),
+    ] {
+        tokio::time::timeout(STEP, client.call_tool(params))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    eventually!(read_lines(&count_file).len() >= 4);
+    let lines = read_lines(&count_file);
+    let calls: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|line| line.starts_with("tools/call"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            format!("tools/call:echo traceparent={TRACEPARENT}").as_str(),
+            "tools/call:echo"
+        ]
+    );
+    client.cancel().await.unwrap();
+}

@@ -109,6 +109,7 @@ pub(crate) fn call(
                 tool,
                 arguments,
                 timeout: None,
+                trace: mcp_supervisor::telemetry::TraceParent::current(),
             })
             .await
             .map_err(|_| Exit::Failed("the supervisor stopped unexpectedly".into()))?;

@@ -99,6 +99,23 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
                 })?,
         )
     };
+    // `[telemetry]`: spans and metrics over OTLP from a thread of their own
+    // (docs/OBSERVABILITY.md). Nothing connects yet: a collector that is
+    // not there only costs the exports that fail.
+    let telemetry = match &config.telemetry {
+        Some(settings) => {
+            let installed = mcp_supervisor::telemetry::install(settings)
+                .map_err(|error| Exit::Failed(format!("cannot start telemetry: {error}")))?;
+            tracing::info!(
+                endpoint = %settings.endpoint,
+                protocol = settings.protocol.as_str(),
+                sample_ratio = settings.sample_ratio.get(),
+                "telemetry: exporting spans and metrics over OTLP"
+            );
+            Some(installed)
+        }
+        None => None,
+    };
     let registry = Registry::new(config.clone()).start();
     let state = GatewayState::new(
         registry.clone(),
@@ -200,6 +217,7 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     // shutdown_timeout. What is still running then is answered by the
     // registry's shutdown ("shutting down"), and those answers are sent
     // before the sessions end (docs/ARCHITECTURE.md, "Shutdown").
+    let signalled = tokio::time::Instant::now();
     draining.cancel();
     gateway_stop.start_draining();
     let patience = match registry.send(CurrentConfig).await {
@@ -226,6 +244,13 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     // Whatever is left there (nothing, normally) is dropped without waiting.
     if let Some(network) = network {
         network.shutdown_background();
+    }
+    // The last spans (those of the answers given at shutdown included) go
+    // out within what is left of shutdown_timeout, and never less than the
+    // answers' own allowance.
+    if let Some(telemetry) = telemetry {
+        let left = (signalled + patience).saturating_duration_since(tokio::time::Instant::now());
+        telemetry.shutdown(left.max(ANSWER_FLUSH)).await;
     }
     tracing::info!("stopped");
     Ok(())

@@ -42,11 +42,47 @@ pub fn metrics_text(
         let counts = Protection::ALL.map(|protection| (protection, tallies.get(protection)));
         registry.register_collector(Box::new(GatewayCollector(counts)));
     }
+    crate::telemetry::durations::register(&mut registry);
+    if crate::telemetry::installed().is_some() {
+        registry.register_collector(Box::new(TelemetryCollector {
+            dropped: crate::telemetry::spans_dropped(),
+            failures: crate::telemetry::export_failures(),
+        }));
+    }
     let mut text = String::new();
     // Writing into a String cannot fail, and our collector never returns an
     // error of its own.
     let _ = prometheus_text::encode(&mut text, &registry);
     text
+}
+
+/// What OpenTelemetry export lost: spans dropped (queue full), export
+/// requests that failed.
+#[derive(Debug)]
+struct TelemetryCollector {
+    dropped: u64,
+    failures: u64,
+}
+
+impl Collector for TelemetryCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for (name, help, value) in [
+            (
+                "mcp_supervisor_telemetry_spans_dropped",
+                "Spans dropped because the export queue was full",
+                self.dropped,
+            ),
+            (
+                "mcp_supervisor_telemetry_export_failures",
+                "OTLP export requests that failed or timed out",
+                self.failures,
+            ),
+        ] {
+            let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            ConstCounter::new(value).encode(metric)?;
+        }
+        Ok(())
+    }
 }
 
 /// One scrape's snapshot. A fresh one per scrape, so no metric outlives its

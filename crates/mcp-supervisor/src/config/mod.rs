@@ -21,6 +21,7 @@ mod model;
 mod parse;
 mod raw;
 mod summary;
+mod telemetry;
 mod validate;
 mod values;
 
@@ -32,11 +33,12 @@ use std::path::Path;
 pub use error::{ConfigError, Location};
 pub use import::{ImportError, import_mcp_servers};
 pub use model::{
-    AdminSettings, BearerToken, Choice, Config, ConnectionConfig, DEFAULT_FLEET_NAMESPACE,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_CONCURRENT_CALLS,
-    DEFAULT_MAX_QUEUED_CALLS, Expose, FleetKey, FleetSettings, GatewaySettings, HttpTransport,
-    OAuthGrant, OAuthSettings, Password, Prefix, QuarantineSettings, RestartBudget, RetryCalls,
-    StdioTransport, SupervisorSettings, Transport, UpstreamAuth, UpstreamProtocol,
+    AdminSettings, BearerToken, CAPTURE_MAX_BYTES, Choice, Config, ConnectionConfig,
+    DEFAULT_FLEET_NAMESPACE, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW,
+    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, FleetKey, FleetSettings,
+    GatewaySettings, HttpTransport, OAuthGrant, OAuthSettings, OtlpProtocol, Password, Prefix,
+    QuarantineSettings, RestartBudget, RetryCalls, SampleRatio, StdioTransport, SupervisorSettings,
+    TelemetrySettings, Transport, UpstreamAuth, UpstreamProtocol,
 };
 pub use summary::summary;
 

@@ -24,6 +24,34 @@ pub(crate) struct RawConfig {
     /// A `BTreeMap` so connections come out sorted by name.
     pub(crate) connections: Option<BTreeMap<String, RawConnection>>,
     pub(crate) fleet: Option<RawFleet>,
+    pub(crate) telemetry: Option<RawTelemetry>,
+}
+
+/// `[telemetry]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawTelemetry {
+    pub(crate) endpoint: Option<String>,
+    pub(crate) protocol: Option<String>,
+    pub(crate) headers: Option<BTreeMap<String, RawSecretSource>>,
+    pub(crate) service_name: Option<String>,
+    pub(crate) sample_ratio: Option<f64>,
+    pub(crate) timeout: Option<String>,
+    pub(crate) batch_delay: Option<String>,
+    pub(crate) max_queue: Option<i64>,
+    pub(crate) metrics_interval: Option<String>,
+    pub(crate) capture_content: Option<bool>,
+}
+
+/// A secret named, never written: `{ env = "NAME" }` or `{ file = "PATH" }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table like { env = \"NAME\" } or { file = \"PATH\" } (the value itself does not belong in the file)"
+)]
+pub(crate) struct RawSecretSource {
+    pub(crate) env: Option<String>,
+    pub(crate) file: Option<String>,
 }
 
 /// `[fleet]`.

@@ -38,6 +38,24 @@ pub fn summary(config: &Config) -> String {
         a.allowed_hosts.join(","),
         a.max_connections,
     );
+    if let Some(t) = &config.telemetry {
+        let headers: Vec<&str> = t.headers.iter().map(|(name, _)| name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "telemetry endpoint={} protocol={} headers={} service_name={} sample_ratio={} \
+             timeout={} batch_delay={} max_queue={} metrics_interval={} capture_content={}",
+            redact_url(t.endpoint.as_str()),
+            t.protocol.as_str(),
+            headers.join(","),
+            t.service_name,
+            t.sample_ratio.get(),
+            humantime::format_duration(t.timeout),
+            humantime::format_duration(t.batch_delay),
+            t.max_queue,
+            humantime::format_duration(t.metrics_interval),
+            t.capture_content,
+        );
+    }
     if let Some(f) = &config.fleet {
         let _ = writeln!(
             out,

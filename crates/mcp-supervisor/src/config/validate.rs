@@ -122,12 +122,17 @@ impl<'a> Validator<'a> {
             .fleet
             .map(|fleet| self.fleet(&root.key("fleet"), fleet, &gateway))
             .transpose()?;
+        let telemetry = match raw.telemetry {
+            Some(telemetry) => self.telemetry(&root.key("telemetry"), telemetry)?,
+            None => None,
+        };
         Ok(Config {
             supervisor,
             gateway,
             admin,
             connections,
             fleet,
+            telemetry,
         })
     }
 
@@ -741,7 +746,7 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn duration(
+    pub(super) fn duration(
         &self,
         key: &KeyPath,
         raw: Option<String>,
@@ -770,7 +775,7 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn count_usize(
+    pub(super) fn count_usize(
         &self,
         key: &KeyPath,
         raw: Option<i64>,

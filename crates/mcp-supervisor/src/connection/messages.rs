@@ -21,6 +21,7 @@ use crate::{
     outcome::{OutcomeKind, messages as text},
     policy::{Decision, ReportFailure},
     session::{DownstreamLink, Surface},
+    telemetry::TraceParent,
 };
 
 /// Send one request upstream as it is (the gateway's proxying): admitted,
@@ -42,6 +43,8 @@ pub(crate) struct Forward {
     /// Pass the upstream's JSON-RPC errors on as they are (otherwise they
     /// become the supervisor's `Rejected` texts, as for tools).
     pub pass_errors: bool,
+    /// The span its attempts' spans hang under.
+    pub trace: TraceParent,
 }
 
 /// List what the upstream offers (every list, all pages), as a
@@ -118,8 +121,8 @@ impl ConnectionActor {
         &self,
         ctx: &Context<Self>,
         request: Request,
-        deadline: Instant,
-        budget: Duration,
+        (deadline, budget): (Instant, Duration),
+        trace: TraceParent,
     ) -> Operation {
         Operation {
             actor: ctx.address(),
@@ -128,6 +131,18 @@ impl ConnectionActor {
             deadline,
             budget,
             stop: self.stop.clone(),
+            trace,
+            peer: self.peer.clone(),
+        }
+    }
+
+    /// What a refused request's span says of the connection's state.
+    fn refusing_state(&self) -> &'static str {
+        match &self.lifecycle {
+            Lifecycle::Parked { .. } => "parked",
+            Lifecycle::Retired { .. } => "retired",
+            Lifecycle::Stopped => "stopped",
+            _ => "busy",
         }
     }
 }
@@ -142,8 +157,8 @@ impl Handler<Forward> for ConnectionActor {
             ctx,
             msg.request,
             (msg.deadline, msg.budget),
-            msg.retry,
-            msg.link,
+            (msg.retry, msg.link),
+            msg.trace,
         );
         let run = match admitted {
             Admitted::Answer(outcome) => {
@@ -199,7 +214,10 @@ impl Run {
         } = self;
         if let Some(slot) = queued {
             // Waiting for a slot spends the request's own budget.
-            if !matches!(tokio::time::timeout_at(op.deadline, slot).await, Ok(Ok(()))) {
+            let waiting = Instant::now();
+            let got = tokio::time::timeout_at(op.deadline, slot).await;
+            op.trace.queued(waiting.elapsed());
+            if !matches!(got, Ok(Ok(()))) {
                 let queued_out = CallOutcome::Busy {
                     message: text::busy(&op.connection, 0),
                 };
@@ -257,15 +275,21 @@ impl ConnectionActor {
         ctx: &mut Context<Self>,
         request: SharedRequest,
         (deadline, budget): (Instant, Duration),
-        retry: CallRetry,
-        link: Option<DownstreamLink>,
+        (retry, link): (CallRetry, Option<DownstreamLink>),
+        trace: TraceParent,
     ) -> Admitted {
         let is_call = matches!(**request.shared(), ClientRequest::CallToolRequest(_));
         if let Some(refusal) = self.refuses_now() {
             if is_call {
                 self.history.lock().calls.count(OutcomeKind::Unavailable);
             }
-            return Admitted::Answer(refusal.into());
+            let outcome = refusal.into();
+            trace.refused(
+                self.refusing_state(),
+                self.standing_decision().as_ref(),
+                &outcome,
+            );
+            return Admitted::Answer(outcome);
         }
         let (first, queued) = match self.admission.admit() {
             super::admission::Admit::Busy { queued } => {
@@ -273,12 +297,19 @@ impl ConnectionActor {
                     self.history.lock().calls.count(OutcomeKind::Busy);
                 }
                 let message = text::busy(self.name(), queued);
-                return Admitted::Answer(CallOutcome::Busy { message });
+                let outcome = CallOutcome::Busy { message };
+                trace.refused(self.refusing_state(), None, &outcome);
+                return Admitted::Answer(outcome);
             }
             super::admission::Admit::Now => (Some(self.lease(ctx)), None),
             super::admission::Admit::Queued(slot) => (None, Some(slot)),
         };
-        let op = self.operation(ctx, Request::send(request, retry, link), deadline, budget);
+        let op = self.operation(
+            ctx,
+            Request::send(request, retry, link),
+            (deadline, budget),
+            trace,
+        );
         Admitted::Run(Run {
             op,
             first,
@@ -299,8 +330,8 @@ impl Handler<ListTools> for ConnectionActor {
         let op = self.operation(
             ctx,
             Request::List,
-            Instant::now() + msg.timeout,
-            msg.timeout,
+            (Instant::now() + msg.timeout, msg.timeout),
+            TraceParent::none(),
         );
         Box::pin(async move {
             let ended = op.run(first).await;

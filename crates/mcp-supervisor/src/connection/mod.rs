@@ -106,13 +106,20 @@ pub struct ConnectionActor {
     /// config pins), so a rebuilt session starts the same way without probing
     /// again.
     protocol: Option<rmcp::model::ProtocolVersion>,
+    /// Where the upstream is, as its CLIENT spans say.
+    peer: Arc<crate::telemetry::spans::UpstreamPeer>,
+    /// When the current session became ready (`mcp.client.session.duration`).
+    ready_since: Option<std::time::Instant>,
 }
 
 impl ConnectionActor {
     pub fn new(config: Arc<ConnectionConfig>, deps: ConnectionDeps, start: Incarnation) -> Self {
         let admission = Admission::new(config.max_concurrent_calls, config.max_queued_calls);
         let protocol = crate::session::pinned_version(config.protocol);
+        let peer = Arc::new(crate::telemetry::spans::UpstreamPeer::of(&config.transport));
         ConnectionActor {
+            peer,
+            ready_since: None,
             config,
             deps,
             lifecycle: start
@@ -160,11 +167,25 @@ impl ConnectionActor {
             }
             // The old session must not be used again; cancelling it ends its
             // service loop, which closes the transport (and a child process).
-            Lifecycle::Ready(lease) => lease.session.cancel(),
+            Lifecycle::Ready(lease) => {
+                lease.session.cancel();
+                if let Some(since) = self.ready_since.take() {
+                    let protocol = self.protocol.as_ref().map(|v| v.as_str());
+                    crate::telemetry::spans::client_session_ended(
+                        &self.config.name,
+                        &self.peer,
+                        protocol,
+                        since.elapsed(),
+                    );
+                }
+            }
             Lifecycle::Idle
             | Lifecycle::Parked { .. }
             | Lifecycle::Retired { .. }
             | Lifecycle::Stopped => {}
+        }
+        if matches!(self.lifecycle, Lifecycle::Ready(_)) {
+            self.ready_since = Some(std::time::Instant::now());
         }
     }
 

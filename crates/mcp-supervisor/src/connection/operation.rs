@@ -11,7 +11,7 @@ use actix::Addr;
 use rmcp::model::ListRootsResult;
 use rmcp::model::{
     ClientRequest, ElicitResult, ElicitationAction, ErrorData, InputRequest, InputRequiredResult,
-    InputResponses, ServerResult,
+    InputResponses, ProtocolVersion, ServerResult,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,10 @@ use crate::{
     outcome::{Forwarded, OutcomeKind, messages as text},
     policy::{Decision, Phase},
     session::{DownstreamLink, SendError, Session, Surface},
+    telemetry::{
+        TraceParent,
+        spans::{Attempt, ClientSpan, UpstreamPeer},
+    },
 };
 
 /// May this call be repeated after it may have reached the server?
@@ -138,6 +142,10 @@ pub(crate) struct Operation {
     pub(crate) budget: Duration,
     /// Cancelled when the connection stops: every operation answers at once.
     pub(crate) stop: CancellationToken,
+    /// The span each attempt's CLIENT span hangs under.
+    pub(crate) trace: TraceParent,
+    /// Where the upstream is, for those spans.
+    pub(crate) peer: Arc<UpstreamPeer>,
 }
 
 impl Operation {
@@ -187,6 +195,7 @@ impl Operation {
         let phase = self.request.phase();
         let retry = self.request.retry();
         for attempt in 1u32.. {
+            let mut held = Duration::ZERO;
             let lease = loop {
                 let lease = match first.take() {
                     Some(attempt) => self.by_deadline(attempt.resolve(self.stopped())).await,
@@ -198,12 +207,13 @@ impl Operation {
                     Err(LeaseError::Held { until, .. })
                         if Instant::now() + until.remaining() < self.deadline =>
                     {
+                        held += until.remaining();
                         tokio::time::sleep(until.remaining()).await;
                     }
                     lease => break lease,
                 }
             };
-            let (failure, upstream, failed_phase, generation) = match lease {
+            let (failure, upstream, failed_phase, generation, span) = match lease {
                 Err(
                     LeaseError::Refused(unavailable)
                     | LeaseError::Held {
@@ -213,20 +223,33 @@ impl Operation {
                 ) => {
                     return Ended::Refused(unavailable);
                 }
-                Err(LeaseError::ConnectFailed(failure)) => (failure, None, Phase::Connect, None),
+                Err(LeaseError::ConnectFailed(failure)) => {
+                    (failure, None, Phase::Connect, None, None)
+                }
                 // Every attempt may run to the operation's deadline: one that
                 // is still running has not failed, so a retry only follows a
                 // failure (docs/DECISIONS.md #11).
-                Ok(lease) => match self.perform(&lease.session).await {
-                    Ok(response) => {
-                        self.actor.do_send(AttemptSucceeded);
-                        return Ended::Replied(response);
+                Ok(lease) => {
+                    let span = self.span(attempt, &lease.session, held);
+                    match self.perform(&lease.session, span.as_ref()).await {
+                        Ok(response) => {
+                            self.actor.do_send(AttemptSucceeded);
+                            if let (Some(span), Response::Sent(result)) = (span, &response) {
+                                span.answered(result);
+                            }
+                            return Ended::Replied(response);
+                        }
+                        Err(SendError::Cancelled) => {
+                            if let Some(span) = span {
+                                span.cancelled();
+                            }
+                            return Ended::Cancelled;
+                        }
+                        Err(SendError::Failed { failure, upstream }) => {
+                            (failure, upstream, phase, Some(lease.generation), span)
+                        }
                     }
-                    Err(SendError::Cancelled) => return Ended::Cancelled,
-                    Err(SendError::Failed { failure, upstream }) => {
-                        (failure, upstream, phase, Some(lease.generation))
-                    }
-                },
+                }
             };
             let report = AttemptFailed {
                 failure: failure.clone(),
@@ -237,8 +260,14 @@ impl Operation {
                 call_retry_allowed: retry == CallRetry::Safe,
             };
             let Ok(decision) = self.actor.send(report).await else {
+                if let Some(span) = span {
+                    span.failed(&failure, upstream.as_ref(), None);
+                }
                 return Ended::Refused(self.stopped());
             };
+            if let Some(span) = span {
+                span.failed(&failure, upstream.as_ref(), Some(&decision));
+            }
             match decision {
                 Decision::Retry { after }
                     if !(failed_phase == Phase::Call && retry == CallRetry::Never) =>
@@ -293,13 +322,37 @@ impl Operation {
         }
     }
 
-    async fn perform(&self, session: &Arc<Session>) -> Result<Response, SendError> {
+    /// The CLIENT span of attempt `number` of a request (a listing has none).
+    fn span(&self, number: u32, session: &Session, held: Duration) -> Option<ClientSpan> {
+        let Request::Send { request, .. } = &self.request else {
+            return None;
+        };
+        let protocol = session.protocol_version();
+        Some(ClientSpan::start(Attempt {
+            parent: &self.trace,
+            request: request.shared(),
+            connection: &self.connection,
+            peer: &self.peer,
+            number,
+            protocol: protocol.as_ref().map(ProtocolVersion::as_str),
+            held,
+        }))
+    }
+
+    async fn perform(
+        &self,
+        session: &Arc<Session>,
+        span: Option<&ClientSpan>,
+    ) -> Result<Response, SendError> {
         match &self.request {
             Request::Send { request, .. } => {
-                let copy = request.copy().await.ok_or_else(|| SendError::Failed {
+                let mut copy = request.copy().await.ok_or_else(|| SendError::Failed {
                     failure: Failure::transport("the runtime is shutting down").with_not_run(),
                     upstream: None,
                 })?;
+                if let Some(span) = span {
+                    span.inject(&mut copy);
+                }
                 session
                     .send(copy, self.request.link(), self.deadline)
                     .await

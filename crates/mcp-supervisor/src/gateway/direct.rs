@@ -62,6 +62,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures::{FutureExt, future::BoxFuture};
+use opentelemetry::context::FutureExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, JsonObject,
     LoggingLevel, ProgressToken, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
@@ -77,7 +78,13 @@ use super::{
     handler, mrtr,
     state::GatewayState,
 };
-use crate::mcp_headers;
+use crate::{
+    mcp_headers,
+    telemetry::{
+        propagate::TraceFields,
+        spans::{Ending, Served, ServerSpan, Target as SpanTarget, is_tool_error},
+    },
+};
 
 /// A POSTed message, as far as the direct path cares.
 #[derive(Debug)]
@@ -97,9 +104,35 @@ pub(super) struct Call {
     params: CallToolRequestParams,
     /// The client's progress token, when it sent one.
     progress: Option<ProgressToken>,
+    /// The trace context in its `_meta` (SEP-414), when it has one.
+    trace: Option<Box<TraceFields>>,
 }
 
 impl Call {
+    /// Its SERVER span, parented by its `_meta` or `headers`.
+    pub(super) fn span(
+        &self,
+        headers: &HeaderMap,
+        session: Option<&str>,
+        protocol: Option<&str>,
+        client: Option<std::net::IpAddr>,
+    ) -> ServerSpan {
+        ServerSpan::start(Served {
+            method: "tools/call",
+            target: SpanTarget::Tool(&self.params.name),
+            id: Some(&self.id),
+            meta: self
+                .trace
+                .as_deref()
+                .map(|trace| trace as &dyn opentelemetry::propagation::Extractor),
+            headers: Some(headers),
+            session,
+            protocol,
+            stdio: false,
+            client,
+        })
+    }
+
     /// Whether it calls one of the gateway's own meta-tools (those are the
     /// handler's to answer).
     pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
@@ -131,11 +164,37 @@ struct PlainCall {
 }
 
 /// A `_meta` holding only a progress token (what rmcp's client sends with
-/// every request).
+/// every request) and trace context (SEP-414).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ProgressOnly {
-    progress_token: ProgressToken,
+    #[serde(default)]
+    progress_token: Option<ProgressToken>,
+    #[serde(default)]
+    traceparent: Option<String>,
+    #[serde(default)]
+    tracestate: Option<String>,
+    #[serde(default)]
+    baggage: Option<String>,
+}
+
+impl ProgressOnly {
+    fn says_something(&self) -> bool {
+        self.progress_token.is_some()
+            || self.traceparent.is_some()
+            || self.tracestate.is_some()
+            || self.baggage.is_some()
+    }
+
+    fn split(meta: Option<ProgressOnly>) -> (Option<ProgressToken>, Option<Box<TraceFields>>) {
+        match meta {
+            Some(meta) => (
+                meta.progress_token,
+                TraceFields::boxed(meta.traceparent, meta.tracestate, meta.baggage),
+            ),
+            None => (None, None),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -159,14 +218,17 @@ impl Posted {
         ) {
             ("2.0", "tools/call", Some(id)) => params
                 .and_then(|params| serde_json::from_str::<PlainCall>(params).ok())
+                // An empty `_meta` is rmcp's, as before.
+                .filter(|call| call.meta.as_ref().is_none_or(ProgressOnly::says_something))
                 .map_or(Posted::Other, |call| {
                     let mut params = CallToolRequestParams::new(call.name);
                     params.arguments = call.arguments;
-                    let progress = call.meta.map(|meta| meta.progress_token);
+                    let (progress, trace) = ProgressOnly::split(call.meta);
                     Posted::Call(Call {
                         id,
                         params,
                         progress,
+                        trace,
                     })
                 }),
             ("2.0", "notifications/cancelled", None) => params
@@ -187,7 +249,7 @@ impl DirectSession {
     pub(super) fn answer(
         self: Arc<Self>,
         state: Arc<GatewayState>,
-        call: Call,
+        (call, span): (Call, ServerSpan),
         cancelled: CancellationToken,
     ) -> (
         impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
@@ -198,6 +260,7 @@ impl DirectSession {
             id,
             params,
             progress,
+            trace: _,
         } = call;
         let answer = async move {
             self.calls().insert(id.clone(), cancelled.clone());
@@ -215,7 +278,9 @@ impl DirectSession {
                     before,
                     cancelled.clone(),
                 )
+                .with_context(span.context())
                 .await;
+            end(span, &answered, &cancelled);
             (!cancelled.is_cancelled()).then(|| message(answered, id))
         };
         (answer, messages)
@@ -287,6 +352,12 @@ struct ClientContext {
     log_level: Option<LoggingLevel>,
     #[serde(rename = "progressToken", default)]
     progress_token: Option<ProgressToken>,
+    #[serde(default)]
+    traceparent: Option<String>,
+    #[serde(default)]
+    tracestate: Option<String>,
+    #[serde(default)]
+    baggage: Option<String>,
 }
 
 impl StatelessCall {
@@ -310,6 +381,7 @@ impl StatelessCall {
                 id,
                 params: call,
                 progress: context.progress_token,
+                trace: TraceFields::boxed(context.traceparent, context.tracestate, context.baggage),
             },
             capabilities: context.capabilities,
             log_level: context.log_level,
@@ -366,9 +438,20 @@ impl StatelessCall {
     /// answer. An upstream's question makes the answer `input_required`, as
     /// through rmcp (`mrtr`); the client's retry with its answers goes to
     /// rmcp, which hands them over.
+    /// Its SERVER span (see [`Call::span`]).
+    pub(super) fn span(&self, headers: &HeaderMap, client: Option<std::net::IpAddr>) -> ServerSpan {
+        self.call.span(
+            headers,
+            None,
+            Some(ProtocolVersion::V_2026_07_28.as_str()),
+            client,
+        )
+    }
+
     pub(super) fn answer(
         self,
         state: Arc<GatewayState>,
+        span: ServerSpan,
         gone: CancellationToken,
     ) -> (
         impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
@@ -381,6 +464,7 @@ impl StatelessCall {
                     id,
                     params,
                     progress,
+                    trace: _,
                 },
             capabilities,
             log_level,
@@ -394,11 +478,26 @@ impl StatelessCall {
                     mrtr::ask_by_input_required(&state, &target, request, origin, &gone).await?;
                 handler::call_response(&state, &target, exchange)
             }
+            .with_context(span.context())
             .await;
             let answered = Generation::Stateless.shape(response, tasks);
+            end(span, &answered, &gone);
             (!gone.is_cancelled()).then(|| message(answered, id))
         };
         (answer, messages)
+    }
+}
+
+/// Ends a direct call's SERVER span with how it ended.
+fn end(
+    span: ServerSpan,
+    answered: &Result<ServerResult, ErrorData>,
+    cancelled: &CancellationToken,
+) {
+    if cancelled.is_cancelled() {
+        span.end(Ending::Cancelled);
+    } else {
+        span.end(Ending::of(answered, is_tool_error));
     }
 }
 
@@ -640,6 +739,25 @@ mod tests {
             panic!("a call with a progress token")
         };
         assert_eq!(call.progress, Some(ProgressToken(RequestId::Number(4))));
+        // Trace context (SEP-414) stays on the direct path, and is kept.
+        let Posted::Call(call) = read(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":4,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v","baggage":"b=1"}}}"#,
+        ) else {
+            panic!("a traced call")
+        };
+        let trace = call.trace.expect("its trace context");
+        assert_eq!(
+            trace.traceparent.as_deref(),
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        );
+        assert_eq!(trace.tracestate.as_deref(), Some("k=v"));
+        assert_eq!(trace.baggage.as_deref(), Some("b=1"));
+        assert!(matches!(
+            read(
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"traceparent":"x"}}}"#
+            ),
+            Posted::Call(_)
+        ));
         for other in [
             // `_meta` without a progress token or with more, a task, a
             // retry's fields: rmcp's.
@@ -710,6 +828,12 @@ mod tests {
             call.call.progress,
             Some(ProgressToken(RequestId::String("p".into())))
         );
+        assert!(call.call.trace.is_none());
+        let traced = read(&format!(
+            r#""name":"a__echo","_meta":{{{context},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}"#
+        ))
+        .expect("a traced 2026-07-28 call");
+        assert!(traced.call.trace.unwrap().traceparent.is_some());
         for other in [
             // No context, half of it, another version, another key.
             r#""name":"t""#.to_owned(),

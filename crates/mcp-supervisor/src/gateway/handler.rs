@@ -44,8 +44,11 @@ use super::{
     mrtr::{self, Exchange},
     paging,
     state::GatewayState,
+    traced,
 };
-use crate::{CallOutcome, FailureKind, Forwarded, mcp_headers, meta};
+use crate::{
+    CallOutcome, FailureKind, Forwarded, mcp_headers, meta, telemetry::spans::Target as SpanTarget,
+};
 
 /// One downstream session's handler (rmcp makes one per session).
 #[derive(Debug, Clone)]
@@ -415,19 +418,10 @@ impl ServerHandler for GatewayHandler {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools = Vec::new();
-        if self.state.namespaced() {
-            tools.extend(self.state.refresh().await.tools.iter().cloned());
-        }
-        if self.state.meta() {
-            tools.extend(meta::definitions());
-        }
-        let (page, next) = paging::page("tools", &tools, cursor(&request))?;
-        let mut result = ListToolsResult::with_all_items(page);
-        result.next_cursor = next;
-        Ok(result)
+        let span = traced::span(ListToolsRequestMethod::VALUE, SpanTarget::None, &context);
+        traced::within(span, self.serve_list_tools(request, context), traced::never).await
     }
 
     async fn call_tool(
@@ -435,14 +429,17 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.state.serves_meta_tool(&request.name) {
-            let name = request.name.to_string();
-            let result = meta::call(&self.state.registry, &name, request.arguments).await;
-            return Ok(downstream(result));
-        }
-        let (target, call) = upstream_call(&self.state, request).await?;
-        let exchange = mrtr::exchange(&self.state, &self.session, &target, call, &context).await?;
-        call_response(&self.state, &target, exchange)
+        let span = traced::span(
+            CallToolRequestMethod::VALUE,
+            SpanTarget::Tool(&request.name.clone()),
+            &context,
+        );
+        traced::within(
+            span,
+            self.serve_call_tool(request, context),
+            traced::call_failed,
+        )
+        .await
     }
 
     async fn list_prompts(
@@ -462,27 +459,12 @@ impl ServerHandler for GatewayHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let name = request.name.clone();
-        let Some(target) = self.state.route(|d| d.prompt(&name).cloned()).await else {
-            return Err(unknown_prompt(&name));
-        };
-        let mut params = request;
-        params.name = target.name.clone();
-        params.meta = None;
-        let get = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        let forwarded = match mrtr::exchange(&self.state, &self.session, &target, get, &context)
-            .await?
-        {
-            Exchange::Done(forwarded) => forwarded,
-            Exchange::InputRequired(asked) => return Ok(GetPromptResponse::InputRequired(asked)),
-        };
-        answer(forwarded, |result| match result {
-            ServerResult::GetPromptResult(mut result) => {
-                complete(&mut result.result_type);
-                Some(GetPromptResponse::Complete(result))
-            }
-            _ => None,
-        })
+        let span = traced::span(
+            GetPromptRequestMethod::VALUE,
+            SpanTarget::Prompt(&request.name.clone()),
+            &context,
+        );
+        traced::within(span, self.serve_get_prompt(request, context), traced::never).await
     }
 
     async fn list_resources(
@@ -518,48 +500,13 @@ impl ServerHandler for GatewayHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let exposed = request.uri.clone();
-        let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
-            return Err(unknown_resource(&exposed));
-        };
-        let mut params = request;
-        params.uri = target.name.clone();
-        params.meta = None;
-        let read = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        let legacy_client = context
-            .protocol_version()
-            .is_none_or(|version| version.has_initialize());
-        let forwarded =
-            match mrtr::exchange(&self.state, &self.session, &target, read, &context).await? {
-                // A missing resource is -32002 for a 2025 client (rmcp turns it
-                // into -32602 for a 2026 one; a 2026 upstream sends -32602).
-                Exchange::Done(Forwarded::Error(mut error))
-                    if legacy_client && is_resource_not_found(&error) =>
-                {
-                    error.code = ErrorCode::RESOURCE_NOT_FOUND;
-                    return Err(error);
-                }
-                Exchange::Done(forwarded) => forwarded,
-                Exchange::InputRequired(asked) => {
-                    return Ok(ReadResourceResponse::InputRequired(asked));
-                }
-            };
-        answer(forwarded, |result| match result {
-            ServerResult::ReadResourceResult(mut result) => {
-                complete(&mut result.result_type);
-                // Contents name the URI the client asked for.
-                for contents in &mut result.contents {
-                    if let ResourceContents::TextResourceContents { uri, .. }
-                    | ResourceContents::BlobResourceContents { uri, .. } = contents
-                        && *uri == target.name
-                    {
-                        uri.clone_from(&exposed);
-                    }
-                }
-                Some(ReadResourceResponse::Complete(result))
-            }
-            _ => None,
-        })
+        let span = traced::span(ReadResourceRequestMethod::VALUE, SpanTarget::None, &context);
+        traced::within(
+            span,
+            self.serve_read_resource(request, context),
+            traced::never,
+        )
+        .await
     }
 
     async fn subscribe(
@@ -596,44 +543,8 @@ impl ServerHandler for GatewayHandler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let mut params = request;
-        params.meta = None;
-        let target = match &mut params.r#ref {
-            Reference::Prompt(prompt) => {
-                let name = prompt.name.clone();
-                let target = self.state.route(|d| d.prompt(&name).cloned()).await;
-                let target = target.ok_or_else(|| unknown_prompt(&name))?;
-                prompt.name = target.name.clone();
-                target
-            }
-            Reference::Resource(resource) => {
-                let uri = resource.uri.clone();
-                let target = self
-                    .state
-                    .route(|d| d.template(&uri).cloned().or_else(|| d.resource(&uri)))
-                    .await;
-                let target = target.ok_or_else(|| unknown_resource(&uri))?;
-                resource.uri = target.name.clone();
-                target
-            }
-            _ => {
-                return Err(ErrorData::invalid_params(
-                    "unsupported completion reference",
-                    None,
-                ));
-            }
-        };
-        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-        answer(
-            self.forward(&target, request, &context).await,
-            |result| match result {
-                ServerResult::CompleteResult(mut result) => {
-                    complete(&mut result.result_type);
-                    Some(result)
-                }
-                _ => None,
-            },
-        )
+        let span = traced::span(CompleteRequestMethod::VALUE, SpanTarget::None, &context);
+        traced::within(span, self.serve_complete(request, context), traced::never).await
     }
 
     async fn get_task(
@@ -705,6 +616,161 @@ impl ServerHandler for GatewayHandler {
 }
 
 impl GatewayHandler {
+    async fn serve_list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = Vec::new();
+        if self.state.namespaced() {
+            tools.extend(self.state.refresh().await.tools.iter().cloned());
+        }
+        if self.state.meta() {
+            tools.extend(meta::definitions());
+        }
+        let (page, next) = paging::page("tools", &tools, cursor(&request))?;
+        let mut result = ListToolsResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn serve_call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if self.state.serves_meta_tool(&request.name) {
+            let name = request.name.to_string();
+            let result = meta::call(&self.state.registry, &name, request.arguments).await;
+            return Ok(downstream(result));
+        }
+        let (target, call) = upstream_call(&self.state, request).await?;
+        let exchange = mrtr::exchange(&self.state, &self.session, &target, call, &context).await?;
+        call_response(&self.state, &target, exchange)
+    }
+
+    async fn serve_get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request.name.clone();
+        let Some(target) = self.state.route(|d| d.prompt(&name).cloned()).await else {
+            return Err(unknown_prompt(&name));
+        };
+        let mut params = request;
+        params.name = target.name.clone();
+        params.meta = None;
+        let get = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let forwarded = match mrtr::exchange(&self.state, &self.session, &target, get, &context)
+            .await?
+        {
+            Exchange::Done(forwarded) => forwarded,
+            Exchange::InputRequired(asked) => return Ok(GetPromptResponse::InputRequired(asked)),
+        };
+        answer(forwarded, |result| match result {
+            ServerResult::GetPromptResult(mut result) => {
+                complete(&mut result.result_type);
+                Some(GetPromptResponse::Complete(result))
+            }
+            _ => None,
+        })
+    }
+
+    async fn serve_read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let exposed = request.uri.clone();
+        let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
+            return Err(unknown_resource(&exposed));
+        };
+        let mut params = request;
+        params.uri = target.name.clone();
+        params.meta = None;
+        let read = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        let legacy_client = context
+            .protocol_version()
+            .is_none_or(|version| version.has_initialize());
+        let forwarded =
+            match mrtr::exchange(&self.state, &self.session, &target, read, &context).await? {
+                // A missing resource is -32002 for a 2025 client (rmcp turns it
+                // into -32602 for a 2026 one; a 2026 upstream sends -32602).
+                Exchange::Done(Forwarded::Error(mut error))
+                    if legacy_client && is_resource_not_found(&error) =>
+                {
+                    error.code = ErrorCode::RESOURCE_NOT_FOUND;
+                    return Err(error);
+                }
+                Exchange::Done(forwarded) => forwarded,
+                Exchange::InputRequired(asked) => {
+                    return Ok(ReadResourceResponse::InputRequired(asked));
+                }
+            };
+        answer(forwarded, |result| match result {
+            ServerResult::ReadResourceResult(mut result) => {
+                complete(&mut result.result_type);
+                // Contents name the URI the client asked for.
+                for contents in &mut result.contents {
+                    if let ResourceContents::TextResourceContents { uri, .. }
+                    | ResourceContents::BlobResourceContents { uri, .. } = contents
+                        && *uri == target.name
+                    {
+                        uri.clone_from(&exposed);
+                    }
+                }
+                Some(ReadResourceResponse::Complete(result))
+            }
+            _ => None,
+        })
+    }
+
+    async fn serve_complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let mut params = request;
+        params.meta = None;
+        let target = match &mut params.r#ref {
+            Reference::Prompt(prompt) => {
+                let name = prompt.name.clone();
+                let target = self.state.route(|d| d.prompt(&name).cloned()).await;
+                let target = target.ok_or_else(|| unknown_prompt(&name))?;
+                prompt.name = target.name.clone();
+                target
+            }
+            Reference::Resource(resource) => {
+                let uri = resource.uri.clone();
+                let target = self
+                    .state
+                    .route(|d| d.template(&uri).cloned().or_else(|| d.resource(&uri)))
+                    .await;
+                let target = target.ok_or_else(|| unknown_resource(&uri))?;
+                resource.uri = target.name.clone();
+                target
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "unsupported completion reference",
+                    None,
+                ));
+            }
+        };
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        answer(
+            self.forward(&target, request, &context).await,
+            |result| match result {
+                ServerResult::CompleteResult(mut result) => {
+                    complete(&mut result.result_type);
+                    Some(result)
+                }
+                _ => None,
+            },
+        )
+    }
+
     /// Sends a `tasks/*` request to the connection that runs its task.
     async fn forward_task(
         &self,

@@ -402,7 +402,7 @@ impl Endpoint {
 
     async fn post(self: &Arc<Self>, request: Request) -> Response {
         let (parts, body) = request.into_parts();
-        let client = parts.extensions.get::<Peer>().map(|peer| peer.0);
+        let client = peer(&parts);
         // A large request waits for a permit before its body is read (a
         // waiting one holds none of its bytes; its client waits to send
         // them); the permit goes with its answer, which is when its copies
@@ -511,7 +511,14 @@ impl Endpoint {
                 self.sessions.touch(id, &session).await;
                 self.state.direct.taken();
                 let cancelled = self.ending.child_token();
-                let (answer, before) = session.answer(self.state.clone(), call, cancelled);
+                let protocol = session.info().map(|info| info.protocol_version.clone());
+                let span = call.span(
+                    &parts.headers,
+                    Some(id),
+                    protocol.as_ref().map(rmcp::model::ProtocolVersion::as_str),
+                    peer(parts),
+                );
+                let (answer, before) = session.answer(self.state.clone(), (call, span), cancelled);
                 Some(direct::respond(answer, before, self.keep_alive, Generation::Sessions).await)
             }
             Posted::Cancelled(request) => {
@@ -534,7 +541,8 @@ impl Endpoint {
             return None;
         }
         self.state.direct.taken();
-        let (answer, before) = call.answer(self.state.clone(), self.ending.child_token());
+        let span = call.span(&parts.headers, peer(parts));
+        let (answer, before) = call.answer(self.state.clone(), span, self.ending.child_token());
         Some(direct::respond(answer, before, self.keep_alive, Generation::Stateless).await)
     }
 
@@ -776,6 +784,11 @@ fn not_json_rpc(body: &[u8]) -> Response {
 fn jsonrpc_error(status: StatusCode, id: Option<RequestId>, error: ErrorData) -> Response {
     let body = serde_json::to_vec(&JsonRpcError::new(id, error)).unwrap_or_default();
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// The client's address, as the listener recorded it.
+fn peer(parts: &Parts) -> Option<std::net::IpAddr> {
+    parts.extensions.get::<Peer>().map(|peer| peer.0)
 }
 
 #[cfg(test)]

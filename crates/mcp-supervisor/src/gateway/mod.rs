@@ -40,6 +40,7 @@ mod rounds;
 mod session_ids;
 mod sessions;
 pub mod state;
+mod traced;
 
 pub use forward::ListChangedForwarder;
 pub use handler::GatewayHandler;

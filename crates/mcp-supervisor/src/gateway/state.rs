@@ -32,6 +32,7 @@ use crate::{
     config::{Expose, Prefix},
     registry::{Catalog, ConnectionSummary, Forward, ListConnections, ListTools, Registry},
     session::{DownstreamLink, ListKind},
+    telemetry::TraceParent,
 };
 
 /// How long a listing waits for a connection's catalog it has never seen
@@ -273,10 +274,13 @@ impl GatewayState {
         link: Option<DownstreamLink>,
     ) -> Forwarded {
         let downstream = link.as_ref().map(|link| link.downstream.clone());
+        // The SERVER span of the request being served, when traced.
+        let trace = TraceParent::attached();
         let forward = Forward {
             connection: connection.to_owned(),
             request: request.into(),
             link,
+            trace: trace.clone(),
         };
         let forwarded = match self.registry.send(forward).await {
             Ok(forwarded) => forwarded,
@@ -286,6 +290,9 @@ impl GatewayState {
                 message: crate::outcome::messages::stopped(connection),
             }),
         };
+        if let Forwarded::Refused(outcome) = &forwarded {
+            trace.answered_instead(outcome);
+        }
         // What the upstream sent before its answer (progress) reaches the
         // client before the answer does.
         if let Some(downstream) = downstream {

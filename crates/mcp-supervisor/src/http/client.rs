@@ -330,6 +330,23 @@ fn rejected_discover(
 }
 
 /// The id of `message` if it is a `server/discover` request.
+/// A request's trace context (in its `_meta`, SEP-414) as HTTP headers
+/// too, for upstreams and proxies that read those.
+fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(HeaderName, HeaderValue)> {
+    use rmcp::model::GetMeta as _;
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return Vec::new();
+    };
+    crate::telemetry::propagate::header_pairs(&request.request.get_meta().0.0)
+        .filter_map(|(name, value)| {
+            Some((
+                HeaderName::from_static(name),
+                HeaderValue::from_str(value).ok()?,
+            ))
+        })
+        .collect()
+}
+
 fn discover_id(message: &ClientJsonRpcMessage) -> Option<rmcp::model::RequestId> {
     match message {
         ClientJsonRpcMessage::Request(request)
@@ -478,9 +495,17 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let mut custom_headers = custom_headers;
+        let trace = trace_headers(&message);
+        for (name, _) in &trace {
+            custom_headers.remove(name);
+        }
         let mut request = self
             .request(reqwest::Method::POST, &uri, auth_token, custom_headers)
             .header(ACCEPT, ACCEPT_BOTH);
+        for (name, value) in trace {
+            request = request.header(name, value);
+        }
         let session_attached = session_id.is_some();
         if let Some(session_id) = session_id {
             self.session_id.saw(&session_id);

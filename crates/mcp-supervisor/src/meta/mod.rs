@@ -325,6 +325,7 @@ async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallTool
             tool: tool.to_owned(),
             arguments: Some(tool_arguments),
             timeout: None,
+            trace: crate::telemetry::TraceParent::attached(),
         })
         .await;
     match outcome {

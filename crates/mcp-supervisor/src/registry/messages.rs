@@ -29,6 +29,7 @@ use crate::{
     },
     policy::{Forget, RegisterConnections, ResetConnection, UpdateSettings},
     session::DownstreamLink,
+    telemetry::TraceParent,
 };
 
 /// Call `tool` on `connection`. Always answered with a value.
@@ -40,6 +41,9 @@ pub struct CallTool {
     pub arguments: Option<JsonObject>,
     /// Overrides the connection's `call_timeout` for this call.
     pub timeout: Option<Duration>,
+    /// The span the call's spans hang under: [`TraceParent::current`] makes
+    /// it the caller's current span (empty when telemetry is off).
+    pub trace: TraceParent,
 }
 
 /// Send `request` to `connection` as it is: the gateway's proxying of any
@@ -56,6 +60,8 @@ pub struct Forward {
     pub request: Arc<ClientRequest>,
     /// Where the upstream's progress and server-to-client requests go.
     pub link: Option<DownstreamLink>,
+    /// The span its attempts' spans hang under (the gateway's SERVER span).
+    pub trace: TraceParent,
 }
 
 /// The connection's catalog (loaded on first request, then cached).
@@ -534,6 +540,9 @@ impl Registry {
         }
         if new.fleet != self.config.fleet {
             tracing::warn!("[fleet] changes take effect on restart; this node stays where it is");
+        }
+        if new.telemetry != self.config.telemetry {
+            tracing::warn!("[telemetry] changes take effect on restart; export goes on as it was");
         }
         let mut report = ReloadReport::default();
         let old_names = self.names();

@@ -20,6 +20,7 @@ use crate::{
     connection::{CallRetry, ConnectionForward},
     heavy::SharedRequest,
     session::DownstreamLink,
+    telemetry::TraceParent,
 };
 
 impl Registry {
@@ -66,7 +67,7 @@ impl Handler<CallTool> for Registry {
             msg.connection,
             Arc::new(request),
             msg.timeout,
-            None,
+            (None, msg.trace),
             false,
             ctx,
         );
@@ -78,7 +79,14 @@ impl Handler<Forward> for Registry {
     type Result = ResponseFuture<Forwarded>;
 
     fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.forward(msg.connection, msg.request, None, msg.link, true, ctx))
+        Box::pin(self.forward(
+            msg.connection,
+            msg.request,
+            None,
+            (msg.link, msg.trace),
+            true,
+            ctx,
+        ))
     }
 }
 
@@ -95,7 +103,7 @@ impl Registry {
         connection: String,
         request: Arc<ClientRequest>,
         timeout: Option<Duration>,
-        link: Option<DownstreamLink>,
+        (link, trace): (Option<DownstreamLink>, TraceParent),
         pass_errors: bool,
         ctx: &mut Context<Self>,
     ) -> BoxFuture<'static, Forwarded> {
@@ -157,6 +165,7 @@ impl Registry {
                 retry,
                 link,
                 pass_errors,
+                trace,
             };
             match actor.send(forward).await {
                 Ok(forwarded) => forwarded,

@@ -177,6 +177,7 @@ async fn send_call(
     registry
         .send(CallTool {
             connection: connection.into(),
+            trace: mcp_supervisor::telemetry::TraceParent::current(),
             tool: tool.into(),
             arguments,
             timeout,

@@ -1,0 +1,68 @@
+//! The `/metrics` copies of the convention's duration histograms, kept
+//! whether or not OTLP export is on, with the same buckets.
+//!
+//! Labels come from fixed vocabularies and the connection's name only: the
+//! method, `error.type` (a JSON-RPC code, `tool_error` or a failure kind) —
+//! not the tool's name (unbounded on the Prometheus side).
+
+use std::sync::LazyLock;
+
+use prometheus_client::{
+    metrics::{family::Family, histogram::Histogram},
+    registry::{Registry, Unit},
+};
+
+use super::semconv::DURATION_BUCKETS;
+
+type Labels = Vec<(&'static str, String)>;
+
+#[derive(Debug)]
+struct Durations {
+    server: Family<Labels, Histogram>,
+    client: Family<Labels, Histogram>,
+}
+
+fn histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+static DURATIONS: LazyLock<Durations> = LazyLock::new(|| Durations {
+    server: Family::new_with_constructor(histogram),
+    client: Family::new_with_constructor(histogram),
+});
+
+/// A request the gateway served took `seconds`.
+pub(crate) fn server(method: &str, error_type: Option<&str>, seconds: f64) {
+    let labels = vec![
+        ("mcp_method_name", method.to_owned()),
+        ("error_type", error_type.unwrap_or("").to_owned()),
+    ];
+    DURATIONS.server.get_or_create(&labels).observe(seconds);
+}
+
+/// An attempt sent upstream on `connection` took `seconds`.
+pub(crate) fn client(method: &str, error_type: Option<&str>, connection: &str, seconds: f64) {
+    let labels = vec![
+        ("connection", connection.to_owned()),
+        ("mcp_method_name", method.to_owned()),
+        ("error_type", error_type.unwrap_or("").to_owned()),
+    ];
+    DURATIONS.client.get_or_create(&labels).observe(seconds);
+}
+
+/// Adds both histograms to a scrape's registry
+/// (`mcp_server_operation_duration_seconds`, `mcp_client_operation_duration_seconds`).
+pub(crate) fn register(registry: &mut Registry) {
+    registry.register_with_unit(
+        "mcp_server_operation_duration",
+        "MCP requests the gateway served, received to answered (OpenTelemetry mcp.server.operation.duration)",
+        Unit::Seconds,
+        DURATIONS.server.clone(),
+    );
+    registry.register_with_unit(
+        "mcp_client_operation_duration",
+        "Attempts sent upstream, sent to answered (OpenTelemetry mcp.client.operation.duration)",
+        Unit::Seconds,
+        DURATIONS.client.clone(),
+    );
+}

@@ -1,0 +1,427 @@
+//! OpenTelemetry end to end, in process: a real MCP client calls through the
+//! gateway to a real upstream, and a real OTLP receiver
+//! (`mcp_test_support::otlp`, which decodes the protobuf the exporter sends)
+//! gets the spans. Telemetry is installed once per process; nextest runs
+//! every test in a process of its own.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_supervisor::{
+    config::Config,
+    registry::{CallTool, Registry},
+    telemetry::{self, TraceParent},
+};
+use mcp_test_support::{
+    Fault, FaultRule, Match, TestServer, TestServerOptions,
+    otlp::{OtlpReceiver, SpanKind, SpanView, StatusCode},
+};
+use rmcp::model::{CallToolRequestParams, RequestParamsMeta as _};
+use serde_json::json;
+use support::{ServedGateway, config, http_connection, run};
+
+const WAIT: Duration = Duration::from_secs(15);
+
+/// The client's own span: its trace and span ids.
+const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+fn traceparent(trace: &str, span: &str) -> String {
+    format!("00-{trace}-{span}-01")
+}
+
+/// A config with one HTTP connection `a` to `upstream` and `[telemetry]`
+/// sending to `receiver` over `protocol`, quickly.
+fn traced(upstream: &TestServer, receiver: &OtlpReceiver, protocol: &str, extra: &str) -> Config {
+    let endpoint = match protocol {
+        "grpc" => receiver.grpc_endpoint(),
+        _ => receiver.http_endpoint(),
+    };
+    config(&format!(
+        "{}\n[telemetry]\nendpoint = \"{endpoint}\"\nprotocol = \"{protocol}\"\n\
+         batch_delay = \"50ms\"\nmetrics_interval = \"200ms\"\n{extra}",
+        http_connection("a", &upstream.url(), "max_attempts = 3"),
+    ))
+}
+
+fn install(config: &Config) {
+    telemetry::install(config.telemetry.as_ref().expect("[telemetry]")).unwrap();
+}
+
+async fn upstream() -> TestServer {
+    TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap()
+}
+
+/// Calls `tool` through the gateway with `traceparent` in `_meta`.
+async fn call_traced(
+    gateway: &ServedGateway,
+    tool: &str,
+    arguments: serde_json::Value,
+    trace: &str,
+) -> rmcp::model::CallToolResult {
+    let client = gateway.connect(()).await;
+    let mut params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap());
+    params.set_traceparent(&traceparent(trace, CLIENT_SPAN));
+    let result = client.call_tool(params).await.unwrap();
+    client.cancel().await.unwrap();
+    result
+}
+
+fn of_kind<'a>(spans: &[&'a SpanView], kind: SpanKind) -> Vec<&'a SpanView> {
+    spans.iter().copied().filter(|s| s.kind == kind).collect()
+}
+
+/// Waits until the trace has its SERVER span and `clients` CLIENT spans.
+async fn trace_of(receiver: &OtlpReceiver, trace: &str, clients: usize) -> Vec<SpanView> {
+    let spans = receiver
+        .wait_for_spans(WAIT, |spans| {
+            let spans: Vec<_> = spans.iter().filter(|s| s.trace_id == trace).collect();
+            of_kind(&spans, SpanKind::Server).len() == 1
+                && of_kind(&spans, SpanKind::Client).len() >= clients
+        })
+        .await;
+    spans.into_iter().filter(|s| s.trace_id == trace).collect()
+}
+
+fn one_trace_down_to_the_upstream(protocol: &'static str) {
+    run(|| async move {
+        let receiver = OtlpReceiver::start().await;
+        let upstream = upstream().await;
+        let config = traced(&upstream, &receiver, protocol, "");
+        install(&config);
+        let gateway = ServedGateway::start(config).await;
+
+        let result = call_traced(&gateway, "a__lookup", json!({"key": "k"}), CLIENT_TRACE).await;
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+
+        let spans = trace_of(&receiver, CLIENT_TRACE, 1).await;
+        let spans: Vec<_> = spans.iter().collect();
+        let server = of_kind(&spans, SpanKind::Server)[0];
+        let clients = of_kind(&spans, SpanKind::Client);
+        assert_eq!(clients.len(), 1, "{spans:#?}");
+        let client = clients[0];
+
+        assert_eq!(server.name, "tools/call a__lookup");
+        assert_eq!(
+            server.parent_span_id, CLIENT_SPAN,
+            "the client's span is the parent"
+        );
+        assert_eq!(server.str_attr("mcp.method.name"), Some("tools/call"));
+        assert_eq!(server.str_attr("gen_ai.tool.name"), Some("a__lookup"));
+        assert_eq!(
+            server.str_attr("gen_ai.operation.name"),
+            Some("execute_tool")
+        );
+        assert_eq!(server.str_attr("network.transport"), Some("tcp"));
+        assert!(server.str_attr("mcp.session.id").is_some(), "{server:#?}");
+        assert!(
+            server.str_attr("mcp.protocol.version").is_some(),
+            "{server:#?}"
+        );
+        assert_eq!(server.str_attr("error.type"), None);
+        assert_eq!(server.status, StatusCode::Unset);
+        assert_eq!(server.service_name, "mcp-supervisor");
+
+        assert_eq!(client.name, "tools/call lookup", "the upstream's own name");
+        assert_eq!(client.parent_span_id, server.span_id);
+        assert_eq!(client.str_attr("mcp_supervisor.connection"), Some("a"));
+        assert_eq!(client.int_attr("mcp_supervisor.attempt"), Some(1));
+        assert_eq!(client.str_attr("server.address"), Some("127.0.0.1"));
+        assert!(client.int_attr("server.port").is_some());
+        assert_eq!(client.str_attr("network.transport"), Some("tcp"));
+
+        // The upstream saw this trace, with our CLIENT span as the parent,
+        // in `_meta` and in the header.
+        let seen = upstream.seen_traces();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        let expected = traceparent(CLIENT_TRACE, &client.span_id);
+        assert_eq!(seen[0].meta.as_deref(), Some(expected.as_str()));
+        assert_eq!(seen[0].header.as_deref(), Some(expected.as_str()));
+    });
+}
+
+#[test]
+fn a_call_is_one_trace_from_the_client_to_the_upstream_over_http_protobuf() {
+    one_trace_down_to_the_upstream("http/protobuf");
+}
+
+#[test]
+fn a_call_is_one_trace_from_the_client_to_the_upstream_over_grpc() {
+    one_trace_down_to_the_upstream("grpc");
+}
+
+#[test]
+fn a_call_retried_after_a_503_is_two_client_spans_the_first_with_its_failure() {
+    run(|| async {
+        let receiver = OtlpReceiver::start().await;
+        let upstream = upstream().await;
+        let config = traced(&upstream, &receiver, "http/protobuf", "");
+        install(&config);
+        let gateway = ServedGateway::start(config).await;
+        upstream
+            .faults()
+            .push(FaultRule::once(Match::tool("lookup"), Fault::status(503)));
+
+        let result = call_traced(&gateway, "a__lookup", json!({"key": "k"}), CLIENT_TRACE).await;
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "retried and answered: {result:?}"
+        );
+
+        let spans = trace_of(&receiver, CLIENT_TRACE, 2).await;
+        let spans: Vec<_> = spans.iter().collect();
+        let server = of_kind(&spans, SpanKind::Server)[0];
+        let mut clients = of_kind(&spans, SpanKind::Client);
+        clients.sort_by_key(|s| s.int_attr("mcp_supervisor.attempt"));
+        assert_eq!(clients.len(), 2, "{spans:#?}");
+        let (first, second) = (clients[0], clients[1]);
+        for span in [first, second] {
+            assert_eq!(span.parent_span_id, server.span_id);
+        }
+        assert_eq!(first.int_attr("mcp_supervisor.attempt"), Some(1));
+        assert_eq!(first.str_attr("error.type"), Some("server"));
+        assert_eq!(
+            first.str_attr("mcp_supervisor.failure.kind"),
+            Some("server")
+        );
+        assert_eq!(
+            first.str_attr("mcp_supervisor.policy.decision"),
+            Some("retry")
+        );
+        assert_eq!(
+            first.int_attr("mcp_supervisor.upstream.http_status"),
+            Some(503)
+        );
+        assert_eq!(first.status, StatusCode::Error);
+        assert_eq!(second.int_attr("mcp_supervisor.attempt"), Some(2));
+        assert_eq!(second.str_attr("error.type"), None);
+        assert_eq!(server.str_attr("error.type"), None, "the call succeeded");
+
+        // The attempt that reached the tool carried the second span's id.
+        let seen = upstream.seen_traces();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(
+            seen[0].meta.as_deref(),
+            Some(traceparent(CLIENT_TRACE, &second.span_id).as_str())
+        );
+    });
+}
+
+#[test]
+fn a_parked_connections_answer_is_a_span_with_the_park_decision_and_no_client_span() {
+    run(|| async {
+        let receiver = OtlpReceiver::start().await;
+        let upstream = upstream().await;
+        let config = traced(
+            &upstream,
+            &receiver,
+            "http/protobuf",
+            "[supervisor.quarantine]\nbase_cooldown = \"60s\"\n",
+        );
+        install(&config);
+        let gateway = ServedGateway::start(config).await;
+        upstream
+            .faults()
+            .push(FaultRule::always(Match::tool("lookup"), Fault::status(503)));
+
+        // Three attempts fail: parked.
+        let first = call_traced(&gateway, "a__lookup", json!({"key": "k"}), CLIENT_TRACE).await;
+        assert_eq!(first.is_error, Some(true), "{first:?}");
+        let spans = trace_of(&receiver, CLIENT_TRACE, 3).await;
+        let spans: Vec<_> = spans.iter().collect();
+        let last = of_kind(&spans, SpanKind::Client)
+            .into_iter()
+            .max_by_key(|s| s.int_attr("mcp_supervisor.attempt"))
+            .unwrap();
+        assert_eq!(
+            last.str_attr("mcp_supervisor.policy.decision"),
+            Some("park")
+        );
+        assert!(last.has_event("mcp_supervisor.park"), "{last:#?}");
+
+        // Parked: answered without sending anything.
+        const PARKED_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+        let calls_before = upstream.tool_calls("lookup");
+        let second = call_traced(&gateway, "a__lookup", json!({"key": "k"}), PARKED_TRACE).await;
+        assert_eq!(second.is_error, Some(true), "{second:?}");
+        assert_eq!(
+            upstream.tool_calls("lookup"),
+            calls_before,
+            "nothing was sent"
+        );
+        let spans = trace_of(&receiver, PARKED_TRACE, 0).await;
+        let spans: Vec<_> = spans.iter().collect();
+        assert!(of_kind(&spans, SpanKind::Client).is_empty(), "{spans:#?}");
+        let server = of_kind(&spans, SpanKind::Server)[0];
+        assert_eq!(
+            server.str_attr("mcp_supervisor.policy.decision"),
+            Some("park")
+        );
+        assert_eq!(
+            server.str_attr("mcp_supervisor.connection.state"),
+            Some("parked")
+        );
+        assert_eq!(
+            server.str_attr("error.type"),
+            Some("server"),
+            "the park's failure kind"
+        );
+        assert!(server.has_event("mcp_supervisor.refused"), "{server:#?}");
+        assert_eq!(server.status, StatusCode::Error);
+    });
+}
+
+#[test]
+fn a_tools_own_error_is_tool_error_and_not_retried() {
+    run(|| async {
+        let receiver = OtlpReceiver::start().await;
+        let upstream = upstream().await;
+        let config = traced(&upstream, &receiver, "http/protobuf", "");
+        install(&config);
+        let gateway = ServedGateway::start(config).await;
+
+        let result = call_traced(&gateway, "a__fail", json!({"message": "no"}), CLIENT_TRACE).await;
+        assert_eq!(result.is_error, Some(true));
+        let spans = trace_of(&receiver, CLIENT_TRACE, 1).await;
+        let spans: Vec<_> = spans.iter().collect();
+        let clients = of_kind(&spans, SpanKind::Client);
+        assert_eq!(clients.len(), 1, "not retried: {spans:#?}");
+        assert_eq!(clients[0].str_attr("error.type"), Some("tool_error"));
+        let server = of_kind(&spans, SpanKind::Server)[0];
+        assert_eq!(server.str_attr("error.type"), Some("tool_error"));
+        assert_eq!(server.status, StatusCode::Error);
+    });
+}
+
+#[test]
+fn a_library_callers_tracing_span_is_the_parent_of_its_calls_spans() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    run(|| async {
+        let receiver = OtlpReceiver::start().await;
+        let upstream = upstream().await;
+        let config = traced(&upstream, &receiver, "http/protobuf", "");
+        install(&config);
+        let tracer = telemetry::installed().unwrap().tracer();
+        let subscriber =
+            tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
+        let _default = tracing::subscriber::set_default(subscriber);
+        let registry = actix::Actor::start(Registry::new(config));
+
+        let agent = tracing::info_span!("agent");
+        let call = {
+            let _entered = agent.enter();
+            CallTool {
+                connection: "a".into(),
+                tool: "lookup".into(),
+                arguments: json!({"key": "k"}).as_object().cloned(),
+                timeout: None,
+                trace: TraceParent::current(),
+            }
+        };
+        let outcome = registry.send(call).await.unwrap();
+        assert!(
+            matches!(outcome, mcp_supervisor::CallOutcome::Success(_)),
+            "{outcome:?}"
+        );
+        drop(agent);
+
+        let spans = receiver
+            .wait_for_spans(WAIT, |spans| {
+                spans.iter().any(|s| s.name == "agent")
+                    && spans.iter().any(|s| s.kind == SpanKind::Client)
+            })
+            .await;
+        let agent = spans.iter().find(|s| s.name == "agent").unwrap();
+        let client = spans.iter().find(|s| s.kind == SpanKind::Client).unwrap();
+        assert_eq!(client.trace_id, agent.trace_id);
+        assert_eq!(client.parent_span_id, agent.span_id, "{spans:#?}");
+        let seen = upstream.seen_traces();
+        assert_eq!(
+            seen[0].meta.as_deref(),
+            Some(traceparent(&agent.trace_id, &client.span_id).as_str())
+        );
+    });
+}
+
+#[test]
+fn a_collector_that_never_answers_costs_calls_nothing_and_dropped_spans_are_counted() {
+    run(|| async {
+        let receiver = OtlpReceiver::start().await;
+        receiver.set_delay(Duration::from_secs(60));
+        let upstream = upstream().await;
+        let config = traced(
+            &upstream,
+            &receiver,
+            "http/protobuf",
+            "max_queue = 4\ntimeout = \"30s\"\n",
+        );
+        install(&config);
+        let registry = actix::Actor::start(Registry::new(config));
+        let started = std::time::Instant::now();
+        for _ in 0..100 {
+            let outcome = support::call(&registry, "a", "echo", support::echo_args()).await;
+            assert!(
+                matches!(outcome, mcp_supervisor::CallOutcome::Success(_)),
+                "{outcome:?}"
+            );
+        }
+        // A hundred local calls take well under a second; an export in the
+        // call path would take 60 s for the first.
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(telemetry::spans_dropped() > 0, "the queue of 4 overflowed");
+        let metrics = mcp_supervisor::admin::metrics_text(&[], None, None);
+        assert!(
+            metrics.contains("mcp_supervisor_telemetry_spans_dropped_total"),
+            "{metrics}"
+        );
+        // The /metrics copy of the client duration counts every call.
+        assert!(
+            metrics.contains(
+                "mcp_client_operation_duration_seconds_count{connection=\"a\",mcp_method_name=\"tools/call\",error_type=\"\"} 100"
+            ),
+            "{metrics}"
+        );
+    });
+}
+
+#[test]
+fn the_durations_go_out_as_the_conventions_histograms() {
+    run(|| async {
+        let receiver = OtlpReceiver::start().await;
+        let upstream = upstream().await;
+        let config = traced(&upstream, &receiver, "http/protobuf", "");
+        install(&config);
+        let gateway = ServedGateway::start(config).await;
+        call_traced(&gateway, "a__lookup", json!({"key": "k"}), CLIENT_TRACE).await;
+
+        for name in [
+            "mcp.server.operation.duration",
+            "mcp.client.operation.duration",
+        ] {
+            let points = receiver.wait_for_metric(WAIT, name).await;
+            let point = &points[0];
+            assert_eq!(point.unit, "s");
+            let mcp_test_support::otlp::PointView::Histogram { count, bounds, .. } = &point.point
+            else {
+                panic!("{name} is a histogram: {point:?}");
+            };
+            assert!(*count >= 1);
+            assert_eq!(
+                bounds,
+                &[
+                    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0
+                ]
+            );
+        }
+    });
+}
