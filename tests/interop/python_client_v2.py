@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import warnings
@@ -296,7 +297,8 @@ async def run(args: argparse.Namespace, plan: list[dict[str, Any]], calls: list[
             steps.append(record)
         results = []
         for tool, arguments in calls:
-            result = await timed(client.call_tool(tool, arguments))
+            with otel_parent():
+                result = await timed(client.call_tool(tool, arguments))
             results.append({"tool": tool, "arguments": arguments, **tool_outcome(result)})
         info = client.server_info
         output = {
@@ -312,6 +314,48 @@ async def run(args: argparse.Namespace, plan: list[dict[str, Any]], calls: list[
             "roots_requests": recorder.roots_requests,
         }
         return output, failures
+
+
+# --otel: the SDK's own OpenTelemetry spans (SEP-414: it writes their context
+# into each request's `_meta`), recorded in memory and printed as "otel_spans".
+OTEL_EXPORTER: Any = None
+
+
+def start_otel() -> None:
+    global OTEL_EXPORTER
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    OTEL_EXPORTER = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTEL_EXPORTER))
+    trace.set_tracer_provider(provider)
+
+
+def otel_parent() -> Any:
+    """An `agent` span around a call when --otel is on; nothing otherwise."""
+    if OTEL_EXPORTER is None:
+        return contextlib.nullcontext()
+    from opentelemetry import trace
+
+    return trace.get_tracer("python_client_v2").start_as_current_span("agent")
+
+
+def otel_spans() -> list[dict[str, Any]]:
+    if OTEL_EXPORTER is None:
+        return []
+    return [
+        {
+            "name": span.name,
+            "kind": span.kind.name,
+            "trace_id": f"{span.context.trace_id:032x}",
+            "span_id": f"{span.context.span_id:016x}",
+            "parent_span_id": f"{span.parent.span_id:016x}" if span.parent else "",
+        }
+        for span in OTEL_EXPORTER.get_finished_spans()
+    ]
 
 
 def leaves(error: BaseException) -> list[BaseException]:
@@ -351,9 +395,16 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="do not list the tools first (the SDK then lists them itself after a call, to check its result)",
     )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="record the SDK's OpenTelemetry spans (each call inside an `agent` span) and print them",
+    )
     parser.add_argument("url")
     parser.add_argument("calls", nargs="*", metavar="TOOL ARGS_JSON")
     args = parser.parse_args(argv[1:])
+    if args.otel:
+        start_otel()
     try:
         calls = parse_calls(args.calls)
         plan = parse_plan(args.plan)
@@ -365,6 +416,7 @@ def main(argv: list[str]) -> int:
         for leaf in leaves(error):
             print(f"python_client_v2: {type(leaf).__name__}: {leaf}", file=sys.stderr)
         return 1
+    output["otel_spans"] = otel_spans()
     print(json.dumps(output, indent=2))
     for failure in failures:
         print(f"python_client_v2: {failure}", file=sys.stderr)

@@ -17,6 +17,7 @@
 // asked for in these rounds.
 #![allow(deprecated)]
 
+use opentelemetry::context::FutureExt as _;
 use std::{collections::BTreeMap, sync::Arc};
 
 use rmcp::{
@@ -105,10 +106,14 @@ pub(super) async fn ask_by_input_required(
     let (answered, result) = oneshot::channel();
     let forwarding = state.clone();
     let connection = target.connection.clone();
-    tokio::spawn(async move {
-        let forwarded = forwarding.forward(&connection, request, Some(link)).await;
-        let _ = answered.send(forwarded);
-    });
+    // The request's SERVER span (when traced) goes with it.
+    tokio::spawn(
+        async move {
+            let forwarded = forwarding.forward(&connection, request, Some(link)).await;
+            let _ = answered.send(forwarded);
+        }
+        .with_current_context(),
+    );
     let waiting = Waiting {
         binding,
         result,
