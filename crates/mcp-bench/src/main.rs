@@ -20,6 +20,7 @@
 
 mod fleet_worker;
 mod measure;
+mod otlp_sink;
 mod procs;
 mod relay;
 mod report;
@@ -92,7 +93,7 @@ enum Command {
     FleetWorker(fleet_worker::FleetWorkerArgs),
 }
 
-const ALL: [&str; 8] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"];
+const ALL: [&str; 9] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"];
 
 fn main() {
     let cli = Cli::parse();
@@ -188,6 +189,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "P6" => bench.p6(),
                 "P7" => bench.p7(),
                 "P8" => bench.p8(),
+                "P9" => bench.p9(),
                 _ => Ok(()),
             };
             if let Err(error) = outcome {

@@ -1171,3 +1171,128 @@ impl Bench<'_> {
         Ok(())
     }
 }
+
+/// Callers of P9.
+const P9_CALLERS: usize = 8;
+
+impl Bench<'_> {
+    /// P9: one gateway, eight callers, without `[telemetry]`, with it at
+    /// `sample_ratio = 1.0` (every call a SERVER and a CLIENT span, exported
+    /// over OTLP/HTTP to a real receiver) and at `0.0` (the spans' code
+    /// runs, nothing is recorded). Interleaved rounds, medians.
+    pub(crate) fn p9(&mut self) -> anyhow::Result<()> {
+        eprintln!("P9: tracing on and off");
+        let s = self.settings;
+        let upstream = self.upstream(true)?;
+        let sink = crate::otlp_sink::Sink::start()?;
+        let telemetry = |ratio: &str| {
+            format!(
+                "\n[telemetry]\nendpoint = \"{}\"\nsample_ratio = {ratio}\nbatch_delay = \"1s\"\n\
+                 metrics_interval = \"5s\"\n",
+                sink.endpoint
+            )
+        };
+        let gateways = [
+            procs::start_gateway(self.bins, &upstream.url, &s.scratch, "gateway-untraced", "")?,
+            procs::start_gateway(
+                self.bins,
+                &upstream.url,
+                &s.scratch,
+                "gateway-traced",
+                &telemetry("1.0"),
+            )?,
+            procs::start_gateway(
+                self.bins,
+                &upstream.url,
+                &s.scratch,
+                "gateway-sampled-out",
+                &telemetry("0.0"),
+            )?,
+        ];
+        let names = [
+            "without [telemetry]",
+            "[telemetry], sample_ratio 1.0",
+            "[telemetry], sample_ratio 0.0",
+        ];
+        let specs: Vec<Spec> = gateways
+            .iter()
+            .map(|gateway| {
+                let mut spec = timed(
+                    loop_spec(Client::RawPooled, &gateway.url, "up__echo", echo()),
+                    s,
+                );
+                if let Spec::Loop { callers, .. } = &mut spec {
+                    *callers = P9_CALLERS;
+                }
+                spec
+            })
+            .collect();
+        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        for round in 0..s.rounds as usize {
+            for k in 0..specs.len() {
+                let i = (k + round) % specs.len();
+                let result = procs::run_worker(self.bins, &specs[i])
+                    .with_context(|| format!("P9 {}, round {}", names[i], round + 1))?;
+                anyhow::ensure!(
+                    result.errors == 0,
+                    "P9 {}: {} calls failed",
+                    names[i],
+                    result.errors
+                );
+                let rate = result.calls as f64 / result.elapsed_s.max(1e-9);
+                eprintln!(
+                    "  {:<44} round {}: {rate:>8.0} calls/s",
+                    names[i],
+                    round + 1
+                );
+                rates[i].push(rate);
+            }
+        }
+        drop((gateways, upstream));
+        let (exports, bytes) = sink.taken();
+        drop(sink);
+        let median = |rates: &mut Vec<f64>| {
+            rates.sort_by(f64::total_cmp);
+            rates[rates.len() / 2]
+        };
+        let [mut off, mut on, mut sampled_out] = rates;
+        let (off_rate, on_rate, out_rate) =
+            (median(&mut off), median(&mut on), median(&mut sampled_out));
+        let ratio = on_rate / off_rate;
+        self.report.rows.push(Row::ratio(
+            "P9",
+            "8 callers: throughput, every call traced and exported (sample_ratio 1.0) vs no [telemetry]",
+            format!("{on_rate:.0} calls/s"),
+            format!("{off_rate:.0} calls/s"),
+            ratio,
+            "≥ 0.9×",
+            ratio >= 0.9,
+        ));
+        let ratio = out_rate / off_rate;
+        self.report.rows.push(Row::ratio(
+            "P9",
+            "8 callers: throughput, [telemetry] with sample_ratio 0.0 vs no [telemetry]",
+            format!("{out_rate:.0} calls/s"),
+            format!("{off_rate:.0} calls/s"),
+            ratio,
+            "≥ 0.95×",
+            ratio >= 0.95,
+        ));
+        self.report.notes.push((
+            "P9".into(),
+            vec![format!(
+                "Median of {} interleaved rounds, one gateway each, the same upstream; the \
+                 collector is an OTLP/HTTP sink in the bench process that reads each export and \
+                 answers 200 without decoding it (a collector elsewhere costs this machine only \
+                 the bytes); it took {exports} export requests, {:.1} MiB. Without: {:?}; \
+                 1.0: {:?}; 0.0: {:?} calls/s.",
+                s.rounds,
+                bytes as f64 / (1024.0 * 1024.0),
+                off.iter().map(|r| r.round()).collect::<Vec<_>>(),
+                on.iter().map(|r| r.round()).collect::<Vec<_>>(),
+                sampled_out.iter().map(|r| r.round()).collect::<Vec<_>>(),
+            )],
+        ));
+        Ok(())
+    }
+}

@@ -45,6 +45,8 @@ use crate::{
     seen_trace::SeenTrace,
 };
 
+/// How many calls' trace context a test server keeps.
+pub const SEEN_TRACES: usize = 1000;
 /// Which protocol generations a test server answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
@@ -165,7 +167,8 @@ struct ControlInner {
     /// Calls of one tool held until released ([`ServerControl::hold`]).
     hold: Hold,
     /// The trace context of every `tools/call` that reached the handler.
-    seen_traces: Mutex<Vec<SeenTrace>>,
+    /// The last [`SEEN_TRACES`] calls' trace context.
+    seen_traces: Mutex<std::collections::VecDeque<SeenTrace>>,
 }
 
 /// A tool whose calls wait, once received, until the test lets them go.
@@ -218,7 +221,7 @@ impl ServerControl {
                     release: tokio::sync::Semaphore::new(0),
                     waiting: std::sync::atomic::AtomicUsize::new(0),
                 },
-                seen_traces: Mutex::new(Vec::new()),
+                seen_traces: Mutex::new(std::collections::VecDeque::new()),
             }),
         }
     }
@@ -285,11 +288,12 @@ impl ServerControl {
         self.inner.counters.snapshot()
     }
 
-    /// The trace context of every `tools/call` that reached the tool
-    /// handler so far (calls answered by an injected HTTP fault never do),
-    /// in arrival order.
+    /// The trace context of the `tools/call`s that reached the tool
+    /// handler (calls answered by an injected HTTP fault never do), in
+    /// arrival order: the last [`SEEN_TRACES`] (a server under a benchmark's
+    /// load keeps no more).
     pub fn seen_traces(&self) -> Vec<SeenTrace> {
-        lock(&self.inner.seen_traces).clone()
+        lock(&self.inner.seen_traces).iter().cloned().collect()
     }
 
     /// Whether `late_tool` is currently listed.
@@ -731,7 +735,13 @@ impl ServerHandler for TestMcpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.register(&context.peer);
-        lock(&self.control.inner.seen_traces).push(SeenTrace::of(&request, &context));
+        {
+            let mut seen = lock(&self.control.inner.seen_traces);
+            if seen.len() == SEEN_TRACES {
+                seen.pop_front();
+            }
+            seen.push_back(SeenTrace::of(&request, &context));
+        }
         let name = request.name.to_string();
         if !self.tool_visible(&name) {
             // The same answer the router gives for any unknown tool.

@@ -116,7 +116,10 @@ impl ConnectionActor {
     pub fn new(config: Arc<ConnectionConfig>, deps: ConnectionDeps, start: Incarnation) -> Self {
         let admission = Admission::new(config.max_concurrent_calls, config.max_queued_calls);
         let protocol = crate::session::pinned_version(config.protocol);
-        let peer = Arc::new(crate::telemetry::spans::UpstreamPeer::of(&config.transport));
+        let peer = Arc::new(crate::telemetry::spans::UpstreamPeer::of(
+            &config.name,
+            &config.transport,
+        ));
         ConnectionActor {
             peer,
             ready_since: None,
@@ -172,7 +175,6 @@ impl ConnectionActor {
                 if let Some(since) = self.ready_since.take() {
                     let protocol = self.protocol.as_ref().map(|v| v.as_str());
                     crate::telemetry::spans::client_session_ended(
-                        &self.config.name,
                         &self.peer,
                         protocol,
                         since.elapsed(),

@@ -331,7 +331,6 @@ impl Operation {
         Some(ClientSpan::start(Attempt {
             parent: &self.trace,
             request: request.shared(),
-            connection: &self.connection,
             peer: &self.peer,
             number,
             protocol: protocol.as_ref().map(ProtocolVersion::as_str),

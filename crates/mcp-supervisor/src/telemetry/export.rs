@@ -10,7 +10,7 @@
 //! ([`OnExportRuntime`]).
 
 use std::sync::{
-    Arc,
+    Arc, Mutex, PoisonError,
     atomic::{AtomicU64, Ordering},
 };
 use std::time::Duration;
@@ -21,7 +21,7 @@ use opentelemetry_sdk::{
     metrics::{Temporality, data::ResourceMetrics, exporter::PushMetricExporter},
     trace::{Span, SpanData, SpanExporter, SpanProcessor},
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// What the export side counts (shown on `/metrics`).
 #[derive(Debug, Default)]
@@ -36,13 +36,31 @@ pub(crate) struct Counters {
 const MAX_BATCH: usize = 512;
 
 /// Queues finished spans for the export task; never blocks the caller.
+///
+/// The queue is a plain vector under a mutex held for a push: ending a span
+/// wakes nobody until a batch is full (or `batch_delay` passes), so a
+/// traced call costs no hand-off to the export thread.
 #[derive(Debug)]
 pub(crate) struct BoundedSpans {
-    spans: mpsc::Sender<SpanData>,
+    queue: Arc<Queue>,
     flushes: mpsc::UnboundedSender<oneshot::Sender<()>>,
-    counters: Arc<Counters>,
     /// How long `force_flush` and `shutdown` wait when the SDK calls them.
     wait: Duration,
+}
+
+#[derive(Debug)]
+struct Queue {
+    spans: Mutex<Vec<SpanData>>,
+    max: usize,
+    full_batch: Notify,
+    counters: Arc<Counters>,
+}
+
+impl Queue {
+    fn take(&self) -> Vec<SpanData> {
+        let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::take(&mut *spans)
+    }
 }
 
 impl BoundedSpans {
@@ -56,21 +74,25 @@ impl BoundedSpans {
         timeout: Duration,
         counters: Arc<Counters>,
     ) -> Self {
-        let (spans, queued) = mpsc::channel(max_queue);
+        let queue = Arc::new(Queue {
+            spans: Mutex::new(Vec::new()),
+            max: max_queue,
+            full_batch: Notify::new(),
+            counters: counters.clone(),
+        });
         let (flushes, flush_asked) = mpsc::unbounded_channel();
         let batching = Batching {
             exporter,
-            queued,
+            queue: queue.clone(),
             flush_asked,
             batch_delay,
             timeout,
-            counters: counters.clone(),
+            counters,
         };
         runtime.spawn(batching.run());
         BoundedSpans {
-            spans,
+            queue,
             flushes,
-            counters,
             wait: timeout,
         }
     }
@@ -96,8 +118,25 @@ impl SpanProcessor for BoundedSpans {
         if !span.span_context.is_sampled() {
             return;
         }
-        if self.spans.try_send(span).is_err() {
-            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        let queued = {
+            let mut spans = self
+                .queue
+                .spans
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if spans.len() >= self.queue.max {
+                None
+            } else {
+                spans.push(span);
+                Some(spans.len())
+            }
+        };
+        match queued {
+            None => {
+                self.queue.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(len) if len == MAX_BATCH => self.queue.full_batch.notify_one(),
+            Some(_) => {}
         }
     }
 
@@ -125,10 +164,11 @@ fn wait_blocking(done: oneshot::Receiver<()>, within: Duration) -> OTelSdkResult
     }
 }
 
-/// The task that batches spans and sends them, one request at a time.
+/// The task that sends what is queued: every `batch_delay`, when a batch
+/// is full, and when asked to flush; one request at a time.
 struct Batching<E> {
     exporter: E,
-    queued: mpsc::Receiver<SpanData>,
+    queue: Arc<Queue>,
     flush_asked: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
     batch_delay: Duration,
     timeout: Duration,
@@ -137,47 +177,34 @@ struct Batching<E> {
 
 impl<E: SpanExporter> Batching<E> {
     async fn run(mut self) {
-        let mut batch = Vec::with_capacity(MAX_BATCH);
-        let mut due: Option<tokio::time::Instant> = None;
         loop {
-            let wake =
-                due.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
-            tokio::select! {
-                span = self.queued.recv() => {
-                    let Some(span) = span else { break };
-                    batch.push(span);
-                    due.get_or_insert_with(|| tokio::time::Instant::now() + self.batch_delay);
-                    if batch.len() >= MAX_BATCH {
-                        self.send(&mut batch).await;
-                        due = None;
-                    }
-                }
-                () = tokio::time::sleep_until(wake), if due.is_some() => {
-                    self.send(&mut batch).await;
-                    due = None;
-                }
-                asked = self.flush_asked.recv() => {
-                    let Some(done) = asked else { break };
-                    while let Ok(span) = self.queued.try_recv() {
-                        batch.push(span);
-                        if batch.len() >= MAX_BATCH {
-                            self.send(&mut batch).await;
-                        }
-                    }
-                    self.send(&mut batch).await;
-                    due = None;
-                    let _asker_gone = done.send(());
-                }
+            let flushed = tokio::select! {
+                () = self.queue.full_batch.notified() => None,
+                () = tokio::time::sleep(self.batch_delay) => None,
+                asked = self.flush_asked.recv() => match asked {
+                    Some(done) => Some(done),
+                    None => break,
+                },
+            };
+            let spans = self.queue.take();
+            self.send_all(spans).await;
+            if let Some(done) = flushed {
+                let _asker_gone = done.send(());
             }
         }
-        self.send(&mut batch).await;
+        let spans = self.queue.take();
+        self.send_all(spans).await;
     }
 
-    async fn send(&self, batch: &mut Vec<SpanData>) {
-        if batch.is_empty() {
-            return;
+    async fn send_all(&self, mut spans: Vec<SpanData>) {
+        while !spans.is_empty() {
+            let rest = spans.split_off(spans.len().min(MAX_BATCH));
+            self.send(spans).await;
+            spans = rest;
         }
-        let spans = std::mem::replace(batch, Vec::with_capacity(MAX_BATCH));
+    }
+
+    async fn send(&self, spans: Vec<SpanData>) {
         match tokio::time::timeout(self.timeout, self.exporter.export(spans)).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {

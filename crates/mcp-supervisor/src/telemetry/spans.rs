@@ -11,7 +11,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use opentelemetry::{
     Context, KeyValue,
-    trace::{Link, SpanKind, Status, TraceContextExt, Tracer},
+    trace::{Link, Span as _, SpanKind, Status, TraceContextExt, Tracer},
 };
 use rmcp::model::{ClientRequest, ErrorData, GetMeta, RequestId, ServerResult};
 use tokio::time::Instant;
@@ -257,38 +257,45 @@ impl ServerSpan {
             };
         };
         let incoming = propagate::incoming(&telemetry.propagator, served.meta, served.headers);
-        let mut attributes = vec![KeyValue::new(sc::MCP_METHOD_NAME, method.clone())];
-        served.target.attributes(&mut attributes);
-        if let Some(id) = served.id {
-            attributes.push(KeyValue::new(sc::JSONRPC_REQUEST_ID, id.to_string()));
-        }
-        if let Some(session) = served.session {
-            attributes.push(KeyValue::new(sc::MCP_SESSION_ID, hashed(session)));
-        }
-        if let Some(protocol) = served.protocol {
-            attributes.push(KeyValue::new(sc::MCP_PROTOCOL_VERSION, protocol.to_owned()));
-        }
-        if served.stdio {
-            attributes.push(KeyValue::new(sc::NETWORK_TRANSPORT, "pipe"));
-        } else {
-            attributes.push(KeyValue::new(sc::NETWORK_TRANSPORT, "tcp"));
-            attributes.push(KeyValue::new(sc::NETWORK_PROTOCOL_NAME, "http"));
-        }
-        if let Some(client) = served.client {
-            attributes.push(KeyValue::new(sc::CLIENT_ADDRESS, client.to_string()));
-        }
         let parent = incoming.parent.unwrap_or_default();
         let links = incoming
             .link
             .map(|link| vec![Link::with_context(link)])
             .unwrap_or_default();
         let tracer = telemetry.sdk_tracer();
-        let span = tracer
+        let mut span = tracer
             .span_builder(served.target.name(served.method))
             .with_kind(SpanKind::Server)
-            .with_attributes(attributes)
             .with_links(links)
             .start_with_context(tracer, &parent);
+        // Attributes only for a span that is recorded (sampled in).
+        if span.is_recording() {
+            let mut attributes = Vec::with_capacity(10);
+            attributes.push(KeyValue::new(
+                sc::MCP_METHOD_NAME,
+                method_value(served.method),
+            ));
+            served.target.attributes(&mut attributes);
+            if let Some(id) = served.id {
+                attributes.push(KeyValue::new(sc::JSONRPC_REQUEST_ID, id.to_string()));
+            }
+            if let Some(session) = served.session {
+                attributes.push(KeyValue::new(sc::MCP_SESSION_ID, hashed(session)));
+            }
+            if let Some(protocol) = served.protocol {
+                attributes.push(KeyValue::new(sc::MCP_PROTOCOL_VERSION, protocol.to_owned()));
+            }
+            if served.stdio {
+                attributes.push(KeyValue::new(sc::NETWORK_TRANSPORT, "pipe"));
+            } else {
+                attributes.push(KeyValue::new(sc::NETWORK_TRANSPORT, "tcp"));
+                attributes.push(KeyValue::new(sc::NETWORK_PROTOCOL_NAME, "http"));
+            }
+            if let Some(client) = served.client {
+                attributes.push(KeyValue::new(sc::CLIENT_ADDRESS, client.to_string()));
+            }
+            span.set_attributes(attributes);
+        }
         let verdict = Verdict::default();
         let cx = parent.with_span(span).with_value(verdict.clone());
         ServerSpan {
@@ -312,7 +319,10 @@ impl ServerSpan {
         durations::server(&self.method, error_type.as_deref(), elapsed);
         let Some((cx, _)) = self.otel else { return };
         let span = cx.span();
-        let mut metric = vec![KeyValue::new(sc::MCP_METHOD_NAME, self.method)];
+        let mut metric = vec![KeyValue::new(
+            sc::MCP_METHOD_NAME,
+            method_value(&self.method),
+        )];
         if let Some(code) = code {
             span.set_attribute(KeyValue::new(sc::RPC_RESPONSE_STATUS_CODE, code.clone()));
             metric.push(KeyValue::new(sc::RPC_RESPONSE_STATUS_CODE, code));
@@ -381,15 +391,19 @@ fn hashed(session: &str) -> String {
 /// Where a connection's upstream is, as CLIENT spans describe it.
 #[derive(Debug, Clone)]
 pub(crate) struct UpstreamPeer {
+    /// The connection's name.
+    connection: Arc<str>,
     stdio: bool,
     address: Option<String>,
     port: Option<u16>,
 }
 
 impl UpstreamPeer {
-    pub(crate) fn of(transport: &Transport) -> Self {
+    pub(crate) fn of(connection: &str, transport: &Transport) -> Self {
+        let connection: Arc<str> = connection.into();
         match transport {
             Transport::Stdio(_) => UpstreamPeer {
+                connection,
                 stdio: true,
                 address: None,
                 port: None,
@@ -397,6 +411,7 @@ impl UpstreamPeer {
             Transport::Http(http) => {
                 let url = url::Url::parse(&http.url).ok();
                 UpstreamPeer {
+                    connection,
                     stdio: false,
                     address: url.as_ref().and_then(|u| u.host_str().map(str::to_owned)),
                     port: url.as_ref().and_then(url::Url::port_or_known_default),
@@ -421,13 +436,36 @@ impl UpstreamPeer {
     }
 }
 
+/// A method name as an attribute value: the served methods are static
+/// strings (no allocation per request).
+fn method_value(method: &str) -> opentelemetry::Value {
+    const KNOWN: [&str; 12] = [
+        "tools/call",
+        "tools/list",
+        "prompts/get",
+        "prompts/list",
+        "resources/read",
+        "resources/list",
+        "resources/templates/list",
+        "completion/complete",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "initialize",
+        "ping",
+    ];
+    match KNOWN.iter().find(|known| **known == method) {
+        Some(known) => opentelemetry::Value::from(*known),
+        None => opentelemetry::Value::from(method.to_owned()),
+    }
+}
+
 /// One attempt sent upstream.
 #[derive(Debug)]
 pub(crate) struct ClientSpan {
     otel: Option<Context>,
     started: Instant,
     method: String,
-    connection: String,
+    connection: Arc<str>,
 }
 
 /// What a CLIENT span starts from.
@@ -435,7 +473,6 @@ pub(crate) struct ClientSpan {
 pub(crate) struct Attempt<'a> {
     pub(crate) parent: &'a TraceParent,
     pub(crate) request: &'a ClientRequest,
-    pub(crate) connection: &'a str,
     pub(crate) peer: &'a UpstreamPeer,
     pub(crate) number: u32,
     pub(crate) protocol: Option<&'a str>,
@@ -447,7 +484,7 @@ impl ClientSpan {
     pub(crate) fn start(attempt: Attempt<'_>) -> ClientSpan {
         let started = Instant::now();
         let method = attempt.request.method().to_owned();
-        let connection = attempt.connection.to_owned();
+        let connection = attempt.peer.connection.clone();
         let Some(telemetry) = installed() else {
             return ClientSpan {
                 otel: None,
@@ -457,35 +494,39 @@ impl ClientSpan {
             };
         };
         let target = Target::of(attempt.request);
-        let mut attributes = vec![
-            KeyValue::new(sc::MCP_METHOD_NAME, method.clone()),
-            KeyValue::new(sc::CONNECTION, connection.clone()),
-            KeyValue::new(sc::ATTEMPT, i64::from(attempt.number)),
-        ];
-        target.attributes(&mut attributes);
-        attempt.peer.attributes(&mut attributes);
-        if let Some(protocol) = attempt.protocol {
-            attributes.push(KeyValue::new(sc::MCP_PROTOCOL_VERSION, protocol.to_owned()));
-        }
-        if !attempt.held.is_zero() {
-            attributes.push(KeyValue::new(sc::HELD, attempt.held.as_secs_f64()));
-        }
-        if telemetry.capture_content
-            && let ClientRequest::CallToolRequest(call) = attempt.request
-            && let Ok(arguments) = serde_json::to_string(&call.params.arguments)
-        {
-            attributes.push(KeyValue::new(
-                sc::GEN_AI_TOOL_CALL_ARGUMENTS,
-                cut(&arguments, CAPTURE_MAX_BYTES),
-            ));
-        }
         let parent = attempt.parent.context().cloned().unwrap_or_default();
         let tracer = telemetry.sdk_tracer();
-        let span = tracer
+        let mut span = tracer
             .span_builder(target.name(&method))
             .with_kind(SpanKind::Client)
-            .with_attributes(attributes)
             .start_with_context(tracer, &parent);
+        if span.is_recording() {
+            let mut attributes = Vec::with_capacity(12);
+            attributes.push(KeyValue::new(sc::MCP_METHOD_NAME, method_value(&method)));
+            attributes.push(KeyValue::new(
+                sc::CONNECTION,
+                attempt.peer.connection.clone(),
+            ));
+            attributes.push(KeyValue::new(sc::ATTEMPT, i64::from(attempt.number)));
+            target.attributes(&mut attributes);
+            attempt.peer.attributes(&mut attributes);
+            if let Some(protocol) = attempt.protocol {
+                attributes.push(KeyValue::new(sc::MCP_PROTOCOL_VERSION, protocol.to_owned()));
+            }
+            if !attempt.held.is_zero() {
+                attributes.push(KeyValue::new(sc::HELD, attempt.held.as_secs_f64()));
+            }
+            if telemetry.capture_content
+                && let ClientRequest::CallToolRequest(call) = attempt.request
+                && let Ok(arguments) = serde_json::to_string(&call.params.arguments)
+            {
+                attributes.push(KeyValue::new(
+                    sc::GEN_AI_TOOL_CALL_ARGUMENTS,
+                    cut(&arguments, CAPTURE_MAX_BYTES),
+                ));
+            }
+            span.set_attributes(attributes);
+        }
         ClientSpan {
             otel: Some(parent.with_span(span)),
             started,
@@ -595,7 +636,7 @@ impl ClientSpan {
         let span = cx.span();
         more(&span);
         let mut metric = vec![
-            KeyValue::new(sc::MCP_METHOD_NAME, self.method),
+            KeyValue::new(sc::MCP_METHOD_NAME, method_value(&self.method)),
             KeyValue::new(sc::CONNECTION, self.connection),
         ];
         if let Some(error_type) = error_type {
@@ -614,14 +655,9 @@ impl ClientSpan {
 }
 
 /// An upstream session ended after `lasted`.
-pub(crate) fn client_session_ended(
-    connection: &str,
-    peer: &UpstreamPeer,
-    protocol: Option<&str>,
-    lasted: Duration,
-) {
+pub(crate) fn client_session_ended(peer: &UpstreamPeer, protocol: Option<&str>, lasted: Duration) {
     let Some(telemetry) = installed() else { return };
-    let mut attributes = vec![KeyValue::new(sc::CONNECTION, connection.to_owned())];
+    let mut attributes = vec![KeyValue::new(sc::CONNECTION, peer.connection.clone())];
     peer.attributes(&mut attributes);
     if let Some(protocol) = protocol {
         attributes.push(KeyValue::new(sc::MCP_PROTOCOL_VERSION, protocol.to_owned()));
