@@ -71,6 +71,43 @@ async fn call_traced(
     result
 }
 
+/// The attribute names semantic-conventions-genai v0.1.0 `docs/gen-ai/mcp.md`
+/// gives MCP spans (docs/DECISIONS.md #98), with the general ones it links.
+const CONVENTION: [&str; 18] = [
+    "mcp.method.name",
+    "mcp.session.id",
+    "mcp.protocol.version",
+    "mcp.resource.uri",
+    "gen_ai.tool.name",
+    "gen_ai.prompt.name",
+    "gen_ai.operation.name",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "jsonrpc.request.id",
+    "rpc.response.status_code",
+    "error.type",
+    "network.transport",
+    "network.protocol.name",
+    "network.protocol.version",
+    "server.address",
+    "server.port",
+    "client.address",
+];
+
+/// Every attribute is the convention's or under our own prefix: nothing
+/// invented under `mcp.`.
+fn assert_named_by_the_convention(spans: &[&SpanView]) {
+    for span in spans {
+        for key in span.attributes.keys() {
+            assert!(
+                CONVENTION.contains(&key.as_str()) || key.starts_with("mcp_supervisor."),
+                "{key} on {}",
+                span.name
+            );
+        }
+    }
+}
+
 fn of_kind<'a>(spans: &[&'a SpanView], kind: SpanKind) -> Vec<&'a SpanView> {
     spans.iter().copied().filter(|s| s.kind == kind).collect()
 }
@@ -105,6 +142,7 @@ fn one_trace_down_to_the_upstream(protocol: &'static str) {
         assert_eq!(clients.len(), 1, "{spans:#?}");
         let client = clients[0];
 
+        assert_named_by_the_convention(&spans);
         assert_eq!(server.name, "tools/call a__lookup");
         assert_eq!(
             server.parent_span_id, CLIENT_SPAN,
@@ -179,6 +217,7 @@ fn a_call_retried_after_a_503_is_two_client_spans_the_first_with_its_failure() {
         let mut clients = of_kind(&spans, SpanKind::Client);
         clients.sort_by_key(|s| s.int_attr("mcp_supervisor.attempt"));
         assert_eq!(clients.len(), 2, "{spans:#?}");
+        assert_named_by_the_convention(&spans);
         let (first, second) = (clients[0], clients[1]);
         for span in [first, second] {
             assert_eq!(span.parent_span_id, server.span_id);
@@ -225,6 +264,12 @@ fn a_parked_connections_answer_is_a_span_with_the_park_decision_and_no_client_sp
         );
         install(&config);
         let gateway = ServedGateway::start(config).await;
+        let lifecycle = actix::Actor::start(telemetry::LifecycleSpans);
+        gateway
+            .registry
+            .send(mcp_supervisor::registry::Subscribe(lifecycle.recipient()))
+            .await
+            .unwrap();
         upstream
             .faults()
             .push(FaultRule::always(Match::tool("lookup"), Fault::status(503)));
@@ -273,6 +318,20 @@ fn a_parked_connections_answer_is_a_span_with_the_park_decision_and_no_client_sp
         );
         assert!(server.has_event("mcp_supervisor.refused"), "{server:#?}");
         assert_eq!(server.status, StatusCode::Error);
+
+        // The park itself is a span of its own (no request to hang it on).
+        let spans = receiver
+            .wait_for_spans(WAIT, |spans| {
+                spans.iter().any(|s| s.name == "mcp_supervisor.park a")
+            })
+            .await;
+        let park = spans
+            .iter()
+            .find(|s| s.name == "mcp_supervisor.park a")
+            .unwrap();
+        assert_eq!(park.kind, SpanKind::Internal);
+        assert_eq!(park.str_attr("mcp_supervisor.failure.kind"), Some("server"));
+        assert_eq!(park.int_attr("mcp_supervisor.strikes"), Some(1));
     });
 }
 
@@ -390,6 +449,35 @@ fn a_collector_that_never_answers_costs_calls_nothing_and_dropped_spans_are_coun
                 "mcp_client_operation_duration_seconds_count{connection=\"a\",mcp_method_name=\"tools/call\",error_type=\"\"} 100"
             ),
             "{metrics}"
+        );
+    });
+}
+
+#[test]
+fn a_collector_that_is_not_there_costs_calls_nothing_and_failed_exports_are_counted() {
+    run(|| async {
+        let upstream = upstream().await;
+        // Nothing listens on port 1.
+        let config = config(&format!(
+            "{}\n[telemetry]\nendpoint = \"http://127.0.0.1:1\"\nbatch_delay = \"10ms\"\n",
+            http_connection("a", &upstream.url(), "")
+        ));
+        install(&config);
+        let registry = actix::Actor::start(Registry::new(config));
+        for _ in 0..20 {
+            let outcome = support::call(&registry, "a", "echo", support::echo_args()).await;
+            assert!(
+                matches!(outcome, mcp_supervisor::CallOutcome::Success(_)),
+                "{outcome:?}"
+            );
+        }
+        telemetry::installed()
+            .unwrap()
+            .shutdown(Duration::from_secs(5))
+            .await;
+        assert!(
+            telemetry::export_failures() > 0,
+            "the exports failed, counted"
         );
     });
 }

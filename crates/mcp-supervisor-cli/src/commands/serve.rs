@@ -124,6 +124,10 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     );
     let forwarder = ListChangedForwarder::new(state.clone()).start();
     let _ = registry.send(Subscribe(forwarder.recipient())).await;
+    if telemetry.is_some() {
+        let lifecycle = mcp_supervisor::telemetry::LifecycleSpans.start();
+        let _ = registry.send(Subscribe(lifecycle.recipient())).await;
+    }
     let reloader = Reloader::new(source, registry.clone());
     // Another node of the fleet reloaded: re-read our own file too.
     let (fleet_reload_tx, mut fleet_reloads) = tokio::sync::mpsc::unbounded_channel();

@@ -19,6 +19,7 @@
 
 pub(crate) mod durations;
 mod export;
+mod lifecycle;
 pub(crate) mod propagate;
 pub mod semconv;
 pub(crate) mod spans;
@@ -44,6 +45,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{OtlpProtocol, TelemetrySettings};
 use export::{BoundedSpans, Counters, OnExportRuntime};
 
+pub use lifecycle::LifecycleSpans;
 pub use spans::TraceParent;
 
 /// Why telemetry could not start (a startup error: never silently off).

@@ -70,6 +70,14 @@ pub const HELD: &str = "mcp_supervisor.held_s";
 /// Our own: the connection's state when it refused a request
 /// (`parked`, `retired`, `stopped`, …).
 pub const CONNECTION_STATE: &str = "mcp_supervisor.connection.state";
+/// Our own: parks since the last success, this one included.
+pub const STRIKES: &str = "mcp_supervisor.strikes";
+/// Our own: why a connection was retired (`auth`, `parks`, `crash_loop`, …).
+pub const RETIRE_REASON: &str = "mcp_supervisor.retire.reason";
+/// Our own: a session built again ended a park.
+pub const REVIVED: &str = "mcp_supervisor.revived";
+/// Our own: the connection actor's crash restarts so far.
+pub const RESTARTS: &str = "mcp_supervisor.restarts";
 /// Our own: the HTTP status of an upstream's answer, when there was one.
 pub const HTTP_STATUS: &str = "mcp_supervisor.upstream.http_status";
 
