@@ -21,6 +21,10 @@ pub(crate) struct Binaries {
     pub(crate) supervisor: PathBuf,
     /// mcp-proxy, the peer gateway (`scripts/install-peers.sh`), if installed.
     pub(crate) peer: Option<PathBuf>,
+    /// Another build of `mcp-supervisor` to compare with
+    /// (`MCP_BENCH_BASELINE_BIN`: the commit before a change, say); P9 runs
+    /// it beside this one.
+    pub(crate) baseline: Option<PathBuf>,
 }
 
 impl Binaries {
@@ -49,6 +53,9 @@ impl Binaries {
             peer: std::env::var_os("MCP_PROXY_BIN")
                 .map(PathBuf::from)
                 .or_else(|| Some(root.join(".tools/mcp-proxy/bin/mcp-proxy")))
+                .filter(|path| path.is_file()),
+            baseline: std::env::var_os("MCP_BENCH_BASELINE_BIN")
+                .map(PathBuf::from)
                 .filter(|path| path.is_file()),
             bench,
         })

@@ -1192,7 +1192,7 @@ impl Bench<'_> {
                 sink.endpoint
             )
         };
-        let gateways = [
+        let mut gateways = vec![
             procs::start_gateway(self.bins, &upstream.url, &s.scratch, "gateway-untraced", "")?,
             procs::start_gateway(
                 self.bins,
@@ -1209,11 +1209,27 @@ impl Bench<'_> {
                 &telemetry("0.0"),
             )?,
         ];
-        let names = [
+        let mut names = vec![
             "without [telemetry]",
             "[telemetry], sample_ratio 1.0",
             "[telemetry], sample_ratio 0.0",
         ];
+        // Beside them, another build (MCP_BENCH_BASELINE_BIN), without
+        // [telemetry]: what "off" costs against the build before it.
+        if let Some(baseline) = &self.bins.baseline {
+            let bins = procs::Binaries {
+                supervisor: baseline.clone(),
+                ..self.bins.clone()
+            };
+            gateways.push(procs::start_gateway(
+                &bins,
+                &upstream.url,
+                &s.scratch,
+                "gateway-baseline",
+                "",
+            )?);
+            names.push("the baseline build, without [telemetry]");
+        }
         let specs: Vec<Spec> = gateways
             .iter()
             .map(|gateway| {
@@ -1227,7 +1243,7 @@ impl Bench<'_> {
                 spec
             })
             .collect();
-        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        let mut rates = vec![Vec::new(); specs.len()];
         for round in 0..s.rounds as usize {
             for k in 0..specs.len() {
                 let i = (k + round) % specs.len();
@@ -1255,9 +1271,12 @@ impl Bench<'_> {
             rates.sort_by(f64::total_cmp);
             rates[rates.len() / 2]
         };
-        let [mut off, mut on, mut sampled_out] = rates;
-        let (off_rate, on_rate, out_rate) =
-            (median(&mut off), median(&mut on), median(&mut sampled_out));
+        let medians: Vec<f64> = rates
+            .iter()
+            .map(|rates| median(&mut rates.clone()))
+            .collect();
+        let (off_rate, on_rate, out_rate) = (medians[0], medians[1], medians[2]);
+        let rounded = |i: usize| rates[i].iter().map(|r| r.round()).collect::<Vec<_>>();
         let ratio = on_rate / off_rate;
         self.report.rows.push(Row::ratio(
             "P9",
@@ -1288,11 +1307,34 @@ impl Bench<'_> {
                  1.0: {:?}; 0.0: {:?} calls/s.",
                 s.rounds,
                 bytes as f64 / (1024.0 * 1024.0),
-                off.iter().map(|r| r.round()).collect::<Vec<_>>(),
-                on.iter().map(|r| r.round()).collect::<Vec<_>>(),
-                sampled_out.iter().map(|r| r.round()).collect::<Vec<_>>(),
+                rounded(0),
+                rounded(1),
+                rounded(2),
             )],
         ));
+        if let Some(&baseline_rate) = medians.get(3) {
+            let ratio = off_rate / baseline_rate;
+            self.report.rows.push(Row::ratio(
+                "P9",
+                "8 callers: throughput, this build without [telemetry] vs the baseline build",
+                format!("{off_rate:.0} calls/s"),
+                format!("{baseline_rate:.0} calls/s"),
+                ratio,
+                "≥ 0.95×",
+                ratio >= 0.95,
+            ));
+            self.report.notes.push((
+                "P9".into(),
+                vec![format!(
+                    "The baseline build ({}): {:?} calls/s.",
+                    self.bins
+                        .baseline
+                        .as_ref()
+                        .map_or(String::new(), |b| b.display().to_string()),
+                    rounded(3)
+                )],
+            ));
+        }
         Ok(())
     }
 }

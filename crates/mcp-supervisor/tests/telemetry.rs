@@ -483,6 +483,41 @@ fn a_collector_that_is_not_there_costs_calls_nothing_and_failed_exports_are_coun
 }
 
 #[test]
+fn a_stdio_upstream_gets_the_context_in_meta_and_its_span_says_pipe() {
+    run(|| async {
+        let receiver = OtlpReceiver::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let requests = dir.path().join("requests");
+        let binary = mcp_test_support::test_server_binary();
+        let config = config(&format!(
+            "{}\n[telemetry]\nendpoint = \"{}\"\nbatch_delay = \"50ms\"\n",
+            support::stdio_connection(
+                "s",
+                binary.to_str().unwrap(),
+                &["--count-file", requests.to_str().unwrap()],
+                ""
+            ),
+            receiver.http_endpoint()
+        ));
+        install(&config);
+        let gateway = ServedGateway::start(config).await;
+        call_traced(&gateway, "s__echo", json!({"text": "x"}), CLIENT_TRACE).await;
+
+        let spans = trace_of(&receiver, CLIENT_TRACE, 1).await;
+        let spans: Vec<_> = spans.iter().collect();
+        let client = of_kind(&spans, SpanKind::Client)[0];
+        assert_eq!(client.str_attr("network.transport"), Some("pipe"));
+        assert_eq!(client.str_attr("server.address"), None);
+        let log = std::fs::read_to_string(&requests).unwrap();
+        let expected = format!(
+            "tools/call:echo traceparent={}",
+            traceparent(CLIENT_TRACE, &client.span_id)
+        );
+        assert!(log.lines().any(|line| line == expected), "{log}");
+    });
+}
+
+#[test]
 fn the_durations_go_out_as_the_conventions_histograms() {
     run(|| async {
         let receiver = OtlpReceiver::start().await;

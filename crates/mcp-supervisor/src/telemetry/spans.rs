@@ -656,6 +656,7 @@ impl ClientSpan {
 
 /// An upstream session ended after `lasted`.
 pub(crate) fn client_session_ended(peer: &UpstreamPeer, protocol: Option<&str>, lasted: Duration) {
+    durations::client_session(&peer.connection, lasted.as_secs_f64());
     let Some(telemetry) = installed() else { return };
     let mut attributes = vec![KeyValue::new(sc::CONNECTION, peer.connection.clone())];
     peer.attributes(&mut attributes);
