@@ -6,15 +6,15 @@
 //! and the only figures kept are the `/metrics` copies of the durations.
 //!
 //! On: the gateway starts a SERVER span per request it serves
-//! ([`spans::ServerSpan`]), its parent taken from the request's `_meta` or
-//! headers ([`propagate`]); every attempt sent upstream is a CLIENT span
-//! ([`spans::ClientSpan`]) whose context goes upstream in `_meta` (and, over
+//! (`spans::ServerSpan`), its parent taken from the request's `_meta` or
+//! headers (`propagate`); every attempt sent upstream is a CLIENT span
+//! (`spans::ClientSpan`) whose context goes upstream in `_meta` (and, over
 //! HTTP, headers). A library caller's current `tracing` span is the parent
 //! of its call's spans when its subscriber has a `tracing-opentelemetry`
 //! layer ([`TraceParent::current`]). Names are in [`semconv`].
 //!
 //! Export runs on a thread of its own with a bounded queue
-//! ([`export`]): a slow or absent collector never slows or fails a call;
+//! (`export`): a slow or absent collector never slows or fails a call;
 //! what did not fit is dropped and counted.
 
 pub(crate) mod durations;
