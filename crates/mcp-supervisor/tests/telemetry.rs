@@ -49,6 +49,16 @@ fn install(config: &Config) {
     telemetry::install(config.telemetry.as_ref().expect("[telemetry]")).unwrap();
 }
 
+/// A receiver, an upstream, and telemetry installed to send to the one
+/// about calls to the other.
+async fn traced_setup(protocol: &str, extra: &str) -> (OtlpReceiver, TestServer, Config) {
+    let receiver = OtlpReceiver::start().await;
+    let upstream = upstream().await;
+    let config = traced(&upstream, &receiver, protocol, extra);
+    install(&config);
+    (receiver, upstream, config)
+}
+
 async fn upstream() -> TestServer {
     TestServer::start(TestServerOptions::default())
         .await
@@ -126,10 +136,7 @@ async fn trace_of(receiver: &OtlpReceiver, trace: &str, clients: usize) -> Vec<S
 
 fn one_trace_down_to_the_upstream(protocol: &'static str) {
     run(|| async move {
-        let receiver = OtlpReceiver::start().await;
-        let upstream = upstream().await;
-        let config = traced(&upstream, &receiver, protocol, "");
-        install(&config);
+        let (receiver, upstream, config) = traced_setup(protocol, "").await;
         let gateway = ServedGateway::start(config).await;
 
         let result = call_traced(&gateway, "a__lookup", json!({"key": "k"}), CLIENT_TRACE).await;
@@ -195,10 +202,7 @@ fn a_call_is_one_trace_from_the_client_to_the_upstream_over_grpc() {
 #[test]
 fn a_call_retried_after_a_503_is_two_client_spans_the_first_with_its_failure() {
     run(|| async {
-        let receiver = OtlpReceiver::start().await;
-        let upstream = upstream().await;
-        let config = traced(&upstream, &receiver, "http/protobuf", "");
-        install(&config);
+        let (receiver, upstream, config) = traced_setup("http/protobuf", "").await;
         let gateway = ServedGateway::start(config).await;
         upstream
             .faults()
@@ -338,10 +342,7 @@ fn a_parked_connections_answer_is_a_span_with_the_park_decision_and_no_client_sp
 #[test]
 fn a_tools_own_error_is_tool_error_and_not_retried() {
     run(|| async {
-        let receiver = OtlpReceiver::start().await;
-        let upstream = upstream().await;
-        let config = traced(&upstream, &receiver, "http/protobuf", "");
-        install(&config);
+        let (receiver, _upstream, config) = traced_setup("http/protobuf", "").await;
         let gateway = ServedGateway::start(config).await;
 
         let result = call_traced(&gateway, "a__fail", json!({"message": "no"}), CLIENT_TRACE).await;
@@ -362,10 +363,7 @@ fn a_library_callers_tracing_span_is_the_parent_of_its_calls_spans() {
     use tracing_subscriber::layer::SubscriberExt as _;
 
     run(|| async {
-        let receiver = OtlpReceiver::start().await;
-        let upstream = upstream().await;
-        let config = traced(&upstream, &receiver, "http/protobuf", "");
-        install(&config);
+        let (receiver, upstream, config) = traced_setup("http/protobuf", "").await;
         let tracer = telemetry::installed().unwrap().tracer();
         let subscriber =
             tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
@@ -520,10 +518,7 @@ fn a_stdio_upstream_gets_the_context_in_meta_and_its_span_says_pipe() {
 #[test]
 fn the_durations_go_out_as_the_conventions_histograms() {
     run(|| async {
-        let receiver = OtlpReceiver::start().await;
-        let upstream = upstream().await;
-        let config = traced(&upstream, &receiver, "http/protobuf", "");
-        install(&config);
+        let (receiver, _upstream, config) = traced_setup("http/protobuf", "").await;
         let gateway = ServedGateway::start(config).await;
         call_traced(&gateway, "a__lookup", json!({"key": "k"}), CLIENT_TRACE).await;
 
