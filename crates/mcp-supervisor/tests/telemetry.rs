@@ -535,6 +535,19 @@ fn the_durations_go_out_as_the_conventions_histograms() {
             };
             assert!(*count >= 1);
             assert_eq!(
+                point
+                    .attributes
+                    .get("mcp.method.name")
+                    .map(ToString::to_string)
+                    .as_deref(),
+                Some("tools/call"),
+                "{point:?}"
+            );
+            assert!(
+                point.attributes.contains_key("gen_ai.tool.name"),
+                "{point:?}"
+            );
+            assert_eq!(
                 bounds,
                 &[
                     0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0

@@ -178,6 +178,15 @@ impl<'a> Target<'a> {
         }
     }
 
+    /// The target as the duration metrics name it (the tool or prompt).
+    fn metric_attribute(self) -> Option<KeyValue> {
+        match self {
+            Target::None => None,
+            Target::Tool(name) => Some(KeyValue::new(sc::GEN_AI_TOOL_NAME, name.to_owned())),
+            Target::Prompt(name) => Some(KeyValue::new(sc::GEN_AI_PROMPT_NAME, name.to_owned())),
+        }
+    }
+
     fn attributes(self, into: &mut Vec<KeyValue>) {
         match self {
             Target::None => {}
@@ -243,6 +252,8 @@ pub(crate) struct ServerSpan {
     otel: Option<(Context, Verdict)>,
     started: Instant,
     method: String,
+    /// The tool or prompt, for the duration metric (telemetry on only).
+    target: Option<KeyValue>,
 }
 
 impl ServerSpan {
@@ -254,8 +265,10 @@ impl ServerSpan {
                 otel: None,
                 started,
                 method,
+                target: None,
             };
         };
+        let target = served.target.metric_attribute();
         let incoming = propagate::incoming(&telemetry.propagator, served.meta, served.headers);
         let parent = incoming.parent.unwrap_or_default();
         let links = incoming
@@ -302,6 +315,7 @@ impl ServerSpan {
             otel: Some((cx, verdict)),
             started,
             method,
+            target,
         }
     }
 
@@ -323,6 +337,7 @@ impl ServerSpan {
             sc::MCP_METHOD_NAME,
             method_value(&self.method),
         )];
+        metric.extend(self.target);
         if let Some(code) = code {
             span.set_attribute(KeyValue::new(sc::RPC_RESPONSE_STATUS_CODE, code.clone()));
             metric.push(KeyValue::new(sc::RPC_RESPONSE_STATUS_CODE, code));
@@ -466,6 +481,8 @@ pub(crate) struct ClientSpan {
     started: Instant,
     method: String,
     connection: Arc<str>,
+    /// The tool or prompt, for the duration metric (telemetry on only).
+    target: Option<KeyValue>,
 }
 
 /// What a CLIENT span starts from.
@@ -491,6 +508,7 @@ impl ClientSpan {
                 started,
                 method,
                 connection,
+                target: None,
             };
         };
         let target = Target::of(attempt.request);
@@ -532,6 +550,7 @@ impl ClientSpan {
             started,
             method,
             connection,
+            target: target.metric_attribute(),
         }
     }
 
@@ -639,6 +658,7 @@ impl ClientSpan {
             KeyValue::new(sc::MCP_METHOD_NAME, method_value(&self.method)),
             KeyValue::new(sc::CONNECTION, self.connection),
         ];
+        metric.extend(self.target);
         if let Some(error_type) = error_type {
             span.set_attribute(KeyValue::new(sc::ERROR_TYPE, error_type.clone()));
             span.set_status(Status::error(error_type.clone()));
