@@ -5,22 +5,89 @@
 //! method, `error.type` (a JSON-RPC code, `tool_error` or a failure kind) —
 //! not the tool's name (unbounded on the Prometheus side).
 
-use std::sync::LazyLock;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock};
 
 use prometheus_client::{
+    encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder},
     metrics::{family::Family, histogram::Histogram},
     registry::{Registry, Unit},
 };
 
-use super::semconv::DURATION_BUCKETS;
+use super::semconv::{DURATION_BUCKETS, TOOL_ERROR};
+use crate::FailureKind;
 
-type Labels = Vec<(&'static str, String)>;
+/// A label value that costs no allocation per observation when it is one of
+/// ours (a method, a failure kind) or the connection's shared name.
+#[derive(Clone, Debug)]
+pub(crate) enum Value {
+    Static(&'static str),
+    Shared(Arc<str>),
+    Owned(String),
+}
+
+impl Value {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Value::Static(text) => text,
+            Value::Shared(text) => text,
+            Value::Owned(text) => text,
+        }
+    }
+
+    /// `text`, borrowed from `known` when it is there.
+    fn of(text: &str, known: impl IntoIterator<Item = &'static str>) -> Self {
+        known
+            .into_iter()
+            .find(|known| *known == text)
+            .map_or_else(|| Value::Owned(text.to_owned()), Value::Static)
+    }
+}
+
+// Equal by their text, whatever holds it: one series per label text.
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Value {}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl EncodeLabelValue for Value {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        self.as_str().encode(encoder)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabels {
+    mcp_method_name: Value,
+    error_type: Value,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClientLabels {
+    connection: Value,
+    mcp_method_name: Value,
+    error_type: Value,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SessionLabels {
+    connection: Value,
+}
 
 #[derive(Debug)]
 struct Durations {
-    server: Family<Labels, Histogram>,
-    client: Family<Labels, Histogram>,
-    session: Family<Labels, Histogram>,
+    server: Family<ServerLabels, Histogram>,
+    client: Family<ClientLabels, Histogram>,
+    session: Family<SessionLabels, Histogram>,
 }
 
 fn histogram() -> Histogram {
@@ -33,28 +100,72 @@ static DURATIONS: LazyLock<Durations> = LazyLock::new(|| Durations {
     session: Family::new_with_constructor(histogram),
 });
 
+/// The methods the gateway serves and sends.
+const METHODS: [&str; 12] = [
+    "tools/call",
+    "tools/list",
+    "prompts/get",
+    "prompts/list",
+    "resources/read",
+    "resources/list",
+    "resources/templates/list",
+    "completion/complete",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "initialize",
+    "ping",
+];
+
+/// A method name, borrowed when it is one of the served methods.
+pub(crate) fn method(text: &str) -> Value {
+    Value::of(text, METHODS)
+}
+
+/// An `error.type`: empty on success; ours are static, a JSON-RPC code is not.
+fn error_type(text: Option<&str>) -> Value {
+    match text {
+        None => Value::Static(""),
+        Some(text) => Value::of(
+            text,
+            FailureKind::ALL.iter().map(|kind| kind.as_str()).chain([
+                TOOL_ERROR,
+                "cancelled",
+                "busy",
+                "timeout",
+            ]),
+        ),
+    }
+}
+
 /// A request the gateway served took `seconds`.
-pub(crate) fn server(method: &str, error_type: Option<&str>, seconds: f64) {
-    let labels = vec![
-        ("mcp_method_name", method.to_owned()),
-        ("error_type", error_type.unwrap_or("").to_owned()),
-    ];
+pub(crate) fn server(method_name: &Value, error: Option<&str>, seconds: f64) {
+    let labels = ServerLabels {
+        mcp_method_name: method_name.clone(),
+        error_type: error_type(error),
+    };
     DURATIONS.server.get_or_create(&labels).observe(seconds);
 }
 
 /// An attempt sent upstream on `connection` took `seconds`.
-pub(crate) fn client(method: &str, error_type: Option<&str>, connection: &str, seconds: f64) {
-    let labels = vec![
-        ("connection", connection.to_owned()),
-        ("mcp_method_name", method.to_owned()),
-        ("error_type", error_type.unwrap_or("").to_owned()),
-    ];
+pub(crate) fn client(
+    method_name: &Value,
+    error: Option<&str>,
+    connection: &Arc<str>,
+    seconds: f64,
+) {
+    let labels = ClientLabels {
+        connection: Value::Shared(connection.clone()),
+        mcp_method_name: method_name.clone(),
+        error_type: error_type(error),
+    };
     DURATIONS.client.get_or_create(&labels).observe(seconds);
 }
 
 /// An upstream session of `connection` lasted `seconds`, ready to gone.
-pub(crate) fn client_session(connection: &str, seconds: f64) {
-    let labels = vec![("connection", connection.to_owned())];
+pub(crate) fn client_session(connection: &Arc<str>, seconds: f64) {
+    let labels = SessionLabels {
+        connection: Value::Shared(connection.clone()),
+    };
     DURATIONS.session.get_or_create(&labels).observe(seconds);
 }
 
@@ -88,9 +199,19 @@ mod tests {
 
     #[test]
     fn the_copies_are_prometheus_histograms_with_the_conventions_buckets() {
-        server("tools/call", Some("tool_error"), 0.03);
-        client("tools/call", None, "a", 0.004);
-        client_session("a", 12.0);
+        let call = method("tools/call");
+        server(&call, Some("tool_error"), 0.03);
+        let a: Arc<str> = "a".into();
+        client(&call, None, &a, 0.004);
+        // The same text held another way is the same series.
+        client(
+            &Value::Owned("tools/call".into()),
+            Some(&String::from("server")),
+            &a,
+            0.5,
+        );
+        client(&call, Some("server"), &"a".into(), 0.5);
+        client_session(&a, 12.0);
         let mut registry = Registry::default();
         register(&mut registry);
         let mut text = String::new();
@@ -112,5 +233,15 @@ mod tests {
             .filter(|l| l.starts_with("mcp_client_session_duration_seconds_bucket"))
             .count();
         assert_eq!(buckets, 15, "the 14 bounds and +Inf");
+        assert!(
+            text.lines().any(|l| l
+                == "mcp_client_operation_duration_seconds_count{connection=\"a\",mcp_method_name=\"tools/call\",error_type=\"server\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l
+                == "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",error_type=\"tool_error\"} 1"),
+            "{text}"
+        );
     }
 }

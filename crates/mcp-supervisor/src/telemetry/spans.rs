@@ -251,7 +251,7 @@ pub(crate) struct Served<'a> {
 pub(crate) struct ServerSpan {
     otel: Option<(Context, Verdict)>,
     started: Instant,
-    method: String,
+    method: durations::Value,
     /// The tool or prompt, for the duration metric (telemetry on only).
     target: Option<KeyValue>,
 }
@@ -259,7 +259,7 @@ pub(crate) struct ServerSpan {
 impl ServerSpan {
     pub(crate) fn start(served: Served<'_>) -> ServerSpan {
         let started = Instant::now();
-        let method = served.method.to_owned();
+        let method = durations::method(served.method);
         let Some(telemetry) = installed() else {
             return ServerSpan {
                 otel: None,
@@ -284,10 +284,7 @@ impl ServerSpan {
         // Attributes only for a span that is recorded (sampled in).
         if span.is_recording() {
             let mut attributes = Vec::with_capacity(10);
-            attributes.push(KeyValue::new(
-                sc::MCP_METHOD_NAME,
-                method_value(served.method),
-            ));
+            attributes.push(KeyValue::new(sc::MCP_METHOD_NAME, method_value(&method)));
             served.target.attributes(&mut attributes);
             if let Some(id) = served.id {
                 attributes.push(KeyValue::new(sc::JSONRPC_REQUEST_ID, id.to_string()));
@@ -453,24 +450,10 @@ impl UpstreamPeer {
 
 /// A method name as an attribute value: the served methods are static
 /// strings (no allocation per request).
-fn method_value(method: &str) -> opentelemetry::Value {
-    const KNOWN: [&str; 12] = [
-        "tools/call",
-        "tools/list",
-        "prompts/get",
-        "prompts/list",
-        "resources/read",
-        "resources/list",
-        "resources/templates/list",
-        "completion/complete",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "initialize",
-        "ping",
-    ];
-    match KNOWN.iter().find(|known| **known == method) {
-        Some(known) => opentelemetry::Value::from(*known),
-        None => opentelemetry::Value::from(method.to_owned()),
+fn method_value(method: &durations::Value) -> opentelemetry::Value {
+    match method {
+        durations::Value::Static(text) => opentelemetry::Value::from(*text),
+        other => opentelemetry::Value::from(other.as_str().to_owned()),
     }
 }
 
@@ -479,7 +462,7 @@ fn method_value(method: &str) -> opentelemetry::Value {
 pub(crate) struct ClientSpan {
     otel: Option<Context>,
     started: Instant,
-    method: String,
+    method: durations::Value,
     connection: Arc<str>,
     /// The tool or prompt, for the duration metric (telemetry on only).
     target: Option<KeyValue>,
@@ -500,7 +483,7 @@ pub(crate) struct Attempt<'a> {
 impl ClientSpan {
     pub(crate) fn start(attempt: Attempt<'_>) -> ClientSpan {
         let started = Instant::now();
-        let method = attempt.request.method().to_owned();
+        let method = durations::method(attempt.request.method());
         let connection = attempt.peer.connection.clone();
         let Some(telemetry) = installed() else {
             return ClientSpan {
@@ -515,7 +498,7 @@ impl ClientSpan {
         let parent = attempt.parent.context().cloned().unwrap_or_default();
         let tracer = telemetry.sdk_tracer();
         let mut span = tracer
-            .span_builder(target.name(&method))
+            .span_builder(target.name(method.as_str()))
             .with_kind(SpanKind::Client)
             .start_with_context(tracer, &parent);
         if span.is_recording() {
