@@ -20,6 +20,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use crate::accept::{Protocols, Serving, accept_loop};
 use anyhow::Context as _;
 use axum::{
     Json, Router,
@@ -31,13 +32,12 @@ use axum::{
 };
 use bytes::Bytes;
 use futures::StreamExt as _;
-use hyper_util::{rt::TokioIo, service::TowerToHyperService};
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
     streamable_http_server::session::{SessionManager, local::LocalSessionManager},
 };
 use serde::{Deserialize, Serialize};
-use tokio::{net::TcpListener, task::JoinSet};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -380,53 +380,21 @@ fn serve(
         tallies: tallies.clone(),
     };
     let router = router(state);
+    let serving = Serving {
+        protocols: Protocols::Http1,
+        nodelay: options.nodelay,
+        name: "test server",
+    };
     let accept = tokio::spawn(accept_loop(
         listener,
         router,
-        options.nodelay,
-        tallies,
+        serving,
+        move || {
+            tallies.accepted.fetch_add(1, Ordering::Relaxed);
+        },
         shutdown.clone(),
     ));
     Running { accept, shutdown }
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    router: Router,
-    nodelay: bool,
-    tallies: Arc<HttpTallies>,
-    shutdown: CancellationToken,
-) {
-    // Dropping this set (when the task ends or is aborted) aborts every
-    // connection task, which closes its socket.
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => {
-                    tallies.accepted.fetch_add(1, Ordering::Relaxed);
-                    if nodelay && let Err(error) = stream.set_nodelay(true) {
-                        tracing::debug!(%error, "cannot set TCP_NODELAY");
-                    }
-                    let service = TowerToHyperService::new(router.clone());
-                    connections.spawn(async move {
-                        let connection = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service);
-                        if let Err(error) = connection.await {
-                            tracing::debug!(%error, "test server connection ended with an error");
-                        }
-                    });
-                }
-                Err(error) => {
-                    // Out of file descriptors and the like: back off briefly.
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
 }
 
 fn router(state: AppState) -> Router {

@@ -53,6 +53,7 @@
 //! - [`asking`]: a 2026-07-28 server that asks its client with requests on
 //!   the call's stream (`mcp-test-server --http ADDR --asks-by-request`).
 
+mod accept;
 pub mod asking;
 pub mod binary;
 pub mod cli;

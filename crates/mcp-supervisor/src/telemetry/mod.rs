@@ -63,7 +63,6 @@ pub enum TelemetryError {
 #[derive(Debug)]
 pub struct Telemetry {
     tracer: SdkTracer,
-    tracer_provider: SdkTracerProvider,
     meter_provider: SdkMeterProvider,
     pub(crate) propagator: TextMapCompositePropagator,
     pub(crate) instruments: Instruments,
@@ -193,7 +192,6 @@ impl Telemetry {
         };
         Ok(Telemetry {
             tracer,
-            tracer_provider,
             meter_provider,
             propagator: propagate::propagator(),
             instruments,
@@ -230,7 +228,6 @@ impl Telemetry {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let metrics = tokio::task::spawn_blocking(move || meters.shutdown_with_timeout(left));
         let _late = tokio::time::timeout_at(deadline, metrics).await;
-        let _unused = &self.tracer_provider;
         let runtime = self
             .runtime
             .lock()

@@ -58,6 +58,15 @@ use opentelemetry_proto::tonic::collector::{
 use tokio::{net::TcpListener, sync::Notify, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
+use crate::accept::{Protocols, Serving, accept_loop};
+
+/// Both listeners take HTTP/1.1 and h2c (gRPC).
+const SERVING: Serving = Serving {
+    protocols: Protocols::Http1AndH2c,
+    nodelay: true,
+    name: "OTLP receiver",
+};
+
 pub use view::{
     AttrValue, EventView, LinkView, MetricView, PointView, SpanKind, SpanView, StatusCode,
 };
@@ -96,14 +105,18 @@ impl OtlpReceiver {
         let shared = Arc::new(Shared::default());
         let shutdown = CancellationToken::new();
         let tasks = [
-            tokio::spawn(serve::accept_loop(
+            tokio::spawn(accept_loop(
                 http_listener,
                 serve::http_router(shared.clone()),
+                SERVING,
+                || {},
                 shutdown.clone(),
             )),
-            tokio::spawn(serve::accept_loop(
+            tokio::spawn(accept_loop(
                 grpc_listener,
                 serve::grpc_router(shared.clone()),
+                SERVING,
+                || {},
                 shutdown.clone(),
             )),
         ];

@@ -7,7 +7,7 @@
 //! gRPC side can keep each request's bytes as they travelled: a middleware
 //! buffers the (unary) body before tonic decodes it.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use axum::{
     Router,
@@ -17,11 +17,6 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
     routing::post,
-};
-use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
-    server::conn::auto,
-    service::TowerToHyperService,
 };
 use opentelemetry_proto::tonic::collector::{
     metrics::v1::{
@@ -34,8 +29,6 @@ use opentelemetry_proto::tonic::collector::{
     },
 };
 use prost::Message as _;
-use tokio::{net::TcpListener, task::JoinSet};
-use tokio_util::sync::CancellationToken;
 
 use super::{Admission, Decoded, Shared, Signal, Travelled};
 
@@ -47,41 +40,6 @@ const GRPC_FRAME_BYTES: usize = 5;
 
 /// The only OTLP/HTTP content type taken.
 const PROTOBUF: &str = "application/x-protobuf";
-
-/// Serves `router` on `listener` until `shutdown`; ending (or aborting) the
-/// task drops every connection.
-pub(super) async fn accept_loop(
-    listener: TcpListener,
-    router: Router,
-    shutdown: CancellationToken,
-) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => {
-                    if let Err(error) = stream.set_nodelay(true) {
-                        tracing::debug!(%error, "cannot set TCP_NODELAY");
-                    }
-                    let service = TowerToHyperService::new(router.clone());
-                    connections.spawn(async move {
-                        let builder = auto::Builder::new(TokioExecutor::new());
-                        let connection = builder.serve_connection(TokioIo::new(stream), service);
-                        if let Err(error) = connection.await {
-                            tracing::debug!(%error, "OTLP receiver connection ended with an error");
-                        }
-                    });
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "OTLP receiver: accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-}
 
 /// `POST /v1/traces` and `POST /v1/metrics`.
 pub(super) fn http_router(shared: Arc<Shared>) -> Router {
