@@ -14,8 +14,9 @@
 #   .tools/venv2  Python venv with the `mcp` SDK 2.x, from tests/interop/requirements-v2.txt
 #
 # and Debian's `redis-server` and `haproxy` (the fleet's tests run a real Redis and a
-# real load balancer), with apt-get when run as root, as CI is; otherwise a missing
-# one is named with the package to install.
+# real load balancer) and `chromium` and `chromium-driver` (the dashboard's tests drive
+# a real headless Chromium over WebDriver, mcp_test_support::browser), with apt-get when
+# run as root, as CI is; otherwise a missing one is named with the package to install.
 #
 # Idempotent and fast on re-runs: each part writes a stamp (a hash of its pins and
 # of the runtime version) when it is complete, and is skipped while the stamp
@@ -161,23 +162,38 @@ install_venv() {
 install_venv "$VENV_DIR" "$PY_PINS" 'import mcp.server.fastmcp'
 install_venv "$VENV2_DIR" "$PY2_PINS" 'from mcp import Client'
 
-# --- redis-server and haproxy (Debian packages) -------------------------------
+# --- redis-server, haproxy and headless Chromium (Debian packages) -----------
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if ((${#missing[@]})); then
+    packages=("${missing[@]}")
+    # Of chromium's recommends, headless needs the fonts (text with real metrics,
+    # stable screenshots) and Mesa (the GL fallback); not upower nor udev.
+    if [[ " ${missing[*]} " == *" chromium "* ]]; then
+        packages+=(fonts-liberation libgl1-mesa-dri)
+    fi
     if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        say "installing ${missing[*]} with apt-get"
+        say "installing ${packages[*]} with apt-get"
         apt-get update -qq >/dev/null || die "apt-get update failed"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-            die "apt-get install ${missing[*]} failed"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null ||
+            die "apt-get install ${packages[*]} failed"
     else
-        die "the fleet's tests need ${missing[*]}: install the Debian package(s) ${missing[*]} (as root: apt-get install ${missing[*]})"
+        die "the tests need ${missing[*]}: install the Debian package(s) ${missing[*]} (as root: apt-get install ${packages[*]})"
     fi
 fi
 # Debian's package starts a redis-server on port 6379 as a service; the tests
 # start their own on free ports and never use it.
 haproxy_bin=$(command -v haproxy || echo /usr/sbin/haproxy)
-say "redis-server $(redis-server --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p'), haproxy $("$haproxy_bin" -v | sed -n '1s/^HAProxy version \([^ ]*\).*/\1/p')"
+# stderr aside: Debian's launcher script prints a shell warning on some machines.
+chromium_version=$(chromium --version 2>/dev/null | sed -n 's/^Chromium \([0-9.]*\).*/\1/p')
+chromedriver_version=$(chromedriver --version 2>/dev/null | sed -n 's/^ChromeDriver \([0-9.]*\).*/\1/p')
+[[ -n "$chromium_version" ]] || die "'chromium --version' does not run: $(chromium --version 2>&1 | tail -1)"
+# chromedriver drives only the Chromium of its own major version.
+[[ "${chromium_version%%.*}" == "${chromedriver_version%%.*}" ]] ||
+    die "chromedriver ${chromedriver_version:-?} does not match chromium $chromium_version: install both from Debian's chromium and chromium-driver"
+say "redis-server $(redis-server --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p'), haproxy $("$haproxy_bin" -v | sed -n '1s/^HAProxy version \([^ ]*\).*/\1/p'), chromium $chromium_version (chromedriver $chromedriver_version)"
 
 echo "test dependencies: ok"

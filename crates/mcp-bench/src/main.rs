@@ -1,4 +1,4 @@
-//! `mcp-bench`: measures the performance targets P1–P7 (docs/BENCHMARKS.md,
+//! `mcp-bench`: measures the performance targets P1–P10 (docs/BENCHMARKS.md,
 //! "Targets") side by side in one run, prints a table and writes `docs/BENCHMARKS.md`.
 //!
 //! Every measured round runs in a worker process of its own (`mcp-bench worker
@@ -8,7 +8,9 @@
 //! Variants of a comparison alternate round by round.
 //!
 //! Layout:
-//! - [`scenarios`]: P1–P7, their variants and their rows;
+//! - [`scenarios`]: P1–P10, their variants and their rows;
+//! - [`dashboard`]: P10's gateway with 1,000 connections, its call load,
+//!   the `/events` reader and the page timings (headless Chromium);
 //! - [`worker`]: the client loops (supervised, raw rmcp, …) in a worker process;
 //! - [`procs`]: starting upstreams, the gateway, workers, the Python client;
 //! - [`relay`]: `mcp-bench relay`, an HTTP relay with no MCP logic (the
@@ -18,6 +20,7 @@
 //! - [`soak`]: `mcp-bench soak` (`make soak`), the soak under faults
 //!   (docs/RELIABILITY.md).
 
+mod dashboard;
 mod fleet_worker;
 mod measure;
 mod otlp_sink;
@@ -38,7 +41,7 @@ use crate::{
     scenarios::{Bench, Settings},
 };
 
-/// Measures the performance targets (P1–P7) side by side and writes docs/BENCHMARKS.md.
+/// Measures the performance targets (P1–P10) side by side and writes docs/BENCHMARKS.md.
 #[derive(Debug, Parser)]
 #[command(name = "mcp-bench")]
 struct Cli {
@@ -93,7 +96,7 @@ enum Command {
     FleetWorker(fleet_worker::FleetWorkerArgs),
 }
 
-const ALL: [&str; 9] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"];
+const ALL: [&str; 10] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10"];
 
 fn main() {
     let cli = Cli::parse();
@@ -190,6 +193,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "P7" => bench.p7(),
                 "P8" => bench.p8(),
                 "P9" => bench.p9(),
+                "P10" => bench.p10(),
                 _ => Ok(()),
             };
             if let Err(error) = outcome {

@@ -279,6 +279,13 @@ pub(crate) fn percentile_ns(samples: &mut [u64], p: f64) -> u64 {
     samples[rank.clamp(1, samples.len()) - 1]
 }
 
+/// The median of `values` (the upper one of an even count), sorting them;
+/// NaN when there are none.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 /// Facts about the machine and when the run happened.
 #[derive(Debug, Clone)]
 pub(crate) struct Machine {
@@ -394,6 +401,13 @@ mod tests {
         assert_eq!(percentile_ns(&mut samples, 99.0), 99);
         assert_eq!(percentile_ns(&mut samples, 100.0), 100);
         assert_eq!(percentile_ns(&mut [], 50.0), 0);
+    }
+
+    #[test]
+    fn medians_take_the_upper_middle() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 3.0);
+        assert!(median(&mut []).is_nan());
     }
 
     #[test]

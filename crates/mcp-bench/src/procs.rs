@@ -181,19 +181,27 @@ pub(crate) fn start_upstream(
     nodelay: bool,
     logs: &Path,
 ) -> anyhow::Result<Guarded> {
+    let (args, log): (&[&str], _) = if nodelay {
+        (&[], "upstream.log")
+    } else {
+        (&["--no-nodelay"], "upstream-no-nodelay.log")
+    };
+    start_upstream_with(bins, args, &logs.join(log))
+}
+
+/// `mcp-test-server --http 127.0.0.1:0` with more arguments (`--extra-tools
+/// 13`, …), logging errors only to `log`.
+pub(crate) fn start_upstream_with(
+    bins: &Binaries,
+    args: &[&str],
+    log: &Path,
+) -> anyhow::Result<Guarded> {
     let mut command = Command::new(&bins.test_server);
     command
         .args(["--http", "127.0.0.1:0"])
+        .args(args)
         .env("MCP_TEST_SERVER_LOG", "error");
-    if !nodelay {
-        command.arg("--no-nodelay");
-    }
-    let log = logs.join(if nodelay {
-        "upstream.log"
-    } else {
-        "upstream-no-nodelay.log"
-    });
-    start_announcing(command, &["listening on"], &log)
+    start_announcing(command, &["listening on"], log)
 }
 
 /// `mcp-supervisor serve` with one connection `up` to `upstream_url` (8 calls
@@ -207,21 +215,36 @@ pub(crate) fn start_gateway(
     name: &str,
     extra: &str,
 ) -> anyhow::Result<Guarded> {
-    let config = dir.join(format!("{name}.toml"));
-    std::fs::write(
-        &config,
-        format!(
+    start_gateway_config(
+        bins,
+        dir,
+        name,
+        &format!(
             "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n\n\
              [admin]\nlisten = \"127.0.0.1:0\"\n\n\
              [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\
              max_concurrent_calls = 8\n{extra}"
         ),
-    )?;
+    )
+}
+
+/// `mcp-supervisor serve` with the config `text` (which must listen with
+/// both the gateway and the admin API), written to `{name}.toml` in `dir`;
+/// its log is `{name}.log`. `url` (and `urls[0]`) is the gateway's MCP
+/// endpoint, `urls[1]` the admin API.
+pub(crate) fn start_gateway_config(
+    bins: &Binaries,
+    dir: &Path,
+    name: &str,
+    text: &str,
+) -> anyhow::Result<Guarded> {
+    let config = dir.join(format!("{name}.toml"));
+    std::fs::write(&config, text)?;
     let mut command = Command::new(&bins.supervisor);
     command.arg("serve").arg("--config").arg(&config);
     start_announcing(
         command,
-        &["gateway listening on"],
+        &["gateway listening on", "admin API listening on"],
         &dir.join(format!("{name}.log")),
     )
 }

@@ -1,4 +1,4 @@
-//! P1–P7 (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
+//! P1–P10 (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
 //! the table they produce.
 
 use std::{
@@ -10,7 +10,8 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::{
-    measure::{Aggregate, Paired},
+    dashboard::{self, CONNECTIONS, CpuWindow, Pages, TOOLS_PER_CONNECTION},
+    measure::{Aggregate, Paired, median},
     procs::{self, Binaries, Guarded},
     report::{Detail, Report, Row},
     worker::{Client, Spec, read_pids},
@@ -1127,10 +1128,6 @@ impl Bench<'_> {
             }
         }
         drop((alone, fleet, upstream));
-        let median = |rates: &mut Vec<f64>| {
-            rates.sort_by(f64::total_cmp);
-            rates[rates.len() / 2]
-        };
         let (without, with) = (median(&mut rates[0]), median(&mut rates[1]));
         let ratio = with / without;
         self.report.rows.push(Row::ratio(
@@ -1267,10 +1264,6 @@ impl Bench<'_> {
         drop((gateways, upstream));
         let (exports, bytes) = sink.taken();
         drop(sink);
-        let median = |rates: &mut Vec<f64>| {
-            rates.sort_by(f64::total_cmp);
-            rates[rates.len() / 2]
-        };
         let medians: Vec<f64> = rates
             .iter()
             .map(|rates| median(&mut rates.clone()))
@@ -1349,6 +1342,217 @@ impl Bench<'_> {
                 )],
             ));
         }
+        Ok(())
+    }
+}
+
+impl Bench<'_> {
+    /// P10: the dashboard at scale (`dashboard`): with 1,000 connections
+    /// and 20,000 tools the overview is interactive in Chromium within
+    /// 300 ms, and the live feed's updates cost the gateway at most 1 % of a
+    /// core at one update a second.
+    pub(crate) fn p10(&mut self) -> anyhow::Result<()> {
+        eprintln!(
+            "P10: the dashboard with {CONNECTIONS} connections and {} tools",
+            CONNECTIONS * TOOLS_PER_CONNECTION
+        );
+        let plan = dashboard::Plan::new(self.settings.quick);
+        let m = dashboard::run(self.bins, &self.settings.scratch, plan)?;
+        let ms = |duration: std::time::Duration| duration.as_secs_f64() * 1e3;
+        let kb = |bytes: u64| bytes as f64 / 1e3;
+        let mut notes = vec![format!(
+            "{CONNECTIONS} HTTP connections to one `mcp-test-server --extra-tools 13` \
+             ({TOOLS_PER_CONNECTION} tools each), open-file limit {}: the gateway announced \
+             itself {:.2} s after it was spawned. Its catalogs were loaded by a `tools/list` \
+             through the gateway, which answered after {:.1} s with {} tools; all were in \
+             `/status` {:.1} s after it was sent. Then the gateway held {} descriptors and \
+             {:.0} MiB, the upstream {} descriptors. The windows began once the gateway had \
+             closed the upstream connections the loading left idle: {} descriptors, {:.0} s after \
+             the page timings{}.",
+            m.fd_limit,
+            m.started_in.as_secs_f64(),
+            m.loaded.list_took.as_secs_f64(),
+            m.loaded.listed,
+            m.loaded.all_in.as_secs_f64(),
+            m.fds.0,
+            m.rss_kib as f64 / 1024.0,
+            m.fds.1,
+            m.quiet.fds,
+            m.quiet.after.as_secs_f64(),
+            if m.quiet.reached {
+                ""
+            } else {
+                " (not yet down to one a connection: waited no longer)"
+            },
+        )];
+
+        // The first view.
+        let scenario = "1,000 connections, 20,000 tools: overview (/) interactive in headless \
+                        Chromium (the mcp-dashboard-ready mark)";
+        match &m.pages {
+            Pages::Loaded {
+                loads,
+                console_errors,
+            } => {
+                let mut ready: Vec<f64> = loads.iter().map(|load| load.ready_ms).collect();
+                let mut live: Vec<f64> = loads.iter().map(|load| load.live_ms).collect();
+                let ready = median(&mut ready);
+                self.report.rows.push(Row {
+                    id: "P10".into(),
+                    scenario: format!("{scenario}, median of {} loads", loads.len()),
+                    ours: format!("{ready:.0} ms"),
+                    baseline: "—".into(),
+                    ratio: "—".into(),
+                    target: "≤ 300 ms".into(),
+                    met: Some(ready <= 300.0),
+                });
+                self.report.rows.push(Row::info(
+                    "P10",
+                    "overview: first live frame (every row) applied in Chromium",
+                    format!("{:.0} ms", median(&mut live)),
+                    "—".into(),
+                    "—".into(),
+                ));
+                notes.push(format!(
+                    "Chromium, ms after navigation start, load by load (the first with a cold \
+                     cache): ready {:?}; first live frame applied {:?}; the HTML's last byte \
+                     (responseEnd) {:?}.{}",
+                    loads
+                        .iter()
+                        .map(|load| load.ready_ms.round())
+                        .collect::<Vec<_>>(),
+                    loads
+                        .iter()
+                        .map(|load| load.live_ms.round())
+                        .collect::<Vec<_>>(),
+                    loads
+                        .iter()
+                        .map(|load| load.response_end_ms.round())
+                        .collect::<Vec<_>>(),
+                    if console_errors.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" The page logged errors: {console_errors:?}.")
+                    }
+                ));
+            }
+            Pages::NoBrowser(why) | Pages::Failed(why) => {
+                let measured = matches!(m.pages, Pages::Failed(_));
+                self.report.rows.push(Row {
+                    id: "P10".into(),
+                    scenario: scenario.into(),
+                    ours: "—".into(),
+                    baseline: "—".into(),
+                    ratio: "—".into(),
+                    target: "≤ 300 ms".into(),
+                    met: measured.then_some(false),
+                });
+                notes.push(if measured {
+                    format!("The page did not load in Chromium: {why}")
+                } else {
+                    format!("Not measured, no browser to drive (a finding, not a failure): {why}")
+                });
+            }
+        }
+        for fetched in &m.fetched {
+            self.report.rows.push(Row::info(
+                "P10",
+                &format!(
+                    "server: GET {} to its last byte (reqwest, median of {})",
+                    fetched.path, plan.fetches
+                ),
+                format!("{:.1} ms", ms(fetched.median)),
+                format!("{:.0} KB", kb(fetched.bytes as u64)),
+                format!("gateway CPU {:.1} ms/request", ms(fetched.cpu)),
+            ));
+        }
+
+        // The feed's cost.
+        let cpu =
+            |listening| CpuWindow::total(m.phases(listening).map(|phase| &phase.cpu)).percent();
+        let delta = m.delta_percent();
+        let (frames, bytes, wall) = m.feeds().fold((0, 0, 0.0), |sum, (feed, wall)| {
+            (
+                sum.0 + feed.frames,
+                sum.1 + feed.bytes,
+                sum.2 + wall.as_secs_f64(),
+            )
+        });
+        // Judged as shown, to two decimals: a window of 10 s that got one
+        // frame fewer than it had seconds reads 0.90, and passes.
+        let hundredths = |value: f64| (value * 100.0).round() / 100.0;
+        let (delta, per_second) = (
+            hundredths(delta),
+            hundredths(frames as f64 / wall.max(1e-9)),
+        );
+        self.report.rows.push(Row {
+            id: "P10".into(),
+            scenario: "1 call/s through the gateway: its CPU with one /events reader (B) minus \
+                       without (A), of one core"
+                .into(),
+            ours: format!("{delta:+.2} %"),
+            baseline: format!("A {:.2} %, B {:.2} %", cpu(false), cpu(true)),
+            ratio: format!(
+                "{per_second:.2} frames/s, {:.1} KB/frame",
+                kb(bytes) / frames.max(1) as f64
+            ),
+            target: "≤ 1 %, ≥ 0.9 frames/s".into(),
+            met: Some(delta <= 1.0 && per_second >= 0.9),
+        });
+        self.report.rows.push(Row::info(
+            "P10",
+            "no calls: the gateway's CPU with one /events reader (the feed's refresh every \
+             second alone) minus without, of one core",
+            format!(
+                "{:+.2} %",
+                m.idle_listening.cpu.percent() - m.idle.percent()
+            ),
+            format!(
+                "idle {:.2} %, with the reader {:.2} %",
+                m.idle.percent(),
+                m.idle_listening.cpu.percent()
+            ),
+            "—".into(),
+        ));
+        let (answered, failed) = m.phases.iter().fold((0, 0), |sum, phase| {
+            (sum.0 + phase.answered, sum.1 + phase.failed)
+        });
+        let joins: Vec<String> = m
+            .feeds()
+            .map(|(feed, _)| {
+                format!(
+                    "{:.0} KB, {:.1} ms of gateway CPU",
+                    kb(feed.first_bytes),
+                    ms(feed.join_cpu)
+                )
+            })
+            .collect();
+        let resyncs: u64 = m.feeds().map(|(feed, _)| feed.resyncs).sum();
+        notes.push(format!(
+            "Windows of {:.0} s, A B alternating, {} pairs; percentages of one core (the \
+             gateway's CPU from /proc/PID/task/*/schedstat over the window): {}. Calls, one a \
+             second, five in a row to each connection, the first a `lookup` the upstream answers \
+             503 (one attempt, a 0.5 s park), the next `echo` (reviving it): {answered} answered, \
+             {failed} failed, {} parks meanwhile. The reader got {frames} frames after its first \
+             ({bytes} bytes, {resyncs} resyncs), and {} ({} bytes) with no calls; its first \
+             frame (every row): {}.",
+            plan.window.as_secs_f64(),
+            plan.pairs,
+            m.phases
+                .iter()
+                .map(|phase| format!(
+                    "{} {:.2} %",
+                    if phase.feed.is_some() { "B" } else { "A" },
+                    phase.cpu.percent()
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
+            m.parks,
+            m.idle_listening.feed.map_or(0, |feed| feed.frames),
+            m.idle_listening.feed.map_or(0, |feed| feed.bytes),
+            joins.join("; "),
+        ));
+        self.report.notes.push(("P10".into(), notes));
         Ok(())
     }
 }

@@ -72,6 +72,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         admin: AdminTarget,
     },
+    /// Print a link that opens a running process's dashboard (with `[admin] auth`: a one-time
+    /// login link, good for 5 minutes).
+    Dashboard {
+        #[command(flatten)]
+        admin: AdminTarget,
+        /// Also open it with `$BROWSER`.
+        #[arg(long)]
+        open: bool,
+    },
     /// Log in to an OAuth connection: prints a URL to open (and runs `$BROWSER` with it), waits
     /// for the authorization, stores the tokens, and has a supervisor running on the config use
     /// them.

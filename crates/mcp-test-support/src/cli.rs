@@ -85,6 +85,11 @@ pub struct Args {
     /// tool changes).
     #[arg(long)]
     pub no_list_changed: bool,
+    /// List N more tools after the fixed ones: `extra_000`, `extra_001`, …
+    /// with varied descriptions ("Reads the quarterly ledger for region
+    /// 7", …; a quarter mention a ledger), each echoing its `text`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub extra_tools: usize,
     /// Answer like a 2025-era server: refuse `server/discover`, so clients
     /// open a session with `initialize`.
     #[arg(long, conflicts_with = "modern_only")]
@@ -166,6 +171,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         hang_tool: args.hang_tool.clone(),
         exit_on_tool: args.exit_on_tool.clone(),
         no_list_changed: args.no_list_changed,
+        extra_tools: args.extra_tools,
     };
     if let Some(addr) = args.otlp {
         return serve_otlp(addr, &args).await;

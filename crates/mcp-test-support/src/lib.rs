@@ -11,8 +11,9 @@
 //!   a dropped connection, an expired session or garbage ([`Fault`]), and
 //!   that counts what reached it;
 //! - as the `mcp-test-server` binary over stdio (or `--http ADDR`), with
-//!   flags to delay, hang, exit, answer garbage, ignore stdin EOF or SIGTERM
-//!   and log every request to a file ([`cli::Args`]).
+//!   flags to delay, hang, exit, answer garbage, ignore stdin EOF or SIGTERM,
+//!   log every request to a file and list N more tools (`--extra-tools N`:
+//!   `extra_000`, … with varied descriptions) ([`cli::Args`]).
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -41,6 +42,8 @@
 //! - [`binary`]: locating the built binary from other crates' tests.
 //! - [`wait`]: [`wait_until`] and the [`eventually!`] assertion.
 //! - `counters`: what reached the server ([`Counts`]).
+//! - `extra_tools`: the optional long tail of tools, `extra_000`, …
+//!   ([`ServerBehavior::extra_tools`], `mcp-test-server --extra-tools N`).
 //! - `seen_trace`: the trace context each `tools/call` arrived with
 //!   ([`SeenTrace`], [`TestServer::seen_traces`]).
 //! - [`conformance`]: the `mcp-conformance-server` upstream, with every
@@ -50,15 +53,20 @@
 //! - [`otlp`]: a real OTLP collector on loopback ([`OtlpReceiver`]), over
 //!   HTTP and gRPC, that decodes and keeps every span and metric it gets
 //!   (`mcp-test-server --otlp ADDR`).
+//! - [`browser`]: a real headless Chromium driven over W3C WebDriver
+//!   ([`Browser`]), for end-to-end tests of web pages, and
+//!   [`serve_page`](browser::serve_page) for a second origin.
 //! - [`asking`]: a 2026-07-28 server that asks its client with requests on
 //!   the call's stream (`mcp-test-server --http ADDR --asks-by-request`).
 
 mod accept;
 pub mod asking;
 pub mod binary;
+pub mod browser;
 pub mod cli;
 pub mod conformance;
 mod counters;
+mod extra_tools;
 pub mod fault;
 pub mod http;
 pub mod oauth;
@@ -70,6 +78,7 @@ pub mod stdio;
 pub mod wait;
 
 pub use binary::test_server_binary;
+pub use browser::Browser;
 pub use counters::Counts;
 pub use fault::{Fault, FaultHandle, FaultRule, Match, RetryAfter};
 pub use http::{TestServer, TestServerOptions};

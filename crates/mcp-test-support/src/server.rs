@@ -41,6 +41,7 @@ use serde::Deserialize;
 
 use crate::{
     counters::{Counted, Counters, Counts},
+    extra_tools,
     fault::FaultHandle,
     seen_trace::SeenTrace,
 };
@@ -136,6 +137,11 @@ pub struct ServerBehavior {
     /// `initialize` (a server that never announces changes, so a client has
     /// no reason to open the standalone stream).
     pub no_list_changed: bool,
+    /// List this many more tools after the fixed ones: `extra_000`,
+    /// `extra_001`, … with varied descriptions (a quarter mention a
+    /// "ledger"), each echoing its `text` like `echo`; for a client's
+    /// listing or search over many tools.
+    pub extra_tools: usize,
 }
 
 /// Shared, cloneable state of one test server: counters, fault script,
@@ -150,6 +156,8 @@ struct ControlInner {
     counters: Counters,
     faults: FaultHandle,
     behavior: ServerBehavior,
+    /// The `behavior.extra_tools` extra tools, built once.
+    extra_tools: Vec<Tool>,
     /// Whether `late_tool` is listed and callable.
     late_tool: AtomicBool,
     /// Whether [`SAMPLING_TOOL`] is listed and callable.
@@ -209,6 +217,7 @@ impl ServerControl {
             inner: Arc::new(ControlInner {
                 counters,
                 faults: FaultHandle::default(),
+                extra_tools: extra_tools::tools(behavior.extra_tools),
                 behavior,
                 late_tool: AtomicBool::new(false),
                 sampling_tool: AtomicBool::new(false),
@@ -562,6 +571,12 @@ impl TestMcpServer {
             _ => true,
         }
     }
+
+    /// The extra tool `name` names, if it is one ([`ServerBehavior::extra_tools`]).
+    fn extra_tool(&self, name: &str) -> Option<&Tool> {
+        let extra = &self.control.inner.extra_tools;
+        extra_tools::index(name, extra.len()).map(|index| &extra[index])
+    }
 }
 
 /// The contents of a resource, or `resource_not_found` naming the URI.
@@ -719,11 +734,15 @@ impl ServerHandler for TestMcpServer {
             .list_all()
             .into_iter()
             .filter(|tool| self.tool_visible(&tool.name))
+            .chain(self.control.inner.extra_tools.iter().cloned())
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if let Some(tool) = self.extra_tool(name) {
+            return Some(tool.clone());
+        }
         self.tool_visible(name)
             .then(|| self.tool_router.get(name).cloned())
             .flatten()
@@ -761,10 +780,13 @@ impl ServerHandler for TestMcpServer {
         if !behavior.delay.is_zero() {
             tokio::time::sleep(behavior.delay).await;
         }
-        let result = self
-            .tool_router
-            .call(ToolCallContext::new(self, request, context))
-            .await;
+        let result = if self.extra_tool(&name).is_some() {
+            extra_tools::call(request.arguments.as_ref()).map(Into::into)
+        } else {
+            self.tool_router
+                .call(ToolCallContext::new(self, request, context))
+                .await
+        };
         if result.is_ok() {
             counters.record_completed(&name);
         }
@@ -982,6 +1004,21 @@ mod tests {
             assert_eq!(error.code, ErrorCode::RESOURCE_NOT_FOUND, "{unknown}");
             assert_eq!(error.data, Some(serde_json::json!({ "uri": unknown })));
         }
+    }
+
+    #[test]
+    fn extra_tools_come_after_the_fixed_ones_and_only_when_asked() {
+        let plain = TestMcpServer::new(ServerControl::default());
+        assert!(plain.extra_tool("extra_000").is_none());
+        assert!(plain.get_tool("extra_000").is_none());
+        let behavior = ServerBehavior {
+            extra_tools: 3,
+            ..ServerBehavior::default()
+        };
+        let server = TestMcpServer::new(ServerControl::new(behavior));
+        assert_eq!(server.get_tool("extra_002").unwrap().name, "extra_002");
+        assert!(server.get_tool("extra_003").is_none());
+        assert!(server.get_tool("echo").is_some());
     }
 
     #[test]

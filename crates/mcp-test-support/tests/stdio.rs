@@ -78,6 +78,58 @@ async fn rmcp_client_lists_and_calls_over_stdio_and_requests_are_counted() {
     client.cancel().await.unwrap();
 }
 
+/// `--extra-tools N` lists N more tools after the fixed ones; they echo.
+#[tokio::test]
+async fn extra_tools_are_listed_after_the_fixed_ones_and_echo() {
+    let transport = TokioChildProcess::new(command(&["--extra-tools", "12"])).unwrap();
+    let client = tokio::time::timeout(STEP, ClientConfig::default().serve(transport))
+        .await
+        .expect("initialize timed out")
+        .expect("initialize failed");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    let first_extra = names.iter().position(|name| name.starts_with("extra_"));
+    let (fixed, extra) = names.split_at(first_extra.expect("extra tools listed"));
+    assert!(fixed.contains(&"echo"), "{names:?}");
+    let expected: Vec<String> = (0..12).map(|i| format!("extra_{i:03}")).collect();
+    assert_eq!(extra, expected, "the extra tools, in order, last");
+    let ledgers = tools
+        .iter()
+        .filter(|tool| {
+            tool.description
+                .as_deref()
+                .unwrap_or_default()
+                .contains("ledger")
+        })
+        .count();
+    assert!(
+        (1..12).contains(&ledgers),
+        "{ledgers} of 12 mention a ledger"
+    );
+
+    let arguments = json!({"text": "from the tail"})
+        .as_object()
+        .unwrap()
+        .clone();
+    let call = CallToolRequestParams::new("extra_007").with_arguments(arguments);
+    let result = tokio::time::timeout(STEP, client.call_tool(call))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        result.content[0].as_text().unwrap().text.as_str(),
+        "from the tail"
+    );
+    let beyond = CallToolRequestParams::new("extra_012")
+        .with_arguments(json!({"text": "x"}).as_object().unwrap().clone());
+    let error = tokio::time::timeout(STEP, client.call_tool(beyond))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(error.to_string().contains("tool not found"), "{error}");
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn plain_stdio_server_exits_cleanly_when_stdin_closes() {
     let transport = TokioChildProcess::new(command(&["--delay-ms", "1"])).unwrap();

@@ -73,6 +73,11 @@ impl AdminClient {
         Ok(AdminClient { base, token, http })
     }
 
+    /// `http://HOST:PORT/` of the admin API.
+    pub(crate) fn base(&self) -> &Url {
+        &self.base
+    }
+
     /// The base URL with `segments` appended, each percent-encoded (a
     /// connection name typed by a user may hold anything).
     fn url(&self, segments: &[&str]) -> Url {

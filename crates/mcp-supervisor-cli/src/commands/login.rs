@@ -1,7 +1,7 @@
 //! `login NAME` and `logout NAME`: an OAuth connection's tokens
 //! (docs/OAUTH.md).
 
-use std::{path::Path, process::Stdio, time::Duration};
+use std::{path::Path, time::Duration};
 
 use mcp_supervisor::{
     config::{Config, OAuthGrant, OAuthSettings, Transport, UpstreamAuth},
@@ -12,6 +12,7 @@ use reqwest::Method;
 
 use super::{
     admin_client::{AdminClient, block_on},
+    browser,
     oneshot::load,
 };
 use crate::{cli::AdminTarget, exit::Exit};
@@ -131,23 +132,10 @@ fn oauth_connection(config: &Config, name: &str) -> Result<(String, OAuthSetting
     }
 }
 
-/// Shows the URL a person must open; with `$BROWSER` set, runs it with the
-/// URL as its last argument (as many command-line tools do, so a script can
-/// complete the flow too).
+/// Shows the URL a person must open; with `$BROWSER` set, runs it (see
+/// [`browser::open`]).
 fn open(url: &str) {
     eprintln!("Open this URL to authorize mcp-supervisor:\n\n  {url}\n");
-    if let Some(browser) = std::env::var_os("BROWSER").filter(|value| !value.is_empty()) {
-        let started = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(r#"eval "$0 \"\$1\"""#)
-            .arg(&browser)
-            .arg(url)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn();
-        if let Err(error) = started {
-            eprintln!("(could not run $BROWSER: {error})");
-        }
-    }
+    browser::open(url);
     eprintln!("Waiting for the authorization to complete…");
 }

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 mod admin_client;
+mod browser;
 mod check;
+mod dashboard;
 mod import;
 mod login;
 mod oneshot;
@@ -26,6 +28,7 @@ pub(crate) fn run(command: Command) -> Result<(), Exit> {
         } => oneshot::call(&config, connection, tool, arguments),
         Command::Status { admin } => status::run(admin),
         Command::Reset { connection, admin } => reset::run(&connection, admin),
+        Command::Dashboard { admin, open } => dashboard::run(admin, open),
         Command::Login {
             config,
             connection,

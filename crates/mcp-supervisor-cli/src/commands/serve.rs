@@ -135,12 +135,22 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
 
     // Where to find us. Under --stdio, stdout is the MCP channel: use stderr.
     let admin_url = format!("http://{}", local(&admin));
-    let mut announce = format!("admin API listening on {admin_url} (GET /status, /metrics)\n");
+    let mut announce =
+        format!("admin API listening on {admin_url} (dashboard at /, GET /status, /metrics)\n");
     let gateway_stop = GatewayShutdown::new();
     let links = AdminLinks {
         draining: draining.clone(),
         gateway: gateway.is_some().then(|| gateway_stop.tallies()),
+        logins: Default::default(),
     };
+    // With `[admin] auth` a browser needs a login link: one to start with
+    // (printed, never logged; `mcp-supervisor dashboard` mints more).
+    if config.admin.auth.is_some() {
+        let token = links.logins.mint();
+        announce = format!(
+            "dashboard login (single use, 5 min): {admin_url}/login?token={token}\n{announce}"
+        );
+    }
     let admin_task = actix_rt::spawn(serve_admin_linked(
         admin,
         registry.clone(),

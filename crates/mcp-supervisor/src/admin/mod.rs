@@ -6,6 +6,7 @@
 //! - [`status`]: a status snapshot as the `/status` JSON (pure).
 //! - [`metrics`]: a status snapshot as Prometheus text (pure).
 //! - [`reload`]: [`Reloader`], re-reading the config for `POST /reload` and SIGHUP.
+//! - `dashboard`: the web dashboard at `/` (docs/DASHBOARD.md).
 //! - [`server`]: the axum router, its protection (`Host`, `Origin`, JSON
 //!   content type, bearer token) and [`serve_admin_with`].
 //!
@@ -13,11 +14,13 @@
 //! which never holds a URL, token, header or argument value, so neither can the
 //! JSON, the metrics labels or the logs.
 
+mod dashboard;
 pub mod metrics;
 pub mod reload;
 pub mod server;
 pub mod status;
 
+pub use dashboard::LoginLinks;
 pub use metrics::{METRICS_CONTENT_TYPE, metrics_text};
 pub use reload::{ConfigSource, ReloadError, Reloader, report_json};
 pub use server::{

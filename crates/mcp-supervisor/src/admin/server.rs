@@ -24,7 +24,7 @@ use std::{io, sync::Arc, time::Duration};
 use actix::{Addr, MailboxError};
 use axum::{
     Json, Router,
-    extract::{Path, Request, State},
+    extract::{FromRef, Path, Request, State},
     http::{StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
@@ -35,8 +35,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::{
+    dashboard::{self, Dashboard, Let, LoginLinks, Route},
     metrics::{METRICS_CONTENT_TYPE, metrics_text},
-    reload::{ReloadError, Reloader, report_json},
+    reload::{ConfigSource, ReloadError, Reloader, report_json},
     status::status_json,
 };
 use crate::{
@@ -73,6 +74,13 @@ struct AdminState {
     /// and the server stops accepting.
     shutdown: CancellationToken,
     links: AdminLinks,
+    dashboard: Arc<Dashboard>,
+}
+
+impl FromRef<AdminState> for Arc<Dashboard> {
+    fn from_ref(state: &AdminState) -> Self {
+        state.dashboard.clone()
+    }
 }
 
 /// What the admin API is told by the rest of the process besides its
@@ -86,6 +94,9 @@ pub struct AdminLinks {
     pub draining: CancellationToken,
     /// The gateway's evictions and refusals, shown in `/metrics`.
     pub gateway: Option<Arc<Tallies>>,
+    /// The dashboard's one-time login links (`serve` mints the first one it
+    /// prints here).
+    pub logins: Arc<LoginLinks>,
 }
 
 /// Who may use the API: see the module documentation.
@@ -93,6 +104,7 @@ pub struct AdminLinks {
 struct Protection {
     hosts: AllowedHosts,
     token: Option<BearerToken>,
+    dashboard: Arc<Dashboard>,
 }
 
 /// Serves the admin API on `listener` with the default `[admin]` settings
@@ -190,12 +202,27 @@ fn router_linked(
     shutdown: CancellationToken,
     links: AdminLinks,
 ) -> Router {
+    let config = match reloader.source() {
+        ConfigSource::File(path) => Some(path.display().to_string()),
+        ConfigSource::Embedded { .. } => None,
+    };
+    let dashboard = Arc::new(Dashboard::new(
+        registry.clone(),
+        links.logins.clone(),
+        settings.auth.is_some(),
+        config,
+        // Each live page holds an admin connection: leave most for the API.
+        settings.max_connections / 4,
+        shutdown.clone(),
+    ));
     let protection = Arc::new(Protection {
         hosts: AllowedHosts::new(&settings.allowed_hosts),
         token: settings.auth.clone(),
+        dashboard: dashboard.clone(),
     });
     let json_only = || middleware::from_fn(json_only);
     Router::new()
+        .merge(dashboard::routes())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/status", get(status))
@@ -207,37 +234,54 @@ fn router_linked(
         .route("/reload", post(reload).route_layer(json_only()))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(protection, protect))
+        .layer(middleware::from_fn(dashboard::headers))
         .with_state(AdminState {
             registry,
             reloader,
             shutdown,
             links,
+            dashboard,
         })
 }
 
-/// `Host`, `Origin` and the token, before any route.
+/// `Host`, `Origin`, the token (or a dashboard session), before any route.
 async fn protect(
     State(protection): State<Arc<Protection>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     if let Err(refused) = protection.hosts.check(request.uri(), request.headers()) {
         tracing::debug!(reason = %refused, "admin API request refused");
         return error(refused.status(), &refused);
     }
-    if let Some(token) = &protection.token
+    let route = Route::of(request.method(), request.uri().path());
+    let bearer = protection
+        .token
+        .as_ref()
+        .is_some_and(|token| bearer_matches(request.headers(), token));
+    if protection.token.is_some()
+        && !bearer
+        && route == Route::Api
         && !PROBES.contains(&request.uri().path())
-        && !bearer_matches(request.headers(), token)
     {
         return unauthorized(Json(json!({
             "error": "missing or invalid bearer token (see [admin] auth)"
         })));
     }
-    next.run(request).await
+    match protection.dashboard.admit(route, &request, bearer) {
+        Let::In(csrf) => {
+            request.extensions_mut().insert(csrf);
+            next.run(request).await
+        }
+        Let::Out(refused) => {
+            tracing::debug!(status = %refused.status(), "dashboard request refused");
+            refused
+        }
+    }
 }
 
 /// State changes only as `application/json`.
-async fn json_only(request: Request, next: Next) -> Response {
+pub(super) async fn json_only(request: Request, next: Next) -> Response {
     if !is_json(request.headers()) {
         return error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -341,6 +385,6 @@ fn registry_gone(_: MailboxError) -> Response {
 }
 
 /// `{"error":"…"}` with `status`.
-fn error(status: StatusCode, message: &dyn std::fmt::Display) -> Response {
+pub(super) fn error(status: StatusCode, message: &dyn std::fmt::Display) -> Response {
     (status, Json(json!({ "error": message.to_string() }))).into_response()
 }

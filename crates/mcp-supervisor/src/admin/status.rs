@@ -74,12 +74,12 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         })
     });
     let calls = &status.calls;
-    let needs_login = status.retired_reason.is_some_and(RetireReason::needs_login);
+    let needs_login = status.needs_login();
     let oauth = status.oauth.as_ref().map(|oauth| {
         json!({
             "logged_in": oauth.logged_in,
             "grant": if oauth.by_itself { "client_credentials" } else { "authorization_code" },
-            "needs_login": needs_login || !(oauth.logged_in || oauth.by_itself),
+            "needs_login": needs_login,
             "expires_at": oauth.expires_at.map(rfc3339),
             "scopes": oauth.scopes,
             "refreshable": oauth.refreshable,
@@ -97,6 +97,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         "last_failure": last_failure,
         "parks": status.parks,
         "parked_until": status.parked_until.map(rfc3339),
+        "held_until": status.held_until.map(rfc3339),
         "retired_reason": status.retired_reason.map(RetireReason::as_str),
         "restarts": status.restarts,
         "in_flight": status.in_flight,
@@ -146,7 +147,7 @@ mod tests {
             json!({"connections":[{
                 "name": "files", "transport": "stdio", "protocol": null, "state": "idle",
                 "since": "2026-01-01T00:00:00Z", "tool_count": null, "dead": false,
-                "last_failure": null, "parks": 0, "parked_until": null,
+                "last_failure": null, "parks": 0, "parked_until": null, "held_until": null,
                 "retired_reason": null, "restarts": 0, "in_flight": 0, "queued": 0,
                 "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0,
                           "busy": 0, "timed_out": 0},

@@ -1,6 +1,9 @@
 //! Messages a connection actor answers, public and internal.
 
-use std::time::{Duration, SystemTime};
+use std::{
+    sync::atomic::{AtomicU32, Ordering},
+    time::{Duration, SystemTime},
+};
 
 use actix::{
     ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseFuture,
@@ -13,7 +16,8 @@ use super::{
     ConnectionActor, Lease, LeaseError, Reply,
     lifecycle::{LeaseAttempt, Lifecycle},
     operation::{self, CallRetry, Ended, Operation, Request, SlotGuard},
-    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded, CallDone, Finished},
+    stats::{CallRecord, FailureRecord},
 };
 use crate::{
     CallOutcome, Forwarded, Unavailable,
@@ -73,6 +77,8 @@ pub struct ConnectionSnapshot {
     pub state: crate::ConnectionState,
     pub since: SystemTime,
     pub parked_until: Option<SystemTime>,
+    /// The end of a `Retry-After` window every request waits out.
+    pub held_until: Option<SystemTime>,
     pub retired_reason: Option<crate::RetireReason>,
     pub in_flight: usize,
     pub queued: usize,
@@ -133,6 +139,7 @@ impl ConnectionActor {
             stop: self.stop.clone(),
             trace,
             peer: self.peer.clone(),
+            attempts_made: AtomicU32::new(0),
         }
     }
 
@@ -151,7 +158,6 @@ impl Handler<Forward> for ConnectionActor {
     type Result = ResponseFuture<Forwarded>;
 
     fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
-        let label = label_of(msg.request.shared());
         let pass_errors = msg.pass_errors;
         let admitted = self.admit(
             ctx,
@@ -166,8 +172,8 @@ impl Handler<Forward> for ConnectionActor {
             }
             Admitted::Run(run) => run,
         };
-        Box::pin(run.finish(move |op, ended| {
-            operation::forwarded(&op.connection, &label, op.budget, ended, pass_errors)
+        Box::pin(run.finish(move |op, ended, label| {
+            operation::forwarded(&op.connection, label, op.budget, ended, pass_errors)
         }))
     }
 }
@@ -195,6 +201,8 @@ struct Run {
     op: Operation,
     first: Option<LeaseAttempt>,
     queued: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// What the request is called in texts: the tool, or the method.
+    label: String,
     /// `tools/call`s are counted in the call statistics.
     is_call: bool,
 }
@@ -202,7 +210,7 @@ struct Run {
 impl Run {
     /// Waits for a slot if queued, runs the operation, and turns how it ended
     /// into the answer with `outcome`. The slot is freed however it ends.
-    async fn finish<T>(self, outcome: impl FnOnce(&Operation, Ended) -> T) -> T
+    async fn finish<T>(self, outcome: impl FnOnce(&Operation, Ended, &str) -> T) -> T
     where
         T: From<CallOutcome> + Counted,
     {
@@ -210,29 +218,38 @@ impl Run {
             op,
             first,
             queued,
+            label,
             is_call,
         } = self;
+        let mut waited = Duration::ZERO;
         if let Some(slot) = queued {
             // Waiting for a slot spends the request's own budget.
             let waiting = Instant::now();
             let got = tokio::time::timeout_at(op.deadline, slot).await;
-            op.trace.queued(waiting.elapsed());
+            waited = waiting.elapsed();
+            op.trace.queued(waited);
             if !matches!(got, Ok(Ok(()))) {
                 let queued_out = CallOutcome::Busy {
                     message: text::busy(&op.connection, 0),
                 };
                 op.actor.do_send(Finished {
-                    call: is_call.then_some((queued_out.kind(), op.budget)),
+                    call: is_call.then(|| CallDone {
+                        kind: queued_out.kind(),
+                        elapsed: op.budget,
+                        tool: label,
+                        attempts: 0,
+                        queued: waited,
+                    }),
                     held_slot: false,
                 });
                 return queued_out.into();
             }
         }
-        let mut slot = SlotGuard::new(op.actor.clone(), is_call);
+        let mut slot = SlotGuard::new(op.actor.clone(), label, is_call, waited);
         let mut op = op;
         let ended = op.run_rounds(first).await;
-        let answer = outcome(&op, ended);
-        slot.finish(answer.kind());
+        let answer = outcome(&op, ended, slot.label());
+        slot.finish(answer.kind(), op.attempts_made.load(Ordering::Relaxed));
         answer
     }
 }
@@ -279,9 +296,11 @@ impl ConnectionActor {
         trace: TraceParent,
     ) -> Admitted {
         let is_call = matches!(**request.shared(), ClientRequest::CallToolRequest(_));
+        // In flight, queued or refused: it shows either way.
+        self.history.moved();
         if let Some(refusal) = self.refuses_now() {
             if is_call {
-                self.history.lock().calls.count(OutcomeKind::Unavailable);
+                self.refused_call(request.shared(), OutcomeKind::Unavailable);
             }
             let outcome = refusal.into();
             trace.refused(
@@ -294,7 +313,7 @@ impl ConnectionActor {
         let (first, queued) = match self.admission.admit() {
             super::admission::Admit::Busy { queued } => {
                 if is_call {
-                    self.history.lock().calls.count(OutcomeKind::Busy);
+                    self.refused_call(request.shared(), OutcomeKind::Busy);
                 }
                 let message = text::busy(self.name(), queued);
                 let outcome = CallOutcome::Busy { message };
@@ -304,6 +323,7 @@ impl ConnectionActor {
             super::admission::Admit::Now => (Some(self.lease(ctx)), None),
             super::admission::Admit::Queued(slot) => (None, Some(slot)),
         };
+        let label = label_of(request.shared());
         let op = self.operation(
             ctx,
             Request::send(request, retry, link),
@@ -314,8 +334,25 @@ impl ConnectionActor {
             op,
             first,
             queued,
+            label,
             is_call,
         })
+    }
+
+    /// Counts and records a call answered before any attempt.
+    fn refused_call(&self, request: &ClientRequest, kind: OutcomeKind) {
+        self.history.lock().calls.count(kind);
+        let record = CallRecord {
+            at: SystemTime::now(),
+            tool: label_of(request).into(),
+            kind,
+            attempts: 0,
+            latency: Duration::ZERO,
+            queued: Duration::ZERO,
+        };
+        self.history
+            .recent()
+            .called(record, std::time::Instant::now());
     }
 }
 
@@ -403,6 +440,7 @@ impl Handler<AttemptFailed> for ConnectionActor {
 
     fn handle(&mut self, msg: AttemptFailed, _: &mut Context<Self>) -> Self::Result {
         self.history.lock().failed(&msg.failure);
+        self.history.moved();
         tracing::debug!(
             connection = %self.config.name,
             kind = %msg.failure.kind,
@@ -420,6 +458,13 @@ impl Handler<AttemptFailed> for ConnectionActor {
         // Already parked or retired (a call in flight when it happened): the
         // standing answer, no new strike.
         if let Some(standing) = self.standing_decision() {
+            self.history.recent().failed(FailureRecord::new(
+                &msg.failure,
+                msg.phase,
+                msg.attempt,
+                standing.clone(),
+                true,
+            ));
             return Box::pin(actix::fut::ready(standing));
         }
         let report = ReportFailure {
@@ -436,6 +481,13 @@ impl Handler<AttemptFailed> for ConnectionActor {
         Box::pin(asked.into_actor(self).map(move |answer, actor, _| {
             // A policy that cannot answer (shutting down) ends the operation.
             let decision = answer.unwrap_or(Decision::GiveUp);
+            actor.history.recent().failed(FailureRecord::new(
+                &msg.failure,
+                msg.phase,
+                msg.attempt,
+                decision.clone(),
+                false,
+            ));
             actor.apply(&decision, &msg.failure, msg.attempt);
             if matches!(decision, Decision::Retry { .. }) {
                 tracing::info!(
@@ -493,12 +545,24 @@ impl Handler<Finished> for ConnectionActor {
     type Result = ();
 
     fn handle(&mut self, msg: Finished, _: &mut Context<Self>) {
-        {
-            if let Some((kind, elapsed)) = msg.call {
+        self.history.moved();
+        if let Some(call) = msg.call {
+            {
                 let mut history = self.history.lock();
-                history.calls.count(kind);
-                history.durations.record(elapsed);
+                history.calls.count(call.kind);
+                history.durations.record(call.elapsed);
             }
+            let record = CallRecord {
+                at: SystemTime::now(),
+                tool: call.tool.into_boxed_str(),
+                kind: call.kind,
+                attempts: call.attempts,
+                latency: call.elapsed,
+                queued: call.queued,
+            };
+            self.history
+                .recent()
+                .called(record, std::time::Instant::now());
         }
         if msg.held_slot {
             self.admission.release();

@@ -156,6 +156,7 @@ impl ConnectionActor {
     /// The one place the lifecycle changes. Resolves waiters of a build that
     /// will never complete, and closes a session that is being left behind.
     fn transition(&mut self, next: Lifecycle) {
+        self.history.moved();
         let previous = std::mem::replace(&mut self.lifecycle, next);
         if previous.state() != self.lifecycle.state() {
             self.since = SystemTime::now();
@@ -284,6 +285,7 @@ impl ConnectionActor {
             return false;
         }
         self.hold = Some((until, failure.clone()));
+        self.history.moved();
         self.publish(ConnectionEvent::Held {
             connection: self.config.name.clone(),
             failure: failure.clone(),
@@ -612,6 +614,11 @@ impl ConnectionActor {
             state: self.lifecycle.state(),
             since: self.since,
             parked_until,
+            held_until: self
+                .hold
+                .as_ref()
+                .filter(|(until, _)| until.pending())
+                .map(|(until, _)| until.wall()),
             retired_reason,
             in_flight: self.admission.in_flight(),
             queued: self.admission.queued(),

@@ -4,7 +4,13 @@
 //! rebuild in progress), do the request by the deadline, and on failure let
 //! the actor dispose, consult the policy and tell us what next.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::Duration,
+};
 
 use actix::Addr;
 #[allow(deprecated)] // roots: deprecated by SEP-2577, still what servers ask for
@@ -19,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     ConnectionActor,
     lifecycle::{Lease, LeaseAttempt, LeaseError},
-    reports::{Acquire, AttemptFailed, AttemptSucceeded, Finished},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded, CallDone, Finished},
 };
 use crate::{
     CallOutcome, Unavailable,
@@ -146,6 +152,9 @@ pub(crate) struct Operation {
     pub(crate) trace: TraceParent,
     /// Where the upstream is, for those spans.
     pub(crate) peer: Arc<UpstreamPeer>,
+    /// Attempts that got a session, over every input round (for the
+    /// dashboard's recent calls).
+    pub(crate) attempts_made: AtomicU32,
 }
 
 impl Operation {
@@ -230,6 +239,7 @@ impl Operation {
                 // is still running has not failed, so a retry only follows a
                 // failure (docs/DECISIONS.md #11).
                 Ok(lease) => {
+                    self.attempts_made.fetch_add(1, Ordering::Relaxed);
                     let span = self.span(attempt, &lease.session, held);
                     match self.perform(&lease.session, span.as_ref()).await {
                         Ok(response) => {
@@ -534,29 +544,55 @@ pub(crate) struct SlotGuard {
     /// answers the caller that the connection stopped).
     kind: OutcomeKind,
     started: Instant,
+    /// What the request is called in texts: the tool of a call.
+    label: String,
     /// A `tools/call`: its outcome and duration are counted.
     counted: bool,
+    queued: Duration,
+    attempts: u32,
 }
 
 impl SlotGuard {
-    pub(crate) fn new(actor: Addr<ConnectionActor>, counted: bool) -> Self {
+    /// `label`: the tool of a `tools/call` (only calls are `counted`).
+    /// `queued`: how long it waited for the slot.
+    pub(crate) fn new(
+        actor: Addr<ConnectionActor>,
+        label: String,
+        counted: bool,
+        queued: Duration,
+    ) -> Self {
         SlotGuard {
             actor,
             kind: OutcomeKind::Unavailable,
             started: Instant::now(),
+            label,
             counted,
+            queued,
+            attempts: 0,
         }
     }
 
-    pub(crate) fn finish(&mut self, kind: OutcomeKind) {
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub(crate) fn finish(&mut self, kind: OutcomeKind, attempts: u32) {
         self.kind = kind;
+        self.attempts = attempts;
     }
 }
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
+        let call = self.counted.then(|| CallDone {
+            kind: self.kind,
+            elapsed: self.started.elapsed(),
+            tool: std::mem::take(&mut self.label),
+            attempts: self.attempts,
+            queued: self.queued,
+        });
         self.actor.do_send(Finished {
-            call: self.counted.then(|| (self.kind, self.started.elapsed())),
+            call,
             held_slot: true,
         });
     }

@@ -40,8 +40,21 @@ pub(crate) struct AttemptSucceeded;
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub(crate) struct Finished {
-    /// A `tools/call`: what it came back as, and how long it took from
-    /// admission to answer (other requests are not counted).
-    pub(crate) call: Option<(OutcomeKind, Duration)>,
+    /// A `tools/call` (other requests are not counted).
+    pub(crate) call: Option<CallDone>,
     pub(crate) held_slot: bool,
+}
+
+/// How a `tools/call` ended, for the counters and the recent calls.
+#[derive(Debug)]
+pub(crate) struct CallDone {
+    pub(crate) kind: OutcomeKind,
+    /// From admission to answer.
+    pub(crate) elapsed: Duration,
+    /// The upstream's name for the tool.
+    pub(crate) tool: String,
+    /// Attempts sent (0: answered before any).
+    pub(crate) attempts: u32,
+    /// Waiting for a slot.
+    pub(crate) queued: Duration,
 }

@@ -192,6 +192,7 @@ impl Registry {
             Ok(catalog) => CatalogState::Loaded(catalog.clone()),
             Err(_) => CatalogState::Unloaded,
         };
+        entry.history.moved();
         if let CatalogState::Loading(waiters) = std::mem::replace(&mut entry.catalog, next) {
             for waiter in waiters {
                 let _ = waiter.send(result.clone());
@@ -283,6 +284,7 @@ impl Registry {
         }
         entry.recent_restarts.push_back(now);
         entry.restarts += 1;
+        entry.history.moved();
         let restarts = entry.restarts;
         tracing::warn!(connection = %name, restarts, "connection actor died; restarted");
         entry.start(deps, handover);

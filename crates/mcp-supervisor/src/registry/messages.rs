@@ -112,6 +112,8 @@ pub struct ConnectionStatus {
     /// Parks so far (counting or not).
     pub parks: u64,
     pub parked_until: Option<SystemTime>,
+    /// The end of a `Retry-After` window every request waits out.
+    pub held_until: Option<SystemTime>,
     pub retired_reason: Option<RetireReason>,
     pub restarts: u32,
     pub in_flight: usize,
@@ -119,11 +121,23 @@ pub struct ConnectionStatus {
     pub calls: CallCounts,
     pub durations: crate::connection::stats::DurationHistogram,
     pub failures: crate::connection::stats::FailuresByKind,
+    /// Call latency over the last five minutes (`None` without calls).
+    pub latency: Option<crate::connection::stats::LatencySummary>,
     /// An OAuth connection's tokens (`None` for other connections).
     pub oauth: Option<crate::oauth::OAuthStatus>,
 }
 
 impl ConnectionStatus {
+    /// Whether a person must log in before the connection works: retired for
+    /// it, or an OAuth connection that never logged in and cannot by itself.
+    pub fn needs_login(&self) -> bool {
+        self.retired_reason.is_some_and(RetireReason::needs_login)
+            || self
+                .oauth
+                .as_ref()
+                .is_some_and(|oauth| !(oauth.logged_in || oauth.by_itself))
+    }
+
     /// A connection that was never used: no session, no calls, no failures.
     pub fn idle(name: &str, transport: &'static str) -> Self {
         ConnectionStatus {
@@ -137,6 +151,7 @@ impl ConnectionStatus {
             last_failure: None,
             parks: 0,
             parked_until: None,
+            held_until: None,
             retired_reason: None,
             restarts: 0,
             in_flight: 0,
@@ -144,8 +159,58 @@ impl ConnectionStatus {
             calls: CallCounts::default(),
             durations: Default::default(),
             failures: Default::default(),
+            latency: None,
             oauth: None,
         }
+    }
+}
+
+/// One connection's recent calls and failures (the dashboard's view of it).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<RecentActivity, UnknownConnection>")]
+pub struct RecentOf {
+    pub connection: String,
+}
+
+/// What [`RecentOf`] answers, newest first. Never an argument or a result.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecentActivity {
+    pub calls: Vec<crate::connection::stats::CallRecord>,
+    pub failures: Vec<crate::connection::stats::FailureRecord>,
+}
+
+/// Every connection's catalog as far as it is loaded, in name order (`None`:
+/// not loaded yet). Never connects: looking must not change what it looks at.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Vec<(String, Option<Arc<Catalog>>)>")]
+pub struct LoadedCatalogs;
+
+impl Handler<RecentOf> for Registry {
+    type Result = Result<RecentActivity, UnknownConnection>;
+
+    fn handle(&mut self, msg: RecentOf, _: &mut Context<Self>) -> Self::Result {
+        let entry = self
+            .entries
+            .get(&msg.connection)
+            .ok_or(UnknownConnection(msg.connection))?;
+        let recent = entry.history.recent();
+        Ok(RecentActivity {
+            calls: recent.calls().cloned().collect(),
+            failures: recent.failures().cloned().collect(),
+        })
+    }
+}
+
+impl Handler<LoadedCatalogs> for Registry {
+    type Result = MessageResult<LoadedCatalogs>;
+
+    fn handle(&mut self, _: LoadedCatalogs, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(
+            self.entries
+                .iter()
+                .map(|(name, entry)| (name.clone(), entry.loaded_catalog()))
+                .collect(),
+        )
     }
 }
 
@@ -221,17 +286,62 @@ struct Reported {
     catalog: Option<Arc<Catalog>>,
     restarts: u32,
     history: History,
+    latency: Option<crate::connection::stats::LatencySummary>,
     snapshot: ConnectionSnapshot,
     oauth: Option<crate::oauth::OAuthStatus>,
+}
+
+impl Reported {
+    fn status(self) -> ConnectionStatus {
+        let Reported {
+            catalog,
+            restarts,
+            history,
+            latency,
+            snapshot: s,
+            oauth,
+        } = self;
+        ConnectionStatus {
+            dead: s.state == ConnectionState::Retired,
+            tool_count: catalog.map(|catalog| catalog.len()),
+            parks: history.parks,
+            restarts,
+            name: s.name,
+            transport: s.transport,
+            protocol: s.protocol,
+            state: s.state,
+            since: s.since,
+            last_failure: history.last_failure,
+            parked_until: s.parked_until,
+            held_until: s.held_until,
+            retired_reason: s.retired_reason,
+            in_flight: s.in_flight,
+            queued: s.queued,
+            calls: history.calls,
+            durations: history.durations,
+            failures: history.failures,
+            latency,
+            oauth,
+        }
+    }
 }
 
 impl Registry {
     /// Every connection's report (idle ones without asking an actor).
     fn snapshots(&mut self) -> impl std::future::Future<Output = Vec<Reported>> + use<> {
+        self.snapshots_where(&|_, _| true)
+    }
+
+    /// The reports of the connections `wanted` picks, in name order.
+    fn snapshots_where(
+        &mut self,
+        wanted: &dyn Fn(&str, &Entry) -> bool,
+    ) -> impl std::future::Future<Output = Vec<Reported>> + use<> {
         let asks: Vec<_> = self
             .entries
-            .values()
-            .map(|entry| {
+            .iter()
+            .filter(|(name, entry)| wanted(name, entry))
+            .map(|(_, entry)| {
                 let actor = entry.actor.clone().filter(|actor| actor.connected());
                 let idle = idle_snapshot(entry);
                 let catalog = entry.loaded_catalog();
@@ -245,6 +355,7 @@ impl Registry {
                     };
                     // Read after the actor answered, so the history is at
                     // least as recent as the snapshot.
+                    let latency = history.recent().latency(std::time::Instant::now());
                     let history = history.lock().clone();
                     let oauth = match oauth {
                         Some(settings) => Some(crate::oauth::status(&settings).await),
@@ -254,6 +365,7 @@ impl Registry {
                         catalog,
                         restarts,
                         history,
+                        latency,
                         snapshot,
                         oauth,
                     }
@@ -271,6 +383,7 @@ fn idle_snapshot(entry: &Entry) -> ConnectionSnapshot {
         state: ConnectionState::Idle,
         since: SystemTime::now(),
         parked_until: None,
+        held_until: None,
         retired_reason: None,
         in_flight: 0,
         queued: 0,
@@ -316,40 +429,59 @@ impl Handler<Status> for Registry {
 
     fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
         let snapshots = self.snapshots();
+        Box::pin(async move { snapshots.await.into_iter().map(Reported::status).collect() })
+    }
+}
+
+/// The status of the connections that moved since a reader last looked
+/// (`seen`: each connection's [`SharedHistory`](crate::connection::stats::SharedHistory)
+/// generation then), and the names it saw that are gone. The dashboard's
+/// feed asks this every second instead of [`Status`], so a refresh costs
+/// what changed, not what exists.
+#[derive(Message, Debug, Clone, Default)]
+#[rtype(result = "Moved")]
+pub struct StatusMoved {
+    pub seen: std::collections::HashMap<String, u64>,
+}
+
+/// What [`StatusMoved`] answers.
+#[derive(Debug, Clone, Default)]
+pub struct Moved {
+    /// Each moved (or new) connection's status and its generation, read
+    /// before the status was.
+    pub moved: Vec<(ConnectionStatus, u64)>,
+    pub removed: Vec<String>,
+}
+
+impl Handler<StatusMoved> for Registry {
+    type Result = ResponseFuture<Moved>;
+
+    fn handle(&mut self, msg: StatusMoved, _: &mut Context<Self>) -> Self::Result {
+        // Read once, before the statuses: a move after this is seen next time.
+        let picked: std::collections::BTreeMap<String, u64> = self
+            .entries
+            .iter()
+            .filter_map(|(name, entry)| {
+                let now = entry.history.generation();
+                (msg.seen.get(name) != Some(&now)).then(|| (name.clone(), now))
+            })
+            .collect();
+        let removed = msg
+            .seen
+            .keys()
+            .filter(|name| !self.entries.contains_key(*name))
+            .cloned()
+            .collect();
+        let snapshots = self.snapshots_where(&|name, _| picked.contains_key(name));
         Box::pin(async move {
-            snapshots
+            // Both in name order.
+            let moved = snapshots
                 .await
                 .into_iter()
-                .map(|reported| {
-                    let Reported {
-                        catalog,
-                        restarts,
-                        history,
-                        snapshot: s,
-                        oauth,
-                    } = reported;
-                    ConnectionStatus {
-                        dead: s.state == ConnectionState::Retired,
-                        tool_count: catalog.map(|catalog| catalog.len()),
-                        parks: history.parks,
-                        restarts,
-                        name: s.name,
-                        transport: s.transport,
-                        protocol: s.protocol,
-                        state: s.state,
-                        since: s.since,
-                        last_failure: history.last_failure,
-                        parked_until: s.parked_until,
-                        retired_reason: s.retired_reason,
-                        in_flight: s.in_flight,
-                        queued: s.queued,
-                        calls: history.calls,
-                        durations: history.durations,
-                        failures: history.failures,
-                        oauth,
-                    }
-                })
-                .collect()
+                .map(Reported::status)
+                .zip(picked.into_values())
+                .collect();
+            Moved { moved, removed }
         })
     }
 }

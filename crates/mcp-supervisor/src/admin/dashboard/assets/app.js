@@ -1,0 +1,166 @@
+// The dashboard's one script (docs/DASHBOARD.md): live rows from /events,
+// countdowns, and the reset button. Pages are complete without it. It never
+// builds markup from text: every value is written with textContent or an
+// attribute.
+"use strict";
+
+(() => {
+  const body = document.body;
+  const csrf = document.querySelector('meta[name="mcp-csrf"]')?.content ?? "";
+  const live = document.getElementById("live");
+  // The server's clock minus ours: countdowns follow the server.
+  let offset = Number(body.dataset.now) - Date.now();
+  const serverNow = () => Date.now() + offset;
+
+  const say = (text) => {
+    if (live) {
+      live.textContent = text;
+    }
+  };
+
+  const remaining = (ms) => {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    return s < 60 ? `in ${s} s` : `in ${Math.floor(s / 60)} min ${s % 60} s`;
+  };
+
+  const tick = () => {
+    for (const el of document.querySelectorAll('[data-field="until"]')) {
+      el.textContent = el.dataset.until ? remaining(Number(el.dataset.until) - serverNow()) : "";
+    }
+  };
+
+  const scopes = (name) => document.querySelectorAll(`[data-conn="${CSS.escape(name)}"]`);
+
+  // Writes one row's fields into every element that shows them.
+  const apply = (row) => {
+    const found = scopes(row.name);
+    for (const scope of found) {
+      for (const [key, value] of Object.entries(row)) {
+        for (const el of scope.querySelectorAll(`[data-field="${key}"]`)) {
+          if (key === "spark") {
+            el.setAttribute("points", value);
+          } else if (key === "until") {
+            el.dataset.until = value === null ? "" : String(value);
+          } else {
+            el.textContent = String(value);
+          }
+        }
+      }
+      for (const badge of scope.querySelectorAll('[data-field="badge"]')) {
+        const before = badge.dataset.state;
+        badge.dataset.state = row.state;
+        if (before !== row.state && (row.state === "parked" || row.state === "retired")) {
+          say(`${row.name}: ${row.badge}`);
+        }
+      }
+    }
+  };
+
+  // Every connection the feed has named (its first frame names them all):
+  // a row not on this page is not news unless its name is.
+  const known = new Set();
+
+  const applyFrame = (text) => {
+    const frame = JSON.parse(text);
+    offset = frame.now - Date.now();
+    const first = known.size === 0;
+    let news = frame.removed.length > 0;
+    for (const row of frame.rows) {
+      apply(row);
+      news = news || (!first && !known.has(row.name));
+      known.add(row.name);
+    }
+    for (const name of frame.removed) {
+      known.delete(name);
+    }
+    for (const [state, count] of Object.entries(frame.counts ?? {})) {
+      for (const el of document.querySelectorAll(`[data-count="${state}"]`)) {
+        el.textContent = `${count} ${state}`;
+      }
+    }
+    tick();
+    return news && location.pathname === "/";
+  };
+
+  const listen = () => {
+    if (!("EventSource" in window)) {
+      return;
+    }
+    const source = new EventSource("/events");
+    source.addEventListener("open", () => say("Live"));
+    source.addEventListener("rows", (event) => {
+      if (applyFrame(event.data)) {
+        say("Connections were added or removed: reload the page to see them.");
+      }
+      body.dataset.live = "on";
+      body.dataset.frames = String(Number(body.dataset.frames ?? 0) + 1);
+    });
+    source.addEventListener("resync", async () => {
+      const answer = await fetch("/dashboard/api/rows", { credentials: "same-origin" });
+      if (answer.ok) {
+        applyFrame(await answer.text());
+      }
+    });
+    source.addEventListener("error", () => {
+      body.dataset.live = "off";
+      say("Live updates lost; reconnecting…");
+    });
+  };
+
+  const resetButtons = () => {
+    for (const button of document.querySelectorAll("button[data-reset]")) {
+      const result = button.closest("section")?.querySelector("[data-reset-result]");
+      button.hidden = false;
+      button.addEventListener("click", async () => {
+        const name = button.dataset.reset;
+        button.disabled = true;
+        try {
+          const answer = await fetch(`/connections/${encodeURIComponent(name)}/reset`, {
+            method: "POST",
+            credentials: "same-origin",
+            headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+            body: "{}",
+          });
+          const reply = await answer.json().catch(() => ({}));
+          const text = answer.ok
+            ? `${name} was reset; it reconnects on next use.`
+            : `Reset failed: ${reply.error ?? answer.status}`;
+          if (result) {
+            result.textContent = text;
+          }
+        } catch (error) {
+          if (result) {
+            result.textContent = `Reset failed: ${error}`;
+          }
+        } finally {
+          button.disabled = false;
+        }
+      });
+    }
+  };
+
+  const logoutButton = () => {
+    const button = document.querySelector("button[data-logout]");
+    if (!button) {
+      return;
+    }
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      await fetch("/logout", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+        body: "{}",
+      }).catch(() => null);
+      location.assign("/");
+    });
+  };
+
+  say("Connecting…");
+  resetButtons();
+  logoutButton();
+  tick();
+  setInterval(tick, 250);
+  listen();
+  performance.mark("mcp-dashboard-ready");
+})();
