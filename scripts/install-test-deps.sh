@@ -15,7 +15,8 @@
 #
 # and Debian's `redis-server` and `haproxy` (the fleet's tests run a real Redis and a
 # real load balancer) and `chromium` and `chromium-driver` (the dashboard's tests drive
-# a real headless Chromium over WebDriver, mcp_test_support::browser), with apt-get when
+# a real headless Chromium over WebDriver, mcp_test_support::browser) and `valgrind`
+# (`make bench`'s P11 counts instructions per call with callgrind), with apt-get when
 # run as root, as CI is; otherwise a missing one is named with the package to install.
 #
 # Idempotent and fast on re-runs: each part writes a stamp (a hash of its pins and
@@ -168,6 +169,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 if ((${#missing[@]})); then
     packages=("${missing[@]}")
     # Of chromium's recommends, headless needs the fonts (text with real metrics,

@@ -1,4 +1,4 @@
-//! `mcp-bench`: measures the performance targets P1–P10 (docs/BENCHMARKS.md,
+//! `mcp-bench`: measures the performance targets P1–P11 (docs/BENCHMARKS.md,
 //! "Targets") side by side in one run, prints a table and writes `docs/BENCHMARKS.md`.
 //!
 //! Every measured round runs in a worker process of its own (`mcp-bench worker
@@ -8,9 +8,10 @@
 //! Variants of a comparison alternate round by round.
 //!
 //! Layout:
-//! - [`scenarios`]: P1–P10, their variants and their rows;
+//! - [`scenarios`]: P1–P11, their variants and their rows;
 //! - [`dashboard`]: P10's gateway with 1,000 connections, its call load,
 //!   the `/events` reader and the page timings (headless Chromium);
+//! - [`callgrind`]: P11's hops under callgrind, and their instructions per call;
 //! - [`worker`]: the client loops (supervised, raw rmcp, …) in a worker process;
 //! - [`procs`]: starting upstreams, the gateway, workers, the Python client;
 //! - [`relay`]: `mcp-bench relay`, an HTTP relay with no MCP logic (the
@@ -20,6 +21,7 @@
 //! - [`soak`]: `mcp-bench soak` (`make soak`), the soak under faults
 //!   (docs/RELIABILITY.md).
 
+mod callgrind;
 mod dashboard;
 mod fleet_worker;
 mod measure;
@@ -41,7 +43,7 @@ use crate::{
     scenarios::{Bench, Settings},
 };
 
-/// Measures the performance targets (P1–P10) side by side and writes docs/BENCHMARKS.md.
+/// Measures the performance targets (P1–P11) side by side and writes docs/BENCHMARKS.md.
 #[derive(Debug, Parser)]
 #[command(name = "mcp-bench")]
 struct Cli {
@@ -96,7 +98,9 @@ enum Command {
     FleetWorker(fleet_worker::FleetWorkerArgs),
 }
 
-const ALL: [&str; 10] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10"];
+const ALL: [&str; 11] = [
+    "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11",
+];
 
 fn main() {
     let cli = Cli::parse();
@@ -194,6 +198,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "P8" => bench.p8(),
                 "P9" => bench.p9(),
                 "P10" => bench.p10(),
+                "P11" => bench.p11(),
                 _ => Ok(()),
             };
             if let Err(error) = outcome {

@@ -215,17 +215,28 @@ pub(crate) fn start_gateway(
     name: &str,
     extra: &str,
 ) -> anyhow::Result<Guarded> {
-    start_gateway_config(
-        bins,
-        dir,
-        name,
-        &format!(
+    let config = write_gateway_config(upstream_url, dir, name, extra)?;
+    serve(bins, &config, dir, name)
+}
+
+/// Writes the config [`start_gateway`] serves to `{name}.toml` in `dir`.
+pub(crate) fn write_gateway_config(
+    upstream_url: &str,
+    dir: &Path,
+    name: &str,
+    extra: &str,
+) -> anyhow::Result<PathBuf> {
+    let config = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &config,
+        format!(
             "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n\n\
              [admin]\nlisten = \"127.0.0.1:0\"\n\n\
              [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\
              max_concurrent_calls = 8\n{extra}"
         ),
-    )
+    )?;
+    Ok(config)
 }
 
 /// `mcp-supervisor serve` with the config `text` (which must listen with
@@ -240,13 +251,17 @@ pub(crate) fn start_gateway_config(
 ) -> anyhow::Result<Guarded> {
     let config = dir.join(format!("{name}.toml"));
     std::fs::write(&config, text)?;
+    serve(bins, &config, dir, name)
+}
+
+/// The markers `serve` announces its gateway and admin API with.
+pub(crate) const SERVE_MARKERS: [&str; 2] = ["gateway listening on", "admin API listening on"];
+
+/// `mcp-supervisor serve --config {config}`, logging to `{name}.log` in `dir`.
+fn serve(bins: &Binaries, config: &Path, dir: &Path, name: &str) -> anyhow::Result<Guarded> {
     let mut command = Command::new(&bins.supervisor);
-    command.arg("serve").arg("--config").arg(&config);
-    start_announcing(
-        command,
-        &["gateway listening on", "admin API listening on"],
-        &dir.join(format!("{name}.log")),
-    )
+    command.arg("serve").arg("--config").arg(config);
+    start_announcing(command, &SERVE_MARKERS, &dir.join(format!("{name}.log")))
 }
 
 /// `mcp-bench relay --upstream {upstream_url}` (docs/BENCHMARKS.md, "The

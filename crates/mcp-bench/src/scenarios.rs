@@ -1,4 +1,4 @@
-//! P1–P10 (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
+//! P1–P11 (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
 //! the table they produce.
 
 use std::{
@@ -10,6 +10,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::{
+    callgrind,
     dashboard::{self, CONNECTIONS, CpuWindow, Pages, TOOLS_PER_CONNECTION},
     measure::{Aggregate, Paired, median},
     procs::{self, Binaries, Guarded},
@@ -1553,6 +1554,79 @@ impl Bench<'_> {
             joins.join("; "),
         ));
         self.report.notes.push(("P10".into(), notes));
+        Ok(())
+    }
+}
+
+impl Bench<'_> {
+    /// P11: instructions per call at one caller, counted by callgrind
+    /// (`callgrind`): our gateway against the relay, each client
+    /// generation, the same upstream. The relay is the floor of any hop;
+    /// the target is at most 1.6 times its count.
+    pub(crate) fn p11(&mut self) -> anyhow::Result<()> {
+        eprintln!("P11: instructions per call (callgrind)");
+        callgrind::available()?;
+        let plan = callgrind::Plan::new(self.settings.quick);
+        let upstream = self.upstream(true)?;
+        // The dumps stay for `callgrind_annotate`, the last run's only.
+        let dumps = self.settings.root.join("target/bench/callgrind");
+        let _ = std::fs::remove_dir_all(&dumps);
+        std::fs::create_dir_all(&dumps)?;
+        let dirs = callgrind::Dirs {
+            logs: &self.settings.scratch,
+            dumps: &dumps,
+        };
+        let relay = callgrind::Counted::relay(self.bins, &upstream.url, dirs)?;
+        let gateway = callgrind::Counted::gateway(self.bins, &upstream.url, dirs)?;
+        let mut counts = Vec::new();
+        for client in [Client::RawPooled, Client::RawModern] {
+            let floor = relay.per_call(client, "echo", &echo(), plan)?;
+            let ours = gateway.per_call(client, "up__echo", &echo(), plan)?;
+            eprintln!("  {client:?}: relay {floor:.0}, gateway {ours:.0} instructions per call");
+            counts.push((client, floor, ours));
+        }
+        drop((relay, gateway, upstream));
+        for (client, floor, ours) in counts {
+            let ratio = ours / floor;
+            // Judged: the 2025 session, P5's one-caller row and the figure
+            // the target was set on; a 2026-07-28 client's is shown
+            // (docs/DECISIONS.md #107).
+            let (generation, judged) = match client {
+                Client::RawModern => ("a 2026-07-28 client (no session)", false),
+                _ => ("a 2025-11-25 session", true),
+            };
+            let mut row = Row::ratio(
+                "P11",
+                &format!(
+                    "1 caller, {generation}: gateway instructions per call vs the relay's \
+                     (callgrind)"
+                ),
+                format!("{ours:.0}"),
+                format!("{floor:.0}"),
+                ratio,
+                if judged { "≤ 1.6×" } else { "—" },
+                ratio <= 1.6,
+            );
+            if !judged {
+                row.met = None;
+            }
+            self.report.rows.push(row);
+        }
+        self.report.notes.push((
+            "P11".into(),
+            vec![format!(
+                "Each hop under `valgrind --tool=callgrind` in front of the same \
+                 `mcp-test-server`; one rmcp client session (reqwest, pooled) warms it up with \
+                 {} `echo` calls, then its counts are zeroed, {} calls run one after another and \
+                 are dumped (`callgrind_control`): every instruction of every thread of the hop \
+                 in that window, idle timers included, divided by the calls. Unlike times, \
+                 these counts barely move from run to run. The dumps are in {} \
+                 (`callgrind_annotate FILE`).",
+                plan.warmup,
+                plan.calls,
+                dumps.display()
+            )],
+        ));
         Ok(())
     }
 }
