@@ -29,6 +29,7 @@ use sse_stream::{Sse, SseStream};
 use tokio::sync::watch;
 
 use super::{
+    outgoing::Outgoing,
     recorder::{HttpObservation, HttpRecorder},
     reuse::{HttpClients, OriginReuse},
     sse_limit::LimitedEvents,
@@ -514,7 +515,7 @@ impl StreamableHttpClient for RecordingClient {
         let discover = discover_id(&message);
         // Notifications and replies await nothing: whatever a 2xx carries is fine.
         let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
-        let body = heavy::encode(message)
+        let body = heavy::encode(Outgoing::from(message))
             .await
             .map_err(|error| StreamableHttpError::Io(error.into()))?;
         let response = request

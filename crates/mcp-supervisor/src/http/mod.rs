@@ -7,6 +7,7 @@
 //! reaches the classifier as a typed status error.
 
 mod client;
+mod outgoing;
 mod recorder;
 mod reuse;
 mod sse_limit;
