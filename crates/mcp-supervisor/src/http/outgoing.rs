@@ -54,7 +54,9 @@ fn merged(call: CallToolRequest) -> CallToolRequestParams {
         ..
     } = call;
     let legacy = extensions.remove::<MetaObject>().map(|meta| meta.0);
-    let typed = extensions.remove::<RequestMetaObject>().map(|meta| meta.0.0);
+    let typed = extensions
+        .remove::<RequestMetaObject>()
+        .map(|meta| meta.0.0);
     if legacy.is_none() && typed.is_none() {
         return params;
     }
@@ -154,8 +156,9 @@ mod tests {
         let mut call = CallToolRequest::new(
             CallToolRequestParams::new("echo").with_arguments(object(json!({"text": "hi"}))),
         );
-        call.extensions
-            .insert(RequestMetaObject(MetaObject(object(json!({"progressToken": "p"})))));
+        call.extensions.insert(RequestMetaObject(MetaObject(object(
+            json!({"progressToken": "p"}),
+        ))));
         let (rmcp, ours) = both(call, NumberOrString::Number(1));
         assert_eq!(ours, rmcp);
         assert_eq!(ours["params"]["_meta"]["progressToken"], "p");
