@@ -466,6 +466,48 @@ fn a_2026_call_is_answered_directly_as_rmcp_answers_it() {
     });
 }
 
+/// A large plain call (a body over `LARGE_BODY_BYTES`, which waits for a
+/// large-request permit) takes the direct path too, of a 2025 session and
+/// of a 2026-07-28 client, and is answered as rmcp answers it: rmcp's own
+/// parse of it would hold several buffered copies of its arguments at once
+/// (docs/DECISIONS.md #109).
+#[test]
+fn a_large_plain_call_is_answered_directly_too() {
+    run(|| async {
+        let (_upstream, gateway) = gateway("").await;
+        let http = http();
+        let big = "x".repeat(mcp_supervisor::gateway::LARGE_BODY_BYTES);
+        let id = session(&http, &gateway.url, json!({})).await;
+        let plain = call(1, "a__echo", json!({ "text": big }));
+        let direct = ask(&http, &gateway.url, &id, &plain).await;
+        assert_eq!(gateway.state.direct_calls(), 1, "a large call went to rmcp");
+        let rmcp = ask(&http, &gateway.url, &id, &through_rmcp(plain)).await;
+        assert_eq!(gateway.state.direct_calls(), 1);
+        assert_eq!(direct, rmcp);
+        assert_eq!(direct["result"]["content"][0]["text"].as_str(), Some(&*big));
+
+        let modern = modern_call(2, "a__echo", json!({ "text": big }));
+        let direct = answered(post_modern(&http, &gateway.url, &modern)).await;
+        assert_eq!(
+            gateway.state.direct_calls(),
+            2,
+            "a large 2026-07-28 call went to rmcp"
+        );
+        let rmcp = answered(post_modern(
+            &http,
+            &gateway.url,
+            &modern_through_rmcp(modern),
+        ))
+        .await;
+        assert_eq!(gateway.state.direct_calls(), 2);
+        assert_eq!(direct, rmcp);
+        assert_eq!(
+            direct.2[0]["result"]["content"][0]["text"].as_str(),
+            Some(&*big)
+        );
+    });
+}
+
 /// A 2026-07-28 direct call's progress and log messages (at the level its
 /// `_meta` asks for) come before its answer on its own event stream, the
 /// same messages as through rmcp, for an upstream of either generation. A

@@ -12,12 +12,12 @@
 //!
 //! - a 2025 session's call ([`DirectCalls::admit`](super::direct_sessions::DirectCalls::admit)): its client declared no
 //!   sampling, elicitation or roots, so no request can go back to it during
-//!   the call (its log messages still reach it, on its session); the body is
-//!   small and holds one `tools/call` with only `name`, `arguments` and a
+//!   the call (its log messages still reach it, on its session); the body
+//!   holds one `tools/call` with only `name`, `arguments` and a
 //!   progress token in `_meta` (rmcp's client sends one with every request;
 //!   no task, no other `_meta`); no `Mcp-*` header but the session id and
 //!   the session's own protocol version;
-//! - a 2026-07-28 client's call ([`StatelessCall`]): no session id; a small
+//! - a 2026-07-28 client's call ([`StatelessCall`]): no session id; a
 //!   body holding one `tools/call` with only `name`, `arguments` and a
 //!   `_meta` of the client's context (protocol version 2026-07-28,
 //!   capabilities, optionally its info and a log level) and optionally a
@@ -28,6 +28,11 @@
 //!   and whose input schema marks no argument for a header;
 //! - either way: not a meta-tool; `Host`/`Origin` allowed, JSON in, JSON and
 //!   SSE accepted.
+//!
+//! A large body (one that waited for a large-request permit) is read on a
+//! blocking thread, and its answer holds the permit until it is sent, as on
+//! rmcp's path; taking the direct path spares it rmcp's parse, which holds
+//! several buffered copies of the arguments at once (docs/DECISIONS.md #109).
 //!
 //! What rmcp's server does for such a call, the direct path does too:
 //!

@@ -81,6 +81,7 @@ use super::{
 };
 use crate::{
     config::{BearerToken, FleetSettings, GatewaySettings},
+    heavy,
     listener::{
         self, Peer, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
@@ -88,6 +89,21 @@ use crate::{
     },
     mcp_headers,
 };
+
+/// `read(body)`, on a blocking thread for a large body (parsing one takes
+/// long enough to hold up every other request on this thread); `None` if
+/// the runtime is shutting down.
+async fn read_body_as<T: Send + 'static>(
+    body: &Bytes,
+    large: bool,
+    read: fn(&[u8]) -> T,
+) -> Option<T> {
+    if !large {
+        return Some(read(body));
+    }
+    let body = body.clone();
+    heavy::off_thread(move || read(&body)).await
+}
 
 /// The JSON-RPC "server error" code of the gateway's own refusals (too many
 /// sessions or connections): the request was not looked at.
@@ -419,10 +435,11 @@ impl Endpoint {
             self.control.tallies.count(Protection::RefusedWhileDraining);
             return refused;
         }
-        if permit.is_none()
-            && let Some(answer) = self.direct(&parts, &body).await
-        {
-            return answer;
+        if let Some(answer) = self.direct(&parts, &body, permit.is_some()).await {
+            return match permit {
+                Some(permit) => answer.map(|answer| Body::new(Holding::new(answer, permit))),
+                None => answer,
+            };
         }
         let declared_json = is_json(&parts.headers);
         // Checked here first (peeking at the body only when a session would
@@ -495,13 +512,13 @@ impl Endpoint {
     /// The answer to a call that takes the direct path (`direct.rs`); `None`
     /// for every other request, which rmcp then handles. A cancellation of a
     /// direct call cancels it (and goes on to rmcp, which ignores it).
-    async fn direct(&self, parts: &Parts, body: &Bytes) -> Option<Response> {
+    async fn direct(&self, parts: &Parts, body: &Bytes, large: bool) -> Option<Response> {
         let Some(id) = parts.headers.get(&mcp_headers::SESSION_ID) else {
-            return self.stateless(parts, body).await;
+            return self.stateless(parts, body, large).await;
         };
         let id = id.to_str().ok()?;
         let session = self.state.direct.session(id)?;
-        match Posted::read(body) {
+        match read_body_as(body, large, Posted::read).await? {
             Posted::Call(call)
                 if !call.is_meta(&self.state)
                     && session.takes(&parts.headers)
@@ -525,19 +542,30 @@ impl Endpoint {
                 session.cancel(&request);
                 None
             }
-            Posted::Call(_) | Posted::Other => None,
+            Posted::Call(call) => {
+                // rmcp answers it instead: freeing a large call's arguments
+                // takes as long as building them, not on this thread.
+                if large {
+                    heavy::drop_off_thread(call);
+                }
+                None
+            }
+            Posted::Other => None,
         }
     }
 
     /// The answer to a 2026-07-28 client's call that takes the direct path
     /// (`direct.rs`); `None` for every other session-less request.
-    async fn stateless(&self, parts: &Parts, body: &Bytes) -> Option<Response> {
-        let call = StatelessCall::read(body)?;
+    async fn stateless(&self, parts: &Parts, body: &Bytes, large: bool) -> Option<Response> {
+        let call = read_body_as(body, large, StatelessCall::read).await??;
         let takes = !call.is_meta(&self.state)
             && call.takes(&parts.headers)
             && !self.state.current().promotes_headers(call.name())
             && self.hosts.check(&parts.uri, &parts.headers).is_ok();
         if !takes {
+            if large {
+                heavy::drop_off_thread(call);
+            }
             return None;
         }
         self.state.direct.taken();
