@@ -90,6 +90,14 @@ use crate::{
     mcp_headers,
 };
 
+/// `response`, keeping a large request's `permit` until its body is sent.
+fn holding_permit(response: Response, permit: Option<OwnedSemaphorePermit>) -> Response {
+    match permit {
+        Some(permit) => response.map(|answer| Body::new(Holding::new(answer, permit))),
+        None => response,
+    }
+}
+
 /// `read(body)`, on a blocking thread for a large body (parsing one takes
 /// long enough to hold up every other request on this thread); `None` if
 /// the runtime is shutting down.
@@ -436,10 +444,7 @@ impl Endpoint {
             return refused;
         }
         if let Some(answer) = self.direct(&parts, &body, permit.is_some()).await {
-            return match permit {
-                Some(permit) => answer.map(|answer| Body::new(Holding::new(answer, permit))),
-                None => answer,
-            };
+            return holding_permit(answer, permit);
         }
         let declared_json = is_json(&parts.headers);
         // Checked here first (peeking at the body only when a session would
@@ -474,10 +479,7 @@ impl Endpoint {
         if declared_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
             return not_json_rpc(&body);
         }
-        match permit {
-            Some(permit) => response.map(|answer| Body::new(Holding::new(answer, permit))),
-            None => response,
-        }
+        holding_permit(response, permit)
     }
 
     /// rmcp's answer to `request` from `client`, and why [`CappedSessions`]
