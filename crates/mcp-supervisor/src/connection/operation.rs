@@ -355,15 +355,12 @@ impl Operation {
     ) -> Result<Response, SendError> {
         match &self.request {
             Request::Send { request, .. } => {
-                let mut copy = request.copy().await.ok_or_else(|| SendError::Failed {
-                    failure: Failure::transport("the runtime is shutting down").with_not_run(),
-                    upstream: None,
-                })?;
+                let mut attempt = request.attempt();
                 if let Some(span) = span {
-                    span.inject(&mut copy);
+                    span.inject(&mut attempt);
                 }
                 session
-                    .send(copy, self.request.link(), self.deadline)
+                    .send(attempt, self.request.link(), self.deadline)
                     .await
                     .map(Response::Sent)
             }

@@ -18,12 +18,16 @@ use rmcp::model::{
 };
 use serde::{Serialize, Serializer};
 
+use crate::heavy::SharedArguments;
+
 /// A message on its way to the upstream.
 pub(super) enum Outgoing {
-    /// A `tools/call`, its `_meta` merged into its params.
+    /// A `tools/call`, its `_meta` merged into its params, its arguments
+    /// there or still shared with the request it was made from.
     Call {
         id: RequestId,
         params: CallToolRequestParams,
+        shared: Option<SharedArguments>,
     },
     /// Anything else, written by rmcp.
     Other(ClientJsonRpcMessage),
@@ -34,10 +38,11 @@ impl From<ClientJsonRpcMessage> for Outgoing {
         match message {
             JsonRpcMessage::Request(JsonRpcRequest {
                 id,
-                request: ClientRequest::CallToolRequest(call),
+                request: ClientRequest::CallToolRequest(mut call),
                 ..
             }) => Outgoing::Call {
                 id,
+                shared: call.extensions.remove::<SharedArguments>(),
                 params: merged(call),
             },
             other => Outgoing::Other(other),
@@ -73,17 +78,30 @@ struct CallEnvelope<'a> {
     jsonrpc: &'static str,
     id: &'a RequestId,
     method: &'static str,
+    params: Params<'a>,
+}
+
+/// A call's params, with the arguments they share added.
+#[derive(Serialize)]
+struct Params<'a> {
+    #[serde(flatten)]
     params: &'a CallToolRequestParams,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a JsonObject>,
 }
 
 impl Serialize for Outgoing {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Outgoing::Call { id, params } => CallEnvelope {
+            Outgoing::Call { id, params, shared } => CallEnvelope {
                 jsonrpc: "2.0",
                 id,
                 method: "tools/call",
-                params,
+                params: Params {
+                    params,
+                    // Only an attempt shares them, and it has none of its own.
+                    arguments: shared.as_ref().and_then(SharedArguments::get),
+                },
             }
             .serialize(serializer),
             Outgoing::Other(message) => message.serialize(serializer),
@@ -93,10 +111,11 @@ impl Serialize for Outgoing {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::{InputResponses, NumberOrString};
+    use rmcp::model::{GetMeta, InputResponses, NumberOrString, ProgressToken};
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::heavy::{SharedRequest, arguments_of, attached};
 
     fn object(value: Value) -> JsonObject {
         value.as_object().cloned().unwrap()
@@ -162,6 +181,57 @@ mod tests {
         let (rmcp, ours) = both(call, NumberOrString::Number(1));
         assert_eq!(ours, rmcp);
         assert_eq!(ours["params"]["_meta"]["progressToken"], "p");
+    }
+
+    /// An attempt shares its request's arguments, writes them as the whole
+    /// request would be written, and is whole again for rmcp.
+    #[tokio::test]
+    async fn an_attempt_writes_the_arguments_it_shares_without_copying_them() {
+        let mut params = CallToolRequestParams::new("search")
+            .with_arguments(object(json!({"q": "x", "n": [1, 2.5], "deep": {"a": "é"}})));
+        params.request_state = Some("opaque".into());
+        params.meta = Some(RequestMetaObject(MetaObject(object(json!({"own": 1})))));
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let shared = SharedRequest::new(request.clone());
+        let stamp = |request: &mut ClientRequest| {
+            request
+                .get_meta_mut()
+                .set_progress_token(ProgressToken(NumberOrString::Number(9)));
+        };
+        let mut whole = request;
+        stamp(&mut whole);
+        let mut attempt = shared.attempt();
+        stamp(&mut attempt);
+
+        let (ClientRequest::CallToolRequest(call), ClientRequest::CallToolRequest(original)) =
+            (&attempt, shared.shared().as_ref())
+        else {
+            unreachable!()
+        };
+        assert!(call.params.arguments.is_none(), "the arguments were copied");
+        assert!(std::ptr::eq(
+            arguments_of(call).unwrap(),
+            original.params.arguments.as_ref().unwrap()
+        ));
+
+        let wire = |request| {
+            ClientJsonRpcMessage::Request(JsonRpcRequest::new(NumberOrString::Number(2), request))
+        };
+        let rmcp = serde_json::to_value(wire(whole.clone())).unwrap();
+        let ours = serde_json::to_value(Outgoing::from(wire(attempt.clone()))).unwrap();
+        assert_eq!(ours, rmcp);
+        assert_eq!(ours["params"]["arguments"]["deep"]["a"], "é");
+
+        let again = attached(attempt).await.unwrap();
+        let ClientRequest::CallToolRequest(again_call) = &again else {
+            unreachable!()
+        };
+        assert!(again_call.extensions.get::<SharedArguments>().is_none());
+        assert_eq!(
+            serde_json::to_value(wire(again)).unwrap(),
+            rmcp,
+            "rmcp writes it whole"
+        );
     }
 
     #[test]
