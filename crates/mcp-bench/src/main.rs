@@ -15,7 +15,7 @@
 //! - [`worker`]: the client loops (supervised, raw rmcp, …) in a worker process;
 //! - [`procs`]: starting upstreams, the gateway, workers, the Python client;
 //! - [`relay`]: `mcp-bench relay`, an HTTP relay with no MCP logic (the
-//!   floor of any gateway, beside the gateways in P5 with `--peers`);
+//!   floor of any gateway, beside the gateway in every P5);
 //! - [`measure`]: CPU, RSS, percentiles, machine facts;
 //! - [`report`]: the table and the markdown;
 //! - [`soak`]: `mcp-bench soak` (`make soak`), the soak under faults
@@ -89,7 +89,7 @@ enum Command {
     /// docs/RELIABILITY.md); exits 1 on any finding.
     Soak(soak::SoakArgs),
     /// An HTTP relay with no MCP logic, the floor of any gateway (internal,
-    /// started by P5 with `--peers`).
+    /// started by P5 and P11).
     #[command(hide = true)]
     Relay(relay::RelayArgs),
     /// An agent worker embedding the library, driven by lines on stdin

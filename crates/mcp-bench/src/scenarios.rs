@@ -468,10 +468,11 @@ impl Bench<'_> {
         Ok(())
     }
 
-    /// P5: client → gateway → upstream vs client → upstream, and with
-    /// `--peers` (`make bench PEERS=1`) client → mcp-proxy → upstream and
-    /// client → HTTP relay → upstream (the floor): every workload through
-    /// every route, interleaved in the same rounds.
+    /// P5: client → gateway → upstream vs client → upstream and client →
+    /// HTTP relay → upstream (the floor, which the throughput rows are
+    /// judged against), and with `--peers` (`make bench PEERS=1`) client →
+    /// mcp-proxy → upstream: every workload through every route,
+    /// interleaved in the same rounds.
     ///
     /// Latency and gateway CPU with one caller on the best raw rmcp client
     /// (pooled: it reuses its connection, as MCP clients do); throughput
@@ -496,22 +497,20 @@ impl Bench<'_> {
             ),
             _ => None,
         };
-        // Beside the peer, shown, not judged: a second gateway speaking the
-        // generation it speaks upstream (2025-11-25; the judged rows measure
-        // the default, docs/DECISIONS.md #77), and the floor of any gateway
-        // here, an HTTP relay with no MCP logic (#86).
-        let (pinned, relay) = match peer {
-            Some(_) => (
-                Some(procs::start_gateway(
-                    self.bins,
-                    &upstream.url,
-                    &s.scratch,
-                    "gateway-pinned",
-                    "protocol = \"2025-11-25\"\n",
-                )?),
-                Some(procs::start_relay(self.bins, &upstream.url, &s.scratch)?),
-            ),
-            None => (None, None),
+        // The floor of any gateway here, an HTTP relay with no MCP logic
+        // (docs/DECISIONS.md #86, #113), and beside the peer, shown, not
+        // judged, a second gateway speaking the generation it speaks
+        // upstream (2025-11-25; the judged rows measure the default, #77).
+        let relay = procs::start_relay(self.bins, &upstream.url, &s.scratch)?;
+        let pinned = match peer {
+            Some(_) => Some(procs::start_gateway(
+                self.bins,
+                &upstream.url,
+                &s.scratch,
+                "gateway-pinned",
+                "protocol = \"2025-11-25\"\n",
+            )?),
+            None => None,
         };
         let mut routes = vec![
             Route::new(UPSTREAM, &upstream, "", None),
@@ -523,9 +522,7 @@ impl Bench<'_> {
         if let Some(peer) = &peer {
             routes.push(Route::new(PEER, peer, "up/", Some(peer.pid())));
         }
-        if let Some(relay) = &relay {
-            routes.push(Route::new(RELAY, relay, "", Some(relay.pid())));
-        }
+        routes.push(Route::new(RELAY, &relay, "", Some(relay.pid())));
         let mut variants = Vec::new();
         let mut groups = Vec::new();
         for workload in &P5_WORKLOADS {
@@ -561,7 +558,7 @@ impl Bench<'_> {
             let ours = by_label.remove(GATEWAY).expect("our gateway");
             let pinned = by_label.remove(PINNED);
             let peer = by_label.remove(PEER);
-            let relay = by_label.remove(RELAY);
+            let mut relay = by_label.remove(RELAY);
             let paired = peer.as_deref().and_then(|peer| Paired::of(ours, peer));
             let peer = match peer {
                 Some(peer) => {
@@ -573,11 +570,13 @@ impl Bench<'_> {
                 }
                 None => peer_latency.map(PeerFigures::instead),
             };
-            self.report.rows.extend(workload.rows(direct, ours, peer));
-            if let (P5Judge::Throughput(_), Some(paired)) = (workload.judge, paired) {
+            self.report
+                .rows
+                .extend(workload.rows(direct, ours, relay.as_deref(), peer));
+            if let (P5Judge::Throughput { .. }, Some(paired)) = (workload.judge, paired) {
                 self.report.rows.push(workload.paired_row(paired));
             }
-            for (label, agg) in [(PINNED, pinned), (RELAY, relay)] {
+            for (label, agg) in [(PINNED, pinned), (RELAY, relay.as_deref_mut())] {
                 if let Some(agg) = agg {
                     self.report
                         .rows
@@ -763,8 +762,10 @@ enum P5Tool {
 enum P5Judge {
     /// One caller: added p50 and gateway CPU per call.
     Latency,
-    /// Many callers: throughput through the gateway vs direct, at least this ratio.
-    Throughput(f64),
+    /// Many callers: throughput through the gateway vs through the relay
+    /// (the floor), at least `relay` of it, and with `cpu`, gateway CPU per
+    /// call at most that many times the relay's.
+    Throughput { relay: f64, cpu: Option<f64> },
     /// Shown, not judged.
     Reference,
 }
@@ -799,7 +800,10 @@ const P5_WORKLOADS: [P5Workload; 6] = [
         callers: 8,
         sessions: 1,
         tool: P5Tool::Echo,
-        judge: P5Judge::Throughput(0.55),
+        judge: P5Judge::Throughput {
+            relay: 0.92,
+            cpu: Some(1.4),
+        },
     },
     P5Workload {
         label: "8 callers, 8 sessions",
@@ -807,7 +811,10 @@ const P5_WORKLOADS: [P5Workload; 6] = [
         callers: 8,
         sessions: 8,
         tool: P5Tool::Echo,
-        judge: P5Judge::Throughput(0.55),
+        judge: P5Judge::Throughput {
+            relay: 0.92,
+            cpu: Some(1.4),
+        },
     },
     P5Workload {
         label: "1 ms tool, 8 callers",
@@ -815,7 +822,10 @@ const P5_WORKLOADS: [P5Workload; 6] = [
         callers: 8,
         sessions: 1,
         tool: P5Tool::Sleep1ms,
-        judge: P5Judge::Throughput(0.9),
+        judge: P5Judge::Throughput {
+            relay: 0.97,
+            cpu: None,
+        },
     },
     P5Workload {
         label: "1 caller, 2026-07-28 stateless client",
@@ -899,12 +909,14 @@ impl P5Workload {
         self.client != Client::RawModern
     }
 
-    /// The report rows: ours judged against the target, and against the
-    /// peer measured in the same rounds when there is one.
+    /// The report rows: ours judged against the target (the throughput
+    /// rows against the relay), and against the peer measured in the same
+    /// rounds when there is one.
     fn rows(
         &self,
         direct: &mut Aggregate,
         ours: &mut Aggregate,
+        relay: Option<&Aggregate>,
         peer: Option<PeerFigures>,
     ) -> Vec<Row> {
         let cpu = |agg: &Aggregate| agg.observed_per_call_us().unwrap_or(f64::NAN);
@@ -945,32 +957,60 @@ impl P5Workload {
                     },
                 ]
             }
-            P5Judge::Throughput(floor) => {
+            P5Judge::Throughput {
+                relay: floor,
+                cpu: cpu_times,
+            } => {
+                let relay = relay.expect("the relay runs every throughput workload");
+                let of_relay = ours.throughput() / relay.throughput();
                 let peer_ratio = peer.map(|peer| peer.ratio);
-                let limit = peer_ratio.map_or(floor, |peer| peer.max(floor));
-                let target = match peer_ratio {
-                    Some(peer) => format!("≥ {floor}× and ≥ mcp-proxy ({peer:.2}×)"),
-                    None => format!("≥ {floor}×"),
+                let (target, met) = match peer_ratio {
+                    Some(peer) => (
+                        format!(
+                            "≥ {floor}× and ≥ mcp-proxy ({:.2}×)",
+                            peer * direct.throughput() / relay.throughput()
+                        ),
+                        of_relay >= floor && ratio >= peer,
+                    ),
+                    None => (format!("≥ {floor}×"), of_relay >= floor),
                 };
+                let relay_cpu = cpu(relay);
                 vec![
                     Row {
                         id: "P5".into(),
-                        scenario: format!("{label}: throughput via gateway vs direct"),
+                        scenario: format!("{label}: throughput via gateway vs the relay"),
                         ours: format!("{:.0} calls/s", ours.throughput()),
-                        baseline: format!("{:.0} calls/s", direct.throughput()),
-                        ratio: format!("{ratio:.2}×"),
+                        baseline: format!("{:.0} calls/s", relay.throughput()),
+                        ratio: format!("{of_relay:.2}×"),
                         target,
-                        met: Some(ratio >= limit),
+                        met: Some(met),
                     },
                     Row::info(
                         "P5",
-                        &format!("{label}: gateway CPU per call"),
-                        format!("{:.0} µs", cpu(ours)),
-                        "—".into(),
-                        peer.map_or("—".into(), |peer| {
-                            format!("mcp-proxy {:.0} µs", peer.cpu_per_call_us)
-                        }),
+                        &format!("{label}: throughput via gateway vs direct"),
+                        format!("{:.0} calls/s", ours.throughput()),
+                        format!("{:.0} calls/s", direct.throughput()),
+                        match peer_ratio {
+                            Some(peer) => format!("{ratio:.2}× (mcp-proxy {peer:.2}×)"),
+                            None => format!("{ratio:.2}×"),
+                        },
                     ),
+                    Row {
+                        id: "P5".into(),
+                        scenario: format!("{label}: gateway CPU per call vs the relay's"),
+                        ours: format!("{:.0} µs", cpu(ours)),
+                        baseline: format!("{relay_cpu:.0} µs"),
+                        ratio: match peer {
+                            Some(peer) => format!(
+                                "{:.2}× (mcp-proxy {:.0} µs)",
+                                cpu(ours) / relay_cpu,
+                                peer.cpu_per_call_us
+                            ),
+                            None => format!("{:.2}×", cpu(ours) / relay_cpu),
+                        },
+                        target: cpu_times.map_or("—".into(), |times| format!("≤ {times}×")),
+                        met: cpu_times.map(|times| cpu(ours) <= times * relay_cpu),
+                    },
                 ]
             }
             P5Judge::Reference => vec![Row::info(

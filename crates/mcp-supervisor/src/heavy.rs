@@ -7,9 +7,11 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
+
+use crate::arguments::SharedArguments;
 
 /// Arguments with this many JSON values or more make a request heavy: it is
 /// copied and dropped off the thread. Small requests, nearly all of them,
@@ -59,7 +61,8 @@ impl SharedRequest {
     /// The request to send for one attempt, to stamp with the attempt's
     /// `_meta`. A call's arguments are not copied: the attempt holds them
     /// shared ([`SharedArguments`]), the HTTP lane writes them from there,
-    /// and [`attached`] copies them in for anything else.
+    /// and [`attached`](crate::arguments::attached) copies them in for
+    /// anything else.
     pub(crate) fn attempt(&self) -> ClientRequest {
         let shared = self.shared();
         let ClientRequest::CallToolRequest(call) = shared.as_ref() else {
@@ -72,60 +75,18 @@ impl SharedRequest {
         // so there is no `..` to copy them with).
         let mut params = CallToolRequestParams::new(call.params.name.clone());
         params.meta.clone_from(&call.params.meta);
-        params.input_responses.clone_from(&call.params.input_responses);
+        params
+            .input_responses
+            .clone_from(&call.params.input_responses);
         params.request_state.clone_from(&call.params.request_state);
         let mut attempt = CallToolRequest::new(params);
         attempt.extensions = call.extensions.clone();
-        attempt.extensions.insert(SharedArguments {
+        attempt.extensions.insert(SharedArguments::Shared {
             request: Arc::clone(shared),
             heavy: self.heavy,
         });
         ClientRequest::CallToolRequest(attempt)
     }
-}
-
-/// The arguments of an attempt's call, still in the request it was made
-/// from (see [`SharedRequest::attempt`]).
-#[derive(Debug, Clone)]
-pub(crate) struct SharedArguments {
-    request: Arc<ClientRequest>,
-    heavy: bool,
-}
-
-impl SharedArguments {
-    pub(crate) fn get(&self) -> Option<&JsonObject> {
-        match self.request.as_ref() {
-            ClientRequest::CallToolRequest(call) => call.params.arguments.as_ref(),
-            _ => None,
-        }
-    }
-}
-
-/// `call`'s arguments, its own or the ones it shares.
-pub(crate) fn arguments_of(call: &CallToolRequest) -> Option<&JsonObject> {
-    call.params.arguments.as_ref().or_else(|| {
-        call.extensions
-            .get::<SharedArguments>()
-            .and_then(SharedArguments::get)
-    })
-}
-
-/// `request` whole, its shared arguments (if any) copied in (off the thread
-/// when heavy), for whatever writes it other than the lane; `None` if the
-/// runtime shut down first.
-pub(crate) async fn attached(mut request: ClientRequest) -> Option<ClientRequest> {
-    let ClientRequest::CallToolRequest(call) = &mut request else {
-        return Some(request);
-    };
-    let Some(shared) = call.extensions.remove::<SharedArguments>() else {
-        return Some(request);
-    };
-    call.params.arguments = if shared.heavy {
-        off_thread(move || shared.get().cloned()).await?
-    } else {
-        shared.get().cloned()
-    };
-    Some(request)
 }
 
 impl Drop for SharedRequest {
@@ -278,7 +239,7 @@ mod tests {
         assert!(!small.heavy);
         let mut heavy = SharedRequest::new(call(values(HEAVY_VALUES + 1)));
         assert!(heavy.heavy, "large arguments make a heavy request");
-        let copy = attached(heavy.attempt()).await.unwrap();
+        let copy = crate::arguments::attached(heavy.attempt()).await.unwrap();
         assert_eq!(
             serde_json::to_value(&copy).unwrap(),
             serde_json::to_value(heavy.shared().as_ref()).unwrap(),

@@ -31,6 +31,7 @@
 //! - [`tallies`]: the gateway's evictions and refusals, by limit.
 
 pub mod admin;
+mod arguments;
 pub mod config;
 pub mod connection;
 pub mod events;

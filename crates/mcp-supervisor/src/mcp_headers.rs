@@ -51,7 +51,7 @@ pub(crate) fn request_headers(
         headers.push((NAME, name));
     }
     if let (ClientRequest::CallToolRequest(call), Some(schema)) = (request, schema)
-        && let Some(arguments) = crate::heavy::arguments_of(call)
+        && let Some(arguments) = crate::arguments::arguments_of(call)
     {
         for (path, _, header) in annotated(schema) {
             let Some(header) = header.as_str().filter(|header| !header.is_empty()) else {

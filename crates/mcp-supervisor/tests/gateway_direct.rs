@@ -508,6 +508,41 @@ fn a_large_plain_call_is_answered_directly_too() {
     });
 }
 
+/// A direct call's arguments reach the upstream as the client sent them,
+/// byte for byte (key order, number text, a repeated key), from a 2025
+/// session and from a 2026-07-28 client: the gateway checks them (JSON, an
+/// object) but never parses them into a tree (docs/DECISIONS.md #112).
+#[test]
+fn a_direct_calls_arguments_reach_the_upstream_as_sent() {
+    run(|| async {
+        let (upstream, gateway) = gateway("").await;
+        let http = http();
+        let url = &gateway.url;
+        let arguments =
+            r#"{"text":"as sent","z":1.0,"a":[1e2, 12345678901234567890123],"z":"again"}"#;
+        let raw = |id: u64, meta: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"a__echo","arguments":{arguments}{meta}}}}}"#
+            )
+        };
+        let id = session(&http, url, json!({})).await;
+        let legacy = post(&http, url, &id, &json!({})).body(raw(7, ""));
+        let answer = messages(&legacy.send().await.unwrap().text().await.unwrap());
+        assert_eq!(answer[0]["result"]["content"][0]["text"], "as sent");
+        assert_eq!(gateway.state.direct_calls(), 1);
+        assert_eq!(upstream.seen_arguments(), [arguments]);
+
+        let meta = format!(r#","_meta":{}"#, client_context(json!({})));
+        let modern =
+            post_modern(&http, url, &modern_call(8, "a__echo", json!({}))).body(raw(8, &meta));
+        let (status, _, answer) = answered(modern).await;
+        assert_eq!(status, 200, "{answer:?}");
+        assert_eq!(answer[0]["result"]["content"][0]["text"], "as sent");
+        assert_eq!(gateway.state.direct_calls(), 2);
+        assert_eq!(upstream.seen_arguments(), [arguments, arguments]);
+    });
+}
+
 /// A 2026-07-28 direct call's progress and log messages (at the level its
 /// `_meta` asks for) come before its answer on its own event stream, the
 /// same messages as through rmcp, for an upstream of either generation. A

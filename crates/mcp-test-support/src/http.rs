@@ -234,6 +234,12 @@ impl TestServer {
         self.control.seen_traces()
     }
 
+    /// The last calls' arguments as sent
+    /// ([`ServerControl::seen_arguments`](crate::ServerControl::seen_arguments)).
+    pub fn seen_arguments(&self) -> Vec<String> {
+        self.control.seen_arguments()
+    }
+
     /// Most tool calls executing at once since the last reset.
     pub fn in_flight_peak(&self) -> usize {
         self.control.in_flight_peak()
@@ -412,6 +418,22 @@ fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The `params.arguments` of a JSON-RPC request, as the body holds them.
+fn raw_arguments(body: &[u8]) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        arguments: Option<&'a serde_json::value::RawValue>,
+    }
+    let message: Message<'_> = serde_json::from_slice(body).ok()?;
+    Some(message.params?.arguments?.get())
+}
+
 /// The fault layer in front of rmcp.
 async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Response {
     if request.method() != Method::POST {
@@ -430,6 +452,11 @@ async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Respon
         Err(_) => return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response(),
     };
     let info = RequestInfo::parse(&body);
+    if info.method.as_deref() == Some("tools/call")
+        && let Some(arguments) = raw_arguments(&body)
+    {
+        state.control.saw_arguments(arguments);
+    }
     if let Some(method) = &info.method {
         state.control.counters().record_request(
             method,

@@ -45,7 +45,8 @@
 //! - `extra_tools`: the optional long tail of tools, `extra_000`, …
 //!   ([`ServerBehavior::extra_tools`], `mcp-test-server --extra-tools N`).
 //! - `seen_trace`: the trace context each `tools/call` arrived with
-//!   ([`SeenTrace`], [`TestServer::seen_traces`]).
+//!   ([`SeenTrace`], [`TestServer::seen_traces`]); over HTTP also its
+//!   `arguments` as the body held them ([`TestServer::seen_arguments`]).
 //! - [`conformance`]: the `mcp-conformance-server` upstream, with every
 //!   fixture the official MCP conformance suite calls.
 //! - [`redis`]: a real `redis-server` on loopback for the fleet's tests

@@ -48,6 +48,13 @@ use crate::{
 
 /// How many calls' trace context a test server keeps.
 pub const SEEN_TRACES: usize = 1000;
+
+/// How many calls' arguments [`ServerControl::seen_arguments`] keeps.
+pub const SEEN_ARGUMENTS: usize = 16;
+
+/// Arguments this long or longer are not kept (a benchmark's large calls
+/// would cost the server a copy each).
+pub const SEEN_ARGUMENTS_MAX_BYTES: usize = 64 * 1024;
 /// Which protocol generations a test server answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
@@ -175,6 +182,8 @@ struct ControlInner {
     /// Calls of one tool held until released ([`ServerControl::hold`]).
     hold: Hold,
     /// The trace context of every `tools/call` that reached the handler.
+    /// The arguments of the last [`SEEN_ARGUMENTS`] HTTP calls, as sent.
+    seen_arguments: Mutex<std::collections::VecDeque<String>>,
     /// The last [`SEEN_TRACES`] calls' trace context.
     seen_traces: Mutex<std::collections::VecDeque<SeenTrace>>,
 }
@@ -231,6 +240,7 @@ impl ServerControl {
                     waiting: std::sync::atomic::AtomicUsize::new(0),
                 },
                 seen_traces: Mutex::new(std::collections::VecDeque::new()),
+                seen_arguments: Mutex::new(std::collections::VecDeque::new()),
             }),
         }
     }
@@ -303,6 +313,25 @@ impl ServerControl {
     /// load keeps no more).
     pub fn seen_traces(&self) -> Vec<SeenTrace> {
         lock(&self.inner.seen_traces).iter().cloned().collect()
+    }
+
+    /// The `arguments` of the last [`SEEN_ARGUMENTS`] `tools/call`s that
+    /// reached the HTTP front, as the bytes of the body held them (key
+    /// order, number text, duplicate keys and all), oldest first; arguments
+    /// of [`SEEN_ARGUMENTS_MAX_BYTES`] or more are not kept.
+    pub fn seen_arguments(&self) -> Vec<String> {
+        lock(&self.inner.seen_arguments).iter().cloned().collect()
+    }
+
+    pub(crate) fn saw_arguments(&self, raw: &str) {
+        if raw.len() >= SEEN_ARGUMENTS_MAX_BYTES {
+            return;
+        }
+        let mut seen = lock(&self.inner.seen_arguments);
+        if seen.len() == SEEN_ARGUMENTS {
+            seen.pop_front();
+        }
+        seen.push_back(raw.to_owned());
     }
 
     /// Whether `late_tool` is currently listed.

@@ -69,7 +69,7 @@ use axum::{
 use futures::{FutureExt, future::BoxFuture};
 use opentelemetry::context::FutureExt as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, JsonObject,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData,
     LoggingLevel, ProgressToken, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use serde::{Deserialize, de::IgnoredAny};
@@ -84,6 +84,7 @@ use super::{
     state::GatewayState,
 };
 use crate::{
+    arguments::SharedArguments,
     mcp_headers,
     telemetry::{
         propagate::TraceFields,
@@ -107,6 +108,9 @@ pub(super) enum Posted {
 pub(super) struct Call {
     id: RequestId,
     params: CallToolRequestParams,
+    /// Its arguments as the client sent them (an object), never parsed
+    /// here (see `crate::arguments`).
+    arguments: Option<SharedArguments>,
     /// The client's progress token, when it sent one.
     progress: Option<ProgressToken>,
     /// The trace context in its `_meta` (SEP-414), when it has one.
@@ -163,7 +167,7 @@ struct Envelope<'a> {
 struct PlainCall {
     name: String,
     #[serde(default)]
-    arguments: Option<JsonObject>,
+    arguments: Option<Box<RawValue>>,
     #[serde(rename = "_meta", default)]
     meta: Option<ProgressOnly>,
 }
@@ -202,6 +206,15 @@ impl ProgressOnly {
     }
 }
 
+/// A call's `arguments` as sent: `Some(None)` when it sent none (or
+/// `null`), `None` when they are not an object (rmcp then refuses them).
+fn object_or_none(arguments: Option<Box<RawValue>>) -> Option<Option<SharedArguments>> {
+    match arguments {
+        None => Some(None),
+        Some(raw) => SharedArguments::raw(raw).map(Some),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CancelledParams {
@@ -225,17 +238,18 @@ impl Posted {
                 .and_then(|params| serde_json::from_str::<PlainCall>(params).ok())
                 // An empty `_meta` is rmcp's, as before.
                 .filter(|call| call.meta.as_ref().is_none_or(ProgressOnly::says_something))
-                .map_or(Posted::Other, |call| {
-                    let mut params = CallToolRequestParams::new(call.name);
-                    params.arguments = call.arguments;
+                .and_then(|call| {
+                    let arguments = object_or_none(call.arguments)?;
                     let (progress, trace) = ProgressOnly::split(call.meta);
-                    Posted::Call(Call {
+                    Some(Posted::Call(Call {
                         id,
-                        params,
+                        params: CallToolRequestParams::new(call.name),
+                        arguments,
                         progress,
                         trace,
-                    })
-                }),
+                    }))
+                })
+                .unwrap_or(Posted::Other),
             ("2.0", "notifications/cancelled", None) => params
                 .and_then(|params| serde_json::from_str::<CancelledParams>(params).ok())
                 .map_or(Posted::Other, |cancelled| {
@@ -264,6 +278,7 @@ impl DirectSession {
         let Call {
             id,
             params,
+            arguments,
             progress,
             trace: _,
         } = call;
@@ -278,7 +293,7 @@ impl DirectSession {
                 .respond(
                     &state,
                     id.clone(),
-                    params,
+                    (params, arguments),
                     progress,
                     before,
                     cancelled.clone(),
@@ -295,12 +310,12 @@ impl DirectSession {
         &self,
         state: &Arc<GatewayState>,
         id: RequestId,
-        params: CallToolRequestParams,
+        (params, arguments): (CallToolRequestParams, Option<SharedArguments>),
         progress: Option<ProgressToken>,
         before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
         cancelled: CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
-        let (target, request) = handler::upstream_call(state, params).await?;
+        let (target, request) = handler::upstream_call(state, params, arguments).await?;
         let connection = &target.connection;
         let link = DownstreamRequest::direct(
             &self.downstream,
@@ -336,7 +351,7 @@ pub(super) struct StatelessCall {
 struct StatelessParams {
     name: String,
     #[serde(default)]
-    arguments: Option<JsonObject>,
+    arguments: Option<Box<RawValue>>,
     #[serde(rename = "_meta")]
     meta: ClientContext,
 }
@@ -379,12 +394,12 @@ impl StatelessCall {
         if context.protocol_version != ProtocolVersion::V_2026_07_28 {
             return None;
         }
-        let mut call = CallToolRequestParams::new(params.name);
-        call.arguments = params.arguments;
+        let arguments = object_or_none(params.arguments)?;
         Some(StatelessCall {
             call: Call {
                 id,
-                params: call,
+                params: CallToolRequestParams::new(params.name),
+                arguments,
                 progress: context.progress_token,
                 trace: TraceFields::boxed(context.traceparent, context.tracestate, context.baggage),
             },
@@ -468,6 +483,7 @@ impl StatelessCall {
                 Call {
                     id,
                     params,
+                    arguments,
                     progress,
                     trace: _,
                 },
@@ -478,7 +494,7 @@ impl StatelessCall {
             let tasks = capabilities.supports_tasks();
             let origin = Origin::answered(id.clone(), capabilities, progress, log_level, before);
             let response = async {
-                let (target, request) = handler::upstream_call(&state, params).await?;
+                let (target, request) = handler::upstream_call(&state, params, arguments).await?;
                 let exchange =
                     mrtr::ask_by_input_required(&state, &target, request, origin, &gone).await?;
                 handler::call_response(&state, &target, exchange)
@@ -724,6 +740,13 @@ mod tests {
         Posted::read(body.as_bytes())
     }
 
+    fn raw_text(arguments: Option<SharedArguments>) -> Option<String> {
+        match arguments? {
+            SharedArguments::Raw(raw) => Some(raw.get().to_owned()),
+            SharedArguments::Shared { .. } => panic!("not as sent"),
+        }
+    }
+
     #[test]
     fn only_plain_calls_and_cancellations_are_read() {
         let Posted::Call(call) = read(
@@ -733,7 +756,33 @@ mod tests {
         };
         assert_eq!(call.id, RequestId::String("c1".into()));
         assert_eq!(call.params.name, "a__echo");
-        assert_eq!(call.params.arguments.unwrap()["text"], "x");
+        assert!(call.params.arguments.is_none(), "kept as sent instead");
+        assert_eq!(raw_text(call.arguments), Some(r#"{"text":"x"}"#.into()));
+        // As sent: key order, number text and duplicate keys stay; it is
+        // only checked (JSON, an object), never parsed into a tree.
+        let Posted::Call(call) = read(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments": {"z":1.0,"a":[1e2,12345678901234567890123],"z":"again"} }}"#,
+        ) else {
+            panic!("a plain call")
+        };
+        assert_eq!(
+            raw_text(call.arguments),
+            Some(r#"{"z":1.0,"a":[1e2,12345678901234567890123],"z":"again"}"#.into())
+        );
+        // The JSON grammar allows a lone surrogate's escape; the upstream's
+        // parser decides what it makes of it.
+        let Posted::Call(call) = read(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":"\ud800"}}}"#,
+        ) else {
+            panic!("a grammatical call")
+        };
+        assert_eq!(raw_text(call.arguments), Some(r#"{"a":"\ud800"}"#.into()));
+        let Posted::Call(call) = read(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null}}"#,
+        ) else {
+            panic!("a call with null arguments")
+        };
+        assert!(call.arguments.is_none());
         assert!(matches!(
             read(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#),
             Posted::Call(_)
@@ -772,6 +821,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","requestState":"s"}}"#,
             // Arguments that are not an object, no name, no id, a null id.
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":"{}"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":01}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#,
             r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"}}"#,

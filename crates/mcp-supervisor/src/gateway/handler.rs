@@ -47,7 +47,8 @@ use super::{
     traced,
 };
 use crate::{
-    CallOutcome, FailureKind, Forwarded, mcp_headers, meta, telemetry::spans::Target as SpanTarget,
+    CallOutcome, FailureKind, Forwarded, arguments::SharedArguments, mcp_headers, meta,
+    telemetry::spans::Target as SpanTarget,
 };
 
 /// One downstream session's handler (rmcp makes one per session).
@@ -202,10 +203,13 @@ fn tool_answer(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
 }
 
 /// A call of an upstream's tool (not a meta-tool): where it goes, and the
-/// request to send there; -32602 for a tool the gateway does not expose.
+/// request to send there, with `arguments` if they are held outside the
+/// params (see `crate::arguments`); -32602 for a tool the gateway does not
+/// expose.
 pub(super) async fn upstream_call(
     state: &Arc<GatewayState>,
     request: CallToolRequestParams,
+    arguments: Option<SharedArguments>,
 ) -> Result<(Target, ClientRequest), ErrorData> {
     if !state.namespaced() {
         return Err(unknown_tool(&request.name));
@@ -217,10 +221,11 @@ pub(super) async fn upstream_call(
     let mut params = request;
     params.name = target.name.clone().into();
     params.meta = None;
-    Ok((
-        target,
-        ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-    ))
+    let mut call = CallToolRequest::new(params);
+    if let Some(arguments) = arguments {
+        call.extensions.insert(arguments);
+    }
+    Ok((target, ClientRequest::CallToolRequest(call)))
 }
 
 /// The answer to a call of `target` once its round is over.
@@ -644,7 +649,7 @@ impl GatewayHandler {
             let result = meta::call(&self.state.registry, &name, request.arguments).await;
             return Ok(downstream(result));
         }
-        let (target, call) = upstream_call(&self.state, request).await?;
+        let (target, call) = upstream_call(&self.state, request, None).await?;
         let exchange = mrtr::exchange(&self.state, &self.session, &target, call, &context).await?;
         call_response(&self.state, &target, exchange)
     }

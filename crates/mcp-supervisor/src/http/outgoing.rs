@@ -18,7 +18,7 @@ use rmcp::model::{
 };
 use serde::{Serialize, Serializer};
 
-use crate::heavy::SharedArguments;
+use crate::arguments::SharedArguments;
 
 /// A message on its way to the upstream.
 pub(super) enum Outgoing {
@@ -87,7 +87,7 @@ struct Params<'a> {
     #[serde(flatten)]
     params: &'a CallToolRequestParams,
     #[serde(skip_serializing_if = "Option::is_none")]
-    arguments: Option<&'a JsonObject>,
+    arguments: Option<&'a SharedArguments>,
 }
 
 impl Serialize for Outgoing {
@@ -100,7 +100,7 @@ impl Serialize for Outgoing {
                 params: Params {
                     params,
                     // Only an attempt shares them, and it has none of its own.
-                    arguments: shared.as_ref().and_then(SharedArguments::get),
+                    arguments: shared.as_ref(),
                 },
             }
             .serialize(serializer),
@@ -112,10 +112,13 @@ impl Serialize for Outgoing {
 #[cfg(test)]
 mod tests {
     use rmcp::model::{GetMeta, InputResponses, NumberOrString, ProgressToken};
-    use serde_json::{Value, json};
+    use serde_json::{Value, json, value::RawValue};
 
     use super::*;
-    use crate::heavy::{SharedRequest, arguments_of, attached};
+    use crate::{
+        arguments::{arguments_of, attached},
+        heavy::SharedRequest,
+    };
 
     fn object(value: Value) -> JsonObject {
         value.as_object().cloned().unwrap()
@@ -209,8 +212,11 @@ mod tests {
             unreachable!()
         };
         assert!(call.params.arguments.is_none(), "the arguments were copied");
+        let Some(std::borrow::Cow::Borrowed(shared)) = arguments_of(call) else {
+            panic!("not shared")
+        };
         assert!(std::ptr::eq(
-            arguments_of(call).unwrap(),
+            shared,
             original.params.arguments.as_ref().unwrap()
         ));
 
@@ -232,6 +238,31 @@ mod tests {
             rmcp,
             "rmcp writes it whole"
         );
+    }
+
+    /// A client's arguments kept as sent are written as sent, and parsed
+    /// only for rmcp.
+    #[tokio::test]
+    async fn raw_arguments_are_written_as_they_came() {
+        let sent = r#"{"z":1.0,"a":[1e2, 12345678901234567890123],"b":{"c":"é"}}"#;
+        let raw = SharedArguments::raw(RawValue::from_string(sent.to_owned()).unwrap()).unwrap();
+        assert!(SharedArguments::raw(RawValue::from_string("[1]".into()).unwrap()).is_none());
+        let mut call = CallToolRequest::new(CallToolRequestParams::new("t"));
+        call.extensions.insert(raw);
+        let request = ClientRequest::CallToolRequest(call);
+        let message = ClientJsonRpcMessage::Request(JsonRpcRequest::new(
+            NumberOrString::Number(5),
+            request.clone(),
+        ));
+        let written = serde_json::to_string(&Outgoing::from(message)).unwrap();
+        assert!(
+            written.contains(&format!(r#""arguments":{sent}"#)),
+            "{written}"
+        );
+        let ClientRequest::CallToolRequest(whole) = attached(request).await.unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(whole.params.arguments.unwrap()["b"]["c"], "é");
     }
 
     #[test]

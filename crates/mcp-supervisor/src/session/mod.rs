@@ -254,7 +254,7 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = request.method().to_owned();
-        let Some(request) = crate::heavy::attached(request).await else {
+        let Some(request) = crate::arguments::attached(request).await else {
             return Err(SendError::Failed {
                 failure: Failure::transport("the runtime is shutting down").with_not_run(),
                 upstream: None,

@@ -519,8 +519,8 @@ impl ClientSpan {
             }
             if telemetry.capture_content
                 && let ClientRequest::CallToolRequest(call) = attempt.request
-                && let Ok(arguments) = serde_json::to_string(&call.params.arguments)
             {
+                let arguments = crate::arguments::arguments_json(call);
                 attributes.push(KeyValue::new(
                     sc::GEN_AI_TOOL_CALL_ARGUMENTS,
                     cut(&arguments, CAPTURE_MAX_BYTES),

@@ -1,0 +1,128 @@
+//! A call's arguments held outside its params, so that the megabytes a
+//! call may carry are neither copied for each attempt nor parsed when the
+//! gateway only passes them on (docs/DECISIONS.md #111, #112).
+//!
+//! They travel in the request's extensions as [`SharedArguments`], its
+//! params' `arguments` left empty:
+//!
+//! - an attempt shares the arguments of the request it was made from
+//!   ([`SharedRequest::attempt`](crate::heavy::SharedRequest::attempt));
+//! - a plain call on the gateway's direct path keeps its client's JSON as it
+//!   came, checked (valid JSON, an object) but never parsed.
+//!
+//! The HTTP lane writes them from there ([`SharedArguments`] is
+//! `Serialize`); everything else that writes a request, rmcp's client above
+//! all, gets it whole from [`attached`]. Readers ask [`arguments_of`] or
+//! [`arguments_json`].
+
+use std::{borrow::Cow, sync::Arc};
+
+use rmcp::model::{CallToolRequest, ClientRequest, JsonObject};
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use crate::heavy::{HEAVY_BYTES, off_thread};
+
+/// A call's arguments, held outside its params (see the module).
+#[derive(Debug, Clone)]
+pub(crate) enum SharedArguments {
+    /// Those of the request an attempt was made from.
+    Shared {
+        request: Arc<ClientRequest>,
+        /// Whether copying them is work for a blocking thread.
+        heavy: bool,
+    },
+    /// A client's JSON object, as it was sent.
+    Raw(Arc<RawValue>),
+}
+
+impl SharedArguments {
+    /// `raw` as a call's arguments, if it is a JSON object; `None` for
+    /// anything else (which a call cannot carry).
+    pub(crate) fn raw(raw: Box<RawValue>) -> Option<Self> {
+        raw.get()
+            .starts_with('{')
+            .then(|| SharedArguments::Raw(Arc::from(raw)))
+    }
+
+    /// The arguments parsed: borrowed when they already are.
+    fn parsed(&self) -> Option<Cow<'_, JsonObject>> {
+        match self {
+            SharedArguments::Shared { request, .. } => shared_of(request).map(Cow::Borrowed),
+            SharedArguments::Raw(raw) => serde_json::from_str(raw.get()).ok().map(Cow::Owned),
+        }
+    }
+
+    /// Whether parsing or copying them is work for a blocking thread.
+    fn heavy(&self) -> bool {
+        match self {
+            SharedArguments::Shared { heavy, .. } => *heavy,
+            SharedArguments::Raw(raw) => raw.get().len() >= HEAVY_BYTES,
+        }
+    }
+}
+
+fn shared_of(request: &ClientRequest) -> Option<&JsonObject> {
+    match request {
+        ClientRequest::CallToolRequest(call) => call.params.arguments.as_ref(),
+        _ => None,
+    }
+}
+
+impl Serialize for SharedArguments {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SharedArguments::Shared { request, .. } => shared_of(request).serialize(serializer),
+            SharedArguments::Raw(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
+/// `call`'s arguments, wherever they are; parsed for the reader if they
+/// came raw.
+pub(crate) fn arguments_of(call: &CallToolRequest) -> Option<Cow<'_, JsonObject>> {
+    match &call.params.arguments {
+        Some(arguments) => Some(Cow::Borrowed(arguments)),
+        None => call
+            .extensions
+            .get::<SharedArguments>()
+            .and_then(SharedArguments::parsed),
+    }
+}
+
+/// `call`'s arguments as JSON text (`null` when it has none); raw ones as
+/// they came.
+pub(crate) fn arguments_json(call: &CallToolRequest) -> Cow<'_, str> {
+    match (
+        &call.params.arguments,
+        call.extensions.get::<SharedArguments>(),
+    ) {
+        (None, Some(SharedArguments::Raw(raw))) => Cow::Borrowed(raw.get()),
+        (None, Some(shared @ SharedArguments::Shared { .. })) => json_text(shared),
+        (arguments, _) => json_text(arguments),
+    }
+}
+
+fn json_text(value: &impl Serialize) -> Cow<'static, str> {
+    Cow::Owned(serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned()))
+}
+
+/// `request` whole, arguments held outside its params (if any) put back in
+/// (copied or parsed off the thread when heavy), for whatever writes it
+/// other than the HTTP lane; `None` if the runtime shut down first, or (it
+/// cannot happen: they were checked) raw arguments did not parse.
+pub(crate) async fn attached(mut request: ClientRequest) -> Option<ClientRequest> {
+    let ClientRequest::CallToolRequest(call) = &mut request else {
+        return Some(request);
+    };
+    let Some(shared) = call.extensions.remove::<SharedArguments>() else {
+        return Some(request);
+    };
+    let arguments = if shared.heavy() {
+        off_thread(move || shared.parsed().map(Cow::into_owned)).await?
+    } else {
+        shared.parsed().map(Cow::into_owned)
+    };
+    call.params.arguments = Some(arguments?);
+    Some(request)
+}
