@@ -558,7 +558,7 @@ impl Bench<'_> {
             let ours = by_label.remove(GATEWAY).expect("our gateway");
             let pinned = by_label.remove(PINNED);
             let peer = by_label.remove(PEER);
-            let mut relay = by_label.remove(RELAY);
+            let relay = by_label.remove(RELAY);
             let paired = peer.as_deref().and_then(|peer| Paired::of(ours, peer));
             let peer = match peer {
                 Some(peer) => {
@@ -576,7 +576,7 @@ impl Bench<'_> {
             if let (P5Judge::Throughput { .. }, Some(paired)) = (workload.judge, paired) {
                 self.report.rows.push(workload.paired_row(paired));
             }
-            for (label, agg) in [(PINNED, pinned), (RELAY, relay.as_deref_mut())] {
+            for (label, agg) in [(PINNED, pinned), (RELAY, relay)] {
                 if let Some(agg) = agg {
                     self.report
                         .rows
