@@ -108,6 +108,50 @@ fn a_slow_upstream_does_not_slow_the_listing_and_its_tools_follow() {
     });
 }
 
+/// Six upstreams list their tools late (after the listing stopped waiting
+/// for them), within moments of each other, as at a start where every
+/// upstream is slow: the client is told the list changed once for them all
+/// (twice if they straddle the gathering window), not once per upstream
+/// (each of which also rebuilt the view from every connection: quadratic at
+/// a thousand), and the next listing has all their tools.
+#[test]
+fn late_catalogs_that_come_together_are_announced_together() {
+    run(|| async {
+        const SLOW: usize = 6;
+        let mut upstreams = Vec::new();
+        let mut toml = String::new();
+        for i in 0..SLOW {
+            let upstream = TestServer::start(TestServerOptions::default())
+                .await
+                .unwrap();
+            upstream.faults().push(FaultRule::once(
+                Match::method("tools/list"),
+                Fault::delay(Duration::from_secs(3)),
+            ));
+            toml += &http_connection(&format!("s{i}"), &upstream.url(), "");
+            upstreams.push(upstream);
+        }
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let seen = Counting::default();
+        let client = gateway.connect(seen.clone()).await;
+
+        let first = tool_names(&client).await;
+        assert!(first.is_empty(), "{first:?}");
+        eventually!(seen.seen() >= 1, Duration::from_secs(15));
+        // Any other announcement would follow within moments.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            seen.seen() <= 2,
+            "told {} times for {SLOW} late catalogs",
+            seen.seen()
+        );
+        let later = tool_names(&client).await;
+        for i in 0..SLOW {
+            assert!(later.contains(&format!("s{i}__echo")), "{later:?}");
+        }
+    });
+}
+
 /// A client listed `a__echo`; then `a` parks. The tool is still listed (the
 /// last good catalog), and a call answers the supervisor's unavailable
 /// value, not -32602 "Unknown tool", also after `a`'s catalog is reloaded

@@ -47,6 +47,11 @@ pub const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// wait on an upstream.
 const FRESH_WAIT: Duration = Duration::from_millis(100);
 
+/// First catalogs that come late within this of each other are announced
+/// together: one rebuild of the view and one `list_changed` per list,
+/// however many connections were slow (at start, often all of them).
+const LATE_TOGETHER: Duration = Duration::from_millis(100);
+
 /// Tasks remembered at most, and how long one unheard of is kept once that
 /// many are.
 const MAX_TASKS: usize = 65_536;
@@ -87,6 +92,9 @@ struct View {
     catalogs: HashMap<String, Arc<Catalog>>,
     /// Connections whose first catalog is awaited in the background.
     awaited: HashSet<String>,
+    /// A late first catalog came, and the view will be rebuilt and clients
+    /// told, once, after [`LATE_TOGETHER`].
+    late_pending: bool,
     /// Clashes already reported, so each is logged once.
     reported: HashSet<String>,
 }
@@ -222,7 +230,8 @@ impl GatewayState {
 
     /// Waits in the background for the first catalog of `connection`, which
     /// a listing gave up waiting for; when it comes, it joins the view and
-    /// every client is told the lists changed (so it lists again).
+    /// every client is told the lists changed (so it lists again), together
+    /// with the others that came within [`LATE_TOGETHER`].
     fn await_first(
         self: &Arc<Self>,
         connection: String,
@@ -240,11 +249,15 @@ impl GatewayState {
             let loaded = load.await;
             state.view().awaited.remove(&connection);
             let Ok(Ok(catalog)) = loaded else { return };
-            let known = {
+            let announces = {
                 let mut view = state.view();
-                view.catalogs.insert(connection, catalog).is_some()
+                let known = view.catalogs.insert(connection, catalog).is_some();
+                // The first of a group announces them all.
+                !known && !std::mem::replace(&mut view.late_pending, true)
             };
-            if !known {
+            if announces {
+                tokio::time::sleep(LATE_TOGETHER).await;
+                state.view().late_pending = false;
                 state.refresh().await;
                 for list in ListKind::ALL {
                     state.notify_list_changed(list).await;
