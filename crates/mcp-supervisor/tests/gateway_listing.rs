@@ -152,6 +152,37 @@ fn late_catalogs_that_come_together_are_announced_together() {
     });
 }
 
+/// A listing of several pages asks the connections for their catalogs
+/// once, for its first page; the later pages continue from that view (each
+/// page used to rebuild it from every connection, waiting again on those
+/// still loading: 40 pages for 20,000 tools).
+#[test]
+fn a_listings_later_pages_ask_no_connection_again() {
+    run(|| async {
+        let mut options = TestServerOptions::default();
+        options.behavior.extra_tools = 600;
+        let upstream = TestServer::start(options).await.unwrap();
+        let gateway =
+            ServedGateway::start(config(&http_connection("a", &upstream.url(), ""))).await;
+        let client = gateway.connect(Counting::default()).await;
+        let first = tool_names(&client).await;
+        assert!(
+            first.len() > mcp_supervisor::gateway::paging::PAGE_SIZE,
+            "one page only: {}",
+            first.len()
+        );
+
+        let before = gateway.state.refreshes();
+        let again = tool_names(&client).await;
+        assert_eq!(again, first);
+        assert_eq!(
+            gateway.state.refreshes() - before,
+            1,
+            "the view was rebuilt for more than the first page"
+        );
+    });
+}
+
 /// A client listed `a__echo`; then `a` parks. The tool is still listed (the
 /// last good catalog), and a call answers the supervisor's unavailable
 /// value, not -32602 "Unknown tool", also after `a`'s catalog is reloaded

@@ -452,7 +452,7 @@ impl ServerHandler for GatewayHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let directory = self.state.refresh().await;
+        let directory = self.state.listing(cursor(&request)).await;
         let (page, next) = paging::page("prompts", &directory.prompts, cursor(&request))?;
         let mut result = ListPromptsResult::with_all_items(page);
         result.next_cursor = next;
@@ -477,7 +477,7 @@ impl ServerHandler for GatewayHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let directory = self.state.refresh().await;
+        let directory = self.state.listing(cursor(&request)).await;
         let (page, next) = paging::page("resources", &directory.resources, cursor(&request))?;
         let mut result = ListResourcesResult::with_all_items(page);
         result.next_cursor = next;
@@ -489,7 +489,7 @@ impl ServerHandler for GatewayHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let directory = self.state.refresh().await;
+        let directory = self.state.listing(cursor(&request)).await;
         let (page, next) = paging::page(
             "resources/templates",
             &directory.templates,
@@ -628,7 +628,8 @@ impl GatewayHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = Vec::new();
         if self.state.namespaced() {
-            tools.extend(self.state.refresh().await.tools.iter().cloned());
+            let directory = self.state.listing(cursor(&request)).await;
+            tools.extend(directory.tools.iter().cloned());
         }
         if self.state.meta() {
             tools.extend(meta::definitions());

@@ -9,7 +9,10 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -68,6 +71,8 @@ pub struct GatewayState {
     pub(super) expose: Expose,
     prefix: Prefix,
     view: Mutex<View>,
+    /// How many times the view was rebuilt from the registry.
+    refreshes: AtomicU64,
     sessions: Mutex<Vec<Arc<DownstreamSession>>>,
     /// `subscriptions/listen` streams of 2026-07-28 clients, each with the
     /// resource URIs it subscribed to (kept in a session of its own).
@@ -106,6 +111,7 @@ impl GatewayState {
             expose,
             prefix,
             view: Mutex::new(View::default()),
+            refreshes: AtomicU64::new(0),
             sessions: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
             subscriptions: Mutex::new(HashMap::new()),
@@ -144,11 +150,30 @@ impl GatewayState {
         self.view().directory.clone()
     }
 
+    /// How many times the gateway rebuilt its view from the registry (at a
+    /// session's start, a listing's first page, a name it did not know, a
+    /// group of late catalogs).
+    pub fn refreshes(&self) -> u64 {
+        self.refreshes.load(Ordering::Relaxed)
+    }
+
+    /// The view a listing's page is cut from: rebuilt from the registry for
+    /// its first page (no `cursor`); a later page continues from the view as
+    /// it is, asking no connection again (a listing of 20,000 tools is 40
+    /// pages).
+    pub(super) async fn listing(self: &Arc<Self>, cursor: Option<&str>) -> Arc<Directory> {
+        match cursor {
+            None => self.refresh().await,
+            Some(_) => self.current(),
+        }
+    }
+
     /// Rebuilds the merged view from every live connection's catalog: a fresh
     /// one when the registry has it at once, else the last good one, else (a
     /// connection never listed) whatever arrives within [`FIRST_WAIT`]; one
     /// that arrives later is added by [`GatewayState::await_first`].
     pub(super) async fn refresh(self: &Arc<Self>) -> Arc<Directory> {
+        self.refreshes.fetch_add(1, Ordering::Relaxed);
         let Ok(connections) = self.registry.send(ListConnections).await else {
             return self.current();
         };
