@@ -8,6 +8,7 @@
 
 mod client;
 mod outgoing;
+pub(crate) use outgoing::Stamp;
 mod recorder;
 mod reuse;
 mod sse_limit;

@@ -16,17 +16,24 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, JsonObject,
     JsonRpcMessage, JsonRpcRequest, MetaObject, RequestId, RequestMetaObject,
 };
-use serde::{Serialize, Serializer};
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer, ser::SerializeMap};
+use serde_json::value::RawValue;
 
 use crate::arguments::SharedArguments;
 
 /// A message on its way to the upstream.
 pub(super) enum Outgoing {
-    /// A `tools/call`, its `_meta` merged into its params, its arguments
-    /// there or still shared with the request it was made from.
+    /// A `tools/call`, its `_meta` merged into its params (but for the
+    /// session's [`Stamp`], written as it was encoded), its arguments there
+    /// or still shared with the request it was made from.
     Call {
         id: RequestId,
+        /// Without their `_meta`, which is `meta` and `stamp`.
         params: CallToolRequestParams,
+        meta: Option<JsonObject>,
+        stamp: Option<Stamp>,
         shared: Option<SharedArguments>,
     },
     /// Anything else, written by rmcp.
@@ -40,36 +47,102 @@ impl From<ClientJsonRpcMessage> for Outgoing {
                 id,
                 request: ClientRequest::CallToolRequest(mut call),
                 ..
-            }) => Outgoing::Call {
-                id,
-                shared: call.extensions.remove::<SharedArguments>(),
-                params: merged(call),
-            },
+            }) => {
+                let stamp = call.extensions.remove::<Stamp>();
+                let shared = call.extensions.remove::<SharedArguments>();
+                let (params, meta) = merged(call, stamp.as_ref());
+                Outgoing::Call {
+                    id,
+                    params,
+                    meta,
+                    stamp,
+                    shared,
+                }
+            }
             other => Outgoing::Other(other),
         }
     }
 }
 
-/// `call`'s params with the `_meta` its extensions carry merged in, as
-/// rmcp merges them on the wire.
-fn merged(call: CallToolRequest) -> CallToolRequestParams {
+/// `call`'s params without their `_meta`, and the `_meta` they and the
+/// call's extensions carry merged, as rmcp merges them on the wire. A
+/// `stamp` is merged where rmcp's client
+/// puts its context, at the start of the extensions' `RequestMetaObject`:
+/// it wins over the params' own `_meta` and the legacy `MetaObject`, and
+/// loses to what the `RequestMetaObject` holds.
+fn merged(
+    call: CallToolRequest,
+    stamp: Option<&Stamp>,
+) -> (CallToolRequestParams, Option<JsonObject>) {
     let CallToolRequest {
         mut params,
         mut extensions,
         ..
     } = call;
+    let own = params.meta.take().map(|meta| meta.0.0);
     let legacy = extensions.remove::<MetaObject>().map(|meta| meta.0);
     let typed = extensions
         .remove::<RequestMetaObject>()
         .map(|meta| meta.0.0);
-    if legacy.is_none() && typed.is_none() {
-        return params;
+    if legacy.is_none() && typed.is_none() && stamp.is_none() {
+        return (params, own);
     }
-    let mut meta: JsonObject = params.meta.take().map(|meta| meta.0.0).unwrap_or_default();
+    let mut meta: JsonObject = own.unwrap_or_default();
     meta.extend(legacy.into_iter().flatten());
+    for (key, _) in stamp.iter().flat_map(|stamp| stamp.0.iter()) {
+        meta.remove(key);
+    }
     meta.extend(typed.into_iter().flatten());
-    params.meta = Some(RequestMetaObject(MetaObject(meta)));
-    params
+    (params, Some(meta))
+}
+
+/// `_meta` entries encoded once, for every request of a session: a
+/// 2026-07-28 client's context (protocol version, client info and
+/// capabilities), a few hundred bytes of JSON that would otherwise be
+/// copied into each call's `_meta` and written again. Carried in a call's
+/// extensions (see `session::stateless`).
+#[derive(Debug, Clone)]
+pub(crate) struct Stamp(Arc<[(String, Box<RawValue>)]>);
+
+impl Stamp {
+    pub(crate) fn new(meta: &RequestMetaObject) -> serde_json::Result<Self> {
+        let entries = meta
+            .0
+            .0
+            .iter()
+            .map(|(key, value)| Ok((key.clone(), serde_json::value::to_raw_value(value)?)))
+            .collect::<serde_json::Result<Vec<_>>>()?;
+        Ok(Stamp(entries.into()))
+    }
+}
+
+/// A call's `_meta`: its merged map, and the entries of its [`Stamp`] the
+/// map does not hold.
+struct Meta<'a> {
+    map: Option<&'a JsonObject>,
+    stamp: Option<&'a Stamp>,
+}
+
+impl Meta<'_> {
+    /// No `_meta` at all (an empty one is written, as rmcp writes it).
+    fn is_empty(&self) -> bool {
+        self.map.is_none() && self.stamp.is_none()
+    }
+}
+
+impl Serialize for Meta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.map.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        for (key, value) in self.stamp.iter().flat_map(|stamp| stamp.0.iter()) {
+            if !self.map.is_some_and(|map| map.contains_key(key)) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// `{"jsonrpc":"2.0","id":…,"method":"tools/call","params":…}`.
@@ -81,9 +154,12 @@ struct CallEnvelope<'a> {
     params: Params<'a>,
 }
 
-/// A call's params, with the arguments they share added.
+/// A call's params (their `_meta` left out of `params`), with the stamp
+/// and the arguments they share added.
 #[derive(Serialize)]
 struct Params<'a> {
+    #[serde(rename = "_meta", skip_serializing_if = "Meta::is_empty")]
+    meta: Meta<'a>,
     #[serde(flatten)]
     params: &'a CallToolRequestParams,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,11 +169,21 @@ struct Params<'a> {
 impl Serialize for Outgoing {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Outgoing::Call { id, params, shared } => CallEnvelope {
+            Outgoing::Call {
+                id,
+                params,
+                meta,
+                stamp,
+                shared,
+            } => CallEnvelope {
                 jsonrpc: "2.0",
                 id,
                 method: "tools/call",
                 params: Params {
+                    meta: Meta {
+                        map: meta.as_ref(),
+                        stamp: stamp.as_ref(),
+                    },
                     params,
                     // Only an attempt shares them, and it has none of its own.
                     arguments: shared.as_ref(),
@@ -263,6 +349,62 @@ mod tests {
             unreachable!()
         };
         assert_eq!(whole.params.arguments.unwrap()["b"]["c"], "é");
+    }
+
+    /// A session's stamp, encoded once, writes what rmcp writes when its
+    /// client merges its context into the request: over the params' own
+    /// `_meta` and the legacy `MetaObject`, under what the request's
+    /// `RequestMetaObject` holds (here another client's capabilities).
+    #[test]
+    fn an_encoded_stamp_means_what_rmcp_would_write() {
+        let context = object(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "gw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+        }));
+        let stamp = RequestMetaObject(MetaObject(context.clone()));
+        let mut params = CallToolRequestParams::new("t").with_arguments(object(json!({"a": 1})));
+        params.meta = Some(RequestMetaObject(MetaObject(object(json!({
+            "io.modelcontextprotocol/clientInfo": "params lose",
+            "own": true,
+        })))));
+        let typed = object(json!({
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "progressToken": 3,
+        }));
+        let call = |stamped: bool| {
+            let mut call = CallToolRequest::new(params.clone());
+            call.extensions.insert(MetaObject(object(json!({
+                "io.modelcontextprotocol/protocolVersion": "legacy loses",
+            }))));
+            let mut meta = RequestMetaObject::new();
+            if stamped {
+                call.extensions.insert(Stamp::new(&stamp).unwrap());
+            } else {
+                meta.extend(stamp.clone());
+            }
+            meta.0.0.extend(typed.clone());
+            call.extensions.insert(meta);
+            call
+        };
+        let (rmcp, _) = both(call(false), NumberOrString::Number(4));
+        let message = ClientJsonRpcMessage::Request(JsonRpcRequest::new(
+            NumberOrString::Number(4),
+            ClientRequest::CallToolRequest(call(true)),
+        ));
+        let ours = serde_json::to_value(Outgoing::from(message)).unwrap();
+        assert_eq!(ours, rmcp);
+        let meta = &ours["params"]["_meta"];
+        assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "gw");
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({"sampling": {}})
+        );
+        assert_eq!(meta["own"], true);
     }
 
     #[test]

@@ -65,7 +65,10 @@ use rmcp::{
 use sse_stream::{Error as SseError, Sse};
 
 use super::handler::SessionHandler;
-use crate::{http::SessionIds, mcp_headers};
+use crate::{
+    http::{SessionIds, Stamp},
+    mcp_headers,
+};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 type Events = BoxStream<'static, Result<Sse, SseError>>;
@@ -149,8 +152,9 @@ pub(crate) struct Stateless {
     /// A 2025 session (with `initialize`), whose requests carry its id.
     legacy: bool,
     /// What every 2026-07-28 request carries in `_meta` (protocol version,
-    /// client info and capabilities), built once.
-    stamp: Option<RequestMetaObject>,
+    /// client info and capabilities), built once, and for tool calls,
+    /// which `http::outgoing` writes, encoded once.
+    stamp: Option<(RequestMetaObject, Stamp)>,
     /// Request ids and progress tokens, apart from rmcp's (which count up
     /// from 0 in 32 bits) so the session's links never mix them up.
     next_id: AtomicI64,
@@ -221,13 +225,18 @@ impl StatelessParts {
         );
         let legacy = version.has_initialize();
         // rmcp stamps its client context on 2026-07-28 requests only.
-        let stamp = (!legacy).then(|| {
-            RequestMetaObject::with_client_context(
-                version.clone(),
-                us.client_info.clone(),
-                us.capabilities.clone(),
-            )
-        });
+        let stamp = match legacy {
+            true => None,
+            false => {
+                let meta = RequestMetaObject::with_client_context(
+                    version.clone(),
+                    us.client_info.clone(),
+                    us.capabilities.clone(),
+                );
+                let encoded = Stamp::new(&meta).ok()?;
+                Some((meta, encoded))
+            }
+        };
         Some(Stateless {
             parts: self,
             legacy,
@@ -330,10 +339,16 @@ impl Stateless {
         extra: Option<RequestMetaObject>,
         token: ProgressToken,
     ) {
-        let meta = rmcp::model::GetMeta::get_meta_mut(request);
-        if let Some(stamp) = &self.stamp {
-            meta.extend(stamp.clone());
+        if let Some((stamp, encoded)) = &self.stamp {
+            match &mut *request {
+                // Written by `http::outgoing`, which takes it as encoded.
+                ClientRequest::CallToolRequest(call) => {
+                    call.extensions.insert(encoded.clone());
+                }
+                other => other.get_meta_mut().extend(stamp.clone()),
+            }
         }
+        let meta = rmcp::model::GetMeta::get_meta_mut(request);
         if let Some(extra) = extra {
             meta.extend(extra);
         }
