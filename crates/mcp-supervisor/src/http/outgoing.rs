@@ -25,19 +25,22 @@ use crate::arguments::SharedArguments;
 
 /// A message on its way to the upstream.
 pub(super) enum Outgoing {
-    /// A `tools/call`, its `_meta` merged into its params (but for the
-    /// session's [`Stamp`], written as it was encoded), its arguments there
-    /// or still shared with the request it was made from.
-    Call {
-        id: RequestId,
-        /// Without their `_meta`, which is `meta` and `stamp`.
-        params: CallToolRequestParams,
-        meta: Option<JsonObject>,
-        stamp: Option<Stamp>,
-        shared: Option<SharedArguments>,
-    },
+    /// A `tools/call`, written by us.
+    Call(Call),
     /// Anything else, written by rmcp.
     Other(ClientJsonRpcMessage),
+}
+
+/// A `tools/call`: its `_meta` merged from its params and extensions (but
+/// for the session's [`Stamp`], written as it was encoded), its arguments in
+/// its params or still shared with the request it was made from.
+pub(super) struct Call {
+    id: RequestId,
+    /// Without their `_meta`, which is `meta` and `stamp`.
+    params: CallToolRequestParams,
+    meta: Option<JsonObject>,
+    stamp: Option<Stamp>,
+    shared: Option<SharedArguments>,
 }
 
 impl From<ClientJsonRpcMessage> for Outgoing {
@@ -51,13 +54,13 @@ impl From<ClientJsonRpcMessage> for Outgoing {
                 let stamp = call.extensions.remove::<Stamp>();
                 let shared = call.extensions.remove::<SharedArguments>();
                 let (params, meta) = merged(call, stamp.as_ref());
-                Outgoing::Call {
+                Outgoing::Call(Call {
                     id,
                     params,
                     meta,
                     stamp,
                     shared,
-                }
+                })
             }
             other => Outgoing::Other(other),
         }
@@ -169,24 +172,18 @@ struct Params<'a> {
 impl Serialize for Outgoing {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Outgoing::Call {
-                id,
-                params,
-                meta,
-                stamp,
-                shared,
-            } => CallEnvelope {
+            Outgoing::Call(call) => CallEnvelope {
                 jsonrpc: "2.0",
-                id,
+                id: &call.id,
                 method: "tools/call",
                 params: Params {
                     meta: Meta {
-                        map: meta.as_ref(),
-                        stamp: stamp.as_ref(),
+                        map: call.meta.as_ref(),
+                        stamp: call.stamp.as_ref(),
                     },
-                    params,
+                    params: &call.params,
                     // Only an attempt shares them, and it has none of its own.
-                    arguments: shared.as_ref(),
+                    arguments: call.shared.as_ref(),
                 },
             }
             .serialize(serializer),
