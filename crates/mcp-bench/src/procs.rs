@@ -226,16 +226,22 @@ pub(crate) fn write_gateway_config(
     name: &str,
     extra: &str,
 ) -> anyhow::Result<PathBuf> {
-    let config = dir.join(format!("{name}.toml"));
-    std::fs::write(
-        &config,
-        format!(
+    write_config(
+        dir,
+        name,
+        &format!(
             "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n\n\
              [admin]\nlisten = \"127.0.0.1:0\"\n\n\
              [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\
              max_concurrent_calls = 8\n{extra}"
         ),
-    )?;
+    )
+}
+
+/// Writes `text` to `{name}.toml` in `dir`; its path.
+fn write_config(dir: &Path, name: &str, text: &str) -> anyhow::Result<PathBuf> {
+    let config = dir.join(format!("{name}.toml"));
+    std::fs::write(&config, text)?;
     Ok(config)
 }
 
@@ -249,8 +255,7 @@ pub(crate) fn start_gateway_config(
     name: &str,
     text: &str,
 ) -> anyhow::Result<Guarded> {
-    let config = dir.join(format!("{name}.toml"));
-    std::fs::write(&config, text)?;
+    let config = write_config(dir, name, text)?;
     serve(bins, &config, dir, name)
 }
 

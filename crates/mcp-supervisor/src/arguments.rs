@@ -93,18 +93,13 @@ pub(crate) fn arguments_of(call: &CallToolRequest) -> Option<Cow<'_, JsonObject>
 /// `call`'s arguments as JSON text (`null` when it has none); raw ones as
 /// they came.
 pub(crate) fn arguments_json(call: &CallToolRequest) -> Cow<'_, str> {
-    match (
-        &call.params.arguments,
-        call.extensions.get::<SharedArguments>(),
-    ) {
-        (None, Some(SharedArguments::Raw(raw))) => Cow::Borrowed(raw.get()),
-        (None, Some(shared @ SharedArguments::Shared { .. })) => json_text(shared),
-        (arguments, _) => json_text(arguments),
+    if call.params.arguments.is_none()
+        && let Some(SharedArguments::Raw(raw)) = call.extensions.get::<SharedArguments>()
+    {
+        return Cow::Borrowed(raw.get());
     }
-}
-
-fn json_text(value: &impl Serialize) -> Cow<'static, str> {
-    Cow::Owned(serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned()))
+    let text = serde_json::to_string(&arguments_of(call));
+    Cow::Owned(text.unwrap_or_else(|_| "null".to_owned()))
 }
 
 /// `request` whole, arguments held outside its params (if any) put back in

@@ -544,15 +544,7 @@ impl Endpoint {
                 session.cancel(&request);
                 None
             }
-            Posted::Call(call) => {
-                // rmcp answers it instead: freeing a large call's arguments
-                // takes as long as building them, not on this thread.
-                if large {
-                    heavy::drop_off_thread(call);
-                }
-                None
-            }
-            Posted::Other => None,
+            Posted::Call(_) | Posted::Other => None,
         }
     }
 
@@ -565,9 +557,6 @@ impl Endpoint {
             && !self.state.current().promotes_headers(call.name())
             && self.hosts.check(&parts.uri, &parts.headers).is_ok();
         if !takes {
-            if large {
-                heavy::drop_off_thread(call);
-            }
             return None;
         }
         self.state.direct.taken();
