@@ -15,8 +15,10 @@ use rmcp::{
     transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
 };
 
+use hyper_util::client::legacy::Error as LaneError;
+
 use super::{Failure, FailureKind, parse_retry_after};
-use crate::http::HttpObservation;
+use crate::http::{HttpObservation, socket_error};
 
 /// The error type our HTTP transport produces (see [`crate::http::RecordingClient`]).
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -182,8 +184,16 @@ fn http_error(error: &HttpError) -> Failure {
         | StreamableHttpError::ControlRequestTimeout => {
             Failure::timeout("session recovery timed out")
         }
-        StreamableHttpError::Io(_)
-        | StreamableHttpError::Sse(_)
+        // The plain-HTTP lane's send failures arrive as I/O errors carrying
+        // hyper's error.
+        StreamableHttpError::Io(error) => match error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<LaneError>())
+        {
+            Some(error) => lane_error(error),
+            None => Failure::transport("stream ended"),
+        },
+        StreamableHttpError::Sse(_)
         | StreamableHttpError::UnexpectedEndOfStream
         | StreamableHttpError::TransportChannelClosed
         | StreamableHttpError::TokioJoinError(_) => Failure::transport("stream ended"),
@@ -228,6 +238,18 @@ fn reqwest_error(error: &reqwest::Error) -> Failure {
         return Failure::transport("HTTP request failed");
     }
     Failure::new(FailureKind::Unknown, "HTTP client error")
+}
+
+/// A send on the plain-HTTP lane that failed (the same words as
+/// [`reqwest_error`]'s for the same failures).
+fn lane_error(error: &LaneError) -> Failure {
+    let timed_out = socket_error(error).is_some_and(|io| io.kind() == io::ErrorKind::TimedOut);
+    match (error.is_connect(), timed_out) {
+        // The connection was never made, so nothing was sent.
+        (true, true) => Failure::timeout("connect timed out").with_not_run(),
+        (true, false) => Failure::transport("could not connect").with_not_run(),
+        (false, _) => Failure::transport("HTTP request failed"),
+    }
 }
 
 fn io_error(error: &io::Error) -> Failure {

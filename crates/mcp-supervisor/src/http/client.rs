@@ -132,6 +132,8 @@ struct Target {
     /// The URL's path, never its query (which may carry an API key).
     path: String,
     origin: Arc<OriginReuse>,
+    /// `http://`: requests may take the plain-HTTP lane.
+    plain: bool,
 }
 
 impl std::fmt::Debug for RecordingClient {
@@ -191,6 +193,7 @@ impl RecordingClient {
             uri: uri.clone(),
             path: url.path().to_owned(),
             origin: self.clients.origin(&url),
+            plain: url.scheme() == "http",
             url,
         });
         // Only the first endpoint is cached; rmcp never changes it.
@@ -235,6 +238,22 @@ impl RecordingClient {
             request = request.header(name, value);
         }
         request
+    }
+
+    /// Sends `request` (built by [`Self::request`] for `uri`) by the lane its
+    /// target takes: hyper's plain-HTTP lane, or reqwest.
+    async fn send(
+        &self,
+        uri: &Arc<str>,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, HttpError> {
+        let lane = self
+            .target(uri)
+            .and_then(|target| self.clients.plain_lane(&target.origin, target.plain));
+        match lane {
+            Some(lane) => lane.send(request.build().map_err(transport_error)?).await,
+            None => request.send().await.map_err(transport_error),
+        }
     }
 
     /// Records the response and turns any non-2xx status into a typed error.
@@ -518,12 +537,12 @@ impl StreamableHttpClient for RecordingClient {
         let body = heavy::encode(Outgoing::from(message))
             .await
             .map_err(|error| StreamableHttpError::Io(error.into()))?;
-        let response = request
-            .header(CONTENT_TYPE, JSON_MIME_TYPE)
-            .body(body)
-            .send()
-            .await
-            .map_err(transport_error)?;
+        let response = self
+            .send(
+                &uri,
+                request.header(CONTENT_TYPE, JSON_MIME_TYPE).body(body),
+            )
+            .await?;
         if session_attached && response.status() == StatusCode::BAD_REQUEST {
             return Err(self.session_rejection(&uri, response).await);
         }
@@ -576,12 +595,10 @@ impl StreamableHttpClient for RecordingClient {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
-        let response = self
+        let request = self
             .request(reqwest::Method::DELETE, &uri, auth_token, custom_headers)
-            .header(HEADER_SESSION_ID, session_id.as_ref())
-            .send()
-            .await
-            .map_err(transport_error)?;
+            .header(HEADER_SESSION_ID, session_id.as_ref());
+        let response = self.send(&uri, request).await?;
         // 405: the server does not do explicit session deletion, which is fine.
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
@@ -632,7 +649,7 @@ impl StreamableHttpClient for RecordingClient {
         if let Some(last_event_id) = last_event_id {
             request = request.header(HEADER_LAST_EVENT_ID, last_event_id);
         }
-        let response = request.send().await.map_err(transport_error)?;
+        let response = self.send(&uri, request).await?;
         self.check_status("GET", &uri, &response, session_attached)?;
         match header_str(response.headers(), CONTENT_TYPE) {
             Some(ct)

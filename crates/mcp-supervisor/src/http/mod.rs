@@ -8,7 +8,9 @@
 
 mod client;
 mod outgoing;
+mod plain;
 pub(crate) use outgoing::Stamp;
+pub(crate) use plain::{PlainLane, socket_error};
 mod recorder;
 mod reuse;
 mod sse_limit;

@@ -22,12 +22,16 @@ use std::{
     time::Duration,
 };
 
+use super::plain::PlainLane;
+
 /// The two HTTP clients all HTTP connections share, and what each origin
 /// was found to need.
 #[derive(Clone)]
 pub struct HttpClients {
     pooled: reqwest::Client,
     fresh: reqwest::Client,
+    /// Stands in for `pooled` on `http://` origins, when set.
+    plain: Option<PlainLane>,
     origins: Arc<Mutex<HashMap<String, Arc<OriginReuse>>>>,
 }
 
@@ -44,7 +48,26 @@ impl HttpClients {
         HttpClients {
             pooled,
             fresh,
+            plain: None,
             origins: Arc::default(),
+        }
+    }
+
+    /// Sends requests to `http://` origins where reuse works by `plain`
+    /// instead of the pooled reqwest client (see [`PlainLane`]).
+    pub(crate) fn with_plain_lane(mut self, plain: Option<PlainLane>) -> Self {
+        self.plain = plain;
+        self
+    }
+
+    /// The plain-HTTP lane for a request to `origin`, if it takes one: the
+    /// lane is set, the origin is `http://` (`plain`), and reuse does not
+    /// stall there (a stalling origin gets a connection per request, which
+    /// the fresh reqwest client gives).
+    pub(crate) fn plain_lane(&self, origin: &OriginReuse, plain: bool) -> Option<&PlainLane> {
+        match origin.verdict() {
+            Reuse::Stalls => None,
+            Reuse::Unknown | Reuse::Works => self.plain.as_ref().filter(|_| plain),
         }
     }
 
@@ -356,6 +379,26 @@ mod tests {
             origin.claim_probe().is_none(),
             "settled origins are not re-probed"
         );
+    }
+
+    #[test]
+    fn only_http_origins_where_reuse_does_not_stall_take_the_plain_lane() {
+        let lane = PlainLane::new(Duration::from_secs(1), Duration::from_secs(1));
+        let clients = HttpClients::new(reqwest::Client::new(), reqwest::Client::new())
+            .with_plain_lane(lane.clone());
+        let origin = clients.origin(&reqwest::Url::parse("http://127.0.0.1:9/").unwrap());
+        assert_eq!(lane.is_some(), clients.plain_lane(&origin, true).is_some());
+        assert!(clients.plain_lane(&origin, false).is_none(), "https://");
+        origin.claim_probe().unwrap().settle(Reuse::Works);
+        assert_eq!(lane.is_some(), clients.plain_lane(&origin, true).is_some());
+        let stalling = clients.origin(&reqwest::Url::parse("http://127.0.0.1:10/").unwrap());
+        stalling.claim_probe().unwrap().settle(Reuse::Stalls);
+        assert!(
+            clients.plain_lane(&stalling, true).is_none(),
+            "a stalling origin gets a connection per request, from reqwest's fresh client"
+        );
+        let without = HttpClients::new(reqwest::Client::new(), reqwest::Client::new());
+        assert!(without.plain_lane(&origin, true).is_none());
     }
 
     #[test]

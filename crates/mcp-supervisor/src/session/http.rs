@@ -26,8 +26,8 @@ use crate::{
     config::{HttpTransport, OAuthGrant, UpstreamAuth},
     failure::{Failure, FailureKind},
     http::{
-        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, Ping, RecordingClient, Reuse,
-        SessionIds, probe_verdict,
+        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, Ping, PlainLane, RecordingClient,
+        Reuse, SessionIds, probe_verdict,
     },
     oauth,
     policy::Phase,
@@ -40,7 +40,7 @@ use crate::{
 pub fn shared_http_client() -> HttpClients {
     HttpClients::new(
         client_builder()
-            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_idle_timeout(IDLE_TIMEOUT)
             .build()
             .unwrap_or_else(|_| reqwest::Client::new()),
         client_builder()
@@ -48,13 +48,19 @@ pub fn shared_http_client() -> HttpClients {
             .build()
             .unwrap_or_else(|_| reqwest::Client::new()),
     )
+    .with_plain_lane(PlainLane::new(CONNECT_TIMEOUT, IDLE_TIMEOUT))
 }
+
+/// How long a connection to an upstream may take to open. Deadlines are per
+/// operation (call_timeout etc.), enforced above the clients.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a pooled connection to an upstream stays open unused.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .tcp_nodelay(true)
-        // Deadlines are per operation (call_timeout etc.), enforced above the client.
-        .connect_timeout(Duration::from_secs(30))
+        .connect_timeout(CONNECT_TIMEOUT)
         // Never follow redirects: a redirect could carry the bearer token to
         // another origin, and an MCP endpoint has no business redirecting.
         .redirect(reqwest::redirect::Policy::none())

@@ -378,12 +378,14 @@ async fn a_connect_timeout_never_ran() {
             _ => break,
         }
     }
+    let timeout = Duration::from_millis(200);
     let client = reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_millis(200))
+        .connect_timeout(timeout)
         .build()
         .unwrap();
+    let url = format!("http://{address}/");
     let error = client
-        .get(format!("http://{address}/"))
+        .get(&url)
         .send()
         .await
         .expect_err("the handshake is never answered");
@@ -391,5 +393,34 @@ async fn a_connect_timeout_never_ran() {
     let failure = super::reqwest_error(&error);
     assert_eq!(failure.kind, FailureKind::Timeout, "{failure:?}");
     assert!(failure.not_run, "{failure:?}");
+    // The plain-HTTP lane's timeout means the same.
+    let failure = classify(&plain_send(timeout, &url).await);
+    assert_eq!(failure.kind, FailureKind::Timeout, "{failure:?}");
+    assert_eq!(failure.reason, "connect timed out");
+    assert!(failure.not_run, "{failure:?}");
     drop((held, listener));
+}
+
+/// A refused connection on the plain-HTTP lane is what it is on reqwest's:
+/// a transport failure whose request never ran.
+#[tokio::test]
+async fn a_refused_connection_on_the_plain_lane_never_ran() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let url = format!("http://{address}/mcp");
+    let expected = reqwest::Client::new().post(&url).send().await.unwrap_err();
+    let expected = super::reqwest_error(&expected);
+    let failure = classify(&plain_send(Duration::from_secs(5), &url).await);
+    assert_eq!(failure.kind, FailureKind::Transport, "{failure:?}");
+    assert_eq!(failure.reason, expected.reason);
+    assert!(failure.not_run && expected.not_run, "{failure:?}");
+}
+
+/// Sends a POST to `url` on a plain-HTTP lane, expecting it to fail.
+async fn plain_send(connect_timeout: Duration, url: &str) -> HttpError {
+    let lane = crate::http::PlainLane::new(connect_timeout, connect_timeout)
+        .expect("no proxy is configured for the tests");
+    let request = reqwest::Client::new().post(url).build().unwrap();
+    lane.send(request).await.expect_err("nothing answers")
 }

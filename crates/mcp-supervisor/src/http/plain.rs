@@ -1,0 +1,196 @@
+//! The plain-HTTP lane: requests to an `http://` upstream go straight to
+//! hyper's pooled client instead of through reqwest.
+//!
+//! reqwest stacks a redirect layer, a retry layer and a proxy matcher over
+//! the same hyper client, and parses the request's URL twice on the way (the
+//! redirect policy asks for it whatever the policy is): about an eighth of a
+//! gateway call's instructions (docs/DECISIONS.md #117). This lane keeps what
+//! the connection's requests rely on (pooled keep-alive, `TCP_NODELAY`, the
+//! connect timeout, no redirects followed) and hands the answer back as a
+//! `reqwest::Response`, so everything after the send is shared with the
+//! reqwest lane. `https://` upstreams, origins where reuse stalls, and every
+//! request while a proxy is configured in the environment keep reqwest.
+
+use std::{io, time::Duration};
+
+use hyper_util::{
+    client::legacy::{Client, Error as LaneError, connect::HttpConnector},
+    rt::{TokioExecutor, TokioTimer},
+};
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// The environment variables reqwest takes an `http://` request's proxy from.
+const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
+
+/// hyper's pooled client for `http://` upstreams.
+#[derive(Clone)]
+pub(crate) struct PlainLane(Client<HttpConnector, reqwest::Body>);
+
+impl PlainLane {
+    /// The lane, set up as the reqwest client it stands in for (`TCP_NODELAY`,
+    /// a 30 s connect timeout, idle connections kept 60 s); `None` when a
+    /// proxy for `http://` requests is configured in the environment, which
+    /// reqwest honours and this lane would not.
+    pub(crate) fn new(connect_timeout: Duration, idle_timeout: Duration) -> Option<Self> {
+        Self::unless_proxied(|name| std::env::var_os(name), connect_timeout, idle_timeout)
+    }
+
+    fn unless_proxied(
+        variable: impl Fn(&str) -> Option<std::ffi::OsString>,
+        connect_timeout: Duration,
+        idle_timeout: Duration,
+    ) -> Option<Self> {
+        let proxied = PROXY_VARIABLES
+            .iter()
+            .any(|name| variable(name).is_some_and(|value| !value.is_empty()));
+        if proxied {
+            return None;
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(connect_timeout));
+        let client = Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(idle_timeout)
+            .build(connector);
+        Some(PlainLane(client))
+    }
+
+    /// Sends `request` (an `http://` URL) and returns its answer's head with
+    /// the body still streaming.
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::Request,
+    ) -> Result<reqwest::Response, HttpError> {
+        let url = request.url().clone();
+        let request = http::Request::try_from(request)
+            .map_err(|error| StreamableHttpError::Client(error.without_url()))?;
+        let mut response = self.0.request(request).await.map_err(lane_error)?;
+        // reqwest's conversion takes the answer's URL from its extensions,
+        // and parses a placeholder URL for each answer without one (about
+        // 3,500 instructions, a fiftieth of a call).
+        response.extensions_mut().extend(url_extension(url));
+        Ok(reqwest::Response::from(response.map(reqwest::Body::wrap)))
+    }
+}
+
+/// The extension that tells reqwest a response's URL (its type is private
+/// to reqwest; its builder extension sets it).
+fn url_extension(url: reqwest::Url) -> http::Extensions {
+    use reqwest::ResponseBuilderExt;
+    let mut builder = http::response::Builder::new().url(url);
+    builder
+        .extensions_mut()
+        .map(std::mem::take)
+        .unwrap_or_default()
+}
+
+/// A failed send, as an I/O error carrying hyper's error (the classifier
+/// reads whether the connection was ever made from it); its kind is the
+/// underlying socket error's, when there is one.
+fn lane_error(error: LaneError) -> HttpError {
+    let kind = socket_error(&error).map_or(io::ErrorKind::Other, io::Error::kind);
+    StreamableHttpError::Io(io::Error::new(kind, error))
+}
+
+/// The socket error under a lane error, if any.
+pub(crate) fn socket_error(error: &LaneError) -> Option<&io::Error> {
+    let mut source = std::error::Error::source(error);
+    while let Some(node) = source {
+        if let Some(io) = node.downcast_ref::<io::Error>() {
+            return Some(io);
+        }
+        source = node.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// One HTTP/1.1 exchange on loopback: the request as far as its head
+    /// (and whatever came with it), answered with `answer`.
+    async fn answer_once(answer: &'static str) -> (String, tokio::task::JoinHandle<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp?key=1", listener.local_addr().unwrap());
+        let served = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buffer = [0; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buffer).await.unwrap();
+                assert!(n > 0, "the request ended before its head did");
+                head.extend_from_slice(&buffer[..n]);
+            }
+            socket.write_all(answer.as_bytes()).await.unwrap();
+            String::from_utf8(head).unwrap()
+        });
+        (url, served)
+    }
+
+    #[tokio::test]
+    async fn an_answer_comes_back_as_reqwests_with_the_requests_url() {
+        let (url, served) = answer_once(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+        )
+        .await;
+        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
+        let request = reqwest::Client::new()
+            .get(&url)
+            .header("mcp-session-id", "s1")
+            .build()
+            .unwrap();
+        let response = lane.send(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        // Without the URL carried over, reqwest names a placeholder.
+        assert_eq!(response.url().as_str(), url);
+        assert_eq!(response.headers()["content-type"], "application/json");
+        assert_eq!(response.bytes().await.unwrap().as_ref(), b"{}");
+        let head = served.await.unwrap();
+        let head = head.to_ascii_lowercase();
+        assert!(head.starts_with("get /mcp?key=1 http/1.1\r\n"), "{head}");
+        assert!(head.contains("\r\nhost: 127.0.0.1:"), "{head}");
+        assert!(head.contains("\r\nmcp-session-id: s1\r\n"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_an_answer_not_followed() {
+        let (url, served) = answer_once(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:9/elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        )
+        .await;
+        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
+        let request = reqwest::Client::new()
+            .post(&url)
+            .body("{}")
+            .build()
+            .unwrap();
+        let response = lane.send(request).await.unwrap();
+        assert_eq!(response.status(), 307);
+        served.await.unwrap();
+    }
+
+    #[test]
+    fn a_proxy_in_the_environment_turns_the_lane_off() {
+        let none = |_: &str| None;
+        assert!(PlainLane::unless_proxied(none, TIMEOUT, TIMEOUT).is_some());
+        for name in PROXY_VARIABLES {
+            let set = |asked: &str| (asked == name).then(|| "http://proxy:3128".into());
+            assert!(
+                PlainLane::unless_proxied(set, TIMEOUT, TIMEOUT).is_none(),
+                "{name}"
+            );
+        }
+        let empty = |_: &str| Some(std::ffi::OsString::new());
+        assert!(PlainLane::unless_proxied(empty, TIMEOUT, TIMEOUT).is_some());
+        let https_only = |asked: &str| (asked == "HTTPS_PROXY").then(|| "http://proxy:3128".into());
+        assert!(PlainLane::unless_proxied(https_only, TIMEOUT, TIMEOUT).is_some());
+    }
+}
