@@ -132,8 +132,9 @@ struct Target {
     /// The URL's path, never its query (which may carry an API key).
     path: String,
     origin: Arc<OriginReuse>,
-    /// `http://`: requests may take the plain-HTTP lane.
-    plain: bool,
+    /// The URL as hyper's `Uri`, parsed once, for an `http://` URL: its
+    /// requests may take the plain-HTTP lane.
+    lane_uri: Option<http::Uri>,
 }
 
 impl std::fmt::Debug for RecordingClient {
@@ -193,7 +194,9 @@ impl RecordingClient {
             uri: uri.clone(),
             path: url.path().to_owned(),
             origin: self.clients.origin(&url),
-            plain: url.scheme() == "http",
+            lane_uri: (url.scheme() == "http")
+                .then(|| url.as_str().parse().ok())
+                .flatten(),
             url,
         });
         // Only the first endpoint is cached; rmcp never changes it.
@@ -247,11 +250,16 @@ impl RecordingClient {
         uri: &Arc<str>,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, HttpError> {
-        let lane = self
-            .target(uri)
-            .and_then(|target| self.clients.plain_lane(&target.origin, target.plain));
+        let target = self.target(uri);
+        let lane = target.as_deref().and_then(|target| {
+            let uri = target.lane_uri.as_ref()?;
+            Some((self.clients.plain_lane(&target.origin)?, uri))
+        });
         match lane {
-            Some(lane) => lane.send(request.build().map_err(transport_error)?).await,
+            Some((lane, uri)) => {
+                let request = request.build().map_err(transport_error)?;
+                lane.send(request, uri.clone()).await
+            }
             None => request.send().await.map_err(transport_error),
         }
     }

@@ -59,15 +59,15 @@ impl PlainLane {
         Some(PlainLane(client))
     }
 
-    /// Sends `request` (an `http://` URL) and returns its answer's head with
-    /// the body still streaming.
+    /// Sends `request` (to an `http://` URL, `uri` parsed from it) and
+    /// returns its answer's head with the body still streaming.
     pub(crate) async fn send(
         &self,
         request: reqwest::Request,
+        uri: http::Uri,
     ) -> Result<reqwest::Response, HttpError> {
         let url = request.url().clone();
-        let request = http::Request::try_from(request)
-            .map_err(|error| StreamableHttpError::Client(error.without_url()))?;
+        let request = hypers(request, uri);
         let mut response = self.0.request(request).await.map_err(lane_error)?;
         // reqwest's conversion takes the answer's URL from its extensions,
         // and parses a placeholder URL for each answer without one (about
@@ -75,6 +75,24 @@ impl PlainLane {
         response.extensions_mut().extend(url_extension(url));
         Ok(reqwest::Response::from(response.map(reqwest::Body::wrap)))
     }
+}
+
+/// `request` as hyper's, for `uri` (its URL parsed once for every request
+/// to it: reqwest's own conversion parses the URL's text again each time).
+/// reqwest's request extensions stay behind: they are reqwest's own, and
+/// its builder adds none to ours.
+fn hypers(mut request: reqwest::Request, uri: http::Uri) -> http::Request<reqwest::Body> {
+    // What reqwest sends for a request without a body.
+    let body = request
+        .body_mut()
+        .take()
+        .unwrap_or_else(|| bytes::Bytes::new().into());
+    let mut sent = http::Request::new(body);
+    *sent.method_mut() = request.method().clone();
+    *sent.uri_mut() = uri;
+    *sent.version_mut() = request.version();
+    *sent.headers_mut() = std::mem::take(request.headers_mut());
+    sent
 }
 
 /// The extension that tells reqwest a response's URL (its type is private
@@ -147,7 +165,7 @@ mod tests {
             .header("mcp-session-id", "s1")
             .build()
             .unwrap();
-        let response = lane.send(request).await.unwrap();
+        let response = lane.send(request, url.parse().unwrap()).await.unwrap();
         assert_eq!(response.status(), 200);
         // Without the URL carried over, reqwest names a placeholder.
         assert_eq!(response.url().as_str(), url);
@@ -158,6 +176,8 @@ mod tests {
         assert!(head.starts_with("get /mcp?key=1 http/1.1\r\n"), "{head}");
         assert!(head.contains("\r\nhost: 127.0.0.1:"), "{head}");
         assert!(head.contains("\r\nmcp-session-id: s1\r\n"), "{head}");
+        // No body: nothing says one follows.
+        assert!(!head.contains("transfer-encoding"), "{head}");
     }
 
     #[tokio::test]
@@ -172,7 +192,7 @@ mod tests {
             .body("{}")
             .build()
             .unwrap();
-        let response = lane.send(request).await.unwrap();
+        let response = lane.send(request, url.parse().unwrap()).await.unwrap();
         assert_eq!(response.status(), 307);
         served.await.unwrap();
     }

@@ -60,14 +60,14 @@ impl HttpClients {
         self
     }
 
-    /// The plain-HTTP lane for a request to `origin`, if it takes one: the
-    /// lane is set, the origin is `http://` (`plain`), and reuse does not
-    /// stall there (a stalling origin gets a connection per request, which
-    /// the fresh reqwest client gives).
-    pub(crate) fn plain_lane(&self, origin: &OriginReuse, plain: bool) -> Option<&PlainLane> {
+    /// The plain-HTTP lane for a request to `origin` (an `http://` one), if
+    /// it takes one: the lane is set, and reuse does not stall there (a
+    /// stalling origin gets a connection per request, which the fresh
+    /// reqwest client gives).
+    pub(crate) fn plain_lane(&self, origin: &OriginReuse) -> Option<&PlainLane> {
         match origin.verdict() {
             Reuse::Stalls => None,
-            Reuse::Unknown | Reuse::Works => self.plain.as_ref().filter(|_| plain),
+            Reuse::Unknown | Reuse::Works => self.plain.as_ref(),
         }
     }
 
@@ -382,23 +382,22 @@ mod tests {
     }
 
     #[test]
-    fn only_http_origins_where_reuse_does_not_stall_take_the_plain_lane() {
+    fn only_origins_where_reuse_does_not_stall_take_the_plain_lane() {
         let lane = PlainLane::new(Duration::from_secs(1), Duration::from_secs(1));
         let clients = HttpClients::new(reqwest::Client::new(), reqwest::Client::new())
             .with_plain_lane(lane.clone());
         let origin = clients.origin(&reqwest::Url::parse("http://127.0.0.1:9/").unwrap());
-        assert_eq!(lane.is_some(), clients.plain_lane(&origin, true).is_some());
-        assert!(clients.plain_lane(&origin, false).is_none(), "https://");
+        assert_eq!(lane.is_some(), clients.plain_lane(&origin).is_some());
         origin.claim_probe().unwrap().settle(Reuse::Works);
-        assert_eq!(lane.is_some(), clients.plain_lane(&origin, true).is_some());
+        assert_eq!(lane.is_some(), clients.plain_lane(&origin).is_some());
         let stalling = clients.origin(&reqwest::Url::parse("http://127.0.0.1:10/").unwrap());
         stalling.claim_probe().unwrap().settle(Reuse::Stalls);
         assert!(
-            clients.plain_lane(&stalling, true).is_none(),
+            clients.plain_lane(&stalling).is_none(),
             "a stalling origin gets a connection per request, from reqwest's fresh client"
         );
         let without = HttpClients::new(reqwest::Client::new(), reqwest::Client::new());
-        assert!(without.plain_lane(&origin, true).is_none());
+        assert!(without.plain_lane(&origin).is_none());
     }
 
     #[test]
