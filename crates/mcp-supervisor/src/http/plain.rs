@@ -132,9 +132,15 @@ mod tests {
 
     const TIMEOUT: Duration = Duration::from_secs(30);
 
-    /// One HTTP/1.1 exchange on loopback: the request as far as its head
-    /// (and whatever came with it), answered with `answer`.
-    async fn answer_once(answer: &'static str) -> (String, tokio::task::JoinHandle<String>) {
+    /// Sends the request `build` makes for a loopback server's URL on a
+    /// lane; the server reads the request as far as its head (and whatever
+    /// came with it), then answers `answer`. Returns the URL, the answer and
+    /// the request as it arrived, each within 10 s (a test fails, never
+    /// hangs).
+    async fn exchange(
+        answer: &'static str,
+        build: impl FnOnce(&str) -> reqwest::RequestBuilder,
+    ) -> (String, reqwest::Response, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp?key=1", listener.local_addr().unwrap());
@@ -150,29 +156,27 @@ mod tests {
             socket.write_all(answer.as_bytes()).await.unwrap();
             String::from_utf8(head).unwrap()
         });
-        (url, served)
+        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
+        let request = build(&url).build().unwrap();
+        let bound = Duration::from_secs(10);
+        let sent = lane.send(request, url.parse().unwrap());
+        let response = tokio::time::timeout(bound, sent).await.expect("answered");
+        let head = tokio::time::timeout(bound, served).await.expect("served");
+        (url, response.unwrap(), head.unwrap().to_ascii_lowercase())
     }
 
     #[tokio::test]
     async fn an_answer_comes_back_as_reqwests_with_the_requests_url() {
-        let (url, served) = answer_once(
+        let (url, response, head) = exchange(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+            |url| reqwest::Client::new().get(url).header("mcp-session-id", "s1"),
         )
         .await;
-        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
-        let request = reqwest::Client::new()
-            .get(&url)
-            .header("mcp-session-id", "s1")
-            .build()
-            .unwrap();
-        let response = lane.send(request, url.parse().unwrap()).await.unwrap();
         assert_eq!(response.status(), 200);
         // Without the URL carried over, reqwest names a placeholder.
         assert_eq!(response.url().as_str(), url);
         assert_eq!(response.headers()["content-type"], "application/json");
         assert_eq!(response.bytes().await.unwrap().as_ref(), b"{}");
-        let head = served.await.unwrap();
-        let head = head.to_ascii_lowercase();
         assert!(head.starts_with("get /mcp?key=1 http/1.1\r\n"), "{head}");
         assert!(head.contains("\r\nhost: 127.0.0.1:"), "{head}");
         assert!(head.contains("\r\nmcp-session-id: s1\r\n"), "{head}");
@@ -182,19 +186,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_redirect_is_an_answer_not_followed() {
-        let (url, served) = answer_once(
+        let (_, response, head) = exchange(
             "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:9/elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            |url| reqwest::Client::new().post(url).body("{}"),
         )
         .await;
-        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
-        let request = reqwest::Client::new()
-            .post(&url)
-            .body("{}")
-            .build()
-            .unwrap();
-        let response = lane.send(request, url.parse().unwrap()).await.unwrap();
         assert_eq!(response.status(), 307);
-        served.await.unwrap();
+        assert!(head.starts_with("post /mcp?key=1 http/1.1\r\n"), "{head}");
+        assert!(head.contains("\r\ncontent-length: 2\r\n"), "{head}");
     }
 
     #[test]
