@@ -33,7 +33,10 @@ use super::{
 use crate::{
     Forwarded,
     config::{Expose, Prefix},
-    registry::{Catalog, ConnectionSummary, Forward, ListConnections, ListTools, Registry},
+    registry::{
+        Catalog, ConnectionSummary, Forward, ListConnections, ListTools, Registry, Routes,
+        ShareRoutes,
+    },
     session::{DownstreamLink, ListKind},
     telemetry::TraceParent,
 };
@@ -68,6 +71,8 @@ const MAX_DOWNSTREAM_SESSIONS: usize = 4096;
 #[derive(Debug)]
 pub struct GatewayState {
     pub(super) registry: Addr<Registry>,
+    /// The registry's routes, asked for on first use.
+    routes: tokio::sync::OnceCell<Routes>,
     pub(super) expose: Expose,
     prefix: Prefix,
     view: Mutex<View>,
@@ -108,6 +113,7 @@ impl GatewayState {
     pub fn new(registry: Addr<Registry>, expose: Expose, prefix: Prefix) -> Arc<Self> {
         Arc::new(GatewayState {
             registry,
+            routes: tokio::sync::OnceCell::new(),
             expose,
             prefix,
             view: Mutex::new(View::default()),
@@ -303,7 +309,8 @@ impl GatewayState {
         find(&*self.refresh().await)
     }
 
-    /// Sends `request` to `connection` through the registry (admission,
+    /// Sends `request` to `connection`, through the registry or, when the
+    /// registry has a route to it, straight to its actor (admission,
     /// deadline, classification, park/retire, like any call).
     pub(super) async fn forward(
         &self,
@@ -320,13 +327,16 @@ impl GatewayState {
             link,
             trace: trace.clone(),
         };
-        let forwarded = match self.registry.send(forward).await {
-            Ok(forwarded) => forwarded,
-            Err(_) => Forwarded::Refused(crate::CallOutcome::Unavailable {
-                failure: crate::Failure::transport("the supervisor is shutting down"),
-                retry_in: None,
-                message: crate::outcome::messages::stopped(connection),
-            }),
+        let forwarded = match self.routes().await.get(connection) {
+            Some(route) => route.forward(forward).await,
+            None => match self.registry.send(forward).await {
+                Ok(forwarded) => forwarded,
+                Err(_) => Forwarded::Refused(crate::CallOutcome::Unavailable {
+                    failure: crate::Failure::transport("the supervisor is shutting down"),
+                    retry_in: None,
+                    message: crate::outcome::messages::stopped(connection),
+                }),
+            },
         };
         if let Forwarded::Refused(outcome) = &forwarded {
             trace.answered_instead(outcome);
@@ -337,6 +347,14 @@ impl GatewayState {
             downstream.settled().await;
         }
         forwarded
+    }
+
+    /// The registry's routes (none if it is gone: then every request goes
+    /// to it, and is told it is stopped).
+    pub async fn routes(&self) -> &Routes {
+        self.routes
+            .get_or_init(|| async { self.registry.send(ShareRoutes).await.unwrap_or_default() })
+            .await
     }
 
     /// Remembers which connection runs task `id`, so `tasks/*` reach it.

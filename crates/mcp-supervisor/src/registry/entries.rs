@@ -140,10 +140,12 @@ impl Registry {
     ) -> Option<Addr<ConnectionActor>> {
         let deps = self.deps(ctx);
         let entry = self.entries.get_mut(name)?;
-        match &entry.actor {
-            Some(actor) => Some(actor.clone()),
-            None => Some(entry.start(deps, Handover::default())),
+        if let Some(actor) = &entry.actor {
+            return Some(actor.clone());
         }
+        let actor = entry.start(deps, Handover::default());
+        self.reroute(name);
+        Some(actor)
     }
 
     /// The connection's catalog: cached, the load in flight, or a new load.
@@ -160,6 +162,7 @@ impl Registry {
         }
         let (tx, rx) = oneshot::channel();
         entry.catalog = CatalogState::Loading(vec![tx]);
+        self.reroute(name);
         self.load_catalog(name, ctx);
         Some(CatalogFetch::Wait(rx))
     }
@@ -198,12 +201,15 @@ impl Registry {
                 let _ = waiter.send(result.clone());
             }
         }
-        let Ok(catalog) = result else { return };
-        let changed = match entry.last_catalog.replace(catalog.clone()) {
-            Some(before) => before.changed_lists(&catalog),
-            // The first catalog: nobody was told of another.
-            None => Vec::new(),
+        let changed = match &result {
+            Ok(catalog) => match entry.last_catalog.replace(catalog.clone()) {
+                Some(before) => before.changed_lists(catalog),
+                // The first catalog: nobody was told of another.
+                None => Vec::new(),
+            },
+            Err(_) => Vec::new(),
         };
+        self.reroute(name);
         if !changed.is_empty() {
             self.publish(&ConnectionEvent::CatalogChanged {
                 connection: name.to_owned(),
@@ -235,6 +241,7 @@ impl Registry {
             return; // the load in flight will see the new list
         }
         entry.catalog = CatalogState::Loading(Vec::new());
+        self.reroute(name);
         self.load_catalog(name, ctx);
     }
 
@@ -280,6 +287,7 @@ impl Registry {
             actor.do_send(Retire {
                 reason: RetireReason::CrashLoop,
             });
+            self.reroute(name);
             return;
         }
         entry.recent_restarts.push_back(now);
@@ -288,6 +296,7 @@ impl Registry {
         let restarts = entry.restarts;
         tracing::warn!(connection = %name, restarts, "connection actor died; restarted");
         entry.start(deps, handover);
+        self.reroute(name);
         self.publish(&ConnectionEvent::Restarted {
             connection: name.to_owned(),
             restarts,

@@ -64,6 +64,12 @@ pub struct Forward {
     pub trace: TraceParent,
 }
 
+/// The registry's [`Routes`](super::Routes), for a sender that goes
+/// straight to a connection's actor when it can (the gateway).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "super::Routes")]
+pub struct ShareRoutes;
+
 /// The connection's catalog (loaded on first request, then cached).
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<Arc<Catalog>, Unavailable>")]
@@ -558,6 +564,7 @@ impl Registry {
             connection,
         );
         entry.recent_restarts.clear();
+        self.reroute(connection);
         self.policy.do_send(ResetConnection {
             connection: connection.to_owned(),
         });
@@ -713,6 +720,7 @@ impl Registry {
         self.policy
             .do_send(UpdateSettings(super::policy_settings(&new)));
         self.config = Arc::new(new);
+        self.reroute_all();
         tracing::info!(
             added = report.added.len(),
             removed = report.removed.len(),
@@ -798,6 +806,7 @@ impl Handler<Shutdown> for Registry {
 
     fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
         self.shutting_down = true;
+        self.reroute_all();
         let bound = self.config.supervisor.shutdown_timeout;
         let stops: Vec<_> = self
             .entries

@@ -20,8 +20,8 @@ use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 
 pub use catalog::{Catalog, SchemaInterner};
 pub use messages::*;
-pub use routing::retry_safe;
 pub(crate) use routing::unknown_connection_message;
+pub use routing::{Route, Routes, retry_safe};
 
 use self::entries::Entry;
 use crate::{
@@ -54,6 +54,8 @@ pub struct Registry {
     on_fleet_reload: Option<tokio::sync::mpsc::UnboundedSender<()>>,
     /// Where OAuth tokens are shared: in a fleet with a key (`[fleet]`).
     tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
+    /// The ways straight to the connections' actors, written here only.
+    routes: Routes,
 }
 
 impl Registry {
@@ -77,6 +79,7 @@ impl Registry {
             fleet_store: None,
             on_fleet_reload: None,
             tokens: None,
+            routes: Routes::default(),
         }
     }
 

@@ -4,20 +4,24 @@
 //! `retry_calls` and the tool's annotations (docs/SUPERVISION.md, "Never
 //! twice"). The `CallTool` and `Forward` handlers.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, RwLock},
+    time::Duration,
+};
 
-use actix::{Context, Handler, ResponseFuture};
+use actix::{Addr, Context, Handler, MessageResult, ResponseFuture};
 use futures::{FutureExt, future::BoxFuture};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, Tool};
 
 use super::{
-    CallTool, Forward, Registry,
-    entries::{not_ready, stopped},
+    CallTool, Catalog, Forward, Registry, ShareRoutes,
+    entries::{CatalogFetch, Entry, not_ready, stopped},
 };
 use crate::{
     CallOutcome, Failure, FailureKind, Forwarded,
-    config::RetryCalls,
-    connection::{CallRetry, ConnectionForward},
+    config::{ConnectionConfig, RetryCalls},
+    connection::{CallRetry, ConnectionActor, ConnectionForward},
     heavy::SharedRequest,
     session::DownstreamLink,
     telemetry::TraceParent,
@@ -107,36 +111,96 @@ impl Registry {
         pass_errors: bool,
         ctx: &mut Context<Self>,
     ) -> BoxFuture<'static, Forwarded> {
-        // Found heavy or not once, here; a heavy request refused anywhere
-        // on its way is freed off the thread too.
-        let request = SharedRequest::new(request);
         let Some(entry) = self.entries.get(&connection) else {
+            // Found heavy or not, so that it is freed off the thread too.
+            drop(SharedRequest::new(request));
             return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
                 .boxed();
         };
-        let budget = timeout.unwrap_or(entry.config.call_timeout);
-        // Every wait the request makes counts against its budget: the
-        // catalog, the admission queue, connecting, retries.
-        let deadline = tokio::time::Instant::now() + budget;
-        let retry_calls = entry.config.retry_calls;
+        // Refused before any I/O: a tool outside the allowlist does not exist.
+        let checked = match Checked::new(connection, request, timeout, &entry.config) {
+            Ok(checked) => checked,
+            Err(refused) => return refused,
+        };
+        let Some(actor) = self.actor(&checked.connection, ctx) else {
+            return std::future::ready(Forwarded::Refused(
+                self.unknown_connection(&checked.connection),
+            ))
+            .boxed();
+        };
+        let catalog = match checked.tool {
+            Some(_) => self.catalog(&checked.connection, ctx),
+            None => None,
+        };
+        checked.send(actor, catalog, (link, trace), pass_errors)
+    }
+}
+
+/// A request checked against its connection's config, on its way to the
+/// connection's actor: the same way whether the registry sends it or the
+/// gateway does on a [`Route`].
+struct Checked {
+    connection: String,
+    /// Found heavy or not once, here; a heavy request refused anywhere on
+    /// its way is freed off the thread too.
+    request: SharedRequest,
+    /// The tool, for a `tools/call`.
+    tool: Option<String>,
+    /// Every wait the request makes counts against its budget: the
+    /// catalog, the admission queue, connecting, retries.
+    deadline: tokio::time::Instant,
+    budget: Duration,
+    retry_calls: RetryCalls,
+}
+
+impl Checked {
+    /// `request` for `connection` under `config`, or its refusal (a tool
+    /// outside the allowlist does not exist), ready to be answered.
+    fn new(
+        connection: String,
+        request: Arc<ClientRequest>,
+        timeout: Option<Duration>,
+        config: &ConnectionConfig,
+    ) -> Result<Checked, BoxFuture<'static, Forwarded>> {
+        let request = SharedRequest::new(request);
+        let budget = timeout.unwrap_or(config.call_timeout);
         let tool = match request.shared().as_ref() {
             ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
             _ => None,
         };
-        // Refused before any I/O: a tool outside the allowlist does not exist.
         if let Some(tool) = &tool
-            && !entry.config.allows_tool(tool)
+            && !config.allows_tool(tool)
         {
-            return std::future::ready(Forwarded::Refused(unknown_tool(&connection, tool))).boxed();
+            return Err(
+                std::future::ready(Forwarded::Refused(unknown_tool(&connection, tool))).boxed(),
+            );
         }
-        let Some(actor) = self.actor(&connection, ctx) else {
-            return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
-                .boxed();
-        };
-        let catalog = match tool {
-            Some(_) => self.catalog(&connection, ctx),
-            None => None,
-        };
+        Ok(Checked {
+            connection,
+            request,
+            tool,
+            deadline: tokio::time::Instant::now() + budget,
+            budget,
+            retry_calls: config.retry_calls,
+        })
+    }
+
+    /// Sends it to `actor` once the catalog (for a call) names its tool.
+    fn send(
+        self,
+        actor: Addr<ConnectionActor>,
+        catalog: Option<CatalogFetch>,
+        (link, trace): (Option<DownstreamLink>, TraceParent),
+        pass_errors: bool,
+    ) -> BoxFuture<'static, Forwarded> {
+        let Checked {
+            connection,
+            request,
+            tool,
+            deadline,
+            budget,
+            retry_calls,
+        } = self;
         async move {
             let retry = match (&tool, catalog) {
                 (Some(tool), Some(catalog)) => {
@@ -175,6 +239,125 @@ impl Registry {
             }
         }
         .boxed()
+    }
+}
+
+/// The ways to the connections that need nothing of the registry but a
+/// look-up: a running actor and a loaded catalog, under the config they run
+/// with. The registry is their one writer (`Registry::reroute`, on every
+/// change to any of the three); the gateway reads them to send a request
+/// straight to the connection's actor, sparing it the registry's mailbox
+/// (docs/DECISIONS.md #118). A connection without a route (not started, its
+/// catalog loading, just restarted) is reached through the registry, as
+/// before.
+#[derive(Debug, Clone, Default)]
+pub struct Routes(Arc<RwLock<HashMap<String, Route>>>);
+
+/// One connection's way, as the registry last wrote it.
+#[derive(Debug, Clone)]
+pub struct Route {
+    actor: Addr<ConnectionActor>,
+    config: Arc<ConnectionConfig>,
+    catalog: Arc<Catalog>,
+}
+
+impl Route {
+    /// Sends `msg` on this route, exactly as the registry would.
+    pub fn forward(self, msg: Forward) -> BoxFuture<'static, Forwarded> {
+        let Forward {
+            connection,
+            request,
+            link,
+            trace,
+        } = msg;
+        match Checked::new(connection, request, None, &self.config) {
+            Ok(checked) => checked.send(
+                self.actor,
+                Some(CatalogFetch::Ready(self.catalog)),
+                (link, trace),
+                true,
+            ),
+            Err(refused) => refused,
+        }
+    }
+}
+
+impl Routes {
+    /// `connection`'s route, if it has one whose actor still runs; without,
+    /// a request is the registry's.
+    pub fn get(&self, connection: &str) -> Option<Route> {
+        let table = self.0.read().unwrap_or_else(|p| p.into_inner());
+        table
+            .get(connection)
+            .filter(|route| route.actor.connected())
+            .cloned()
+    }
+
+    /// Whether `connection` has a route now.
+    pub fn has(&self, connection: &str) -> bool {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(connection)
+    }
+
+    /// Writes (or clears) `connection`'s route.
+    pub(super) fn set(&self, connection: &str, route: Option<Route>) {
+        let mut table = self.0.write().unwrap_or_else(|p| p.into_inner());
+        match route {
+            Some(route) => {
+                table.insert(connection.to_owned(), route);
+            }
+            None => {
+                table.remove(connection);
+            }
+        }
+    }
+
+    /// Replaces every route.
+    pub(super) fn set_all(&self, routes: HashMap<String, Route>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = routes;
+    }
+}
+
+impl Handler<ShareRoutes> for Registry {
+    type Result = MessageResult<ShareRoutes>;
+
+    fn handle(&mut self, _: ShareRoutes, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.routes.clone())
+    }
+}
+
+impl Registry {
+    /// Writes `connection`'s route from its entry as it is now: called
+    /// wherever its actor, catalog or config changes.
+    pub(super) fn reroute(&self, connection: &str) {
+        let route = self
+            .entries
+            .get(connection)
+            .and_then(|entry| self.route_of(entry));
+        self.routes.set(connection, route);
+    }
+
+    /// Writes every route again (a reload, the shutdown).
+    pub(super) fn reroute_all(&self) {
+        self.routes.set_all(
+            self.entries
+                .iter()
+                .filter_map(|(name, entry)| Some((name.clone(), self.route_of(entry)?)))
+                .collect(),
+        );
+    }
+
+    fn route_of(&self, entry: &Entry) -> Option<Route> {
+        if self.shutting_down {
+            return None;
+        }
+        Some(Route {
+            actor: entry.actor.clone()?,
+            config: entry.config.clone(),
+            catalog: entry.loaded_catalog()?,
+        })
     }
 }
 
