@@ -44,13 +44,19 @@ pub(crate) enum LeaseAttempt {
 }
 
 impl LeaseAttempt {
-    /// Waits for the lease (if a build is in flight).
-    pub(crate) async fn resolve(self, if_dropped: crate::Unavailable) -> Result<Lease, LeaseError> {
+    /// Waits for the lease (if a build is in flight); `if_dropped` says why
+    /// not if the build is dropped unanswered (made only then).
+    pub(crate) async fn resolve(
+        self,
+        if_dropped: impl FnOnce() -> crate::Unavailable,
+    ) -> Result<Lease, LeaseError> {
         match self {
             LeaseAttempt::Ready(lease) => Ok(lease),
             LeaseAttempt::Refused(unavailable) => Err(LeaseError::Refused(unavailable)),
             LeaseAttempt::Held { until, refusal } => Err(LeaseError::Held { until, refusal }),
-            LeaseAttempt::Wait(rx) => rx.await.unwrap_or(Err(LeaseError::Refused(if_dropped))),
+            LeaseAttempt::Wait(rx) => rx
+                .await
+                .unwrap_or_else(|_| Err(LeaseError::Refused(if_dropped()))),
         }
     }
 }

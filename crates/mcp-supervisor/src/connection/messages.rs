@@ -441,7 +441,7 @@ impl Handler<Acquire> for ConnectionActor {
     fn handle(&mut self, _: Acquire, ctx: &mut Context<Self>) -> Self::Result {
         let attempt = self.lease(ctx);
         let stopped = self.refusal();
-        Box::pin(async move { attempt.resolve(stopped).await })
+        Box::pin(async move { attempt.resolve(move || stopped).await })
     }
 }
 

@@ -207,7 +207,7 @@ impl Operation {
             let mut held = Duration::ZERO;
             let lease = loop {
                 let lease = match first.take() {
-                    Some(attempt) => self.by_deadline(attempt.resolve(self.stopped())).await,
+                    Some(attempt) => self.by_deadline(attempt.resolve(|| self.stopped())).await,
                     None => self.acquire().await,
                 };
                 // A `Retry-After` window: wait it out if the budget allows

@@ -135,7 +135,5 @@ impl DirectSession {
 /// Whether `headers` are those of a request rmcp's server would take as it
 /// is: JSON in, both JSON and SSE accepted.
 pub(super) fn plain(headers: &HeaderMap) -> bool {
-    is_json(headers)
-        && accepts(headers, "application/json")
-        && accepts(headers, "text/event-stream")
+    is_json(headers) && accepts(headers, ["application/json", "text/event-stream"])
 }

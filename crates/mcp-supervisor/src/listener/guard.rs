@@ -61,15 +61,25 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|value| essence(value).eq_ignore_ascii_case("application/json"))
 }
 
-/// Whether `Accept` names the media type `media` (parameters allowed; a
-/// wildcard does not count, as for rmcp).
-pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    headers
+/// Whether `Accept` names every one of the media types `media` (parameters
+/// allowed; a wildcard does not count, as for rmcp), read once.
+pub(crate) fn accepts<const N: usize>(headers: &HeaderMap, media: [&str; N]) -> bool {
+    let mut named = [false; N];
+    for listed in headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
-        .any(|listed| essence(listed).eq_ignore_ascii_case(media))
+    {
+        let listed = essence(listed);
+        for (wanted, named) in media.iter().zip(&mut named) {
+            *named |= listed.eq_ignore_ascii_case(wanted);
+        }
+        if named.iter().all(|named| *named) {
+            return true;
+        }
+    }
+    false
 }
 
 /// A media type without its parameters: `application/json` of
@@ -109,8 +119,10 @@ impl Authority {
         })
     }
 
+    /// `host` without brackets, in any case.
     fn allows(&self, host: &str, port: Option<u16>) -> bool {
-        self.host == host && self.port.is_none_or(|allowed| port == Some(allowed))
+        self.host.eq_ignore_ascii_case(host)
+            && self.port.is_none_or(|allowed| port == Some(allowed))
     }
 
     /// `host` as written in a URL: IPv6 addresses in brackets.
@@ -124,9 +136,12 @@ impl Authority {
 }
 
 fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
+    bare_host(host).to_ascii_lowercase()
+}
+
+/// `host` without the brackets of an IPv6 address.
+fn bare_host(host: &str) -> &str {
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// Why [`AllowedHosts::check`] refused a request.
@@ -190,7 +205,7 @@ impl AllowedHosts {
                 .ok_or(Refusal::BadHost)?,
             None => uri.authority().cloned().ok_or(Refusal::BadHost)?,
         };
-        if !self.allows(&normalize_host(host.host()), host.port_u16()) {
+        if !self.allows(bare_host(host.host()), host.port_u16()) {
             return Err(Refusal::HostNotAllowed);
         }
         match headers.get(header::ORIGIN) {
@@ -223,7 +238,7 @@ impl AllowedHosts {
             _ => return false,
         };
         let port = authority.port_u16().unwrap_or(default_port);
-        self.allows(&normalize_host(authority.host()), Some(port))
+        self.allows(bare_host(authority.host()), Some(port))
     }
 }
 
@@ -238,6 +253,28 @@ mod tests {
             map.append(name.clone(), HeaderValue::from_str(value).unwrap());
         }
         map
+    }
+
+    #[test]
+    fn accept_must_name_every_media_type_asked_for() {
+        let both = ["application/json", "text/event-stream"];
+        let accept = |values: &[&str]| {
+            let pairs: Vec<_> = values.iter().map(|v| (header::ACCEPT, *v)).collect();
+            accepts(&headers(&pairs), both)
+        };
+        assert!(accept(&["application/json, text/event-stream"]));
+        assert!(accept(&[
+            "text/event-stream;q=1, APPLICATION/JSON; charset=utf-8"
+        ]));
+        assert!(accept(&["application/json", "text/event-stream"]));
+        assert!(!accept(&["application/json"]));
+        assert!(!accept(&["text/event-stream, application/jsonx"]));
+        assert!(!accept(&["*/*"]));
+        assert!(!accept(&[]));
+        assert!(accepts(
+            &headers(&[(header::ACCEPT, "text/html")]),
+            ["text/html"]
+        ));
     }
 
     #[test]
