@@ -156,6 +156,12 @@ impl Events {
 
     /// The first `rows` frame that holds `connection` in `state`.
     async fn until_state(&mut self, connection: &str, state: &str) -> Value {
+        self.until_row(connection, |row| row["state"] == state)
+            .await
+    }
+
+    /// The first row of `connection` that `wanted` accepts.
+    async fn until_row(&mut self, connection: &str, wanted: impl Fn(&Value) -> bool) -> Value {
         loop {
             let (name, data) = self.next().await.expect("the stream stays open");
             assert!(!data.contains(CANARY), "a frame shows the canary: {data}");
@@ -167,7 +173,7 @@ impl Events {
                 .as_array()
                 .unwrap()
                 .iter()
-                .find(|row| row["name"] == connection && row["state"] == state);
+                .find(|row| row["name"] == connection && wanted(row));
             if let Some(row) = found {
                 return row.clone();
             }
@@ -457,11 +463,18 @@ fn the_live_feed_shows_a_park_within_a_second_and_ends_at_shutdown() {
         assert!(row["until"].as_u64().is_some(), "{row}");
         assert_eq!(row["badge"], "parked");
 
-        // Counts change without an event: the tick sends them.
+        // Counts change without an event: the tick sends them (a row sent
+        // while the call was still being counted may come first).
         let ok = call(&registry, "b", "echo", echo_args()).await;
         assert_eq!(ok.kind(), mcp_supervisor::OutcomeKind::Ok, "{ok:?}");
-        let row = events.until_state("b", "ready").await;
-        assert_eq!(row["ok"], 1, "{row}");
+        let row = tokio::time::timeout(
+            Duration::from_secs(3),
+            events.until_row("b", |row| row["ok"] == 1),
+        )
+        .await
+        .expect("the tick shows the call within 3 s");
+        assert_eq!(row["state"], "ready", "{row}");
+        assert_eq!(row["in_flight"], 0, "{row}");
 
         admin.shutdown.cancel();
         let ended = tokio::time::timeout(Duration::from_secs(1), async {
