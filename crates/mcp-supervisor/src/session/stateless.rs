@@ -765,37 +765,61 @@ fn answer_of(
 /// more CPU than the rest of the answer's way through the gateway. Taken
 /// only for a result whose fields are all `CallToolResult`'s, which no
 /// type ahead of it accepts (or rmcp could not call tools at all); anything
-/// else is read as rmcp reads it.
+/// else is read as rmcp reads it. One pass over `data`: the result's fields
+/// are read as rmcp's `CallToolResult` reads them, with its two checks (a
+/// `resultType` other than `complete` is not one; nor is a result with none
+/// of `content`, `structuredContent` and `isError`).
 fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
-    struct Answer<'a> {
+    struct Answer {
         jsonrpc: rmcp::model::JsonRpcVersion2_0,
         id: RequestId,
-        #[serde(borrow)]
-        result: &'a serde_json::value::RawValue,
+        result: Fields,
     }
     #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
     struct Fields {
+        #[serde(default)]
+        result_type: Option<rmcp::model::ResultType>,
+        content: Option<Vec<rmcp::model::ContentBlock>>,
+        /// A present `null` is kept, as rmcp keeps it.
+        #[serde(default, deserialize_with = "present")]
+        structured_content: Option<serde_json::Value>,
+        is_error: Option<bool>,
         #[serde(rename = "_meta")]
-        _meta: Option<serde::de::IgnoredAny>,
-        #[serde(rename = "resultType")]
-        _result_type: Option<serde::de::IgnoredAny>,
-        #[serde(rename = "content")]
-        _content: Option<serde::de::IgnoredAny>,
-        #[serde(rename = "structuredContent")]
-        _structured_content: Option<serde::de::IgnoredAny>,
-        #[serde(rename = "isError")]
-        _is_error: Option<serde::de::IgnoredAny>,
+        meta: Option<rmcp::model::MetaObject>,
     }
-    let answer: Answer<'_> = serde_json::from_str(data).ok()?;
-    serde_json::from_str::<Fields>(answer.result.get()).ok()?;
-    let result: rmcp::model::CallToolResult = serde_json::from_str(answer.result.get()).ok()?;
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<serde_json::Value>, D::Error> {
+        serde::Deserialize::deserialize(deserializer).map(Some)
+    }
+    let Answer {
+        jsonrpc,
+        id,
+        result: fields,
+    } = serde_json::from_str(data).ok()?;
+    if fields
+        .result_type
+        .as_ref()
+        .is_some_and(|result_type| !result_type.is_complete())
+        || (fields.content.is_none()
+            && fields.structured_content.is_none()
+            && fields.is_error.is_none())
+    {
+        return None;
+    }
+    let mut result = rmcp::model::CallToolResult::default();
+    result.result_type = fields.result_type;
+    result.content = fields.content.unwrap_or_default();
+    result.structured_content = fields.structured_content;
+    result.is_error = fields.is_error;
+    result.meta = fields.meta;
     Some(ServerJsonRpcMessage::Response(
         rmcp::model::JsonRpcResponse {
-            jsonrpc: answer.jsonrpc,
-            id: answer.id,
+            jsonrpc,
+            id,
             result: ServerResult::CallToolResult(result),
         },
     ))
@@ -1268,6 +1292,11 @@ mod tests {
                 "structuredContent": {"n": 1}, "resultType": "complete",
                 "_meta": {"io.modelcontextprotocol/cache": {"ttlMs": 5}}}}),
             json!({"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": [1, 2]}}),
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"structuredContent": null}}),
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"isError": false, "resultType": null}}),
+            json!({"jsonrpc": "2.0", "id": 4, "result": {"_meta": {"k": "v"}, "content": [
+                {"type": "image", "data": "AA==", "mimeType": "image/png"},
+                {"type": "resource", "resource": {"uri": "file:///a", "text": "t"}}]}}),
         ];
         for answer in answers {
             let data = answer.to_string();
@@ -1287,6 +1316,8 @@ mod tests {
                 "task": {"taskId": "t"}}}),
             json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "tools": []}}),
             json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"_meta": {"k": "v"}}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}, "extra": 1}),
             json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "no"}}),
             json!({"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": 1, "progress": 1}}),
