@@ -29,6 +29,7 @@ use sse_stream::{Sse, SseStream};
 use tokio::sync::watch;
 
 use super::{
+    LaneTarget,
     outgoing::Outgoing,
     recorder::{HttpObservation, HttpRecorder},
     reuse::{HttpClients, OriginReuse},
@@ -132,9 +133,9 @@ struct Target {
     /// The URL's path, never its query (which may carry an API key).
     path: String,
     origin: Arc<OriginReuse>,
-    /// The URL as hyper's `Uri`, parsed once, for an `http://` URL: its
-    /// requests may take the plain-HTTP lane.
-    lane_uri: Option<http::Uri>,
+    /// Where its requests go on the plain-HTTP lane, for an `http://` URL
+    /// (worked out once).
+    lane: Option<LaneTarget>,
 }
 
 impl std::fmt::Debug for RecordingClient {
@@ -194,9 +195,7 @@ impl RecordingClient {
             uri: uri.clone(),
             path: url.path().to_owned(),
             origin: self.clients.origin(&url),
-            lane_uri: (url.scheme() == "http")
-                .then(|| url.as_str().parse().ok())
-                .flatten(),
+            lane: LaneTarget::new(&url),
             url,
         });
         // Only the first endpoint is cached; rmcp never changes it.
@@ -252,13 +251,13 @@ impl RecordingClient {
     ) -> Result<reqwest::Response, HttpError> {
         let target = self.target(uri);
         let lane = target.as_deref().and_then(|target| {
-            let uri = target.lane_uri.as_ref()?;
-            Some((self.clients.plain_lane(&target.origin)?, uri))
+            let to = target.lane.as_ref()?;
+            Some((self.clients.plain_lane(&target.origin)?, to))
         });
         match lane {
-            Some((lane, uri)) => {
+            Some((lane, to)) => {
                 let request = request.build().map_err(transport_error)?;
-                lane.send(request, uri.clone()).await
+                lane.send(request, to).await
             }
             None => request.send().await.map_err(transport_error),
         }

@@ -59,15 +59,15 @@ impl PlainLane {
         Some(PlainLane(client))
     }
 
-    /// Sends `request` (to an `http://` URL, `uri` parsed from it) and
+    /// Sends `request` (to the `http://` URL `to` was made from) and
     /// returns its answer's head with the body still streaming.
     pub(crate) async fn send(
         &self,
         request: reqwest::Request,
-        uri: http::Uri,
+        to: &LaneTarget,
     ) -> Result<reqwest::Response, HttpError> {
         let url = request.url().clone();
-        let request = hypers(request, uri);
+        let request = hypers(request, to);
         let mut response = self.0.request(request).await.map_err(lane_error)?;
         // reqwest's conversion takes the answer's URL from its extensions,
         // and parses a placeholder URL for each answer without one (about
@@ -77,11 +77,39 @@ impl PlainLane {
     }
 }
 
-/// `request` as hyper's, for `uri` (its URL parsed once for every request
-/// to it: reqwest's own conversion parses the URL's text again each time).
-/// reqwest's request extensions stay behind: they are reqwest's own, and
-/// its builder adds none to ours.
-fn hypers(mut request: reqwest::Request, uri: http::Uri) -> http::Request<reqwest::Body> {
+/// Where a lane's requests go, worked out once per endpoint: its URL as
+/// hyper's `Uri` (reqwest's own conversion parses the URL's text on every
+/// request), and the `Host` header hyper's client would make of it on every
+/// request (a format and an allocation each time).
+#[derive(Debug, Clone)]
+pub(crate) struct LaneTarget {
+    uri: http::Uri,
+    host: http::HeaderValue,
+}
+
+impl LaneTarget {
+    /// For an `http://` URL; `None` for any other, or one hyper's `Uri`
+    /// cannot take (reqwest sends those).
+    pub(crate) fn new(url: &reqwest::Url) -> Option<Self> {
+        if url.scheme() != "http" {
+            return None;
+        }
+        let uri: http::Uri = url.as_str().parse().ok()?;
+        // As hyper's client writes it: the host, and the port unless it
+        // is http's own.
+        let host = uri.host()?;
+        let host = match uri.port_u16() {
+            Some(port) if port != 80 => format!("{host}:{port}"),
+            _ => host.to_owned(),
+        };
+        let host = http::HeaderValue::from_str(&host).ok()?;
+        Some(LaneTarget { uri, host })
+    }
+}
+
+/// `request` as hyper's, for `to`. reqwest's request extensions stay
+/// behind: they are reqwest's own, and its builder adds none to ours.
+fn hypers(mut request: reqwest::Request, to: &LaneTarget) -> http::Request<reqwest::Body> {
     // What reqwest sends for a request without a body.
     let body = request
         .body_mut()
@@ -89,9 +117,12 @@ fn hypers(mut request: reqwest::Request, uri: http::Uri) -> http::Request<reqwes
         .unwrap_or_else(|| bytes::Bytes::new().into());
     let mut sent = http::Request::new(body);
     *sent.method_mut() = request.method().clone();
-    *sent.uri_mut() = uri;
+    *sent.uri_mut() = to.uri.clone();
     *sent.version_mut() = request.version();
     *sent.headers_mut() = std::mem::take(request.headers_mut());
+    sent.headers_mut()
+        .entry(http::header::HOST)
+        .or_insert_with(|| to.host.clone());
     sent
 }
 
@@ -159,7 +190,8 @@ mod tests {
         let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
         let request = build(&url).build().unwrap();
         let bound = Duration::from_secs(10);
-        let sent = lane.send(request, url.parse().unwrap());
+        let to = LaneTarget::new(&reqwest::Url::parse(&url).unwrap()).unwrap();
+        let sent = lane.send(request, &to);
         let response = tokio::time::timeout(bound, sent).await.expect("answered");
         let head = tokio::time::timeout(bound, served).await.expect("served");
         (url, response.unwrap(), head.unwrap().to_ascii_lowercase())
@@ -179,6 +211,7 @@ mod tests {
         assert_eq!(response.bytes().await.unwrap().as_ref(), b"{}");
         assert!(head.starts_with("get /mcp?key=1 http/1.1\r\n"), "{head}");
         assert!(head.contains("\r\nhost: 127.0.0.1:"), "{head}");
+        assert_eq!(head.matches("\r\nhost:").count(), 1, "{head}");
         assert!(head.contains("\r\nmcp-session-id: s1\r\n"), "{head}");
         // No body: nothing says one follows.
         assert!(!head.contains("transfer-encoding"), "{head}");
@@ -194,6 +227,28 @@ mod tests {
         assert_eq!(response.status(), 307);
         assert!(head.starts_with("post /mcp?key=1 http/1.1\r\n"), "{head}");
         assert!(head.contains("\r\ncontent-length: 2\r\n"), "{head}");
+    }
+
+    #[test]
+    fn a_lanes_host_header_is_the_one_hypers_client_would_write() {
+        let host = |url: &str| {
+            LaneTarget::new(&reqwest::Url::parse(url).unwrap())
+                .map(|to| to.host.to_str().unwrap().to_owned())
+        };
+        assert_eq!(
+            host("http://127.0.0.1:7410/mcp").as_deref(),
+            Some("127.0.0.1:7410")
+        );
+        assert_eq!(
+            host("http://Example.com:80/mcp").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(
+            host("http://example.com/mcp?k=1").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(host("http://[::1]:8080/").as_deref(), Some("[::1]:8080"));
+        assert_eq!(host("https://example.com/mcp"), None);
     }
 
     #[test]
