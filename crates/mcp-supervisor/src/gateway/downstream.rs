@@ -147,9 +147,12 @@ pub struct DownstreamRequest {
     to: MessagesTo,
     /// What the client declared it can answer.
     capabilities: Option<ClientCapabilities>,
+    /// The client's own progress token (`None`: it asked for no progress).
+    progress: Option<ProgressToken>,
     /// Progress in arrival order, to the task that sends it downstream with
-    /// the client's own token (`None`: the client asked for no progress).
-    progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+    /// that token: started with the first progress, since most calls
+    /// report none (docs/DECISIONS.md #122).
+    relay: OnceLock<mpsc::UnboundedSender<ProgressNotificationParam>>,
     /// Progress handed to the relay and not yet sent downstream.
     relaying: Arc<Relaying>,
     /// How the upstream's questions reach the client.
@@ -325,28 +328,32 @@ impl Origin {
         cancelled: CancellationToken,
         session: Option<&Arc<DownstreamSession>>,
     ) -> DownstreamLink {
-        let relaying = Arc::new(Relaying::default());
-        let progress = self.progress.map(|token| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(relay_progress(self.to.clone(), token, rx, relaying.clone()));
-            tx
-        });
-        let capabilities = self.capabilities;
+        let capabilities = self.capabilities.clone();
         let log_level = self.log_level;
-        let downstream = DownstreamRequest {
-            id: self.id,
-            to: self.to,
-            capabilities: capabilities.clone(),
-            progress,
-            relaying,
-            asking,
-            connection: connection.to_owned(),
-            log_level,
-            session: session.cloned(),
-        };
+        let downstream = self.request(connection, asking, session);
         DownstreamLink::new(Arc::new(downstream), cancelled)
             .with_capabilities(capabilities)
             .with_log_level(log_level)
+    }
+
+    fn request(
+        self,
+        connection: &str,
+        asking: Asking,
+        session: Option<&Arc<DownstreamSession>>,
+    ) -> DownstreamRequest {
+        DownstreamRequest {
+            id: self.id,
+            to: self.to,
+            capabilities: self.capabilities,
+            progress: self.progress,
+            relay: OnceLock::new(),
+            relaying: Arc::default(),
+            asking,
+            connection: connection.to_owned(),
+            log_level: self.log_level,
+            session: session.cloned(),
+        }
     }
 }
 
@@ -386,7 +393,17 @@ async fn relay_progress(
 
 impl Downstream for DownstreamRequest {
     fn progress(&self, progress: ProgressNotificationParam) {
-        if let Some(relay) = &self.progress {
+        if let Some(token) = &self.progress {
+            let relay = self.relay.get_or_init(|| {
+                let (relay, progress) = mpsc::unbounded_channel();
+                tokio::spawn(relay_progress(
+                    self.to.clone(),
+                    token.clone(),
+                    progress,
+                    self.relaying.clone(),
+                ));
+                relay
+            });
             self.relaying
                 .pending
                 .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -504,5 +521,60 @@ fn missing_capability(
         ServerRequest::ElicitRequest(_) if !has(|c| c.elicitation.is_some()) => Some("elicitation"),
         ServerRequest::ListRootsRequest(_) if !has(|c| c.roots.is_some()) => Some("roots"),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::NumberOrString;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn progress_is_relayed_in_order_with_the_clients_token_once_there_is_some() {
+        let (answer, mut messages) = mpsc::unbounded_channel();
+        let token = ProgressToken(NumberOrString::String("client-token".into()));
+        let origin = Origin::answered(
+            RequestId::Number(1),
+            ClientCapabilities::default(),
+            Some(token),
+            None,
+            answer,
+        );
+        let (questions, _) = mpsc::unbounded_channel();
+        let request = origin.request("a", Asking::Question(questions), None);
+        // No progress yet: nothing started for it.
+        assert!(request.relay.get().is_none());
+        for step in [1.0, 2.0] {
+            let upstream_token = ProgressToken(NumberOrString::Number(7));
+            request.progress(ProgressNotificationParam::new(upstream_token, step));
+        }
+        assert!(request.relay.get().is_some());
+        request.settled().await;
+        for step in [1.0, 2.0] {
+            let message = serde_json::to_value(messages.recv().await.unwrap()).unwrap();
+            assert_eq!(message["method"], "notifications/progress", "{message}");
+            assert_eq!(message["params"]["progressToken"], "client-token");
+            assert_eq!(message["params"]["progress"], step);
+        }
+
+        // A client that asked for no progress gets none, and starts nothing.
+        let (answer, mut messages) = mpsc::unbounded_channel();
+        let origin = Origin::answered(
+            RequestId::Number(2),
+            ClientCapabilities::default(),
+            None,
+            None,
+            answer,
+        );
+        let (questions, _) = mpsc::unbounded_channel();
+        let request = origin.request("a", Asking::Question(questions), None);
+        request.progress(ProgressNotificationParam::new(
+            ProgressToken(NumberOrString::Number(7)),
+            1.0,
+        ));
+        assert!(request.relay.get().is_none());
+        drop(request);
+        assert!(messages.recv().await.is_none());
     }
 }
