@@ -10,10 +10,12 @@ mod support;
 
 use std::{sync::Arc, time::Duration};
 
-use actix::Actor;
+use actix::{Actor, Addr};
 use mcp_supervisor::{
     CallOutcome, Forwarded,
-    registry::{CrashConnection, Forward, ListConnections, Reload, Routes, ShareRoutes, Shutdown},
+    registry::{
+        CrashConnection, Forward, ListConnections, Registry, Reload, Routes, ShareRoutes, Shutdown,
+    },
     telemetry::TraceParent,
 };
 use mcp_test_support::{TestServer, TestServerOptions, eventually};
@@ -45,15 +47,22 @@ fn echoed(forwarded: &Forwarded) -> bool {
     )
 }
 
+/// A test server, a registry whose connection `a` points at it, and the
+/// registry's routes.
+async fn registry_with_routes() -> (TestServer, Addr<Registry>, Routes) {
+    let upstream = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    let toml = http_connection("a", &upstream.url(), "");
+    let registry = Registry::new(config(&toml)).start();
+    let routes = registry.send(ShareRoutes).await.unwrap();
+    (upstream, registry, routes)
+}
+
 #[test]
 fn a_route_is_there_only_while_the_registry_would_send_the_same_way() {
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let toml = http_connection("a", &upstream.url(), "");
-        let registry = mcp_supervisor::registry::Registry::new(config(&toml)).start();
-        let routes = registry.send(ShareRoutes).await.unwrap();
+        let (upstream, registry, routes) = registry_with_routes().await;
 
         // Not started yet: the registry's.
         assert!(!routes.has("a"));
@@ -134,12 +143,7 @@ fn a_route_is_there_only_while_the_registry_would_send_the_same_way() {
 #[test]
 fn a_reloaded_catalog_is_the_routes() {
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let toml = http_connection("a", &upstream.url(), "");
-        let registry = mcp_supervisor::registry::Registry::new(config(&toml)).start();
-        let routes = registry.send(ShareRoutes).await.unwrap();
+        let (upstream, registry, routes) = registry_with_routes().await;
         assert_eq!(echo_text(&registry, "a").await, "hi");
         let late = || Forward {
             request: Arc::new(ClientRequest::CallToolRequest(CallToolRequest::new(
