@@ -15,10 +15,8 @@ use rmcp::{
     transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
 };
 
-use hyper_util::client::legacy::Error as LaneError;
-
 use super::{Failure, FailureKind, parse_retry_after};
-use crate::http::{HttpObservation, socket_error};
+use crate::http::{HttpObservation, LaneError};
 
 /// The error type our HTTP transport produces (see [`crate::http::RecordingClient`]).
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -185,7 +183,7 @@ fn http_error(error: &HttpError) -> Failure {
             Failure::timeout("session recovery timed out")
         }
         // The plain-HTTP lane's send failures arrive as I/O errors carrying
-        // hyper's error.
+        // the lane's error.
         StreamableHttpError::Io(error) => match error
             .get_ref()
             .and_then(|inner| inner.downcast_ref::<LaneError>())
@@ -243,7 +241,9 @@ fn reqwest_error(error: &reqwest::Error) -> Failure {
 /// A send on the plain-HTTP lane that failed (the same words as
 /// [`reqwest_error`]'s for the same failures).
 fn lane_error(error: &LaneError) -> Failure {
-    let timed_out = socket_error(error).is_some_and(|io| io.kind() == io::ErrorKind::TimedOut);
+    let timed_out = error
+        .socket_error()
+        .is_some_and(|io| io.kind() == io::ErrorKind::TimedOut);
     match (error.is_connect(), timed_out) {
         // The connection was never made, so nothing was sent.
         (true, true) => Failure::timeout("connect timed out").with_not_run(),

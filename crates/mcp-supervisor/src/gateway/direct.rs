@@ -149,15 +149,27 @@ impl Call {
     }
 }
 
+/// A JSON-RPC message read with its params as `P` in the same pass: a
+/// message whose params are not a `P` is not read at all.
 #[derive(Deserialize)]
-struct Envelope<'a> {
+struct Envelope<'a, P> {
     #[serde(borrow)]
     jsonrpc: Cow<'a, str>,
     id: Option<RequestId>,
     #[serde(borrow)]
     method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: Option<&'a RawValue>,
+    params: Option<P>,
+}
+
+impl<P> Envelope<'_, P> {
+    /// Its params, if it is a JSON-RPC 2.0 `method` request (`request`)
+    /// or notification, with its id for a request.
+    fn of(self, method: &str, request: bool) -> Option<(Option<RequestId>, P)> {
+        (self.jsonrpc == "2.0" && self.method == method && self.id.is_some() == request)
+            .then_some(self.params)
+            .flatten()
+            .map(|params| (self.id, params))
+    }
 }
 
 /// `tools/call` params with nothing but a name, arguments and a progress
@@ -225,38 +237,32 @@ impl Posted {
     /// What `body` is; [`Posted::Other`] for whatever is not plainly one of
     /// the others (rmcp then answers it, errors included).
     pub(super) fn read(body: &[u8]) -> Posted {
-        let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(body) else {
-            return Posted::Other;
-        };
-        let params = envelope.params.map(RawValue::get);
-        match (
-            envelope.jsonrpc.as_ref(),
-            envelope.method.as_ref(),
-            envelope.id,
-        ) {
-            ("2.0", "tools/call", Some(id)) => params
-                .and_then(|params| serde_json::from_str::<PlainCall>(params).ok())
+        // A plain call is read in one pass; a message that is not one, once
+        // more as a cancellation (its params are no call's).
+        if let Ok(envelope) = serde_json::from_slice::<Envelope<'_, PlainCall>>(body) {
+            return envelope
+                .of("tools/call", true)
                 // An empty `_meta` is rmcp's, as before.
-                .filter(|call| call.meta.as_ref().is_none_or(ProgressOnly::says_something))
-                .and_then(|call| {
+                .filter(|(_, call)| call.meta.as_ref().is_none_or(ProgressOnly::says_something))
+                .and_then(|(id, call)| {
                     let arguments = object_or_none(call.arguments)?;
                     let (progress, trace) = ProgressOnly::split(call.meta);
                     Some(Posted::Call(Call {
-                        id,
+                        id: id?,
                         params: CallToolRequestParams::new(call.name),
                         arguments,
                         progress,
                         trace,
                     }))
                 })
-                .unwrap_or(Posted::Other),
-            ("2.0", "notifications/cancelled", None) => params
-                .and_then(|params| serde_json::from_str::<CancelledParams>(params).ok())
-                .map_or(Posted::Other, |cancelled| {
-                    Posted::Cancelled(cancelled.request_id)
-                }),
-            _ => Posted::Other,
+                .unwrap_or(Posted::Other);
         }
+        serde_json::from_slice::<Envelope<'_, CancelledParams>>(body)
+            .ok()
+            .and_then(|envelope| envelope.of("notifications/cancelled", false))
+            .map_or(Posted::Other, |(_, cancelled)| {
+                Posted::Cancelled(cancelled.request_id)
+            })
     }
 }
 
@@ -384,12 +390,9 @@ impl StatelessCall {
     /// `body` as a 2026-07-28 client's plain call; `None` for anything else
     /// (rmcp then answers it, errors included).
     pub(super) fn read(body: &[u8]) -> Option<StatelessCall> {
-        let envelope = serde_json::from_slice::<Envelope<'_>>(body).ok()?;
-        if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
-            return None;
-        }
-        let id = envelope.id?;
-        let params = serde_json::from_str::<StatelessParams>(envelope.params?.get()).ok()?;
+        let envelope = serde_json::from_slice::<Envelope<'_, StatelessParams>>(body).ok()?;
+        let (id, params) = envelope.of("tools/call", true)?;
+        let id = id?;
         let context = params.meta;
         if context.protocol_version != ProtocolVersion::V_2026_07_28 {
             return None;

@@ -2,8 +2,8 @@
 //! and what the path keeps per session. Owned by
 //! [`GatewayState`](super::state::GatewayState); knows nothing of it.
 
+use foldhash::HashMap;
 use std::{
-    collections::HashMap,
     sync::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},

@@ -8,10 +8,8 @@
 //! unchanged; a URI (or URI template) that two connections both list is
 //! exposed by each as `mcp-supervisor://{connection}/{uri}` instead.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-};
+use foldhash::{HashMap, HashSet};
+use std::sync::Arc;
 
 use rmcp::model::{
     JsonObject, Prompt, PromptsCapability, Resource, ResourceTemplate, ResourcesCapability,
@@ -291,8 +289,8 @@ fn shared<'a>(
     catalogs: &'a [Arc<Catalog>],
     items: impl Fn(&'a Catalog) -> HashSet<&'a str>,
 ) -> HashSet<String> {
-    let mut seen = HashSet::new();
-    let mut twice = HashSet::new();
+    let mut seen = HashSet::default();
+    let mut twice = HashSet::default();
     for catalog in catalogs {
         for item in items(catalog) {
             if !seen.insert(item) {

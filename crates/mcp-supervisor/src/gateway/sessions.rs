@@ -18,8 +18,8 @@
 //!
 //! Each eviction and refusal is counted in [`Tallies`].
 
+use foldhash::{HashMap, HashSet};
 use std::{
-    collections::{HashMap, HashSet},
     net::IpAddr,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,

@@ -191,11 +191,12 @@ impl RecordingClient {
             return Some(target.clone());
         }
         let url = reqwest::Url::parse(uri).ok()?;
+        let origin = self.clients.origin(&url);
         let target = Arc::new(Target {
             uri: uri.clone(),
             path: url.path().to_owned(),
-            origin: self.clients.origin(&url),
-            lane: LaneTarget::new(&url),
+            lane: LaneTarget::new(&url, origin.lane_pool().clone()),
+            origin,
             url,
         });
         // Only the first endpoint is cached; rmcp never changes it.

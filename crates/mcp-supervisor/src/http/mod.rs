@@ -10,7 +10,7 @@ mod client;
 mod outgoing;
 mod plain;
 pub(crate) use outgoing::Stamp;
-pub(crate) use plain::{LaneTarget, PlainLane, socket_error};
+pub(crate) use plain::{LaneError, LaneTarget, PlainLane};
 mod recorder;
 mod reuse;
 mod sse_limit;

@@ -1,32 +1,54 @@
 //! The plain-HTTP lane: requests to an `http://` upstream go straight to
-//! hyper's pooled client instead of through reqwest.
+//! hyper's HTTP/1 connections instead of through reqwest.
 //!
 //! reqwest stacks a redirect layer, a retry layer and a proxy matcher over
-//! the same hyper client, and parses the request's URL twice on the way (the
-//! redirect policy asks for it whatever the policy is): about an eighth of a
-//! gateway call's instructions (docs/DECISIONS.md #117). This lane keeps what
-//! the connection's requests rely on (pooled keep-alive, `TCP_NODELAY`, the
-//! connect timeout, no redirects followed) and hands the answer back as a
-//! `reqwest::Response`, so everything after the send is shared with the
-//! reqwest lane. `https://` upstreams, origins where reuse stalls, and every
-//! request while a proxy is configured in the environment keep reqwest.
+//! hyper's pooled client, and parses the request's URL twice on the way
+//! (the redirect policy asks for it whatever the policy is): about an eighth
+//! of a gateway call's instructions (docs/DECISIONS.md #117). hyper-util's
+//! pooled client under it then costs a call about as much again: a pool
+//! keyed by origin (hashed on every checkout and return), a task spawned per
+//! request to return its connection once the answer is read, and the URL
+//! rewritten per request (docs/DECISIONS.md #124). This lane keeps what the
+//! connection's requests rely on (keep-alive connections reused, `TCP_NODELAY`,
+//! the connect timeout, idle connections closed after the idle timeout, a
+//! request on a reused connection that closed before it was written sent
+//! again on a new one, no redirects followed) with a pool of its own per
+//! origin, held where the origin's reuse verdict is (so found without a
+//! lookup per request), and hands the answer back as a `reqwest::Response`, so
+//! everything after the send is shared with the reqwest lane. `https://`
+//! upstreams, origins where reuse stalls, and every request while a proxy
+//! is configured in the environment keep reqwest.
 
-use std::{io, time::Duration};
-
-use hyper_util::{
-    client::legacy::{Client, Error as LaneError, connect::HttpConnector},
-    rt::{TokioExecutor, TokioTimer},
+use std::{
+    fmt, io,
+    pin::Pin,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::{Context, Poll},
+    time::Duration,
 };
+
+use bytes::Bytes;
+use http_body::{Body as _, Frame, SizeHint};
+use hyper::{body::Incoming, client::conn::http1};
+use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
+type Sender = http1::SendRequest<reqwest::Body>;
 
 /// The environment variables reqwest takes an `http://` request's proxy from.
 const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
 
-/// hyper's pooled client for `http://` upstreams.
-#[derive(Clone)]
-pub(crate) struct PlainLane(Client<HttpConnector, reqwest::Body>);
+/// How `http://` upstreams are reached: the settings every endpoint's pool
+/// shares.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlainLane {
+    connect_timeout: Duration,
+    idle_timeout: Duration,
+}
 
 impl PlainLane {
     /// The lane, set up as the reqwest client it stands in for (`TCP_NODELAY`,
@@ -45,18 +67,10 @@ impl PlainLane {
         let proxied = PROXY_VARIABLES
             .iter()
             .any(|name| variable(name).is_some_and(|value| !value.is_empty()));
-        if proxied {
-            return None;
-        }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(connect_timeout));
-        let client = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(idle_timeout)
-            .build(connector);
-        Some(PlainLane(client))
+        (!proxied).then_some(PlainLane {
+            connect_timeout,
+            idle_timeout,
+        })
     }
 
     /// Sends `request` (to the `http://` URL `to` was made from) and
@@ -67,30 +81,93 @@ impl PlainLane {
         to: &LaneTarget,
     ) -> Result<reqwest::Response, HttpError> {
         let url = request.url().clone();
-        let request = hypers(request, to);
-        let mut response = self.0.request(request).await.map_err(lane_error)?;
+        let mut request = hypers(request, to);
+        let response = loop {
+            let (mut sender, reused) = match to.pool.checkout() {
+                Some(sender) => (sender, true),
+                None => (self.connect(to).await.map_err(into_http)?, false),
+            };
+            // A reused connection is ready once its last answer was read
+            // (at once, in all but a race with its task); one that closed
+            // meanwhile is dropped for the next.
+            if sender.ready().await.is_err() && reused {
+                continue;
+            }
+            match sender.try_send_request(request).await {
+                Ok(response) => break response.map(|body| (body, sender)),
+                Err(mut error) => match error.take_message() {
+                    // Closed before the request was written: nothing was
+                    // sent, so it goes again, on another connection.
+                    Some(unsent) if reused => request = unsent,
+                    _ => return Err(into_http(LaneError::Send(error.into_error()))),
+                },
+            }
+        };
+        let (mut parts, (body, sender)) = response.into_parts();
         // reqwest's conversion takes the answer's URL from its extensions,
         // and parses a placeholder URL for each answer without one (about
         // 3,500 instructions, a fiftieth of a call).
-        response.extensions_mut().extend(url_extension(url));
-        Ok(reqwest::Response::from(response.map(reqwest::Body::wrap)))
+        parts.extensions.extend(url_extension(url));
+        let body = Returning {
+            body,
+            back: Some((sender, to.pool.clone(), self.idle_timeout)),
+        };
+        Ok(reqwest::Response::from(http::Response::from_parts(
+            parts,
+            reqwest::Body::wrap(body),
+        )))
+    }
+
+    /// A new connection to `to`, its task spawned.
+    async fn connect(&self, to: &LaneTarget) -> Result<Sender, LaneError> {
+        let connected = tokio::time::timeout(
+            self.connect_timeout,
+            tokio::net::TcpStream::connect(to.address.as_str()),
+        )
+        .await;
+        let stream = match connected {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => return Err(LaneError::Connect(error)),
+            Err(_) => {
+                return Err(LaneError::Connect(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "connect timed out",
+                )));
+            }
+        };
+        stream.set_nodelay(true).map_err(LaneError::Connect)?;
+        let (sender, connection) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(LaneError::Send)?;
+        // It ends when its sender is dropped (idle or broken off) or the
+        // upstream closes it; its failures reach the request as its own.
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "plain-HTTP lane connection ended");
+            }
+        });
+        Ok(sender)
     }
 }
 
 /// Where a lane's requests go, worked out once per endpoint: its URL as
-/// hyper's `Uri` (reqwest's own conversion parses the URL's text on every
-/// request), and the `Host` header hyper's client would make of it on every
-/// request (a format and an allocation each time).
+/// hyper's `Uri` in the form written on the request line, the `Host`
+/// header, the address to connect to, and its origin's idle connections.
 #[derive(Debug, Clone)]
 pub(crate) struct LaneTarget {
-    uri: http::Uri,
+    /// The path and query, as HTTP/1 writes them to an origin.
+    path: http::Uri,
     host: http::HeaderValue,
+    /// `host:port`, as the socket address resolver takes it.
+    address: String,
+    pool: Arc<LanePool>,
 }
 
 impl LaneTarget {
-    /// For an `http://` URL; `None` for any other, or one hyper's `Uri`
-    /// cannot take (reqwest sends those).
-    pub(crate) fn new(url: &reqwest::Url) -> Option<Self> {
+    /// For an `http://` URL whose origin's idle connections are `pool`;
+    /// `None` for any other URL, or one hyper's `Uri` cannot take (reqwest
+    /// sends those).
+    pub(crate) fn new(url: &reqwest::Url, pool: Arc<LanePool>) -> Option<Self> {
         if url.scheme() != "http" {
             return None;
         }
@@ -98,12 +175,185 @@ impl LaneTarget {
         // As hyper's client writes it: the host, and the port unless it
         // is http's own.
         let host = uri.host()?;
-        let host = match uri.port_u16() {
-            Some(port) if port != 80 => format!("{host}:{port}"),
-            _ => host.to_owned(),
+        let port = uri.port_u16().unwrap_or(80);
+        let address = format!("{host}:{port}");
+        let host = if port == 80 {
+            host.to_owned()
+        } else {
+            address.clone()
         };
         let host = http::HeaderValue::from_str(&host).ok()?;
-        Some(LaneTarget { uri, host })
+        let path = uri.path_and_query()?.as_str().parse().ok()?;
+        Some(LaneTarget {
+            path,
+            host,
+            address,
+            pool,
+        })
+    }
+}
+
+/// An origin's idle connections on the lane, the most recently used last.
+#[derive(Default)]
+pub(crate) struct LanePool {
+    idle: Mutex<Vec<Idle>>,
+    /// Whether a sweeper task is closing its idle connections as they age.
+    sweeping: AtomicBool,
+}
+
+impl fmt::Debug for LanePool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LanePool").finish_non_exhaustive()
+    }
+}
+
+struct Idle {
+    sender: Sender,
+    /// Used since the sweeper last looked.
+    used: bool,
+}
+
+impl LanePool {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
+        self.idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The most recently used idle connection not known to be closed.
+    fn checkout(&self) -> Option<Sender> {
+        let mut idle = self.idle();
+        while let Some(Idle { sender, .. }) = idle.pop() {
+            if !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    /// Takes `sender` back, its answer read; starts the sweeper if none runs.
+    fn put(self: &Arc<Self>, sender: Sender, idle_timeout: Duration) {
+        if sender.is_closed() {
+            return;
+        }
+        self.idle().push(Idle { sender, used: true });
+        if !self.sweeping.swap(true, Ordering::AcqRel) {
+            tokio::spawn(sweep(Arc::downgrade(self), idle_timeout));
+        }
+    }
+}
+
+/// Closes the pool's connections left unused for an idle timeout (between
+/// one and two of them, checked once per timeout); ends when the pool has
+/// nothing idle left, or is gone.
+async fn sweep(pool: std::sync::Weak<LanePool>, idle_timeout: Duration) {
+    loop {
+        tokio::time::sleep(idle_timeout).await;
+        let Some(pool) = pool.upgrade() else { return };
+        let mut idle = pool.idle();
+        idle.retain_mut(|entry| std::mem::take(&mut entry.used) && !entry.sender.is_closed());
+        if idle.is_empty() {
+            // Under the lock: a `put` after this starts a new sweeper.
+            pool.sweeping.store(false, Ordering::Release);
+            return;
+        }
+    }
+}
+
+/// An answer's body that gives its connection back to its endpoint's pool
+/// once it has been read to its end; a body dropped before that closes it
+/// (what is left of the answer would still be on it).
+struct Returning {
+    body: Incoming,
+    back: Option<(Sender, Arc<LanePool>, Duration)>,
+}
+
+impl Returning {
+    fn give_back(&mut self) {
+        if let Some((sender, pool, idle_timeout)) = self.back.take() {
+            pool.put(sender, idle_timeout);
+        }
+    }
+}
+
+impl http_body::Body for Returning {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None) => self.give_back(),
+            Poll::Ready(Some(Err(_))) => self.back = None,
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for Returning {
+    fn drop(&mut self) {
+        // An answer without a body is read without polling it.
+        if self.body.is_end_stream() {
+            self.give_back();
+        }
+    }
+}
+
+/// Why a send on the lane failed.
+#[derive(Debug)]
+pub(crate) enum LaneError {
+    /// No connection was made: nothing was sent.
+    Connect(io::Error),
+    /// The connection failed the request.
+    Send(hyper::Error),
+}
+
+impl fmt::Display for LaneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaneError::Connect(_) => f.write_str("could not connect"),
+            LaneError::Send(_) => f.write_str("HTTP request failed"),
+        }
+    }
+}
+
+impl std::error::Error for LaneError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LaneError::Connect(error) => Some(error),
+            LaneError::Send(error) => Some(error),
+        }
+    }
+}
+
+impl LaneError {
+    /// Whether no connection was made.
+    pub(crate) fn is_connect(&self) -> bool {
+        matches!(self, LaneError::Connect(_))
+    }
+
+    /// The socket error under it, if any.
+    pub(crate) fn socket_error(&self) -> Option<&io::Error> {
+        let mut source = std::error::Error::source(self);
+        while let Some(node) = source {
+            if let Some(io) = node.downcast_ref::<io::Error>() {
+                return Some(io);
+            }
+            source = node.source();
+        }
+        None
     }
 }
 
@@ -117,7 +367,7 @@ fn hypers(mut request: reqwest::Request, to: &LaneTarget) -> http::Request<reqwe
         .unwrap_or_else(|| bytes::Bytes::new().into());
     let mut sent = http::Request::new(body);
     *sent.method_mut() = request.method().clone();
-    *sent.uri_mut() = to.uri.clone();
+    *sent.uri_mut() = to.path.clone();
     *sent.version_mut() = request.version();
     *sent.headers_mut() = std::mem::take(request.headers_mut());
     sent.headers_mut()
@@ -137,24 +387,14 @@ fn url_extension(url: reqwest::Url) -> http::Extensions {
         .unwrap_or_default()
 }
 
-/// A failed send, as an I/O error carrying hyper's error (the classifier
+/// A failed send, as an I/O error carrying the lane's error (the classifier
 /// reads whether the connection was ever made from it); its kind is the
 /// underlying socket error's, when there is one.
-fn lane_error(error: LaneError) -> HttpError {
-    let kind = socket_error(&error).map_or(io::ErrorKind::Other, io::Error::kind);
+fn into_http(error: LaneError) -> HttpError {
+    let kind = error
+        .socket_error()
+        .map_or(io::ErrorKind::Other, io::Error::kind);
     StreamableHttpError::Io(io::Error::new(kind, error))
-}
-
-/// The socket error under a lane error, if any.
-pub(crate) fn socket_error(error: &LaneError) -> Option<&io::Error> {
-    let mut source = std::error::Error::source(error);
-    while let Some(node) = source {
-        if let Some(io) = node.downcast_ref::<io::Error>() {
-            return Some(io);
-        }
-        source = node.source();
-    }
-    None
 }
 
 #[cfg(test)]
@@ -190,7 +430,7 @@ mod tests {
         let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
         let request = build(&url).build().unwrap();
         let bound = Duration::from_secs(10);
-        let to = LaneTarget::new(&reqwest::Url::parse(&url).unwrap()).unwrap();
+        let to = LaneTarget::new(&reqwest::Url::parse(&url).unwrap(), Arc::default()).unwrap();
         let sent = lane.send(request, &to);
         let response = tokio::time::timeout(bound, sent).await.expect("answered");
         let head = tokio::time::timeout(bound, served).await.expect("served");
@@ -229,10 +469,140 @@ mod tests {
         assert!(head.contains("\r\ncontent-length: 2\r\n"), "{head}");
     }
 
+    /// A loopback server answering every request on a connection with
+    /// `body` (keep-alive), closing each connection after `per_connection`
+    /// answers; counts the connections it accepted, and those the lane
+    /// closed (read to their end without a request pending).
+    struct Counting {
+        url: String,
+        accepted: Arc<std::sync::atomic::AtomicUsize>,
+        closed_by_lane: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    async fn counting(body: &'static str, per_connection: usize) -> Counting {
+        use std::sync::atomic::AtomicUsize;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let closed_by_lane = Arc::new(AtomicUsize::new(0));
+        let (counted, closed) = (accepted.clone(), closed_by_lane.clone());
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                counted.fetch_add(1, Ordering::SeqCst);
+                let closed = closed.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buffer = [0; 1024];
+                    for _ in 0..per_connection {
+                        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match socket.read(&mut buffer).await {
+                                Ok(0) | Err(_) => {
+                                    closed.fetch_add(1, Ordering::SeqCst);
+                                    return;
+                                }
+                                Ok(n) => head.extend_from_slice(&buffer[..n]),
+                            }
+                        }
+                        head.clear();
+                        let answer = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        socket.write_all(answer.as_bytes()).await.unwrap();
+                    }
+                    // Closed by the server, as an upstream ends an idle connection.
+                });
+            }
+        });
+        Counting {
+            url,
+            accepted,
+            closed_by_lane,
+        }
+    }
+
+    /// GETs `url` on `lane` and `to`, reading the answer's body to its end
+    /// or (`read: false`) not at all; bounded to 10 s.
+    async fn get(lane: &PlainLane, to: &LaneTarget, url: &str, read: bool) -> String {
+        let request = reqwest::Client::new().get(url).build().unwrap();
+        let bound = Duration::from_secs(10);
+        let response = tokio::time::timeout(bound, lane.send(request, to))
+            .await
+            .expect("answered")
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        if !read {
+            return String::new();
+        }
+        tokio::time::timeout(bound, response.text())
+            .await
+            .expect("read")
+            .unwrap()
+    }
+
+    fn lane_for(url: &str, idle: Duration) -> (PlainLane, LaneTarget) {
+        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, idle).unwrap();
+        let to = LaneTarget::new(&reqwest::Url::parse(url).unwrap(), Arc::default()).unwrap();
+        (lane, to)
+    }
+
+    #[tokio::test]
+    async fn an_endpoints_requests_reuse_one_connection_once_each_answer_is_read() {
+        let server = counting("hello", usize::MAX).await;
+        let (lane, to) = lane_for(&server.url, TIMEOUT);
+        for _ in 0..5 {
+            assert_eq!(get(&lane, &to, &server.url, true).await, "hello");
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+        // An answer not read to its end keeps its connection out of the
+        // pool: the next request opens another.
+        get(&lane, &to, &server.url, false).await;
+        assert_eq!(get(&lane, &to, &server.url, true).await, "hello");
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_upstream_closed_while_idle_is_not_used_again() {
+        // One answer per connection, then the server closes it.
+        let server = counting("once", 1).await;
+        let (lane, to) = lane_for(&server.url, TIMEOUT);
+        for round in 1..=3 {
+            assert_eq!(get(&lane, &to, &server.url, true).await, "once");
+            assert_eq!(server.accepted.load(Ordering::SeqCst), round);
+            // Let the lane's connection task see the close.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The same, without waiting: a request on a connection that closed
+        // before it was written goes again on a new one.
+        for _ in 0..3 {
+            assert_eq!(get(&lane, &to, &server.url, true).await, "once");
+        }
+    }
+
+    #[tokio::test]
+    async fn idle_connections_are_closed_after_the_idle_timeout() {
+        let server = counting("idle", usize::MAX).await;
+        let (lane, to) = lane_for(&server.url, Duration::from_millis(50));
+        assert_eq!(get(&lane, &to, &server.url, true).await, "idle");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while server.closed_by_lane.load(Ordering::SeqCst) == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the idle connection is still open"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Its pool starts over: the next request connects anew.
+        assert_eq!(get(&lane, &to, &server.url, true).await, "idle");
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    }
+
     #[test]
     fn a_lanes_host_header_is_the_one_hypers_client_would_write() {
         let host = |url: &str| {
-            LaneTarget::new(&reqwest::Url::parse(url).unwrap())
+            LaneTarget::new(&reqwest::Url::parse(url).unwrap(), Arc::default())
                 .map(|to| to.host.to_str().unwrap().to_owned())
         };
         assert_eq!(
@@ -248,6 +618,13 @@ mod tests {
             Some("example.com")
         );
         assert_eq!(host("http://[::1]:8080/").as_deref(), Some("[::1]:8080"));
+        let to = LaneTarget::new(
+            &reqwest::Url::parse("http://[::1]/m?k=1").unwrap(),
+            Arc::default(),
+        )
+        .unwrap();
+        assert_eq!(to.address, "[::1]:80");
+        assert_eq!(to.path, "/m?k=1");
         assert_eq!(host("https://example.com/mcp"), None);
     }
 

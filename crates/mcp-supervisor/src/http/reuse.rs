@@ -22,7 +22,7 @@ use std::{
     time::Duration,
 };
 
-use super::plain::PlainLane;
+use super::plain::{LanePool, PlainLane};
 
 /// The two HTTP clients all HTTP connections share, and what each origin
 /// was found to need.
@@ -85,6 +85,7 @@ impl HttpClients {
                 Arc::new(OriginReuse {
                     name,
                     state: AtomicU8::new(UNKNOWN),
+                    lane_pool: Arc::default(),
                 })
             })
             .clone()
@@ -122,6 +123,9 @@ pub struct OriginReuse {
     /// `scheme://host:port`: no path, query or credentials, safe to log.
     name: String,
     state: AtomicU8,
+    /// The origin's idle connections on the plain-HTTP lane (an `http://`
+    /// origin's), shared by every session to it.
+    lane_pool: Arc<LanePool>,
 }
 
 const UNKNOWN: u8 = 0;
@@ -133,6 +137,11 @@ impl OriginReuse {
     /// `scheme://host:port` of the origin.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Its idle connections on the plain-HTTP lane.
+    pub(crate) fn lane_pool(&self) -> &Arc<LanePool> {
+        &self.lane_pool
     }
 
     /// The current verdict.
@@ -384,8 +393,8 @@ mod tests {
     #[test]
     fn only_origins_where_reuse_does_not_stall_take_the_plain_lane() {
         let lane = PlainLane::new(Duration::from_secs(1), Duration::from_secs(1));
-        let clients = HttpClients::new(reqwest::Client::new(), reqwest::Client::new())
-            .with_plain_lane(lane.clone());
+        let clients =
+            HttpClients::new(reqwest::Client::new(), reqwest::Client::new()).with_plain_lane(lane);
         let origin = clients.origin(&reqwest::Url::parse("http://127.0.0.1:9/").unwrap());
         assert_eq!(lane.is_some(), clients.plain_lane(&origin).is_some());
         origin.claim_probe().unwrap().settle(Reuse::Works);

@@ -1,10 +1,8 @@
 //! A connection's catalog: what its upstream offers (tools after our
 //! allowlist, prompts, resources, resource templates, capabilities), cached.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Weak},
-};
+use foldhash::HashMap;
+use std::sync::{Arc, Weak};
 
 use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool};
 

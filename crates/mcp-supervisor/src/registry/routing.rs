@@ -4,8 +4,8 @@
 //! `retry_calls` and the tool's annotations (docs/SUPERVISION.md, "Never
 //! twice"). The `CallTool` and `Forward` handlers.
 
+use foldhash::HashMap;
 use std::{
-    collections::HashMap,
     sync::{Arc, RwLock},
     time::Duration,
 };

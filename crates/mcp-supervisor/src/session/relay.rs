@@ -11,10 +11,8 @@
 // Logging is deprecated by SEP-2577; 2025-era servers still log, and we relay it.
 #![allow(deprecated)]
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use foldhash::HashMap;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use rmcp::model::{

@@ -782,7 +782,7 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     struct Fields {
         #[serde(default)]
         result_type: Option<rmcp::model::ResultType>,
-        content: Option<Vec<rmcp::model::ContentBlock>>,
+        content: Option<Vec<Block>>,
         /// A present `null` is kept, as rmcp keeps it.
         #[serde(default, deserialize_with = "present")]
         structured_content: Option<serde_json::Value>,
@@ -812,7 +812,10 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     }
     let mut result = rmcp::model::CallToolResult::default();
     result.result_type = fields.result_type;
-    result.content = fields.content.unwrap_or_default();
+    result.content = fields
+        .content
+        .map(|blocks| blocks.into_iter().map(|block| block.0).collect())
+        .unwrap_or_default();
     result.structured_content = fields.structured_content;
     result.is_error = fields.is_error;
     result.meta = fields.meta;
@@ -823,6 +826,44 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
             result: ServerResult::CallToolResult(result),
         },
     ))
+}
+
+/// A content block of a tool's answer. rmcp reads every block as a tagged
+/// union, buffering its fields to find its `type` first (the largest part
+/// of reading a short answer); a text block, the common one, is read here
+/// straight into rmcp's `TextContent` with the fields rmcp reads for it
+/// (others ignored, as rmcp ignores them), and any other block as rmcp
+/// reads it.
+struct Block(rmcp::model::ContentBlock);
+
+impl<'de> serde::Deserialize<'de> for Block {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        enum TextTag {
+            #[serde(rename = "text")]
+            Text,
+        }
+        #[derive(serde::Deserialize)]
+        struct Text {
+            #[serde(rename = "type")]
+            _kind: TextTag,
+            text: String,
+            #[serde(rename = "_meta", default)]
+            meta: Option<rmcp::model::MetaObject>,
+            #[serde(default)]
+            annotations: Option<rmcp::model::Annotations>,
+        }
+        let raw = <&serde_json::value::RawValue>::deserialize(deserializer)?;
+        if let Ok(text) = serde_json::from_str::<Text>(raw.get()) {
+            let mut content = rmcp::model::TextContent::new(text.text);
+            content.meta = text.meta;
+            content.annotations = text.annotations;
+            return Ok(Block(rmcp::model::ContentBlock::Text(content)));
+        }
+        serde_json::from_str(raw.get())
+            .map(Block)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// An HTTP failure as rmcp's service reports it (so it is classified alike).
@@ -1297,6 +1338,14 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 4, "result": {"_meta": {"k": "v"}, "content": [
                 {"type": "image", "data": "AA==", "mimeType": "image/png"},
                 {"type": "resource", "resource": {"uri": "file:///a", "text": "t"}}]}}),
+            // Text blocks read straight, among others, with what rmcp keeps
+            // of them (and ignores).
+            json!({"jsonrpc": "2.0", "id": 5, "result": {"content": [
+                {"text": "type last, \"escaped\" é", "type": "text"},
+                {"type": "text", "text": "t", "annotations": {"audience": ["user"],
+                    "priority": 0.5}, "_meta": {"m": 1}, "unknown": [1]},
+                {"type": "resource_link", "uri": "file:///b", "name": "b"},
+                {"type": "text", "text": ""}]}}),
         ];
         for answer in answers {
             let data = answer.to_string();
@@ -1319,6 +1368,9 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 1, "result": {"_meta": {"k": "v"}}}),
             json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}, "extra": 1}),
             json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "no"}}),
+            // A block neither rmcp nor the straight reading takes.
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text"}]}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "video"}]}}),
             json!({"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": 1, "progress": 1}}),
         ];

@@ -422,6 +422,7 @@ async fn plain_send(connect_timeout: Duration, url: &str) -> HttpError {
     let lane = crate::http::PlainLane::new(connect_timeout, connect_timeout)
         .expect("no proxy is configured for the tests");
     let request = reqwest::Client::new().post(url).build().unwrap();
-    let to = crate::http::LaneTarget::new(request.url()).expect("an http:// URL");
+    let to =
+        crate::http::LaneTarget::new(request.url(), Default::default()).expect("an http:// URL");
     lane.send(request, &to).await.expect_err("nothing answers")
 }
