@@ -219,25 +219,34 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let mut options = PeerRequestOptions::no_options();
+        let stateless = self.stateless.as_ref().filter(|s| s.takes(&request));
         if let Some(modern) = &self.modern {
             if let Some(answer) = self.held_here(modern, &request).await {
                 return Ok(answer);
             }
             options.meta = modern.request_meta();
             if let Some(link) = link {
-                let meta = options
-                    .meta
-                    .get_or_insert_with(rmcp::model::RequestMetaObject::new);
-                if let Some(capabilities) = link.capabilities.clone() {
-                    meta.set_client_capabilities(capabilities);
-                }
+                // The client's capabilities go with its stateless requests'
+                // stamp (`Stateless::stamp`), encoded once.
+                let capabilities = link
+                    .capabilities
+                    .as_ref()
+                    .filter(|_| !stateless.is_some_and(|lane| lane.stamps()));
                 #[allow(deprecated)]
-                if let Some(level) = link.log_level {
-                    meta.set_log_level(level);
+                if capabilities.is_some() || link.log_level.is_some() {
+                    let meta = options
+                        .meta
+                        .get_or_insert_with(rmcp::model::RequestMetaObject::new);
+                    if let Some(capabilities) = capabilities {
+                        meta.set_client_capabilities(capabilities.clone());
+                    }
+                    if let Some(level) = link.log_level {
+                        meta.set_log_level(level);
+                    }
                 }
             }
         }
-        if let Some(stateless) = self.stateless.as_ref().filter(|s| s.takes(&request)) {
+        if let Some(stateless) = stateless {
             return self
                 .send_stateless(stateless, request, options, link, deadline)
                 .await;
@@ -316,7 +325,11 @@ impl Session {
         let mut request = request;
         let (id, token) = stateless.next_id();
         let handler = &self.handler;
-        stateless.stamp(&mut request, options.meta, token.clone());
+        // A 2026-07-28 upstream learns the client's capabilities per request.
+        let client = link
+            .and_then(|link| link.capabilities.as_ref())
+            .filter(|_| self.modern.is_some());
+        stateless.stamp(&mut request, options.meta, token.clone(), client);
         let registered = link.map(|link| handler.links().register(id.clone(), token, link));
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
         let sent = stateless.send(request, id.clone(), handler);
@@ -531,7 +544,7 @@ impl Session {
             let params = PaginatedRequestParams::default().with_cursor(cursor);
             let mut listing = request(params);
             let (id, token) = lane.next_id();
-            lane.stamp(&mut listing, None, token);
+            lane.stamp(&mut listing, None, token, None);
             let answer = match lane.send(listing, id, &self.handler).await {
                 Ok(answer) => answer,
                 Err(stateless::Unsent::Failed(error)) => return Err(error),

@@ -37,7 +37,7 @@
 use std::{
     collections::{HashMap, HashSet},
     sync::{
-        Arc, RwLock,
+        Arc, Mutex, RwLock,
         atomic::{AtomicI64, Ordering},
     },
     time::Duration,
@@ -48,10 +48,10 @@ use http::{HeaderName, HeaderValue};
 use rmcp::{
     ServiceError,
     model::{
-        ClientConfig, ClientJsonRpcMessage, ClientRequest, GetMeta, JsonObject, NumberOrString,
-        ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
-        ServerNotification, ServerResult, SubscriptionFilter, SubscriptionsListenRequest,
-        SubscriptionsListenRequestParams, Tool,
+        ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ClientRequest, GetMeta, JsonObject,
+        NumberOrString, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
+        ServerJsonRpcMessage, ServerNotification, ServerResult, SubscriptionFilter,
+        SubscriptionsListenRequest, SubscriptionsListenRequestParams, Tool,
     },
     transport::{
         DynamicTransportError,
@@ -155,6 +155,10 @@ pub(crate) struct Stateless {
     /// client info and capabilities), built once, and for tool calls,
     /// which `http::outgoing` writes, encoded once.
     stamp: Option<(RequestMetaObject, Stamp)>,
+    /// The stamp of the last downstream client whose capabilities a call
+    /// carried: the session's, with that client's capabilities in place of
+    /// ours, encoded once for as long as its calls keep coming.
+    client_stamp: Mutex<Option<(ClientCapabilities, Stamp)>>,
     /// Request ids and progress tokens, apart from rmcp's (which count up
     /// from 0 in 32 bits) so the session's links never mix them up.
     next_id: AtomicI64,
@@ -241,6 +245,7 @@ impl StatelessParts {
             parts: self,
             legacy,
             stamp,
+            client_stamp: Mutex::default(),
             next_id: AtomicI64::new(FIRST_ID),
             plain: RwLock::default(),
             annotated: RwLock::default(),
@@ -331,21 +336,45 @@ impl Stateless {
         self.legacy
     }
 
+    /// Whether it stamps its requests with a client context (2026-07-28),
+    /// and so with the capabilities of the client a request is made for.
+    pub(crate) fn stamps(&self) -> bool {
+        self.stamp.is_some()
+    }
+
     /// Stamps `request` as rmcp's client would: the client context (for
-    /// 2026-07-28), what the caller adds (`extra`), and `token`.
+    /// 2026-07-28), with `client`'s capabilities in place of ours when it is
+    /// made for a downstream client, what the caller adds (`extra`), and
+    /// `token`.
     pub(crate) fn stamp(
         &self,
         request: &mut ClientRequest,
         extra: Option<RequestMetaObject>,
         token: ProgressToken,
+        client: Option<&ClientCapabilities>,
     ) {
         if let Some((stamp, encoded)) = &self.stamp {
+            let for_client = match (&*request, client) {
+                (ClientRequest::CallToolRequest(_), Some(client)) => {
+                    self.client_stamp(stamp, client)
+                }
+                _ => None,
+            };
             match &mut *request {
                 // Written by `http::outgoing`, which takes it as encoded.
-                ClientRequest::CallToolRequest(call) => {
-                    call.extensions.insert(encoded.clone());
+                ClientRequest::CallToolRequest(call)
+                    if client.is_none() || for_client.is_some() =>
+                {
+                    call.extensions
+                        .insert(for_client.unwrap_or_else(|| encoded.clone()));
                 }
-                other => other.get_meta_mut().extend(stamp.clone()),
+                other => {
+                    let meta = other.get_meta_mut();
+                    meta.extend(stamp.clone());
+                    if let Some(client) = client {
+                        meta.set_client_capabilities(client.clone());
+                    }
+                }
             }
         }
         let meta = rmcp::model::GetMeta::get_meta_mut(request);
@@ -353,6 +382,29 @@ impl Stateless {
             meta.extend(extra);
         }
         meta.set_progress_token(token);
+    }
+
+    /// The session's stamp with `client`'s capabilities, encoded once per
+    /// run of calls for the same client; `None` if they cannot be encoded.
+    fn client_stamp(
+        &self,
+        stamp: &RequestMetaObject,
+        client: &ClientCapabilities,
+    ) -> Option<Stamp> {
+        let mut cached = self
+            .client_stamp
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((capabilities, encoded)) = cached.as_ref()
+            && capabilities == client
+        {
+            return Some(encoded.clone());
+        }
+        let mut meta = stamp.clone();
+        meta.set_client_capabilities(client.clone());
+        let encoded = Stamp::new(&meta).ok()?;
+        *cached = Some((client.clone(), encoded.clone()));
+        Some(encoded)
     }
 
     /// Sends `request` (its `_meta` complete) as request `id` and reads its
@@ -576,7 +628,7 @@ impl Stateless {
         let mut request =
             ClientRequest::SubscriptionsListenRequest(SubscriptionsListenRequest::new(params));
         let (id, token) = self.next_id();
-        self.stamp(&mut request, None, token);
+        self.stamp(&mut request, None, token, None);
         let headers = self.headers(&request);
         let mut events = match self.post(request, &id, None, headers).await {
             Ok(StreamableHttpPostResponse::Sse(events, _)) => events,
@@ -1118,6 +1170,52 @@ mod tests {
         assert_eq!(body["id"], json!(FIRST_ID));
         // Its own ids, never one of rmcp's.
         assert_eq!(lane.next_id().0, NumberOrString::Number(FIRST_ID + 1));
+    }
+
+    /// A call made for a downstream client carries that client's
+    /// capabilities in place of ours, the rest of the context as ever; the
+    /// next client's calls carry its own.
+    #[tokio::test]
+    async fn a_call_for_a_client_carries_its_capabilities_in_the_context() {
+        let (lane, upstream) = lane(Script::Json).await;
+        let elicits: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        let samples: ClientCapabilities = serde_json::from_value(json!({"sampling": {}})).unwrap();
+        let handler = SessionHandler::default();
+        for client in [None, Some(&elicits), Some(&elicits), Some(&samples)] {
+            let (id, token) = lane.next_id();
+            let mut request = call("echo");
+            lane.stamp(&mut request, None, token, client);
+            lane.send(request, id, &handler).await.unwrap();
+        }
+        let seen = upstream.seen.lock().unwrap();
+        let sent: Vec<&Value> = seen
+            .posts
+            .iter()
+            .map(|(_, body)| &body["params"]["_meta"])
+            .collect();
+        let key = "io.modelcontextprotocol/clientCapabilities";
+        let ours = serde_json::to_value(ClientCapabilities::default()).unwrap();
+        assert_eq!(sent[0][key], ours);
+        assert_eq!(sent[1][key], json!({"elicitation": {"form": {}}}));
+        assert_eq!(sent[2][key], sent[1][key]);
+        assert_eq!(sent[3][key], json!({"sampling": {}}));
+        for meta in &sent {
+            assert_eq!(
+                meta["io.modelcontextprotocol/protocolVersion"],
+                "2026-07-28"
+            );
+            assert!(
+                meta["io.modelcontextprotocol/clientInfo"].is_object(),
+                "{meta}"
+            );
+            assert!(meta["progressToken"].is_number(), "{meta}");
+        }
+        // A request other than a call carries them in its `_meta` too.
+        let mut listing = ClientRequest::ListToolsRequest(Default::default());
+        lane.stamp(&mut listing, None, lane.next_id().1, Some(&samples));
+        let meta = serde_json::to_value(rmcp::model::GetMeta::get_meta(&listing)).unwrap();
+        assert_eq!(meta[key], json!({"sampling": {}}));
     }
 
     #[tokio::test]
