@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
-use serde::{Serialize, de::DeserializeOwned};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::arguments::SharedArguments;
@@ -148,17 +148,23 @@ pub(crate) fn drop_off_thread<T: Send + 'static>(value: T) {
     }
 }
 
+/// A message that writes itself as JSON.
+pub(crate) trait Encode {
+    fn encode<W: std::io::Write>(&self, writer: &mut W) -> serde_json::Result<()>;
+}
+
 /// `message` as JSON: here if it is under [`HEAVY_BYTES`], else on a
 /// blocking thread (where it is also dropped).
-pub(crate) async fn encode<T: Serialize + Send + 'static>(
-    message: T,
-) -> serde_json::Result<Vec<u8>> {
+pub(crate) async fn encode<T: Encode + Send + 'static>(message: T) -> serde_json::Result<Vec<u8>> {
     let mut capped = Capped(Vec::with_capacity(256));
-    match serde_json::to_writer(&mut capped, &message) {
+    match message.encode(&mut capped) {
         Ok(()) => Ok(capped.0),
-        Err(error) if error.is_io() => off_thread(move || serde_json::to_vec(&message))
-            .await
-            .unwrap_or_else(|| Err(shutting_down())),
+        Err(error) if error.is_io() => off_thread(move || {
+            let mut whole = Vec::new();
+            message.encode(&mut whole).map(|()| whole)
+        })
+        .await
+        .unwrap_or_else(|| Err(shutting_down())),
         Err(error) => Err(error),
     }
 }
@@ -273,6 +279,12 @@ mod tests {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
             *self.0.lock().unwrap() = Some(std::thread::current().id());
             serializer.serialize_str(&"x".repeat(self.1))
+        }
+    }
+
+    impl Encode for Witness {
+        fn encode<W: std::io::Write>(&self, writer: &mut W) -> serde_json::Result<()> {
+            serde_json::to_writer(writer, self)
         }
     }
 

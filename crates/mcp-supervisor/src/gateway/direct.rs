@@ -719,12 +719,15 @@ fn event_stream(body: Body) -> Response {
 }
 
 fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        serde_json::to_vec(message).unwrap_or_default(),
-    )
-        .into_response()
+    // Built in place: axum's conversion of a (status, headers, body) tuple
+    // parses the header's name and value and merges a header map per answer.
+    let mut response = Response::new(Body::from(serde_json::to_vec(message).unwrap_or_default()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 fn event(message: &ServerJsonRpcMessage) -> Bytes {

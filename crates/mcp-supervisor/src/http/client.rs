@@ -10,14 +10,12 @@ use std::{
 use futures::{Stream, StreamExt, stream::BoxStream};
 use http::{
     HeaderMap, HeaderName, HeaderValue, StatusCode,
-    header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE},
+    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE},
 };
 use rmcp::{
     model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage},
     transport::{
-        common::http_header::{
-            EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
-        },
+        common::http_header::{EVENT_STREAM_MIME_TYPE, JSON_MIME_TYPE},
         streamable_http_client::{
             AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError,
             StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -216,52 +214,68 @@ impl RecordingClient {
         &self.recorder
     }
 
+    /// A request to `uri` with the connection's credentials: the bearer
+    /// `auth_token` and `custom_headers`, marked sensitive (so no `Debug`
+    /// output shows them).
     fn request(
         &self,
         method: reqwest::Method,
-        uri: &Arc<str>,
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> reqwest::RequestBuilder {
-        let mut request = match self.target(uri) {
-            Some(target) => self
-                .clients
-                .for_origin(&target.origin)
-                .request(method, target.url.clone()),
-            // Not a URL: reqwest reports that as the request's error.
-            None => self.clients.pooled().request(method, uri.as_ref()),
+    ) -> Outbound {
+        let mut request = Outbound {
+            method,
+            headers: HeaderMap::with_capacity(custom_headers.len() + 4),
+            invalid: None,
+            body: None,
         };
         if let Some(token) = auth_token {
-            // bearer_auth marks the header value sensitive, so reqwest's own
-            // Debug output of the request redacts it.
-            request = request.bearer_auth(token);
+            request = request.header(AUTHORIZATION, &format!("Bearer {token}"));
         }
         for (name, mut value) in custom_headers {
             value.set_sensitive(true);
-            request = request.header(name, value);
+            request.headers.append(name, value);
         }
         request
     }
 
-    /// Sends `request` (built by [`Self::request`] for `uri`) by the lane its
-    /// target takes: hyper's plain-HTTP lane, or reqwest.
+    /// Sends `request` to `uri` by the lane its target takes: hyper's
+    /// plain-HTTP lane, or reqwest (which also reports what is wrong with a
+    /// request: a `uri` that is no URL, a header that is no header).
     async fn send(
         &self,
         uri: &Arc<str>,
-        request: reqwest::RequestBuilder,
+        request: Outbound,
     ) -> Result<reqwest::Response, HttpError> {
         let target = self.target(uri);
         let lane = target.as_deref().and_then(|target| {
             let to = target.lane.as_ref()?;
-            Some((self.clients.plain_lane(&target.origin)?, to))
+            Some((self.clients.plain_lane(&target.origin)?, to, &target.url))
         });
-        match lane {
-            Some((lane, to)) => {
-                let request = request.build().map_err(transport_error)?;
-                lane.send(request, to).await
-            }
-            None => request.send().await.map_err(transport_error),
+        let Outbound {
+            method,
+            headers,
+            invalid,
+            body,
+        } = request;
+        if let (Some((lane, to, url)), None) = (lane, &invalid) {
+            return lane.send(method, headers, body, url, to).await;
         }
+        let mut builder = match &target {
+            Some(target) => self
+                .clients
+                .for_origin(&target.origin)
+                .request(method, target.url.clone()),
+            None => self.clients.pooled().request(method, uri.as_ref()),
+        };
+        builder = builder.headers(headers);
+        if let Some((name, value)) = invalid {
+            builder = builder.header(name, value);
+        }
+        if let Some(body) = body {
+            builder = builder.body(body);
+        }
+        builder.send().await.map_err(transport_error)
     }
 
     /// Records the response and turns any non-2xx status into a typed error.
@@ -528,16 +542,17 @@ impl StreamableHttpClient for RecordingClient {
         for (name, _) in &trace {
             custom_headers.remove(name);
         }
-        let mut request = self
-            .request(reqwest::Method::POST, &uri, auth_token, custom_headers)
-            .header(ACCEPT, ACCEPT_BOTH);
+        let mut request = self.request(reqwest::Method::POST, auth_token, custom_headers);
+        request
+            .headers
+            .append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
         for (name, value) in trace {
-            request = request.header(name, value);
+            request.headers.append(name, value);
         }
         let session_attached = session_id.is_some();
         if let Some(session_id) = session_id {
             self.session_id.saw(&session_id);
-            request = request.header(HEADER_SESSION_ID, session_id.as_ref());
+            request = request.header(crate::mcp_headers::SESSION_ID, &session_id);
         }
         let discover = discover_id(&message);
         // Notifications and replies await nothing: whatever a 2xx carries is fine.
@@ -545,12 +560,11 @@ impl StreamableHttpClient for RecordingClient {
         let body = heavy::encode(Outgoing::from(message))
             .await
             .map_err(|error| StreamableHttpError::Io(error.into()))?;
-        let response = self
-            .send(
-                &uri,
-                request.header(CONTENT_TYPE, JSON_MIME_TYPE).body(body),
-            )
-            .await?;
+        request
+            .headers
+            .append(CONTENT_TYPE, HeaderValue::from_static(JSON_MIME_TYPE));
+        request.body = Some(body);
+        let response = self.send(&uri, request).await?;
         if session_attached && response.status() == StatusCode::BAD_REQUEST {
             return Err(self.session_rejection(&uri, response).await);
         }
@@ -604,8 +618,8 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
         let request = self
-            .request(reqwest::Method::DELETE, &uri, auth_token, custom_headers)
-            .header(HEADER_SESSION_ID, session_id.as_ref());
+            .request(reqwest::Method::DELETE, auth_token, custom_headers)
+            .header(crate::mcp_headers::SESSION_ID, &session_id);
         let response = self.send(&uri, request).await?;
         // 405: the server does not do explicit session deletion, which is fine.
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
@@ -647,15 +661,16 @@ impl StreamableHttpClient for RecordingClient {
         if last_event_id.is_none() && !self.server_stream_wanted().await {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        let mut request = self
-            .request(reqwest::Method::GET, &uri, auth_token, custom_headers)
-            .header(ACCEPT, ACCEPT_BOTH);
+        let mut request = self.request(reqwest::Method::GET, auth_token, custom_headers);
+        request
+            .headers
+            .append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
         let session_attached = session_id.is_some();
         if let Some(session_id) = session_id {
-            request = request.header(HEADER_SESSION_ID, session_id.as_ref());
+            request = request.header(crate::mcp_headers::SESSION_ID, &session_id);
         }
         if let Some(last_event_id) = last_event_id {
-            request = request.header(HEADER_LAST_EVENT_ID, last_event_id);
+            request = request.header(LAST_EVENT_ID, &last_event_id);
         }
         let response = self.send(&uri, request).await?;
         self.check_status("GET", &uri, &response, session_attached)?;
@@ -689,6 +704,35 @@ fn body_chunks(
 }
 
 const ACCEPT_BOTH: &str = "text/event-stream, application/json";
+/// rmcp's `Last-Event-Id`, as a header name.
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// A request as built, before the lane that sends it: its headers made once
+/// (credentials marked sensitive), for hyper's lane directly or reqwest's
+/// builder.
+struct Outbound {
+    method: reqwest::Method,
+    headers: HeaderMap,
+    /// A header whose value is no header value: reqwest's builder reports
+    /// it when the request is sent, as it did when it built every request.
+    invalid: Option<(HeaderName, String)>,
+    body: Option<Vec<u8>>,
+}
+
+impl Outbound {
+    /// With `name: value` appended (marked sensitive when it is the
+    /// credential `Authorization`).
+    fn header(mut self, name: HeaderName, value: &str) -> Self {
+        match HeaderValue::from_str(value) {
+            Ok(mut value) => {
+                value.set_sensitive(name == AUTHORIZATION);
+                self.headers.append(name, value);
+            }
+            Err(_) => self.invalid = Some((name, value.to_owned())),
+        }
+        self
+    }
+}
 
 fn header_str(headers: &HeaderMap, name: impl http::header::AsHeaderName) -> Option<String> {
     headers
@@ -772,6 +816,46 @@ mod tests {
         ));
         assert!(media_type_is("Text/Event-Stream", EVENT_STREAM_MIME_TYPE));
         assert!(!media_type_is("application/jsonl", JSON_MIME_TYPE));
+    }
+
+    #[test]
+    fn the_header_names_are_rmcps() {
+        use rmcp::transport::common::http_header::{HEADER_LAST_EVENT_ID, HEADER_SESSION_ID};
+        let name = |text: &str| HeaderName::from_bytes(text.as_bytes()).unwrap();
+        assert_eq!(LAST_EVENT_ID, name(HEADER_LAST_EVENT_ID));
+        assert_eq!(crate::mcp_headers::SESSION_ID, name(HEADER_SESSION_ID));
+    }
+
+    /// A header that is no header (a token with a line break) fails its
+    /// request as reqwest's builder fails it, before anything is sent, on
+    /// the plain-HTTP lane too; the credential is marked sensitive.
+    #[tokio::test]
+    async fn a_header_that_is_no_header_fails_as_reqwest_fails_it() {
+        let lane = crate::http::PlainLane::new(
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(1),
+        );
+        assert!(lane.is_some(), "no proxy is configured for the tests");
+        let client = RecordingClient::new(
+            HttpClients::new(reqwest::Client::new(), reqwest::Client::new()).with_plain_lane(lane),
+            HttpRecorder::default(),
+        );
+        // Nothing listens there: reaching it would fail otherwise.
+        let uri: Arc<str> = Arc::from("http://127.0.0.1:9/mcp");
+        let request = client.request(
+            reqwest::Method::POST,
+            Some("canary\ntoken".into()),
+            HashMap::new(),
+        );
+        assert!(request.headers.get(AUTHORIZATION).is_none());
+        match client.send(&uri, request).await {
+            Err(StreamableHttpError::Client(error)) => assert!(error.is_builder(), "{error:?}"),
+            other => panic!("not reqwest's builder error: {other:?}"),
+        }
+        let request = client.request(reqwest::Method::POST, Some("t".into()), HashMap::new());
+        let bearer = &request.headers[AUTHORIZATION];
+        assert_eq!(bearer, "Bearer t");
+        assert!(bearer.is_sensitive());
     }
 
     #[test]

@@ -16,12 +16,11 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, JsonObject,
     JsonRpcMessage, JsonRpcRequest, MetaObject, RequestId, RequestMetaObject,
 };
-use std::sync::Arc;
+use std::{io, sync::Arc};
 
-use serde::{Serialize, Serializer, ser::SerializeMap};
 use serde_json::value::RawValue;
 
-use crate::arguments::SharedArguments;
+use crate::{arguments::SharedArguments, heavy::Encode};
 
 /// A message on its way to the upstream.
 pub(super) enum Outgoing {
@@ -92,7 +91,7 @@ fn merged(
     }
     let mut meta: JsonObject = own.unwrap_or_default();
     meta.extend(legacy.into_iter().flatten());
-    for (key, _) in stamp.iter().flat_map(|stamp| stamp.0.iter()) {
+    for (key, _) in stamp.iter().flat_map(|stamp| stamp.entries.iter()) {
         meta.remove(key);
     }
     meta.extend(typed.into_iter().flatten());
@@ -105,7 +104,11 @@ fn merged(
 /// copied into each call's `_meta` and written again. Carried in a call's
 /// extensions (see `session::stateless`).
 #[derive(Debug, Clone)]
-pub(crate) struct Stamp(Arc<[(String, Box<RawValue>)]>);
+pub(crate) struct Stamp {
+    entries: Arc<[(String, Box<RawValue>)]>,
+    /// The entries as written in an object: `"key":value,…`.
+    written: Arc<str>,
+}
 
 impl Stamp {
     pub(crate) fn new(meta: &RequestMetaObject) -> serde_json::Result<Self> {
@@ -115,80 +118,187 @@ impl Stamp {
             .iter()
             .map(|(key, value)| Ok((key.clone(), serde_json::value::to_raw_value(value)?)))
             .collect::<serde_json::Result<Vec<_>>>()?;
-        Ok(Stamp(entries.into()))
-    }
-}
-
-/// A call's `_meta`: its merged map, and the entries of its [`Stamp`] the
-/// map does not hold.
-struct Meta<'a> {
-    map: Option<&'a JsonObject>,
-    stamp: Option<&'a Stamp>,
-}
-
-impl Meta<'_> {
-    /// No `_meta` at all (an empty one is written, as rmcp writes it).
-    fn is_empty(&self) -> bool {
-        self.map.is_none() && self.stamp.is_none()
-    }
-}
-
-impl Serialize for Meta<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in self.map.into_iter().flatten() {
-            map.serialize_entry(key, value)?;
-        }
-        for (key, value) in self.stamp.iter().flat_map(|stamp| stamp.0.iter()) {
-            if !self.map.is_some_and(|map| map.contains_key(key)) {
-                map.serialize_entry(key, value)?;
+        let mut written = Vec::new();
+        for (key, value) in &entries {
+            if !written.is_empty() {
+                written.push(b',');
             }
+            serde_json::to_writer(&mut written, key)?;
+            written.push(b':');
+            written.extend_from_slice(value.get().as_bytes());
         }
-        map.end()
+        Ok(Stamp {
+            entries: entries.into(),
+            written: String::from_utf8(written)
+                .map_err(serde::ser::Error::custom)?
+                .into(),
+        })
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(key, _)| key.as_str())
     }
 }
 
-/// `{"jsonrpc":"2.0","id":…,"method":"tools/call","params":…}`.
-#[derive(Serialize)]
-struct CallEnvelope<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    method: &'static str,
-    params: Params<'a>,
-}
-
-/// A call's params (their `_meta` left out of `params`), with the stamp
-/// and the arguments they share added.
-#[derive(Serialize)]
-struct Params<'a> {
-    #[serde(rename = "_meta", skip_serializing_if = "Meta::is_empty")]
-    meta: Meta<'a>,
-    #[serde(flatten)]
-    params: &'a CallToolRequestParams,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    arguments: Option<&'a SharedArguments>,
-}
-
-impl Serialize for Outgoing {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl Encode for Outgoing {
+    fn encode<W: io::Write>(&self, writer: &mut W) -> serde_json::Result<()> {
         match self {
-            Outgoing::Call(call) => CallEnvelope {
-                jsonrpc: "2.0",
-                id: &call.id,
-                method: "tools/call",
-                params: Params {
-                    meta: Meta {
-                        map: call.meta.as_ref(),
-                        stamp: call.stamp.as_ref(),
-                    },
-                    params: &call.params,
-                    // Only an attempt shares them, and it has none of its own.
-                    arguments: call.shared.as_ref(),
-                },
-            }
-            .serialize(serializer),
-            Outgoing::Other(message) => message.serialize(serializer),
+            Outgoing::Call(call) => call.encode(writer),
+            Outgoing::Other(message) => serde_json::to_writer(writer, message),
         }
+    }
+}
+
+impl Call {
+    /// `{"jsonrpc":"2.0","id":…,"method":"tools/call","params":…}`, written
+    /// in pieces: the params' `_meta` (its merged map, then the stamp's
+    /// entries the map does not hold, as encoded), the params' own fields
+    /// by their `Serialize`, and the arguments they share.
+    fn encode<W: io::Write>(&self, writer: &mut W) -> serde_json::Result<()> {
+        let raw =
+            |writer: &mut W, bytes: &[u8]| writer.write_all(bytes).map_err(serde_json::Error::io);
+        raw(writer, br#"{"jsonrpc":"2.0","id":"#)?;
+        serde_json::to_writer(&mut *writer, &self.id)?;
+        raw(writer, br#","method":"tools/call","params":{"#)?;
+        // No `_meta` at all: none is written (an empty one is, as rmcp
+        // writes it).
+        let has_meta = self.meta.is_some() || self.stamp.is_some();
+        if has_meta {
+            raw(writer, br#""_meta":"#)?;
+            self.encode_meta(writer)?;
+        }
+        let mut own = Inner::new(&mut *writer, has_meta);
+        serde_json::to_writer(&mut own, &self.params)?;
+        let comma = own.finish()?;
+        // Only an attempt shares them, and it has none of its own.
+        if let Some(shared) = &self.shared {
+            raw(
+                writer,
+                if comma {
+                    br#","arguments":"#
+                } else {
+                    br#""arguments":"#
+                },
+            )?;
+            serde_json::to_writer(&mut *writer, shared)?;
+        }
+        raw(writer, b"}}")
+    }
+
+    fn encode_meta<W: io::Write>(&self, writer: &mut W) -> serde_json::Result<()> {
+        let mut first = true;
+        let mut next = |writer: &mut W| {
+            let separator: &[u8] = if std::mem::take(&mut first) {
+                b""
+            } else {
+                b","
+            };
+            writer.write_all(separator).map_err(serde_json::Error::io)
+        };
+        writer.write_all(b"{").map_err(serde_json::Error::io)?;
+        for (key, value) in self.meta.iter().flatten() {
+            next(writer)?;
+            serde_json::to_writer(&mut *writer, key)?;
+            writer.write_all(b":").map_err(serde_json::Error::io)?;
+            serde_json::to_writer(&mut *writer, value)?;
+        }
+        if let Some(stamp) = &self.stamp {
+            let held = |key: &str| self.meta.as_ref().is_some_and(|map| map.contains_key(key));
+            if !stamp.keys().any(held) {
+                if !stamp.written.is_empty() {
+                    next(writer)?;
+                    writer
+                        .write_all(stamp.written.as_bytes())
+                        .map_err(serde_json::Error::io)?;
+                }
+            } else {
+                for (key, value) in stamp.entries.iter().filter(|(key, _)| !held(key)) {
+                    next(writer)?;
+                    serde_json::to_writer(&mut *writer, key)?;
+                    writer.write_all(b":").map_err(serde_json::Error::io)?;
+                    writer
+                        .write_all(value.get().as_bytes())
+                        .map_err(serde_json::Error::io)?;
+                }
+            }
+        }
+        writer.write_all(b"}").map_err(serde_json::Error::io)
+    }
+}
+
+/// Writes a JSON object's members without its braces, after a comma when
+/// something was written before them: the params' own fields, spliced into
+/// the params object being written.
+struct Inner<'w, W> {
+    writer: &'w mut W,
+    /// Whether a member was written before these.
+    after: bool,
+    /// The object's opening brace was seen.
+    opened: bool,
+    /// One of its members has been written.
+    started: bool,
+    /// The last byte seen, held back: the object's closing brace in the end.
+    held: Option<u8>,
+}
+
+impl<'w, W: io::Write> Inner<'w, W> {
+    fn new(writer: &'w mut W, after: bool) -> Self {
+        Inner {
+            writer,
+            after,
+            opened: false,
+            started: false,
+            held: None,
+        }
+    }
+
+    /// Whether any member has been written now, these or those before.
+    fn finish(self) -> serde_json::Result<bool> {
+        match self.held {
+            Some(b'}') => Ok(self.after || self.started),
+            _ => Err(serde::ser::Error::custom("the params are not an object")),
+        }
+    }
+
+    fn emit(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if !std::mem::replace(&mut self.started, true) && self.after {
+            self.writer.write_all(b",")?;
+        }
+        self.writer.write_all(bytes)
+    }
+}
+
+impl<W: io::Write> io::Write for Inner<'_, W> {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.write_all(bytes).map(|()| bytes.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if !self.opened {
+            let Some((b'{', rest)) = bytes.split_first() else {
+                return Err(io::Error::other("the params are not an object"));
+            };
+            self.opened = true;
+            bytes = rest;
+        }
+        let Some((&last, body)) = bytes.split_last() else {
+            return Ok(());
+        };
+        if let Some(held) = self.held.take() {
+            self.emit(&[held])?;
+        }
+        self.emit(body)?;
+        self.held = Some(last);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
     }
 }
 
@@ -203,6 +313,18 @@ mod tests {
         heavy::SharedRequest,
     };
 
+    /// What `outgoing` writes, as text.
+    fn text(outgoing: Outgoing) -> String {
+        let mut bytes = Vec::new();
+        outgoing.encode(&mut bytes).unwrap();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    /// What `outgoing` writes, read back.
+    fn written(outgoing: Outgoing) -> Value {
+        serde_json::from_str(&text(outgoing)).unwrap()
+    }
+
     fn object(value: Value) -> JsonObject {
         value.as_object().cloned().unwrap()
     }
@@ -214,7 +336,7 @@ mod tests {
             ClientRequest::CallToolRequest(call),
         ));
         let rmcp = serde_json::to_value(&message).unwrap();
-        let ours = serde_json::to_value(Outgoing::from(message)).unwrap();
+        let ours = written(Outgoing::from(message));
         (rmcp, ours)
     }
 
@@ -307,7 +429,7 @@ mod tests {
             ClientJsonRpcMessage::Request(JsonRpcRequest::new(NumberOrString::Number(2), request))
         };
         let rmcp = serde_json::to_value(wire(whole.clone())).unwrap();
-        let ours = serde_json::to_value(Outgoing::from(wire(attempt.clone()))).unwrap();
+        let ours = written(Outgoing::from(wire(attempt.clone())));
         assert_eq!(ours, rmcp);
         assert_eq!(ours["params"]["arguments"]["deep"]["a"], "é");
 
@@ -337,7 +459,7 @@ mod tests {
             NumberOrString::Number(5),
             request.clone(),
         ));
-        let written = serde_json::to_string(&Outgoing::from(message)).unwrap();
+        let written = text(Outgoing::from(message));
         assert!(
             written.contains(&format!(r#""arguments":{sent}"#)),
             "{written}"
@@ -389,7 +511,7 @@ mod tests {
             NumberOrString::Number(4),
             ClientRequest::CallToolRequest(call(true)),
         ));
-        let ours = serde_json::to_value(Outgoing::from(message)).unwrap();
+        let ours = written(Outgoing::from(message));
         assert_eq!(ours, rmcp);
         let meta = &ours["params"]["_meta"];
         assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "gw");
@@ -404,6 +526,49 @@ mod tests {
         assert_eq!(meta["own"], true);
     }
 
+    /// The common call: a stamp none of whose keys the call's own `_meta`
+    /// holds is written as it was encoded, in one piece, after the call's
+    /// own entries; the params' fields follow, whether the arguments are in
+    /// them or shared.
+    #[test]
+    fn a_stamp_the_call_does_not_touch_is_written_as_encoded() {
+        let stamp = RequestMetaObject(MetaObject(object(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "gw \"q\"", "version": "1"},
+        }))));
+        let encoded = Stamp::new(&stamp).unwrap();
+        for progress in [None, Some(8)] {
+            let mut params =
+                CallToolRequestParams::new("t").with_arguments(object(json!({"a": [1]})));
+            params.request_state = Some("s".into());
+            let mut call = CallToolRequest::new(params);
+            call.extensions.insert(encoded.clone());
+            let mut plain = CallToolRequest::new(call.params.clone());
+            plain.extensions.insert(stamp.clone());
+            if let Some(token) = progress {
+                for call in [&mut call, &mut plain] {
+                    let mut meta = call
+                        .extensions
+                        .remove::<RequestMetaObject>()
+                        .unwrap_or_default();
+                    meta.0.0.insert("progressToken".into(), json!(token));
+                    call.extensions.insert(meta);
+                }
+            }
+            let (rmcp, _) = both(plain, NumberOrString::Number(9));
+            let message = ClientJsonRpcMessage::Request(JsonRpcRequest::new(
+                NumberOrString::Number(9),
+                ClientRequest::CallToolRequest(call),
+            ));
+            let text = text(Outgoing::from(message));
+            assert!(text.contains(&*encoded.written), "{text}");
+            let ours: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(ours, rmcp, "{text}");
+            assert_eq!(ours["params"]["requestState"], "s");
+            assert_eq!(ours["params"]["arguments"], json!({"a": [1]}));
+        }
+    }
+
     #[test]
     fn other_messages_are_written_by_rmcp() {
         let message = ClientJsonRpcMessage::Request(JsonRpcRequest::new(
@@ -411,7 +576,7 @@ mod tests {
             ClientRequest::ListToolsRequest(Default::default()),
         ));
         let rmcp = serde_json::to_string(&message).unwrap();
-        let ours = serde_json::to_string(&Outgoing::from(message)).unwrap();
+        let ours = text(Outgoing::from(message));
         assert_eq!(ours, rmcp);
     }
 }

@@ -73,15 +73,25 @@ impl PlainLane {
         })
     }
 
-    /// Sends `request` (to the `http://` URL `to` was made from) and
-    /// returns its answer's head with the body still streaming.
+    /// Sends a request with `method`, `headers` and `body` to `to` (made
+    /// from the `http://` URL `url`) and returns its answer's head with the
+    /// body still streaming, as reqwest's.
     pub(crate) async fn send(
         &self,
-        request: reqwest::Request,
+        method: http::Method,
+        headers: http::HeaderMap,
+        body: Option<Vec<u8>>,
+        url: &reqwest::Url,
         to: &LaneTarget,
     ) -> Result<reqwest::Response, HttpError> {
-        let url = request.url().clone();
-        let mut request = hypers(request, to);
+        let mut request = http::Request::new(reqwest::Body::from(body.unwrap_or_default()));
+        *request.method_mut() = method;
+        *request.uri_mut() = to.path.clone();
+        *request.headers_mut() = headers;
+        request
+            .headers_mut()
+            .entry(http::header::HOST)
+            .or_insert_with(|| to.host.clone());
         let response = loop {
             let (mut sender, reused) = match to.pool.checkout() {
                 Some(sender) => (sender, true),
@@ -107,7 +117,7 @@ impl PlainLane {
         // reqwest's conversion takes the answer's URL from its extensions,
         // and parses a placeholder URL for each answer without one (about
         // 3,500 instructions, a fiftieth of a call).
-        parts.extensions.extend(url_extension(url));
+        parts.extensions.extend(url_extension(url.clone()));
         let body = Returning {
             body,
             back: Some((sender, to.pool.clone(), self.idle_timeout)),
@@ -116,6 +126,21 @@ impl PlainLane {
             parts,
             reqwest::Body::wrap(body),
         )))
+    }
+
+    /// Sends what reqwest's builder made (tests build their requests so).
+    #[cfg(test)]
+    pub(crate) async fn send_built(
+        &self,
+        request: reqwest::Request,
+        to: &LaneTarget,
+    ) -> Result<reqwest::Response, HttpError> {
+        let body = request
+            .body()
+            .and_then(reqwest::Body::as_bytes)
+            .map(<[u8]>::to_vec);
+        let (method, headers) = (request.method().clone(), request.headers().clone());
+        self.send(method, headers, body, request.url(), to).await
     }
 
     /// A new connection to `to`, its task spawned.
@@ -357,25 +382,6 @@ impl LaneError {
     }
 }
 
-/// `request` as hyper's, for `to`. reqwest's request extensions stay
-/// behind: they are reqwest's own, and its builder adds none to ours.
-fn hypers(mut request: reqwest::Request, to: &LaneTarget) -> http::Request<reqwest::Body> {
-    // What reqwest sends for a request without a body.
-    let body = request
-        .body_mut()
-        .take()
-        .unwrap_or_else(|| bytes::Bytes::new().into());
-    let mut sent = http::Request::new(body);
-    *sent.method_mut() = request.method().clone();
-    *sent.uri_mut() = to.path.clone();
-    *sent.version_mut() = request.version();
-    *sent.headers_mut() = std::mem::take(request.headers_mut());
-    sent.headers_mut()
-        .entry(http::header::HOST)
-        .or_insert_with(|| to.host.clone());
-    sent
-}
-
 /// The extension that tells reqwest a response's URL (its type is private
 /// to reqwest; its builder extension sets it).
 fn url_extension(url: reqwest::Url) -> http::Extensions {
@@ -431,7 +437,7 @@ mod tests {
         let request = build(&url).build().unwrap();
         let bound = Duration::from_secs(10);
         let to = LaneTarget::new(&reqwest::Url::parse(&url).unwrap(), Arc::default()).unwrap();
-        let sent = lane.send(request, &to);
+        let sent = lane.send_built(request, &to);
         let response = tokio::time::timeout(bound, sent).await.expect("answered");
         let head = tokio::time::timeout(bound, served).await.expect("served");
         (url, response.unwrap(), head.unwrap().to_ascii_lowercase())
@@ -528,7 +534,7 @@ mod tests {
     async fn get(lane: &PlainLane, to: &LaneTarget, url: &str, read: bool) -> String {
         let request = reqwest::Client::new().get(url).build().unwrap();
         let bound = Duration::from_secs(10);
-        let response = tokio::time::timeout(bound, lane.send(request, to))
+        let response = tokio::time::timeout(bound, lane.send_built(request, to))
             .await
             .expect("answered")
             .unwrap();

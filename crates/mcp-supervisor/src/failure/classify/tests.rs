@@ -424,5 +424,7 @@ async fn plain_send(connect_timeout: Duration, url: &str) -> HttpError {
     let request = reqwest::Client::new().post(url).build().unwrap();
     let to =
         crate::http::LaneTarget::new(request.url(), Default::default()).expect("an http:// URL");
-    lane.send(request, &to).await.expect_err("nothing answers")
+    lane.send_built(request, &to)
+        .await
+        .expect_err("nothing answers")
 }
