@@ -40,6 +40,7 @@ pub mod fleet;
 pub mod gateway;
 mod heavy;
 pub mod http;
+mod ids;
 mod listener;
 pub use listener::tallies;
 mod mcp_headers;

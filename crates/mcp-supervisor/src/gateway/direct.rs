@@ -155,6 +155,7 @@ impl Call {
 struct Envelope<'a, P> {
     #[serde(borrow)]
     jsonrpc: Cow<'a, str>,
+    #[serde(default, deserialize_with = "crate::ids::optional_id")]
     id: Option<RequestId>,
     #[serde(borrow)]
     method: Cow<'a, str>,
@@ -189,7 +190,7 @@ struct PlainCall {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ProgressOnly {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::ids::optional_token")]
     progress_token: Option<ProgressToken>,
     #[serde(default)]
     traceparent: Option<String>,
@@ -230,6 +231,7 @@ fn object_or_none(arguments: Option<Box<RawValue>>) -> Option<Option<SharedArgum
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CancelledParams {
+    #[serde(deserialize_with = "crate::ids::id")]
     request_id: RequestId,
 }
 
@@ -376,7 +378,11 @@ struct ClientContext {
     _client_info: Option<IgnoredAny>,
     #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
     log_level: Option<LoggingLevel>,
-    #[serde(rename = "progressToken", default)]
+    #[serde(
+        rename = "progressToken",
+        default,
+        deserialize_with = "crate::ids::optional_token"
+    )]
     progress_token: Option<ProgressToken>,
     #[serde(default)]
     traceparent: Option<String>,

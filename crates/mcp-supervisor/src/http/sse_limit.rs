@@ -66,24 +66,38 @@ where
         }
     }
 
+    /// Counts `chunk` into the current event; `false` once the event is
+    /// over the limit. A blank line (two `\n`, `\r`s between them ignored)
+    /// ends an event; its second `\n` is not counted. Goes from line break
+    /// to line break (`memchr`), not byte by byte.
     fn account(&mut self, chunk: &[u8]) -> bool {
-        for &byte in chunk {
-            match byte {
-                b'\r' => {}
-                b'\n' if self.after_newline => {
-                    self.current = 0;
-                    self.after_newline = false;
-                    continue;
-                }
-                b'\n' => self.after_newline = true,
-                _ => self.after_newline = false,
+        let mut rest = chunk;
+        loop {
+            let (line, after) = match memchr::memchr(b'\n', rest) {
+                Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+                None => (rest, None),
+            };
+            if !line.iter().all(|&byte| byte == b'\r') {
+                self.after_newline = false;
             }
-            self.current += 1;
+            self.current += line.len();
             if self.current > self.limit {
                 return false;
             }
+            let Some(after) = after else {
+                return true;
+            };
+            if std::mem::take(&mut self.after_newline) {
+                self.current = 0;
+            } else {
+                self.after_newline = true;
+                self.current += 1;
+                if self.current > self.limit {
+                    return false;
+                }
+            }
+            rest = after;
         }
-        true
     }
 }
 
@@ -186,6 +200,61 @@ mod tests {
             16,
         );
         assert_eq!(ok, vec![true, false]);
+    }
+
+    /// The rule, byte by byte: `\r` counts and changes nothing, a `\n`
+    /// right after a `\n` ends the event (and is not counted), anything
+    /// else counts. The counter after each chunk, or `None` once over.
+    fn bytewise(chunks: &[&[u8]], limit: usize) -> Vec<Option<usize>> {
+        let (mut current, mut after_newline) = (0, false);
+        let mut counted = Vec::new();
+        for chunk in chunks {
+            for &byte in *chunk {
+                match byte {
+                    b'\r' => {}
+                    b'\n' if after_newline => {
+                        (current, after_newline) = (0, false);
+                        continue;
+                    }
+                    b'\n' => after_newline = true,
+                    _ => after_newline = false,
+                }
+                current += 1;
+                if current > limit {
+                    counted.push(None);
+                    return counted;
+                }
+            }
+            counted.push(Some(current));
+        }
+        counted
+    }
+
+    /// Line break to line break, the count is the byte-by-byte rule's, for
+    /// every way of cutting events into two chunks and every limit.
+    #[test]
+    fn counting_by_line_breaks_is_counting_by_bytes() {
+        let stream = b"data: 12\r\n\r\n\r\r\ndata: x\n\r\n\n: c\n\nid: 1\rdata: 3\n\n\n";
+        for limit in 0..=stream.len() {
+            for cut in 0..=stream.len() {
+                let chunks: [&[u8]; 2] = [&stream[..cut], &stream[cut..]];
+                let mut events =
+                    LimitedEvents::new(stream::empty::<Result<Bytes, std::io::Error>>(), limit);
+                let mut counted = Vec::new();
+                for chunk in chunks {
+                    if !events.account(chunk) {
+                        counted.push(None);
+                        break;
+                    }
+                    counted.push(Some(events.current));
+                }
+                assert_eq!(
+                    counted,
+                    bytewise(&chunks, limit),
+                    "cut {cut}, limit {limit}"
+                );
+            }
+        }
     }
 
     /// A stream of `total` one-event chunks that counts how many were read.

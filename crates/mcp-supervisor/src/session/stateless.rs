@@ -826,6 +826,7 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     #[serde(deny_unknown_fields)]
     struct Answer {
         jsonrpc: rmcp::model::JsonRpcVersion2_0,
+        #[serde(deserialize_with = "crate::ids::id")]
         id: RequestId,
         result: Fields,
     }
