@@ -257,13 +257,19 @@ impl LanePool {
     }
 
     /// Takes `sender` back, its answer read; starts the sweeper if none runs.
+    /// Outside a runtime (an answer dropped after its runtime ended) there
+    /// is no sweeper to run, and nothing to reuse the connection: it is
+    /// closed.
     fn put(self: &Arc<Self>, sender: Sender, idle_timeout: Duration) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         if sender.is_closed() {
             return;
         }
         self.idle().push(Idle { sender, used: true });
         if !self.sweeping.swap(true, Ordering::AcqRel) {
-            tokio::spawn(sweep(Arc::downgrade(self), idle_timeout));
+            runtime.spawn(sweep(Arc::downgrade(self), idle_timeout));
         }
     }
 }
@@ -603,6 +609,25 @@ mod tests {
         // Its pool starts over: the next request connects anew.
         assert_eq!(get(&lane, &to, &server.url, true).await, "idle");
         assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    }
+
+    /// An answer without a body, dropped on a thread outside any runtime,
+    /// closes its connection quietly (no sweeper to start there, no panic).
+    #[test]
+    fn an_answer_dropped_outside_a_runtime_closes_its_connection() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let response = runtime.block_on(async {
+            let server = counting("", usize::MAX).await;
+            let (lane, to) = lane_for(&server.url, TIMEOUT);
+            let request = reqwest::Client::new().get(&server.url).build().unwrap();
+            lane.send_built(request, &to).await.unwrap()
+        });
+        assert_eq!(response.content_length(), Some(0));
+        let dropped = std::thread::spawn(move || drop(response)).join();
+        assert!(dropped.is_ok(), "dropping the answer panicked");
     }
 
     #[test]
