@@ -354,21 +354,22 @@ impl Stateless {
         client: Option<&ClientCapabilities>,
     ) {
         if let Some((stamp, encoded)) = &self.stamp {
-            let for_client = match (&*request, client) {
+            // A call's stamp is written by `http::outgoing`, which takes it
+            // as encoded.
+            let encoded = match (&*request, client) {
+                (ClientRequest::CallToolRequest(_), None) => Some(encoded.clone()),
                 (ClientRequest::CallToolRequest(_), Some(client)) => {
                     self.client_stamp(stamp, client)
                 }
                 _ => None,
             };
-            match &mut *request {
-                // Written by `http::outgoing`, which takes it as encoded.
-                ClientRequest::CallToolRequest(call)
-                    if client.is_none() || for_client.is_some() =>
-                {
-                    call.extensions
-                        .insert(for_client.unwrap_or_else(|| encoded.clone()));
+            match (&mut *request, encoded) {
+                (ClientRequest::CallToolRequest(call), Some(encoded)) => {
+                    call.extensions.insert(encoded);
                 }
-                other => {
+                // Anything else, or a client's stamp that could not be
+                // encoded: as rmcp's client puts them.
+                (other, _) => {
                     let meta = other.get_meta_mut();
                     meta.extend(stamp.clone());
                     if let Some(client) = client {
