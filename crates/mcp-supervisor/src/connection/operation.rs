@@ -364,8 +364,7 @@ impl Operation {
                     .await
                     .map(Response::Sent)
             }
-            Request::List => session
-                .list_surface(self.deadline)
+            Request::List => Box::pin(session.list_surface(self.deadline))
                 .await
                 .map(Response::Listed)
                 .map_err(|failure| SendError::Failed {

@@ -279,7 +279,7 @@ impl DirectSession {
         (call, span): (Call, ServerSpan),
         cancelled: CancellationToken,
     ) -> (
-        impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
+        BoxFuture<'static, Option<ServerJsonRpcMessage>>,
         mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     ) {
         let (before, messages) = mpsc::unbounded_channel();
@@ -311,7 +311,7 @@ impl DirectSession {
             end(span, &answered, &cancelled);
             (!cancelled.is_cancelled()).then(|| message(answered, id))
         };
-        (answer, messages)
+        (answer.boxed(), messages)
     }
 
     async fn respond(
@@ -483,7 +483,7 @@ impl StatelessCall {
         span: ServerSpan,
         gone: CancellationToken,
     ) -> (
-        impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
+        BoxFuture<'static, Option<ServerJsonRpcMessage>>,
         mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     ) {
         let (before, messages) = mpsc::unbounded_channel();
@@ -514,7 +514,7 @@ impl StatelessCall {
             end(span, &answered, &gone);
             (!gone.is_cancelled()).then(|| message(answered, id))
         };
-        (answer, messages)
+        (answer.boxed(), messages)
     }
 }
 
@@ -676,13 +676,13 @@ impl Pending {
 /// the answer. A call with no answer (cancelled) ends its stream there; one
 /// cancelled before anything was written gets an empty stream.
 pub(super) async fn respond(
-    answer: impl Future<Output = Option<ServerJsonRpcMessage>> + Send + 'static,
+    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
     before: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     keep_alive: Option<Duration>,
     generation: Generation,
 ) -> Response {
     let mut pending = Pending {
-        answer: answer.boxed(),
+        answer,
         before,
         answered: None,
     };
@@ -1025,7 +1025,13 @@ mod tests {
     async fn answers_are_json_unless_something_comes_first() {
         let every = Some(Duration::from_secs(15));
         let nothing_before = || mpsc::unbounded_channel().1;
-        let quick = respond(async { Some(echo(1)) }, nothing_before(), every, SESSIONS).await;
+        let quick = respond(
+            async { Some(echo(1)) }.boxed(),
+            nothing_before(),
+            every,
+            SESSIONS,
+        )
+        .await;
         let (kind, body) = body_of(quick).await;
         assert_eq!(kind, "application/json");
         assert_eq!(body, serde_json::to_string(&echo(1)).unwrap());
@@ -1034,7 +1040,8 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(40)).await;
             Some(echo(2))
         };
-        let (kind, body) = body_of(respond(long, nothing_before(), every, SESSIONS).await).await;
+        let (kind, body) =
+            body_of(respond(long.boxed(), nothing_before(), every, SESSIONS).await).await;
         assert_eq!(kind, "text/event-stream");
         // At 15 and 30 seconds, then the answer at 40.
         assert_eq!(body, format!(":\n\n:\n\n{}", line(&echo(2))));
@@ -1046,7 +1053,8 @@ mod tests {
             before.send(progress(50.0)).unwrap();
             Some(echo(3))
         };
-        let (kind, body) = body_of(respond(with_progress, messages, every, SESSIONS).await).await;
+        let (kind, body) =
+            body_of(respond(with_progress.boxed(), messages, every, SESSIONS).await).await;
         assert_eq!(kind, "text/event-stream");
         let expected = [
             line(&progress(0.0)),
@@ -1056,7 +1064,7 @@ mod tests {
         ];
         assert_eq!(body, expected.concat());
 
-        let cancelled = respond(async { None }, nothing_before(), every, SESSIONS).await;
+        let cancelled = respond(async { None }.boxed(), nothing_before(), every, SESSIONS).await;
         assert_eq!(
             body_of(cancelled).await,
             ("text/event-stream".to_owned(), String::new())

@@ -336,7 +336,7 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, mut request: Reques
     if let Some(elsewhere) = &endpoint.elsewhere
         && let Some(node) = elsewhere.holder(request.headers_mut())
     {
-        return endpoint.forward(elsewhere, request, &node).await;
+        return Box::pin(endpoint.forward(elsewhere, request, &node)).await;
     }
     // The session's request keeps it busy until its response is sent.
     let in_use = request
@@ -351,8 +351,10 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, mut request: Reques
             let response = answer::as_json_when_answered(endpoint.post(request).await).await;
             response.map(|body| Body::new(Holding::new(body, in_progress)))
         }
-        Method::DELETE => endpoint.delete(request).await,
-        _ => endpoint.mcp.handle(request).await.map(Body::new),
+        // Boxed, as every path but a POST's is rare: a call's future (moved
+        // at each step of its way) stays the size of the POST's.
+        Method::DELETE => Box::pin(endpoint.delete(request)).await,
+        _ => Box::pin(endpoint.mcp.handle(request)).await.map(Body::new),
     };
     match in_use {
         Some(in_use) => response.map(|body| Body::new(Holding::new(body, in_use))),
@@ -469,7 +471,9 @@ impl Endpoint {
                 Err(_) => return internal_error(),
             }
         } else {
-            self.handle(request, client).await
+            // Boxed: rmcp's future is several times the direct path's, which
+            // would otherwise carry its size (docs/DECISIONS.md #132).
+            Box::pin(self.handle(request, client)).await
         };
         if let Some(why) = refused {
             return self.too_many_sessions(&body, why);

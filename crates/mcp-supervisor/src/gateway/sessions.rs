@@ -218,7 +218,9 @@ impl CappedSessions {
             return;
         };
         if session.touch_due(idle / 4) {
-            let _ = self.local.accept_message(&id.into(), activity()).await;
+            // Boxed: rare, and rmcp's future would make every direct
+            // call's larger (docs/DECISIONS.md #132).
+            let _ = Box::pin(self.local.accept_message(&id.into(), activity())).await;
         }
     }
 

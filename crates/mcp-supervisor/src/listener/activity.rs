@@ -91,8 +91,6 @@ impl Expired {
 #[derive(Debug)]
 pub(super) struct Activity {
     phase: Mutex<Phase>,
-    /// Wakes the watchdog when the phase changes.
-    changed: Notify,
     /// Wakes whoever waits for the connection to begin a request.
     began: Notify,
     /// Cancelled when the connection is to be closed to make room.
@@ -107,7 +105,6 @@ impl Activity {
             phase: Mutex::new(Phase::Waiting {
                 since: Instant::now(),
             }),
-            changed: Notify::new(),
             began: Notify::new(),
             evicted: CancellationToken::new(),
             timeouts,
@@ -158,23 +155,16 @@ impl Activity {
 
     /// Bytes came from the client: an idle connection starts a request head.
     fn received(&self) {
-        let started = self.update(|phase| match *phase {
+        self.update(|phase| match *phase {
             Phase::Idle { .. } => {
                 *phase = Phase::Head {
                     since: Instant::now(),
                 };
-                true
             }
             // The header clock of a new connection runs from its acceptance.
-            Phase::Waiting { since } => {
-                *phase = Phase::Head { since };
-                true
-            }
-            Phase::Head { .. } | Phase::Busy { .. } => false,
+            Phase::Waiting { since } => *phase = Phase::Head { since },
+            Phase::Head { .. } | Phase::Busy { .. } => {}
         });
-        if started {
-            self.changed.notify_one();
-        }
     }
 
     /// A request head was parsed; the connection is busy until the returned
@@ -190,7 +180,6 @@ impl Activity {
                 }
             }
         });
-        self.changed.notify_one();
         self.began.notify_waiters();
         InFlight(self.clone())
     }
@@ -209,7 +198,6 @@ impl Activity {
                 };
             }
         });
-        self.changed.notify_one();
     }
 
     /// When the current phase runs out, and why; `None` while busy.
@@ -225,23 +213,31 @@ impl Activity {
 
     /// Resolves when the connection has waited too long for a request head,
     /// or has been idle too long.
+    ///
+    /// Nothing wakes the watchdog when the phase changes (a wake per change
+    /// would poll the connection again per change; docs/DECISIONS.md #133):
+    /// it looks again at the phase's deadline, and at least every `step`
+    /// (the shorter timeout). No change can bring a deadline closer than
+    /// that: a head begun at `t` runs out at `t + header`, an idle time begun
+    /// at `t` at `t + idle`, both no earlier than `t + step`. So the
+    /// watchdog is never late, and a busy or idle connection costs it one
+    /// timer every `step`.
     pub(super) async fn expired(&self) -> Expired {
+        let step = self.timeouts.header.min(self.timeouts.idle).max(MIN_STEP);
         loop {
-            // A change between reading the deadline and waiting is not lost:
-            // `notify_one` stores a permit when nobody waits.
-            match self.deadline() {
-                Some((deadline, why)) if Instant::now() >= deadline => return why,
-                Some((deadline, _)) => {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(deadline) => {}
-                        () = self.changed.notified() => {}
-                    }
-                }
-                None => self.changed.notified().await,
-            }
+            let now = Instant::now();
+            let wake = match self.deadline() {
+                Some((deadline, why)) if now >= deadline => return why,
+                Some((deadline, _)) => deadline.min(now + step),
+                None => now + step,
+            };
+            tokio::time::sleep_until(wake).await;
         }
     }
 }
+
+/// The watchdog's shortest look-again interval (a zero timeout would spin it).
+const MIN_STEP: Duration = Duration::from_millis(1);
 
 /// Ends one request's busy time when dropped.
 #[derive(Debug)]
@@ -426,6 +422,40 @@ mod tests {
         let head_from = Instant::now();
         assert_eq!(activity.expired().await, Expired::Head);
         assert_eq!(head_from.elapsed(), Duration::from_secs(2));
+    }
+
+    /// The watchdog is told of no change: one already waiting must still
+    /// see each new deadline, neither early nor late.
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_watchdog_sees_every_change_on_time() {
+        let activity = activity();
+        drop(activity.begin());
+        let idle_from = Instant::now();
+        let watchdog = tokio::spawn({
+            let activity = activity.clone();
+            async move { (activity.expired().await, Instant::now()) }
+        });
+        // A head begun while it waits out the idle time (10 s) is due 2 s
+        // later, before the idle time would have ended.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        activity.received();
+        let (why, at) = watchdog.await.unwrap();
+        assert_eq!(why, Expired::Head);
+        assert_eq!(at - idle_from, Duration::from_secs(3));
+
+        // Busy for an hour while it waits, then idle: due 10 s after.
+        let activity = self::activity();
+        let in_flight = activity.begin();
+        let watchdog = tokio::spawn({
+            let activity = activity.clone();
+            async move { (activity.expired().await, Instant::now()) }
+        });
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        drop(in_flight);
+        let idle_from = Instant::now();
+        let (why, at) = watchdog.await.unwrap();
+        assert_eq!(why, Expired::Idle);
+        assert_eq!(at - idle_from, Duration::from_secs(10));
     }
 
     #[tokio::test(start_paused = true)]

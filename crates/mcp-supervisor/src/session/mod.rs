@@ -251,7 +251,10 @@ impl Session {
                 .send_stateless(stateless, request, options, link, deadline)
                 .await;
         }
-        self.send_with_rmcp(request, options, link, deadline).await
+        // Boxed here and below: rmcp's client's future is larger than the
+        // stateless lane's, and every step a call's future takes on its way
+        // moves it whole (docs/DECISIONS.md #132).
+        Box::pin(self.send_with_rmcp(request, options, link, deadline)).await
     }
 
     /// [`Session::send`] through rmcp's client.
@@ -352,7 +355,7 @@ impl Session {
                 match again {
                     Some(request) => {
                         let options = PeerRequestOptions::no_options();
-                        self.send_with_rmcp(request, options, link, deadline).await
+                        Box::pin(self.send_with_rmcp(request, options, link, deadline)).await
                     }
                     // Only a 2025 session can have expired.
                     None => Err(self.send_failure(&rmcp::ServiceError::TransportClosed)),
@@ -378,12 +381,12 @@ impl Session {
         match request {
             ClientRequest::SubscribeRequest(subscribe) => {
                 if modern.subscribe(&subscribe.params.uri, true) {
-                    self.listen(modern).await;
+                    Box::pin(self.listen(modern)).await;
                 }
             }
             ClientRequest::UnsubscribeRequest(unsubscribe) => {
                 if modern.subscribe(&unsubscribe.params.uri, false) {
-                    self.listen(modern).await;
+                    Box::pin(self.listen(modern)).await;
                 }
             }
             #[allow(deprecated)]
