@@ -278,11 +278,8 @@ impl DirectSession {
         state: Arc<GatewayState>,
         (call, span): (Call, ServerSpan),
         cancelled: CancellationToken,
-    ) -> (
-        BoxFuture<'static, Option<ServerJsonRpcMessage>>,
-        mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    ) {
-        let (before, messages) = mpsc::unbounded_channel();
+    ) -> (BoxFuture<'static, Option<ServerJsonRpcMessage>>, Before) {
+        let (before, messages) = Before::channel();
         let Call {
             id,
             params,
@@ -482,11 +479,8 @@ impl StatelessCall {
         state: Arc<GatewayState>,
         span: ServerSpan,
         gone: CancellationToken,
-    ) -> (
-        BoxFuture<'static, Option<ServerJsonRpcMessage>>,
-        mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    ) {
-        let (before, messages) = mpsc::unbounded_channel();
+    ) -> (BoxFuture<'static, Option<ServerJsonRpcMessage>>, Before) {
+        let (before, messages) = Before::channel();
         let StatelessCall {
             call:
                 Call {
@@ -640,9 +634,32 @@ enum Next {
 
 /// A direct call's answer, the messages to write before it, and the answer
 /// once it is in (held until those are written).
+/// The messages a direct call writes before its answer (its progress, its
+/// log messages), as they come.
+pub(super) struct Before {
+    messages: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    /// Keeps the channel open while the answer is awaited: without it, the
+    /// call's last sender going (in its connection's actor, or as the answer
+    /// ends) would wake the waiting task for nothing, one more poll of the
+    /// client's HTTP connection per call (docs/DECISIONS.md #134).
+    _open: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+}
+
+impl Before {
+    /// The sender the call's messages go to, and their receiving end.
+    pub(super) fn channel() -> (mpsc::UnboundedSender<ServerJsonRpcMessage>, Before) {
+        let (sender, messages) = mpsc::unbounded_channel();
+        let before = Before {
+            messages,
+            _open: sender.clone(),
+        };
+        (sender, before)
+    }
+}
+
 struct Pending {
     answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
-    before: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    before: Before,
     answered: Option<Option<ServerJsonRpcMessage>>,
 }
 
@@ -658,12 +675,12 @@ impl Pending {
             };
             tokio::select! {
                 biased;
-                Some(message) = self.before.recv() => return Next::Before(message),
+                Some(message) = self.before.messages.recv() => return Next::Before(message),
                 answer = &mut self.answer => self.answered = Some(answer),
                 () = idle => return Next::Idle,
             }
         }
-        match self.before.try_recv() {
+        match self.before.messages.try_recv() {
             Ok(message) => Next::Before(message),
             Err(_) => Next::Answer(self.answered.take().flatten()),
         }
@@ -677,7 +694,7 @@ impl Pending {
 /// cancelled before anything was written gets an empty stream.
 pub(super) async fn respond(
     answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
-    before: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    before: Before,
     keep_alive: Option<Duration>,
     generation: Generation,
 ) -> Response {
@@ -1021,10 +1038,38 @@ mod tests {
     /// one with progress before its answer, or a longer one, is an event
     /// stream: the progress, keep-alives while nothing comes, then the
     /// answer; one without an answer (cancelled) is an empty stream.
+    /// The call's own senders going (in its connection's actor, or as its
+    /// answer ends) wake nobody: a wake would poll the client's connection
+    /// once more for nothing.
+    #[test]
+    fn the_calls_senders_going_wake_nobody() {
+        struct Wakes(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Wakes {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let wakes = Arc::new(Wakes(Default::default()));
+        let waker = std::task::Waker::from(wakes.clone());
+        let (sender, before) = Before::channel();
+        let in_the_actor = sender.clone();
+        let mut pending = Pending {
+            answer: std::future::pending().boxed(),
+            before,
+            answered: None,
+        };
+        let mut next = std::pin::pin!(pending.next(None));
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(next.as_mut().poll(&mut cx).is_pending());
+        drop(in_the_actor);
+        drop(sender);
+        assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn answers_are_json_unless_something_comes_first() {
         let every = Some(Duration::from_secs(15));
-        let nothing_before = || mpsc::unbounded_channel().1;
+        let nothing_before = || Before::channel().1;
         let quick = respond(
             async { Some(echo(1)) }.boxed(),
             nothing_before(),
@@ -1046,7 +1091,7 @@ mod tests {
         // At 15 and 30 seconds, then the answer at 40.
         assert_eq!(body, format!(":\n\n:\n\n{}", line(&echo(2))));
 
-        let (before, messages) = mpsc::unbounded_channel();
+        let (before, messages) = Before::channel();
         let with_progress = async move {
             before.send(progress(0.0)).unwrap();
             tokio::time::sleep(Duration::from_secs(20)).await;
