@@ -58,7 +58,7 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| essence(value).eq_ignore_ascii_case("application/json"))
+        .is_some_and(|value| essence(value.as_bytes()).eq_ignore_ascii_case(b"application/json"))
 }
 
 /// Whether `Accept` names every one of the media types `media` (parameters
@@ -69,11 +69,11 @@ pub(crate) fn accepts<const N: usize>(headers: &HeaderMap, media: [&str; N]) -> 
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
+        .flat_map(|value| value.as_bytes().split(|&byte| byte == b','))
     {
         let listed = essence(listed);
         for (wanted, named) in media.iter().zip(&mut named) {
-            *named |= listed.eq_ignore_ascii_case(wanted);
+            *named |= listed.eq_ignore_ascii_case(wanted.as_bytes());
         }
         if named.iter().all(|named| *named) {
             return true;
@@ -84,11 +84,12 @@ pub(crate) fn accepts<const N: usize>(headers: &HeaderMap, media: [&str; N]) -> 
 
 /// A media type without its parameters: `application/json` of
 /// `application/json; charset=utf-8`.
-fn essence(media: &str) -> &str {
-    media
-        .split_once(';')
-        .map_or(media, |(essence, _)| essence)
-        .trim()
+///
+/// Read as bytes: a header value that is text holds visible ASCII, spaces
+/// and tabs only, so ASCII trimming is all the trimming there is.
+fn essence(media: &[u8]) -> &[u8] {
+    let end = memchr::memchr(b';', media).unwrap_or(media.len());
+    media[..end].trim_ascii()
 }
 
 /// A `Host` allowlist entry: a host, and a port when the entry names one.
@@ -137,6 +138,33 @@ impl Authority {
 
 fn normalize_host(host: &str) -> String {
     bare_host(host).to_ascii_lowercase()
+}
+
+/// `value` as a `Host` of a name or IPv4 address (letters, digits, `.`,
+/// `-`) and optionally a port of one to five digits that fits a `u16`:
+/// the host and port `http`'s `Authority` reads from it. `None` for any
+/// other `Host` (an IPv6 address, user info, an empty port, anything else),
+/// which is read as an authority.
+fn plain_host(value: &HeaderValue) -> Option<(&str, Option<u16>)> {
+    let bytes = value.as_bytes();
+    let (host, port) = match memchr::memchr(b':', bytes) {
+        Some(colon) => (&bytes[..colon], Some(&bytes[colon + 1..])),
+        None => (bytes, None),
+    };
+    let name = |byte: &u8| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'-');
+    if host.is_empty() || !host.iter().all(name) {
+        return None;
+    }
+    let port = match port {
+        None => None,
+        Some(digits)
+            if (1..=5).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) =>
+        {
+            Some(std::str::from_utf8(digits).ok()?.parse::<u16>().ok()?)
+        }
+        Some(_) => return None,
+    };
+    Some((std::str::from_utf8(host).ok()?, port))
 }
 
 /// `host` without the brackets of an IPv6 address.
@@ -197,6 +225,14 @@ impl AllowedHosts {
     /// origin. Browsers send `Origin` on every cross-site request that could
     /// change state, so a page on another site is refused here.
     pub(crate) fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        // The usual `Host`, a name or IPv4 address and a port, is read in
+        // place; any other is read as an authority.
+        if let Some((host, port)) = headers.get(header::HOST).and_then(plain_host) {
+            if !self.allows(host, port) {
+                return Err(Refusal::HostNotAllowed);
+            }
+            return self.check_origin(headers);
+        }
         let host = match headers.get(header::HOST) {
             Some(value) => value
                 .to_str()
@@ -208,6 +244,10 @@ impl AllowedHosts {
         if !self.allows(bare_host(host.host()), host.port_u16()) {
             return Err(Refusal::HostNotAllowed);
         }
+        self.check_origin(headers)
+    }
+
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         match headers.get(header::ORIGIN) {
             None => Ok(()),
             Some(origin) if self.allows_origin(origin) => Ok(()),
@@ -382,6 +422,53 @@ mod tests {
             Err(Refusal::HostNotAllowed)
         );
         assert_eq!(check(&pinned, &[(header::HOST, "[::1]:9")]), Ok(()));
+    }
+
+    /// A `Host` read in place is read as `http`'s `Authority` reads it.
+    #[test]
+    fn a_plain_host_is_read_as_an_authority_is() {
+        let values = [
+            "localhost",
+            "LOCALHOST:7301",
+            "127.0.0.1:1",
+            "a-b.example:08",
+            "a:0",
+            "a:65535",
+            "a:65536",
+            "a:99999",
+            "a:123456",
+            "a:",
+            ":80",
+            "a:1:2",
+            "a:+1",
+            "[::1]:7301",
+            "::1",
+            "user@host:1",
+            "a b",
+            "a_b:1",
+            "",
+        ];
+        for value in values {
+            let header = HeaderValue::from_str(value).unwrap();
+            let Some((host, port)) = plain_host(&header) else {
+                continue;
+            };
+            let authority: http::uri::Authority = value.parse().unwrap();
+            assert_eq!(host, authority.host(), "{value}");
+            assert_eq!(port, authority.port_u16(), "{value}");
+        }
+        let read = |value: &str| {
+            plain_host(&HeaderValue::from_str(value).unwrap())
+                .map(|(host, port)| (host.to_owned(), port))
+        };
+        assert_eq!(
+            read("LOCALHOST:7301"),
+            Some(("LOCALHOST".into(), Some(7301)))
+        );
+        assert_eq!(read("example.com"), Some(("example.com".into(), None)));
+        for other in ["a:", "a:65536", "[::1]:1", "user@host", "a_b", ""] {
+            assert_eq!(read(other), None, "{other}");
+        }
     }
 
     #[test]
