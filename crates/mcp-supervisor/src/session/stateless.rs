@@ -884,39 +884,89 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
 
 /// A content block of a tool's answer. rmcp reads every block as a tagged
 /// union, buffering its fields to find its `type` first (the largest part
-/// of reading a short answer); a text block, the common one, is read here
-/// straight into rmcp's `TextContent` with the fields rmcp reads for it
-/// (others ignored, as rmcp ignores them), and any other block as rmcp
-/// reads it.
+/// of reading a short answer); here a block is read in one pass: a text
+/// block, the common one, straight into rmcp's `TextContent` with the
+/// fields rmcp reads for it (others ignored, as rmcp ignores them), and any
+/// other block from the fields read, as rmcp reads it.
 struct Block(rmcp::model::ContentBlock);
 
 impl<'de> serde::Deserialize<'de> for Block {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        enum TextTag {
-            #[serde(rename = "text")]
-            Text,
+        deserializer.deserialize_map(BlockFields)
+    }
+}
+
+/// A block's key: the two a text block is told by, or any other.
+enum BlockKey {
+    Type,
+    Text,
+    Other(String),
+}
+
+impl<'de> serde::Deserialize<'de> for BlockKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Named;
+        impl serde::de::Visitor<'_> for Named {
+            type Value = BlockKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<BlockKey, E> {
+                Ok(match key {
+                    "type" => BlockKey::Type,
+                    "text" => BlockKey::Text,
+                    other => BlockKey::Other(other.to_owned()),
+                })
+            }
         }
-        #[derive(serde::Deserialize)]
-        struct Text {
-            #[serde(rename = "type")]
-            _kind: TextTag,
-            text: String,
-            #[serde(rename = "_meta", default)]
-            meta: Option<rmcp::model::MetaObject>,
-            #[serde(default)]
-            annotations: Option<rmcp::model::Annotations>,
+        deserializer.deserialize_identifier(Named)
+    }
+}
+
+struct BlockFields;
+
+impl<'de> serde::de::Visitor<'de> for BlockFields {
+    type Value = Block;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a content block")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Block, A::Error> {
+        use serde::de::Error;
+        use serde_json::Value;
+        let (mut kind, mut text) = (None::<Value>, None::<Value>);
+        let mut others = serde_json::Map::new();
+        while let Some(key) = map.next_key::<BlockKey>()? {
+            match key {
+                BlockKey::Type if kind.is_some() => return Err(A::Error::duplicate_field("type")),
+                BlockKey::Type => kind = Some(map.next_value()?),
+                BlockKey::Text if text.is_some() => return Err(A::Error::duplicate_field("text")),
+                BlockKey::Text => text = Some(map.next_value()?),
+                BlockKey::Other(key) => {
+                    let value = map.next_value()?;
+                    if others.contains_key(&key) {
+                        return Err(A::Error::custom(format!("duplicate field `{key}`")));
+                    }
+                    others.insert(key, value);
+                }
+            }
         }
-        let raw = <&serde_json::value::RawValue>::deserialize(deserializer)?;
-        if let Ok(text) = serde_json::from_str::<Text>(raw.get()) {
-            let mut content = rmcp::model::TextContent::new(text.text);
-            content.meta = text.meta;
-            content.annotations = text.annotations;
+        if let (Some(Value::String(tag)), Some(Value::String(text))) = (&kind, &mut text)
+            && tag == "text"
+        {
+            let mut content = rmcp::model::TextContent::new(std::mem::take(text));
+            let mut take = |field: &str| others.remove(field).unwrap_or(Value::Null);
+            content.meta = serde_json::from_value(take("_meta")).map_err(A::Error::custom)?;
+            content.annotations =
+                serde_json::from_value(take("annotations")).map_err(A::Error::custom)?;
             return Ok(Block(rmcp::model::ContentBlock::Text(content)));
         }
-        serde_json::from_str(raw.get())
+        others.extend(kind.map(|kind| ("type".to_owned(), kind)));
+        others.extend(text.map(|text| ("text".to_owned(), text)));
+        serde_json::from_value(Value::Object(others))
             .map(Block)
-            .map_err(serde::de::Error::custom)
+            .map_err(A::Error::custom)
     }
 }
 
@@ -1471,11 +1521,24 @@ mod tests {
             // A block neither rmcp nor the straight reading takes.
             json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text"}]}}),
             json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "video"}]}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": 1}]}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "a",
+                "_meta": 1}]}}),
             json!({"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": 1, "progress": 1}}),
         ];
         for other in others {
             assert!(tool_answer(&other.to_string()).is_none(), "{other}");
+        }
+        // A field twice in a block is not read straight: rmcp's reading of
+        // the message decides.
+        for twice in [
+            r#"{"type":"text","text":"a","text":"b"}"#,
+            r#"{"type":"text","type":"text","text":"a"}"#,
+            r#"{"type":"text","text":"a","_meta":{},"_meta":{}}"#,
+        ] {
+            let data = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{twice}]}}}}"#);
+            assert!(tool_answer(&data).is_none(), "{twice}");
         }
     }
 
