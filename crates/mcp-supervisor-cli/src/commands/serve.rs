@@ -209,21 +209,28 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
     }
     tracing::info!(connections = config.connections.len(), "supervisor running");
 
-    loop {
-        tokio::select! {
-            _ = hangup.recv() => {
-                tracing::info!("SIGHUP: reloading the config");
-                // The reloader logs the outcome; an invalid file keeps the old config.
-                let _ = reloader.reload().await;
+    // Waits for signals in a task of its own: this future is polled each
+    // time any actor's task is woken (actix runs them in a `LocalSet`
+    // under it), and polling the signal streams each time cost a call
+    // more than two thousand instructions (docs/DECISIONS.md #137).
+    let signals = actix_rt::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = hangup.recv() => {
+                    tracing::info!("SIGHUP: reloading the config");
+                    // The reloader logs the outcome; an invalid file keeps the old config.
+                    let _ = reloader.reload().await;
+                }
+                Some(()) = fleet_reloads.recv() => {
+                    let _ = reloader.reload_as_asked().await;
+                }
+                _ = terminate.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+                _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); break; }
+                _ = &mut stdio_done => { tracing::info!("stdio client closed: shutting down"); break; }
             }
-            Some(()) = fleet_reloads.recv() => {
-                let _ = reloader.reload_as_asked().await;
-            }
-            _ = terminate.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
-            _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); break; }
-            _ = &mut stdio_done => { tracing::info!("stdio client closed: shutting down"); break; }
         }
-    }
+    });
+    let _ = signals.await;
     // Drain: `/readyz` turns 503 so a load balancer sends new clients
     // elsewhere; the sessions the gateway has are served (a client's
     // follow-up to an answer included) while new ones are refused, until
