@@ -13,6 +13,7 @@ mod messages;
 mod operation;
 mod reports;
 pub mod stats;
+mod woken;
 
 use std::{sync::Arc, time::SystemTime};
 
@@ -35,6 +36,7 @@ pub use stats::CallCounts;
 use self::{
     admission::Admission,
     lifecycle::{Lifecycle, Waiter},
+    woken::WhenWoken,
 };
 use crate::{
     Unavailable,
@@ -380,7 +382,7 @@ impl ConnectionActor {
             return;
         };
         ctx.spawn(
-            async move {
+            WhenWoken::new(async move {
                 while let Some(event) = events.recv().await {
                     let connection = connection.clone();
                     recipient.do_send(match event {
@@ -397,7 +399,7 @@ impl ConnectionActor {
                         },
                     });
                 }
-            }
+            })
             .into_actor(self),
         );
     }
@@ -408,7 +410,7 @@ impl ConnectionActor {
         let ended = lease.session.ended();
         let generation = lease.generation;
         ctx.spawn(
-            async move { ended.cancelled().await }
+            WhenWoken::new(async move { ended.cancelled().await })
                 .into_actor(self)
                 .map(move |(), actor, ctx| actor.session_ended(generation, ctx)),
         );
