@@ -52,6 +52,7 @@ pub mod registry;
 pub mod session;
 pub mod standing;
 pub mod telemetry;
+mod woken;
 
 pub use failure::{Failure, FailureKind, classify};
 pub use outcome::{CallOutcome, Forwarded, OutcomeKind, Unavailable};

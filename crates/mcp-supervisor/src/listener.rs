@@ -53,8 +53,10 @@ use tokio::{
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub(crate) use activity::Peer;
-use activity::{Activity, Timeouts, WatchedIo, WatchedService};
+use activity::{Activity, Expired, Timeouts, WatchedIo, WatchedService};
 use tallies::{Protection, Tallies};
+
+use crate::woken::WhenWoken;
 
 /// File descriptors left for everything but accepted connections: the
 /// listeners, the runtime, stdio children's pipes, upstream connections.
@@ -340,33 +342,61 @@ async fn connection(
     let mut closing = false;
     let mut draining = false;
     loop {
-        tokio::select! {
+        // What may end the connection, polled only when one of them is
+        // woken: not with each of the connection's own wakes
+        // (docs/DECISIONS.md #138).
+        let (was_closing, was_draining) = (closing, draining);
+        let end = WhenWoken::new(async {
+            tokio::select! {
+                () = ends.shutdown.cancelled(), if !was_closing => End::Shutdown,
+                () = ends.draining.cancelled(), if !was_draining => End::Draining,
+                // Draining: the answer in progress (or the next one) is the
+                // last; hyper marks it `Connection: close`. An idle
+                // connection is not closed under a client that may be
+                // sending on it.
+                () = activity.busy(), if was_draining && !was_closing => End::Busy,
+                expired = activity.expired() => End::Expired(expired),
+                () = activity.evicted() => End::Evicted,
+            }
+        });
+        let end = tokio::select! {
+            biased;
             ended = connection.as_mut() => {
                 if let Err(error) = ended {
                     tracing::debug!(%error, "HTTP connection ended with an error");
                 }
                 return;
             }
-            () = ends.shutdown.cancelled(), if !closing => {
+            end = end => end,
+        };
+        match end {
+            End::Shutdown | End::Busy => {
                 closing = true;
                 connection.as_mut().graceful_shutdown();
             }
-            () = ends.draining.cancelled(), if !draining => draining = true,
-            // Draining: the answer in progress (or the next one) is the
-            // last; hyper marks it `Connection: close`. An idle connection
-            // is not closed under a client that may be sending on it.
-            () = activity.busy(), if draining && !closing => {
-                closing = true;
-                connection.as_mut().graceful_shutdown();
-            }
-            expired = activity.expired() => {
+            End::Draining => draining = true,
+            End::Expired(expired) => {
                 tracing::debug!(reason = expired.as_str(), "closing an HTTP connection");
                 // Dropping the connection closes the socket.
                 return;
             }
-            () = activity.evicted() => return,
+            End::Evicted => return,
         }
     }
+}
+
+/// What ends (or begins to end) a connection besides its client.
+enum End {
+    /// Shutdown: the request in progress finishes, then it closes.
+    Shutdown,
+    /// A drain began: the next answer is the last.
+    Draining,
+    /// Draining, and a request began: its answer is the last.
+    Busy,
+    /// Its watchdog ran out.
+    Expired(Expired),
+    /// Closed to make room.
+    Evicted,
 }
 
 /// How long a connection over the cap may take to send its request head

@@ -13,7 +13,6 @@ mod messages;
 mod operation;
 mod reports;
 pub mod stats;
-mod woken;
 
 use std::{sync::Arc, time::SystemTime};
 
@@ -36,7 +35,6 @@ pub use stats::CallCounts;
 use self::{
     admission::Admission,
     lifecycle::{Lifecycle, Waiter},
-    woken::WhenWoken,
 };
 use crate::{
     Unavailable,
@@ -47,6 +45,7 @@ use crate::{
     outcome::messages as text,
     policy::{Decision, QuarantinePolicy},
     session::{Session, SessionEvent, SessionHandler, open_http_sharing},
+    woken::WhenWoken,
 };
 
 /// What a connection actor needs from the rest of the supervisor.

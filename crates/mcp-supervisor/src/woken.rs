@@ -1,11 +1,14 @@
-//! A future an actor spawns that is polled only when it was woken.
+//! A future polled only when it was woken.
 //!
-//! actix polls every future an actor spawned (`ctx.spawn`) each time it
-//! polls the actor, that is for every message in its mailbox. A future
-//! that waits for something rare (a session's end, its notifications) was
-//! polled with every call's messages, for nothing (docs/DECISIONS.md
-//! #138). [`WhenWoken`] polls the future it wraps only after one of that
-//! future's own wakers was woken, and answers `Pending` at once otherwise.
+//! A future that waits for something rare beside a busy one is polled
+//! whenever the busy one is: actix polls every future an actor spawned
+//! (`ctx.spawn`) for every message in its mailbox, and a `select!` polls
+//! every branch whenever any is woken. A connection's watchers (a
+//! session's end, its notifications) and an HTTP connection's ends
+//! (shutdown, drain, eviction, its watchdog) were polled with every call,
+//! for nothing (docs/DECISIONS.md #138). [`WhenWoken`] polls the future it
+//! wraps only after one of that future's own wakers was woken, and answers
+//! `Pending` at once otherwise.
 
 use std::{
     future::Future,
@@ -20,7 +23,7 @@ use std::{
 use futures::task::AtomicWaker;
 
 /// `future`, polled only when woken (and on its first poll).
-pub(super) struct WhenWoken<F> {
+pub(crate) struct WhenWoken<F> {
     future: Pin<Box<F>>,
     gate: Arc<Gate>,
     /// Handed to `future`: wakes the gate, which wakes the actor.
@@ -46,7 +49,7 @@ impl Wake for Gate {
 }
 
 impl<F: Future> WhenWoken<F> {
-    pub(super) fn new(future: F) -> Self {
+    pub(crate) fn new(future: F) -> Self {
         let gate = Arc::new(Gate {
             woken: AtomicBool::new(true),
             outer: AtomicWaker::new(),
