@@ -67,7 +67,6 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures::{FutureExt, future::BoxFuture};
-use opentelemetry::context::FutureExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData,
     LoggingLevel, ProgressToken, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
@@ -294,16 +293,15 @@ impl DirectSession {
                 id: id.clone(),
                 _cancel: cancelled.clone().drop_guard(),
             };
-            let answered = self
-                .respond(
+            let answered = span
+                .run(self.respond(
                     &state,
                     id.clone(),
                     (params, arguments),
                     progress,
                     before,
                     cancelled.clone(),
-                )
-                .with_context(span.context())
+                ))
                 .await;
             end(span, &answered, &cancelled);
             (!cancelled.is_cancelled()).then(|| message(answered, id))
@@ -496,14 +494,16 @@ impl StatelessCall {
         let answer = async move {
             let tasks = capabilities.supports_tasks();
             let origin = Origin::answered(id.clone(), capabilities, progress, log_level, before);
-            let response = async {
-                let (target, request) = handler::upstream_call(&state, params, arguments).await?;
-                let exchange =
-                    mrtr::ask_by_input_required(&state, &target, request, origin, &gone).await?;
-                handler::call_response(&state, &target, exchange)
-            }
-            .with_context(span.context())
-            .await;
+            let response = span
+                .run(async {
+                    let (target, request) =
+                        handler::upstream_call(&state, params, arguments).await?;
+                    let exchange =
+                        mrtr::ask_by_input_required(&state, &target, request, origin, &gone)
+                            .await?;
+                    handler::call_response(&state, &target, exchange)
+                })
+                .await;
             let answered = Generation::Stateless.shape(response, tasks);
             end(span, &answered, &gone);
             (!gone.is_cancelled()).then(|| message(answered, id))

@@ -3,7 +3,6 @@
 //! direct path starts its own (`direct.rs`). Off (no telemetry), this only
 //! times the request for `/metrics`.
 
-use opentelemetry::context::FutureExt as _;
 use rmcp::{
     ErrorData, RoleServer,
     model::{CallToolResponse, ProtocolVersion},
@@ -55,7 +54,7 @@ pub(super) async fn within<T>(
     work: impl Future<Output = Result<T, ErrorData>>,
     is_error: impl FnOnce(&T) -> bool,
 ) -> Result<T, ErrorData> {
-    let answer = work.with_context(span.context()).await;
+    let answer = span.run(work).await;
     span.end(Ending::of(&answer, is_error));
     answer
 }

@@ -316,11 +316,16 @@ impl ServerSpan {
         }
     }
 
-    /// The context to attach to the request's work (`FutureExt::with_context`).
-    pub(crate) fn context(&self) -> Context {
-        self.otel
-            .as_ref()
-            .map_or_else(Context::new, |(cx, _)| cx.clone())
+    /// `work`, run within this span's context (what it sends upstream hangs
+    /// under it); without telemetry, as it is: attaching an empty context
+    /// at each of its polls cost a call some 500 instructions for nothing
+    /// (docs/DECISIONS.md #139).
+    pub(crate) async fn run<F: Future>(&self, work: F) -> F::Output {
+        use opentelemetry::context::FutureExt as _;
+        match &self.otel {
+            Some((cx, _)) => work.with_context(cx.clone()).await,
+            None => work.await,
+        }
     }
 
     pub(crate) fn end(self, ending: Ending<'_>) {
