@@ -79,19 +79,24 @@ impl<F: Future> Future for WhenWoken<F> {
     }
 }
 
+/// A waker that counts its wakes, for tests of who is woken.
 #[cfg(test)]
-mod tests {
-    use std::sync::{Mutex, atomic::AtomicUsize};
-
-    use super::*;
-
-    struct Count(AtomicUsize);
-
+pub(crate) fn counting_waker() -> (Waker, Arc<std::sync::atomic::AtomicUsize>) {
+    struct Count(Arc<std::sync::atomic::AtomicUsize>);
     impl Wake for Count {
         fn wake(self: Arc<Self>) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
+    let wakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    (Waker::from(Arc::new(Count(wakes.clone()))), wakes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Mutex, atomic::AtomicUsize};
+
+    use super::*;
 
     #[test]
     fn the_future_is_polled_only_when_woken() {
@@ -110,8 +115,7 @@ mod tests {
                 }
             })
         };
-        let outer = Arc::new(Count(AtomicUsize::new(0)));
-        let outer_waker = Waker::from(outer.clone());
+        let (outer_waker, outer) = counting_waker();
         let mut cx = Context::from_waker(&outer_waker);
         let mut gated = WhenWoken::new(inner);
         let mut gated = Pin::new(&mut gated);
@@ -126,7 +130,7 @@ mod tests {
         // once more.
         done.store(true, Ordering::SeqCst);
         its_waker.lock().unwrap().take().unwrap().wake();
-        assert_eq!(outer.0.load(Ordering::SeqCst), 1);
+        assert_eq!(outer.load(Ordering::SeqCst), 1);
         assert!(gated.as_mut().poll(&mut cx).is_ready());
         assert_eq!(polls.load(Ordering::SeqCst), 2);
     }

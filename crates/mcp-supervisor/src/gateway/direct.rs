@@ -1043,14 +1043,7 @@ mod tests {
     /// once more for nothing.
     #[test]
     fn the_calls_senders_going_wake_nobody() {
-        struct Wakes(std::sync::atomic::AtomicUsize);
-        impl std::task::Wake for Wakes {
-            fn wake(self: Arc<Self>) {
-                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        let wakes = Arc::new(Wakes(Default::default()));
-        let waker = std::task::Waker::from(wakes.clone());
+        let (waker, wakes) = crate::woken::counting_waker();
         let (sender, before) = Before::channel();
         let in_the_actor = sender.clone();
         let mut pending = Pending {
@@ -1063,7 +1056,7 @@ mod tests {
         assert!(next.as_mut().poll(&mut cx).is_pending());
         drop(in_the_actor);
         drop(sender);
-        assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(wakes.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     #[tokio::test(start_paused = true)]

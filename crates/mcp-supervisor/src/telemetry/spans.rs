@@ -11,6 +11,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use opentelemetry::{
     Context, KeyValue,
+    context::FutureExt as _,
     trace::{Link, Span as _, SpanKind, Status, TraceContextExt, Tracer},
 };
 use rmcp::model::{ClientRequest, ErrorData, GetMeta, RequestId, ServerResult};
@@ -318,10 +319,9 @@ impl ServerSpan {
 
     /// `work`, run within this span's context (what it sends upstream hangs
     /// under it); without telemetry, as it is: attaching an empty context
-    /// at each of its polls cost a call some 500 instructions for nothing
+    /// at each of its polls cost a call some 200 instructions for nothing
     /// (docs/DECISIONS.md #139).
     pub(crate) async fn run<F: Future>(&self, work: F) -> F::Output {
-        use opentelemetry::context::FutureExt as _;
         match &self.otel {
             Some((cx, _)) => work.with_context(cx.clone()).await,
             None => work.await,
