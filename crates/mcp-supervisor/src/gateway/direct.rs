@@ -59,6 +59,8 @@
 // request may still ask for log messages at a level: we relay them.
 #![allow(deprecated)]
 
+mod quick;
+
 use std::{borrow::Cow, sync::Arc, time::Duration};
 
 use axum::{
@@ -238,6 +240,11 @@ impl Posted {
     /// What `body` is; [`Posted::Other`] for whatever is not plainly one of
     /// the others (rmcp then answers it, errors included).
     pub(super) fn read(body: &[u8]) -> Posted {
+        quick::call(body).unwrap_or_else(|| Posted::read_fully(body))
+    }
+
+    /// What `body` is, read with serde (see [`quick`] for the usual call).
+    fn read_fully(body: &[u8]) -> Posted {
         // A plain call is read in one pass; a message that is not one, once
         // more as a cancellation (its params are no call's).
         if let Ok(envelope) = serde_json::from_slice::<Envelope<'_, PlainCall>>(body) {
