@@ -156,7 +156,9 @@ pub(crate) trait Encode {
 /// `message` as JSON: here if it is under [`HEAVY_BYTES`], else on a
 /// blocking thread (where it is also dropped).
 pub(crate) async fn encode<T: Encode + Send + 'static>(message: T) -> serde_json::Result<Vec<u8>> {
-    let mut capped = Capped(Vec::with_capacity(256));
+    // Room for a usual request with its 2026-07-28 `_meta` (growing it
+    // costs a copy and a second allocation).
+    let mut capped = Capped(Vec::with_capacity(1024));
     match message.encode(&mut capped) {
         Ok(()) => Ok(capped.0),
         Err(error) if error.is_io() => off_thread(move || {

@@ -6,7 +6,7 @@
 //! (`gateway/direct.rs`) checks them.
 
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientRequest, JsonObject};
+use rmcp::model::{CallToolRequestMethod, ClientRequest, ConstString, JsonObject};
 use serde_json::Value;
 
 pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -44,7 +44,14 @@ pub(crate) fn request_headers(
     schema: Option<&JsonObject>,
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut headers = Vec::with_capacity(2);
-    if let Ok(method) = HeaderValue::from_str(request.method()) {
+    // A call's method is a constant: no copy of it per call.
+    let method = match request {
+        ClientRequest::CallToolRequest(_) => Ok(HeaderValue::from_static(
+            <CallToolRequestMethod as ConstString>::VALUE,
+        )),
+        _ => HeaderValue::from_str(request.method()),
+    };
+    if let Ok(method) = method {
         headers.push((METHOD, method));
     }
     if let Some(name) = name_of(request).and_then(encoded) {

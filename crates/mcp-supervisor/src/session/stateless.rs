@@ -467,19 +467,28 @@ impl Stateless {
     /// The headers of `request`: the transport's, and for 2026-07-28 the
     /// SEP-2243 ones.
     fn headers(&self, request: &ClientRequest) -> HashMap<HeaderName, HeaderValue> {
-        let mut headers = self.parts.headers.clone();
-        if !self.legacy {
-            let schema = match request {
-                ClientRequest::CallToolRequest(call) => self
-                    .annotated
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(call.params.name.as_ref())
-                    .cloned(),
-                _ => None,
-            };
-            headers.extend(mcp_headers::request_headers(request, schema.as_deref()));
+        if self.legacy {
+            return self.parts.headers.clone();
         }
+        let schema = match request {
+            ClientRequest::CallToolRequest(call) => self
+                .annotated
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(call.params.name.as_ref())
+                .cloned(),
+            _ => None,
+        };
+        let extra = mcp_headers::request_headers(request, schema.as_deref());
+        // Sized once: growing it as they come rehashes it twice per call.
+        let mut headers = HashMap::with_capacity(self.parts.headers.len() + extra.len());
+        headers.extend(
+            self.parts
+                .headers
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
+        headers.extend(extra);
         headers
     }
 
