@@ -41,6 +41,7 @@ pub mod gateway;
 mod heavy;
 pub mod http;
 mod ids;
+mod json_scan;
 mod listener;
 pub use listener::tallies;
 mod mcp_headers;

@@ -67,6 +67,7 @@ use sse_stream::{Error as SseError, Sse};
 use super::handler::SessionHandler;
 use crate::{
     http::{SessionIds, Stamp},
+    json_scan::Scan,
     mcp_headers,
 };
 
@@ -610,7 +611,7 @@ impl Stateless {
         handler: &SessionHandler,
     ) -> Option<Result<ServerResult, ServiceError>> {
         let data = payload(event)?;
-        if let Some(answer) = tool_answer(&data) {
+        if let Some(answer) = plain_tool_answer(&data).or_else(|| tool_answer(&data)) {
             return answer_of(answer, id);
         }
         match message_of(&data)? {
@@ -888,6 +889,91 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
             id,
             result: ServerResult::CallToolResult(result),
         },
+    ))
+}
+
+/// `data` read as the usual tool answer, when it plainly is one: text
+/// blocks (`type` and `text` only), `isError`, `resultType: complete`,
+/// each once, read by hand (`json_scan`) for what [`tool_answer`] costs
+/// through serde (docs/DECISIONS.md #142). `None` for anything else, which
+/// [`tool_answer`] then reads.
+fn plain_tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
+    let mut scan = Scan::new(data.as_bytes());
+    let (mut jsonrpc, mut id, mut result) = (false, None, None);
+    scan.object(|scan, key| {
+        match key {
+            b"jsonrpc" if !jsonrpc => {
+                jsonrpc = true;
+                (scan.quoted()? == b"2.0").then_some(())?;
+            }
+            b"id" if id.is_none() => id = Some(scan.id()?),
+            b"result" if result.is_none() => result = Some(plain_tool_result(scan)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    scan.end()?;
+    let (true, Some(id), Some(result)) = (jsonrpc, id, result) else {
+        return None;
+    };
+    Some(ServerJsonRpcMessage::Response(
+        rmcp::model::JsonRpcResponse {
+            jsonrpc: rmcp::model::JsonRpcVersion2_0,
+            id,
+            result: ServerResult::CallToolResult(result),
+        },
+    ))
+}
+
+/// A tool's result of text blocks, read by [`plain_tool_answer`].
+fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult> {
+    let mut result = rmcp::model::CallToolResult::default();
+    let (mut content, mut result_type) = (None, None);
+    scan.object(|scan, key| {
+        match key {
+            b"content" if content.is_none() => {
+                let mut blocks = Vec::new();
+                scan.array(|scan| {
+                    blocks.push(plain_text_block(scan)?);
+                    Some(())
+                })?;
+                content = Some(blocks);
+            }
+            b"isError" if result.is_error.is_none() => result.is_error = Some(scan.boolean()?),
+            b"resultType" if result_type.is_none() => {
+                (scan.quoted()? == b"complete").then_some(())?;
+                result_type = Some(rmcp::model::ResultType::COMPLETE);
+            }
+            _ => return None,
+        }
+        Some(())
+    })?;
+    // rmcp's check: a result has content, structured content or `isError`.
+    if content.is_none() && result.is_error.is_none() {
+        return None;
+    }
+    result.content = content.unwrap_or_default();
+    result.result_type = result_type;
+    Some(result)
+}
+
+/// A text block with nothing but `type` and `text`.
+fn plain_text_block(scan: &mut Scan<'_>) -> Option<rmcp::model::ContentBlock> {
+    let (mut text, mut typed) = (None, false);
+    scan.object(|scan, key| {
+        match key {
+            b"type" if !typed => {
+                typed = true;
+                (scan.quoted()? == b"text").then_some(())?;
+            }
+            b"text" if text.is_none() => text = Some(scan.string()?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    let text = text.filter(|_| typed)?;
+    Some(rmcp::model::ContentBlock::Text(
+        rmcp::model::TextContent::new(text),
     ))
 }
 
@@ -1548,6 +1634,57 @@ mod tests {
         ] {
             let data = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{twice}]}}}}"#);
             assert!(tool_answer(&data).is_none(), "{twice}");
+        }
+    }
+
+    /// The usual tool answers are read by hand, as [`tool_answer`] reads
+    /// them; every single-byte change to them is read so too, or left to
+    /// it.
+    #[test]
+    fn a_plain_tool_answer_is_read_by_hand_as_straight() {
+        let agreed = |data: &str| {
+            let plain = format!("{:?}", plain_tool_answer(data)?);
+            assert_eq!(
+                Some(plain.clone()),
+                tool_answer(data).map(|answer| format!("{answer:?}")),
+                "{data}"
+            );
+            Some(plain)
+        };
+        let usual = [
+            // rmcp's server's answer to a tool that returns a `String`.
+            serde_json::to_string(&ServerJsonRpcMessage::response(
+                ServerResult::CallToolResult(rmcp::model::CallToolResult::success(vec![
+                    rmcp::model::ContentBlock::text("hello"),
+                ])),
+                RequestId::Number(12),
+            ))
+            .unwrap(),
+            r#" {"result": {"resultType":"complete", "isError" : true, "content":[ {"text":"a\n\"é\u00e9","type":"text"} , {"type":"text","text":""}]},"id":"x","jsonrpc":"2.0"} "#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":-3,"result":{"content":[]}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":3,"result":{"isError":false}}"#.to_owned(),
+        ];
+        let mut read_here = 0;
+        for data in &usual {
+            assert!(agreed(data).is_some(), "{data} was not read by hand");
+            for variant in crate::json_scan::mutations(data.as_bytes()) {
+                if let Ok(variant) = String::from_utf8(variant) {
+                    read_here += usize::from(agreed(&variant).is_some());
+                }
+            }
+        }
+        assert!(read_here > 100, "{read_here}");
+        // What it does not plainly know is left to the straight reading.
+        for other in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a","_meta":{}}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"image","data":"","mimeType":"a"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{"k":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{"content":[]}}"#,
+        ] {
+            assert!(plain_tool_answer(other).is_none(), "{other}");
         }
     }
 

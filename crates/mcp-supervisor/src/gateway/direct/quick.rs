@@ -18,15 +18,16 @@
 //! The tests hold the two readings to the same answer on every body the
 //! scanner answers, including thousands of mutations of real calls.
 
-use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken};
+use rmcp::model::{CallToolRequestParams, ProgressToken};
 use serde_json::value::RawValue;
 
 use super::{Call, Posted, ProgressOnly, object_or_none};
+use crate::json_scan::Scan;
 
 /// `body` as a plain call, when it plainly is one; `None` when the full
 /// reading must decide.
 pub(super) fn call(body: &[u8]) -> Option<Posted> {
-    let mut scan = Scan { bytes: body, at: 0 };
+    let mut scan = Scan::new(body);
     let mut id = None;
     let mut method_seen = false;
     let mut params = None;
@@ -45,7 +46,7 @@ pub(super) fn call(body: &[u8]) -> Option<Posted> {
             (scan.quoted()? == b"tools/call").then_some(())
         }
         b"params" if params.is_none() => {
-            params = Some(scan.params()?);
+            params = Some(call_params(scan)?);
             Some(())
         }
         _ => None,
@@ -74,177 +75,57 @@ pub(super) fn call(body: &[u8]) -> Option<Posted> {
 /// The call's params: its name, its arguments as sent, its `_meta`.
 type Params<'a> = (&'a str, Option<Box<RawValue>>, Option<ProgressOnly>);
 
-/// A position in a body being read.
-struct Scan<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// A `tools/call`'s params with nothing but a name, arguments (an object,
+/// checked and kept as sent) and a `_meta`.
+fn call_params<'a>(scan: &mut Scan<'a>) -> Option<Params<'a>> {
+    let mut name = None;
+    let mut arguments = None;
+    let mut meta = None;
+    scan.object(|scan, key| {
+        match key {
+            b"name" if name.is_none() => name = Some(scan.plain_str()?),
+            b"arguments" if arguments.is_none() => arguments = Some(scan.raw_object()?),
+            b"_meta" if meta.is_none() => meta = Some(progress_only(scan)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    Some((name?, arguments, meta))
 }
 
-impl<'a> Scan<'a> {
-    /// Past JSON's whitespace.
-    fn skip_blank(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
-            self.at += 1;
-        }
-    }
-
-    /// The next byte after whitespace, not taken.
-    fn peek(&mut self) -> Option<u8> {
-        self.skip_blank();
-        self.bytes.get(self.at).copied()
-    }
-
-    /// Takes `byte` if it comes next.
-    fn take(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
-
-    /// Only whitespace is left.
-    fn end(&mut self) -> Option<()> {
-        self.peek().is_none().then_some(())
-    }
-
-    /// An object, each of its keys read by `field` (which reads the value;
-    /// a key is compared with plain literals only, see [`Self::quoted`]).
-    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
-        self.take(b'{')?;
-        if self.take(b'}').is_some() {
-            return Some(());
-        }
-        loop {
-            let key = self.quoted()?;
-            self.take(b':')?;
-            field(self, key)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+/// A `_meta` of a progress token and trace context.
+fn progress_only(scan: &mut Scan<'_>) -> Option<ProgressOnly> {
+    let mut meta = ProgressOnly {
+        progress_token: None,
+        traceparent: None,
+        tracestate: None,
+        baggage: None,
+    };
+    scan.object(|scan, key| {
+        let (slot, value) = match key {
+            b"progressToken" if meta.progress_token.is_none() => {
+                meta.progress_token = Some(ProgressToken(scan.id()?));
+                return Some(());
             }
-        }
-    }
-
-    /// A string's bytes, up to the first quote: its text if it has no
-    /// escape. Only a comparison with a plain literal, or [`Self::plain_str`],
-    /// may tell more.
-    fn quoted(&mut self) -> Option<&'a [u8]> {
-        self.take(b'"')?;
-        let rest = &self.bytes[self.at..];
-        let len = rest.iter().position(|&b| b == b'"')?;
-        self.at += len + 1;
-        Some(&rest[..len])
-    }
-
-    /// A string of printable ASCII with no escapes.
-    fn plain_str(&mut self) -> Option<&'a str> {
-        let text = self.quoted()?;
-        if text
-            .iter()
-            .any(|&b| !(0x20..0x80).contains(&b) || b == b'\\')
-        {
-            return None;
-        }
-        std::str::from_utf8(text).ok()
-    }
-
-    /// An id or a progress token: a plain string, or an integer written as
-    /// one that fits `i64`.
-    fn id(&mut self) -> Option<NumberOrString> {
-        if self.peek()? == b'"' {
-            return Some(NumberOrString::String(self.plain_str()?.into()));
-        }
-        let negative = self.bytes[self.at] == b'-';
-        let start = self.at + usize::from(negative);
-        let digits = self.bytes[start..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        let end = start + digits;
-        // No leading zero (not JSON), no fraction or exponent.
-        if digits == 0
-            || (digits > 1 && self.bytes[start] == b'0')
-            || matches!(self.bytes.get(end), Some(b'.' | b'e' | b'E'))
-        {
-            return None;
-        }
-        let mut value: i64 = 0;
-        for &digit in &self.bytes[start..end] {
-            let digit = i64::from(digit - b'0');
-            value = value.checked_mul(10)?;
-            value = if negative {
-                value.checked_sub(digit)?
-            } else {
-                value.checked_add(digit)?
-            };
-        }
-        self.at = end;
-        Some(NumberOrString::Number(value))
-    }
-
-    /// A `tools/call`'s params with nothing but a name, arguments (an
-    /// object, checked and kept as sent) and a `_meta`.
-    fn params(&mut self) -> Option<Params<'a>> {
-        let mut name = None;
-        let mut arguments = None;
-        let mut meta = None;
-        self.object(|scan, key| {
-            match key {
-                b"name" if name.is_none() => name = Some(scan.plain_str()?),
-                b"arguments" if arguments.is_none() => arguments = Some(scan.raw_object()?),
-                b"_meta" if meta.is_none() => meta = Some(scan.meta()?),
-                _ => return None,
-            }
-            Some(())
-        })?;
-        Some((name?, arguments, meta))
-    }
-
-    /// A JSON object, checked by serde_json, as its text.
-    fn raw_object(&mut self) -> Option<Box<RawValue>> {
-        if self.peek()? != b'{' {
-            return None;
-        }
-        let mut values =
-            serde_json::Deserializer::from_slice(&self.bytes[self.at..]).into_iter::<&RawValue>();
-        let raw = values.next()?.ok()?;
-        self.at += values.byte_offset();
-        Some(raw.to_owned())
-    }
-
-    /// A `_meta` of a progress token and trace context.
-    fn meta(&mut self) -> Option<ProgressOnly> {
-        let mut meta = ProgressOnly {
-            progress_token: None,
-            traceparent: None,
-            tracestate: None,
-            baggage: None,
+            b"traceparent" => (&mut meta.traceparent, scan.plain_str()?),
+            b"tracestate" => (&mut meta.tracestate, scan.plain_str()?),
+            b"baggage" => (&mut meta.baggage, scan.plain_str()?),
+            _ => return None,
         };
-        self.object(|scan, key| {
-            let (slot, value) = match key {
-                b"progressToken" if meta.progress_token.is_none() => {
-                    meta.progress_token = Some(ProgressToken(scan.id()?));
-                    return Some(());
-                }
-                b"traceparent" => (&mut meta.traceparent, scan.plain_str()?),
-                b"tracestate" => (&mut meta.tracestate, scan.plain_str()?),
-                b"baggage" => (&mut meta.baggage, scan.plain_str()?),
-                _ => return None,
-            };
-            if slot.is_some() {
-                return None;
-            }
-            *slot = Some(value.to_owned());
-            Some(())
-        })?;
-        Some(meta)
-    }
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(value.to_owned());
+        Some(())
+    })?;
+    Some(meta)
 }
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::{CallToolRequest, ClientJsonRpcMessage, ClientRequest, RequestId};
+    use rmcp::model::{
+        CallToolRequest, ClientJsonRpcMessage, ClientRequest, NumberOrString, RequestId,
+    };
 
     use super::*;
 
@@ -338,24 +219,12 @@ mod tests {
     /// full reading or read here as fully.
     #[test]
     fn mutated_calls_are_read_as_fully_or_not_at_all() {
-        const BYTES: &[u8] = b"\"\\,:{}[] 0-9.eEn\x1f\xc3tf";
         let mut read_here = 0;
         let mut mutants = 0;
         for body in [rmcps(12, Some(3)), TRACED.as_bytes().to_vec()] {
-            for at in 0..body.len() {
-                let mut variants = vec![
-                    [&body[..at], &body[at + 1..]].concat(),
-                    [&body[..=at], &body[at..]].concat(),
-                ];
-                for &byte in BYTES {
-                    let mut changed = body.clone();
-                    changed[at] = byte;
-                    variants.push(changed);
-                }
-                for variant in variants {
-                    mutants += 1;
-                    read_here += usize::from(agreed(&variant).is_some());
-                }
+            for variant in crate::json_scan::mutations(&body) {
+                mutants += 1;
+                read_here += usize::from(agreed(&variant).is_some());
             }
         }
         // Some mutants are still plain calls (a digit of the id changed,

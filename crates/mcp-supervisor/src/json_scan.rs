@@ -1,0 +1,220 @@
+//! A JSON scanner for the few messages every call carries, read by hand
+//! where serde's derived reading costs more than the rest of the work
+//! (docs/DECISIONS.md #140, #142).
+//!
+//! It reads one expected shape and answers only when it is sure: each
+//! method answers `None` for anything it does not plainly know (an escape
+//! where none is read, a float, a `null`, a malformed body), and its
+//! callers then leave the whole message to serde's reading, which decides
+//! it. Keys and the literals they are compared with are plain bytes:
+//! a key with an escape equals no literal.
+
+use rmcp::model::NumberOrString;
+use serde_json::value::RawValue;
+
+/// A position in a body being read.
+pub(crate) struct Scan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    /// At the start of `bytes`.
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Scan { bytes, at: 0 }
+    }
+
+    /// Past JSON's whitespace.
+    fn skip_blank(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after whitespace, not taken.
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.skip_blank();
+        self.bytes.get(self.at).copied()
+    }
+
+    /// Takes `byte` if it comes next.
+    pub(crate) fn take(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// Only whitespace is left.
+    pub(crate) fn end(&mut self) -> Option<()> {
+        self.peek().is_none().then_some(())
+    }
+
+    /// An object, each of its keys read by `field` (which reads the value;
+    /// a key is compared with plain literals only, see [`Self::quoted`]).
+    pub(crate) fn object(
+        &mut self,
+        mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
+        self.take(b'{')?;
+        if self.take(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            let key = self.quoted()?;
+            self.take(b':')?;
+            field(self, key)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string's bytes, up to the first quote: its text if it has no
+    /// escape. Only a comparison with a plain literal, or [`Self::plain_str`],
+    /// may tell more.
+    pub(crate) fn quoted(&mut self) -> Option<&'a [u8]> {
+        self.take(b'"')?;
+        let rest = &self.bytes[self.at..];
+        let len = rest.iter().position(|&b| b == b'"')?;
+        self.at += len + 1;
+        Some(&rest[..len])
+    }
+
+    /// A string of printable ASCII with no escapes.
+    pub(crate) fn plain_str(&mut self) -> Option<&'a str> {
+        let text = self.quoted()?;
+        if text
+            .iter()
+            .any(|&b| !(0x20..0x80).contains(&b) || b == b'\\')
+        {
+            return None;
+        }
+        std::str::from_utf8(text).ok()
+    }
+
+    /// An id or a progress token: a plain string, or an integer written as
+    /// one that fits `i64`.
+    pub(crate) fn id(&mut self) -> Option<NumberOrString> {
+        if self.peek()? == b'"' {
+            return Some(NumberOrString::String(self.plain_str()?.into()));
+        }
+        let negative = self.bytes[self.at] == b'-';
+        let start = self.at + usize::from(negative);
+        let digits = self.bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let end = start + digits;
+        // No leading zero (not JSON), no fraction or exponent.
+        if digits == 0
+            || (digits > 1 && self.bytes[start] == b'0')
+            || matches!(self.bytes.get(end), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        let mut value: i64 = 0;
+        for &digit in &self.bytes[start..end] {
+            let digit = i64::from(digit - b'0');
+            value = value.checked_mul(10)?;
+            value = if negative {
+                value.checked_sub(digit)?
+            } else {
+                value.checked_add(digit)?
+            };
+        }
+        self.at = end;
+        Some(NumberOrString::Number(value))
+    }
+
+    /// An array, each of its items read by `item`.
+    pub(crate) fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.take(b'[')?;
+        if self.take(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// `true` or `false`.
+    pub(crate) fn boolean(&mut self) -> Option<bool> {
+        self.skip_blank();
+        let rest = &self.bytes[self.at..];
+        let (value, len) = if rest.starts_with(b"true") {
+            (true, 4)
+        } else if rest.starts_with(b"false") {
+            (false, 5)
+        } else {
+            return None;
+        };
+        self.at += len;
+        Some(value)
+    }
+
+    /// Any string, its escapes read by serde_json.
+    pub(crate) fn string(&mut self) -> Option<String> {
+        self.take(b'"')?;
+        let start = self.at;
+        let mut escaped = false;
+        let mut at = start;
+        loop {
+            match *self.bytes.get(at)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    at += 2;
+                }
+                0..0x20 => return None,
+                _ => at += 1,
+            }
+        }
+        self.at = at + 1;
+        if escaped {
+            serde_json::from_slice(&self.bytes[start - 1..=at]).ok()
+        } else {
+            String::from_utf8(self.bytes[start..at].to_vec()).ok()
+        }
+    }
+
+    /// A JSON object, checked by serde_json, as its text.
+    pub(crate) fn raw_object(&mut self) -> Option<Box<RawValue>> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let mut values =
+            serde_json::Deserializer::from_slice(&self.bytes[self.at..]).into_iter::<&RawValue>();
+        let raw = values.next()?.ok()?;
+        self.at += values.byte_offset();
+        Some(raw.to_owned())
+    }
+}
+
+/// Every single-byte change to `body`: each byte dropped, doubled, and
+/// replaced by one of JSON's meaningful bytes, a control byte or a UTF-8
+/// lead byte (for tests holding a scanner to serde's reading).
+#[cfg(test)]
+pub(crate) fn mutations(body: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    const BYTES: &[u8] = b"\"\\,:{}[] 0-9.eEn\x1f\xc3tf";
+    (0..body.len()).flat_map(move |at| {
+        let dropped = [&body[..at], &body[at + 1..]].concat();
+        let doubled = [&body[..=at], &body[at..]].concat();
+        let replaced = BYTES.iter().map(move |&byte| {
+            let mut changed = body.to_vec();
+            changed[at] = byte;
+            changed
+        });
+        [dropped, doubled].into_iter().chain(replaced)
+    })
+}
