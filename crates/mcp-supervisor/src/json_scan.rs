@@ -61,13 +61,8 @@ impl<'a> Scan<'a> {
             let key = self.quoted()?;
             self.take(b':')?;
             field(self, key)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.more(b'}')? {
+                return Some(());
             }
         }
     }
@@ -137,14 +132,20 @@ impl<'a> Scan<'a> {
         }
         loop {
             item(self)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.more(b']')? {
+                return Some(());
             }
+        }
+    }
+
+    /// Past what follows an item: a comma (`true`, another item comes) or
+    /// `close` (`false`).
+    fn more(&mut self, close: u8) -> Option<bool> {
+        let next = self.peek()?;
+        self.at += 1;
+        match next {
+            b',' => Some(true),
+            _ => (next == close).then_some(false),
         }
     }
 
