@@ -94,13 +94,7 @@ impl DirectSession {
         let Some(info) = self.info() else {
             return false;
         };
-        let version = info.protocol_version.as_str().as_bytes();
-        plain(headers)
-            && headers.iter().all(|(name, value)| {
-                !name.as_str().starts_with(mcp_headers::PREFIX)
-                    || *name == mcp_headers::SESSION_ID
-                    || (*name == mcp_headers::PROTOCOL_VERSION && value.as_bytes() == version)
-            })
+        plain(headers) && only_session_headers(headers, info.protocol_version.as_str())
     }
 
     /// What the client said at `initialize`.
@@ -132,8 +126,94 @@ impl DirectSession {
     }
 }
 
+/// Whether the only `Mcp-*` headers among `headers` are the session id and
+/// the session's own protocol `version`. Names first, then the one
+/// header's values: walking every value of every header costs more.
+fn only_session_headers(headers: &HeaderMap, version: &str) -> bool {
+    headers.keys().all(|name| {
+        !name.as_str().starts_with(mcp_headers::PREFIX)
+            || *name == mcp_headers::SESSION_ID
+            || *name == mcp_headers::PROTOCOL_VERSION
+    }) && headers
+        .get_all(mcp_headers::PROTOCOL_VERSION)
+        .iter()
+        .all(|value| value.as_bytes() == version.as_bytes())
+}
+
 /// Whether `headers` are those of a request rmcp's server would take as it
 /// is: JSON in, both JSON and SSE accepted.
 pub(super) fn plain(headers: &HeaderMap) -> bool {
-    is_json(headers) && accepts(headers, ["application/json", "text/event-stream"])
+    is_json(headers)
+        && (headers.get(http::header::ACCEPT).is_some_and(|accept| {
+            // What rmcp's and the Python SDK's clients send, compared whole
+            // first.
+            matches!(
+                accept.as_bytes(),
+                b"text/event-stream, application/json" | b"application/json, text/event-stream"
+            )
+        }) || accepts(headers, ["application/json", "text/event-stream"]))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderName, HeaderValue};
+
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn only_the_session_id_and_its_own_version_may_come_as_mcp_headers() {
+        let usual = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-session-id", "s"),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        assert!(plain(&headers(&usual)));
+        assert!(only_session_headers(&headers(&usual), "2025-11-25"));
+        assert!(only_session_headers(&headers(&usual[..2]), "2025-11-25"));
+        assert!(!only_session_headers(&headers(&usual), "2025-06-18"));
+        for extra in [
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "a__echo"),
+            ("Mcp-Param-Region", "eu"),
+            ("mcp-protocol-version", "2025-06-18"),
+        ] {
+            let mut with = usual.to_vec();
+            with.push(extra);
+            assert!(
+                !only_session_headers(&headers(&with), "2025-11-25"),
+                "{extra:?}"
+            );
+        }
+        // JSON in, both media types accepted, however written.
+        for (content, accept, plainly) in [
+            (
+                "application/json",
+                "text/event-stream, application/json",
+                true,
+            ),
+            (
+                "application/json; charset=utf-8",
+                "application/json;q=1, text/event-stream",
+                true,
+            ),
+            ("application/json", "application/json", false),
+            ("text/plain", "application/json, text/event-stream", false),
+            ("application/json", "*/*", false),
+        ] {
+            let map = headers(&[("content-type", content), ("accept", accept)]);
+            assert_eq!(plain(&map), plainly, "{content} {accept}");
+        }
+    }
 }

@@ -55,10 +55,14 @@ pub(crate) fn unauthorized(body: impl IntoResponse) -> Response {
 /// as `charset` allowed). A web page cannot send that to another site
 /// without a CORS preflight, which our servers never approve.
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| essence(value.as_bytes()).eq_ignore_ascii_case(b"application/json"))
+    const JSON: &[u8] = b"application/json";
+    headers.get(header::CONTENT_TYPE).is_some_and(|value| {
+        // The usual value, compared whole first.
+        value.as_bytes() == JSON
+            || value
+                .to_str()
+                .is_ok_and(|value| essence(value.as_bytes()).eq_ignore_ascii_case(JSON))
+    })
 }
 
 /// Whether `Accept` names every one of the media types `media` (parameters
