@@ -22,7 +22,7 @@ mod stateless;
 pub mod stdio;
 mod watch;
 
-use std::{sync::Arc, time::Duration};
+use std::{borrow::Cow, sync::Arc, time::Duration};
 
 use rmcp::{
     ErrorData, RoleClient, ServiceError,
@@ -265,7 +265,7 @@ impl Session {
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
-        let method = request.method().to_owned();
+        let method = method_of(&request);
         let Some(request) = crate::arguments::attached(request).await else {
             return Err(SendError::Failed {
                 failure: Failure::transport("the runtime is shutting down").with_not_run(),
@@ -320,7 +320,7 @@ impl Session {
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
-        let method = request.method().to_owned();
+        let method = method_of(&request);
         let legacy = stateless.legacy();
         // Kept to hand to rmcp if the 2025 session turns out forgotten (no
         // `options` to keep: only 2026-07-28 requests carry extra `_meta`).
@@ -335,9 +335,14 @@ impl Session {
         stateless.stamp(&mut request, options.meta, token.clone(), client);
         let registered = link.map(|link| handler.links().register(id.clone(), token, link));
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
-        let sent = stateless.send(request, id.clone(), handler);
+        // Boxed: the send's future is large, and `select!` and the timeout
+        // would move it whole, more than once (docs/DECISIONS.md #145).
+        let mut sent = Box::pin(tokio::time::timeout_at(
+            deadline,
+            stateless.send(request, id.clone(), handler),
+        ));
         let outcome = tokio::select! {
-            answer = tokio::time::timeout_at(deadline, sent) => answer,
+            answer = &mut sent => answer,
             () = cancelled.cancelled() => {
                 if legacy {
                     self.cancel_request(id, "cancelled by the client");
@@ -691,6 +696,17 @@ pub enum SendError {
     },
     /// The downstream client cancelled it.
     Cancelled,
+}
+
+/// `request`'s method, for what is said about it: a call's is a constant
+/// (no copy per call).
+fn method_of(request: &ClientRequest) -> Cow<'static, str> {
+    match request {
+        ClientRequest::CallToolRequest(_) => {
+            Cow::Borrowed(<rmcp::model::CallToolRequestMethod as rmcp::model::ConstString>::VALUE)
+        }
+        other => Cow::Owned(other.method().to_owned()),
+    }
 }
 
 fn timed_out(method: &str) -> SendError {
