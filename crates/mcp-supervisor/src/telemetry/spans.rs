@@ -8,10 +8,11 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::Either;
 use http::HeaderMap;
 use opentelemetry::{
     Context, KeyValue,
-    context::FutureExt as _,
+    context::{FutureExt as _, WithContext},
     trace::{Link, Span as _, SpanKind, Status, TraceContextExt, Tracer},
 };
 use rmcp::model::{ClientRequest, ErrorData, GetMeta, RequestId, ServerResult};
@@ -321,10 +322,14 @@ impl ServerSpan {
     /// under it); without telemetry, as it is: attaching an empty context
     /// at each of its polls cost a call some 200 instructions for nothing
     /// (docs/DECISIONS.md #139).
-    pub(crate) async fn run<F: Future>(&self, work: F) -> F::Output {
+    ///
+    /// Not an `async fn`: one would hold `work` twice (as its argument and
+    /// as what it awaits) and move it once more at its first poll; `work`
+    /// is a request's whole future (docs/DECISIONS.md #146).
+    pub(crate) fn run<F: Future>(&self, work: F) -> Either<WithContext<F>, F> {
         match &self.otel {
-            Some((cx, _)) => work.with_context(cx.clone()).await,
-            None => work.await,
+            Some((cx, _)) => Either::Left(work.with_context(cx.clone())),
+            None => Either::Right(work),
         }
     }
 
