@@ -5,8 +5,12 @@
 //! connection and mailbox while it is cloned for a retry, encoded for the
 //! upstream, or freed (docs/DECISIONS.md #75).
 
-use std::sync::Arc;
+use std::{future::Ready, sync::Arc};
 
+use futures::{
+    FutureExt,
+    future::{BoxFuture, Either},
+};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -153,21 +157,37 @@ pub(crate) trait Encode {
     fn encode<W: std::io::Write>(&self, writer: &mut W) -> serde_json::Result<()>;
 }
 
+/// A message's JSON: ready, or being written on a blocking thread.
+pub(crate) type Encoding = Either<Ready<Encoded>, BoxFuture<'static, Encoded>>;
+
+/// What encoding a message gives.
+pub(crate) type Encoded = serde_json::Result<Vec<u8>>;
+
 /// `message` as JSON: here if it is under [`HEAVY_BYTES`], else on a
 /// blocking thread (where it is also dropped).
-pub(crate) async fn encode<T: Encode + Send + 'static>(message: T) -> serde_json::Result<Vec<u8>> {
+///
+/// Encoded when called; only a heavy message's encoding is a future of its
+/// own (boxed). As an `async fn` the future held the message for the
+/// heavy case, a thousand bytes carried and moved by every request's
+/// future (docs/DECISIONS.md #147).
+pub(crate) fn encode<T: Encode + Send + 'static>(message: T) -> Encoding {
     // Room for a usual request with its 2026-07-28 `_meta` (growing it
     // costs a copy and a second allocation).
     let mut capped = Capped(Vec::with_capacity(1024));
     match message.encode(&mut capped) {
-        Ok(()) => Ok(capped.0),
-        Err(error) if error.is_io() => off_thread(move || {
-            let mut whole = Vec::new();
-            message.encode(&mut whole).map(|()| whole)
-        })
-        .await
-        .unwrap_or_else(|| Err(shutting_down())),
-        Err(error) => Err(error),
+        Ok(()) => Either::Left(std::future::ready(Ok(capped.0))),
+        Err(error) if error.is_io() => Either::Right(
+            async move {
+                off_thread(move || {
+                    let mut whole = Vec::new();
+                    message.encode(&mut whole).map(|()| whole)
+                })
+                .await
+                .unwrap_or_else(|| Err(shutting_down()))
+            }
+            .boxed(),
+        ),
+        Err(error) => Either::Left(std::future::ready(Err(error))),
     }
 }
 
