@@ -769,7 +769,9 @@ fn encoded(message: &ServerJsonRpcMessage) -> Vec<u8> {
 
 /// A tool's answer of plain text blocks, written as serde writes it
 /// (`encoded`'s test holds the two to the same bytes); `None` for any other
-/// message.
+/// message. The fields are those rmcp 3.11's `CallToolResult` and
+/// `TextContent` have (both `non_exhaustive`): one a later rmcp adds must
+/// be added here, or the answer taken only when it is unset.
 fn plain_answer(message: &ServerJsonRpcMessage) -> Option<Vec<u8>> {
     let ServerJsonRpcMessage::Response(response) = message else {
         return None;
@@ -1100,13 +1102,6 @@ mod tests {
         assert_eq!(Stateless.status(&echo(1)), StatusCode::OK);
     }
 
-    /// A call answered first, within the keep-alive interval, is plain JSON;
-    /// one with progress before its answer, or a longer one, is an event
-    /// stream: the progress, keep-alives while nothing comes, then the
-    /// answer; one without an answer (cancelled) is an empty stream.
-    /// The call's own senders going (in its connection's actor, or as its
-    /// answer ends) wake nobody: a wake would poll the client's connection
-    /// once more for nothing.
     /// The usual answers are written by hand, byte for byte as serde
     /// writes them; anything else is serde's.
     #[test]
@@ -1156,9 +1151,12 @@ mod tests {
             ErrorData::internal_error("x", None),
             Some(RequestId::Number(1)),
         );
-        assert_eq!(encoded(&error), serde_json::to_vec(&error).unwrap());
+        assert!(plain_answer(&error).is_none(), "an error is serde's");
     }
 
+    /// The call's own senders going (in its connection's actor, or as its
+    /// answer ends) wake nobody: a wake would poll the client's connection
+    /// once more for nothing.
     #[test]
     fn the_calls_senders_going_wake_nobody() {
         let (waker, wakes) = crate::woken::counting_waker();
@@ -1177,6 +1175,10 @@ mod tests {
         assert_eq!(wakes.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
+    /// A call answered first, within the keep-alive interval, is plain JSON;
+    /// one with progress before its answer, or a longer one, is an event
+    /// stream: the progress, keep-alives while nothing comes, then the
+    /// answer; one without an answer (cancelled) is an empty stream.
     #[tokio::test(start_paused = true)]
     async fn answers_are_json_unless_something_comes_first() {
         let every = Some(Duration::from_secs(15));

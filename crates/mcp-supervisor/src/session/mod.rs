@@ -342,15 +342,20 @@ impl Session {
             stateless.send(request, id.clone(), handler),
         ));
         let outcome = tokio::select! {
-            answer = &mut sent => answer,
-            () = cancelled.cancelled() => {
-                if legacy {
-                    self.cancel_request(id, "cancelled by the client");
-                }
-                return Err(SendError::Cancelled);
-            }
+            answer = &mut sent => Some(answer),
+            () = cancelled.cancelled() => None,
             // The session was closed: what is in flight on it fails now.
-            () = self.ended.cancelled() => Ok(Err(stateless::Unsent::Failed(ServiceError::TransportClosed))),
+            () = self.ended.cancelled() => Some(Ok(Err(stateless::Unsent::Failed(ServiceError::TransportClosed)))),
+        };
+        // Gone before anything else is done: its stream closes before a
+        // 2025 upstream is told of the cancellation, as when `select!`
+        // dropped it.
+        drop(sent);
+        let Some(outcome) = outcome else {
+            if legacy {
+                self.cancel_request(id, "cancelled by the client");
+            }
+            return Err(SendError::Cancelled);
         };
         match outcome {
             Ok(Ok(result)) => Ok(result),
