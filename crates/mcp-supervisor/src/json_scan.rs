@@ -32,13 +32,13 @@ impl<'a> Scan<'a> {
     }
 
     /// The next byte after whitespace, not taken.
-    pub(crate) fn peek(&mut self) -> Option<u8> {
+    fn peek(&mut self) -> Option<u8> {
         self.skip_blank();
         self.bytes.get(self.at).copied()
     }
 
     /// Takes `byte` if it comes next.
-    pub(crate) fn take(&mut self, byte: u8) -> Option<()> {
+    fn take(&mut self, byte: u8) -> Option<()> {
         (self.peek()? == byte).then(|| self.at += 1)
     }
 
@@ -76,6 +76,15 @@ impl<'a> Scan<'a> {
         let len = rest.iter().position(|&b| b == b'"')?;
         self.at += len + 1;
         Some(&rest[..len])
+    }
+
+    /// The value of a key that may come once (`seen` marks it), and must be
+    /// the plain string `literal`.
+    pub(crate) fn literal_once(&mut self, seen: &mut bool, literal: &[u8]) -> Option<()> {
+        if std::mem::replace(seen, true) {
+            return None;
+        }
+        (self.quoted()? == literal).then_some(())
     }
 
     /// A string of printable ASCII with no escapes.

@@ -902,10 +902,7 @@ fn plain_tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     let (mut jsonrpc, mut id, mut result) = (false, None, None);
     scan.object(|scan, key| {
         match key {
-            b"jsonrpc" if !jsonrpc => {
-                jsonrpc = true;
-                (scan.quoted()? == b"2.0").then_some(())?;
-            }
+            b"jsonrpc" => scan.literal_once(&mut jsonrpc, b"2.0")?,
             b"id" if id.is_none() => id = Some(scan.id()?),
             b"result" if result.is_none() => result = Some(plain_tool_result(scan)?),
             _ => return None,
@@ -928,7 +925,7 @@ fn plain_tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
 /// A tool's result of text blocks, read by [`plain_tool_answer`].
 fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult> {
     let mut result = rmcp::model::CallToolResult::default();
-    let (mut content, mut result_type) = (None, None);
+    let (mut content, mut complete) = (None, false);
     scan.object(|scan, key| {
         match key {
             b"content" if content.is_none() => {
@@ -940,10 +937,7 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult>
                 content = Some(blocks);
             }
             b"isError" if result.is_error.is_none() => result.is_error = Some(scan.boolean()?),
-            b"resultType" if result_type.is_none() => {
-                (scan.quoted()? == b"complete").then_some(())?;
-                result_type = Some(rmcp::model::ResultType::COMPLETE);
-            }
+            b"resultType" => scan.literal_once(&mut complete, b"complete")?,
             _ => return None,
         }
         Some(())
@@ -953,7 +947,7 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult>
         return None;
     }
     result.content = content.unwrap_or_default();
-    result.result_type = result_type;
+    result.result_type = complete.then_some(rmcp::model::ResultType::COMPLETE);
     Some(result)
 }
 
@@ -962,10 +956,7 @@ fn plain_text_block(scan: &mut Scan<'_>) -> Option<rmcp::model::ContentBlock> {
     let (mut text, mut typed) = (None, false);
     scan.object(|scan, key| {
         match key {
-            b"type" if !typed => {
-                typed = true;
-                (scan.quoted()? == b"text").then_some(())?;
-            }
+            b"type" => scan.literal_once(&mut typed, b"text")?,
             b"text" if text.is_none() => text = Some(scan.string()?),
             _ => return None,
         }

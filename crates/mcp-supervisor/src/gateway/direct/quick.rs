@@ -33,18 +33,12 @@ pub(super) fn call(body: &[u8]) -> Option<Posted> {
     let mut params = None;
     let mut jsonrpc_seen = false;
     scan.object(|scan, key| match key {
-        b"jsonrpc" if !jsonrpc_seen => {
-            jsonrpc_seen = true;
-            (scan.quoted()? == b"2.0").then_some(())
-        }
+        b"jsonrpc" => scan.literal_once(&mut jsonrpc_seen, b"2.0"),
         b"id" if id.is_none() => {
             id = Some(scan.id()?);
             Some(())
         }
-        b"method" if !method_seen => {
-            method_seen = true;
-            (scan.quoted()? == b"tools/call").then_some(())
-        }
+        b"method" => scan.literal_once(&mut method_seen, b"tools/call"),
         b"params" if params.is_none() => {
             params = Some(call_params(scan)?);
             Some(())
