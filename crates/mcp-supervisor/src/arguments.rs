@@ -8,7 +8,8 @@
 //! - an attempt shares the arguments of the request it was made from
 //!   ([`SharedRequest::attempt`](crate::heavy::SharedRequest::attempt));
 //! - a plain call on the gateway's direct path keeps its client's JSON as it
-//!   came, checked (valid JSON, an object) but never parsed.
+//!   came, checked (an object every reader reads alike, `crate::json_check`)
+//!   but never parsed.
 //!
 //! The HTTP lane writes them from there ([`SharedArguments`] is
 //! `Serialize`); everything else that writes a request, rmcp's client above
@@ -21,7 +22,10 @@ use rmcp::model::{CallToolRequest, ClientRequest, JsonObject};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::heavy::{HEAVY_BYTES, off_thread};
+use crate::{
+    heavy::{HEAVY_BYTES, off_thread},
+    json_check::{self, Unreadable},
+};
 
 /// A call's arguments, held outside its params (see the module).
 #[derive(Debug, Clone)]
@@ -37,12 +41,11 @@ pub(crate) enum SharedArguments {
 }
 
 impl SharedArguments {
-    /// `raw` as a call's arguments, if it is a JSON object; `None` for
-    /// anything else (which a call cannot carry).
-    pub(crate) fn raw(raw: Box<RawValue>) -> Option<Self> {
-        raw.get()
-            .starts_with('{')
-            .then(|| SharedArguments::Raw(Arc::from(raw)))
+    /// `raw` as a call's arguments, if it is a JSON object every later
+    /// reader reads alike (`crate::json_check`); why not otherwise.
+    pub(crate) fn raw(raw: Box<RawValue>) -> Result<Self, Unreadable> {
+        json_check::arguments(raw.get())?;
+        Ok(SharedArguments::Raw(Arc::from(raw)))
     }
 
     /// The arguments parsed: borrowed when they already are.
@@ -102,22 +105,34 @@ pub(crate) fn arguments_json(call: &CallToolRequest) -> Cow<'_, str> {
     Cow::Owned(text.unwrap_or_else(|_| "null".to_owned()))
 }
 
+/// Why [`attached`] could not make a request whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotAttached {
+    /// The runtime shut down before the arguments were copied.
+    ShuttingDown,
+    /// Raw arguments did not parse. It cannot happen (they were checked at
+    /// the door, `crate::json_check`); if it did, it is the caller's
+    /// request that is at fault, never the upstream.
+    Unreadable,
+}
+
 /// `request` whole, arguments held outside its params (if any) put back in
 /// (copied or parsed off the thread when heavy), for whatever writes it
-/// other than the HTTP lane; `None` if the runtime shut down first, or (it
-/// cannot happen: they were checked) raw arguments did not parse.
-pub(crate) async fn attached(mut request: ClientRequest) -> Option<ClientRequest> {
+/// other than the HTTP lane.
+pub(crate) async fn attached(mut request: ClientRequest) -> Result<ClientRequest, NotAttached> {
     let ClientRequest::CallToolRequest(call) = &mut request else {
-        return Some(request);
+        return Ok(request);
     };
     let Some(shared) = call.extensions.remove::<SharedArguments>() else {
-        return Some(request);
+        return Ok(request);
     };
     let arguments = if shared.heavy() {
-        off_thread(move || shared.parsed().map(Cow::into_owned)).await?
+        off_thread(move || shared.parsed().map(Cow::into_owned))
+            .await
+            .ok_or(NotAttached::ShuttingDown)?
     } else {
         shared.parsed().map(Cow::into_owned)
     };
-    call.params.arguments = Some(arguments?);
-    Some(request)
+    call.params.arguments = Some(arguments.ok_or(NotAttached::Unreadable)?);
+    Ok(request)
 }

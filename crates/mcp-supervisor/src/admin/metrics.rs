@@ -547,6 +547,7 @@ mod tests {
         tallies.count(Protection::SessionEvictedAtCap);
         tallies.count(Protection::ConnectionRefused);
         tallies.count(Protection::RefusedWhileDraining);
+        tallies.count(Protection::UnreadableArguments);
         let text = metrics_text(&[], Some(&tallies), None);
         for line in [
             r#"mcp_supervisor_gateway_evictions_total{what="connection",reason="max_connections"} 0"#,
@@ -556,6 +557,7 @@ mod tests {
             r#"mcp_supervisor_gateway_refusals_total{what="session",reason="max_sessions"} 0"#,
             r#"mcp_supervisor_gateway_refusals_total{what="session",reason="max_sessions_per_client"} 0"#,
             r#"mcp_supervisor_gateway_refusals_total{what="request",reason="draining"} 1"#,
+            r#"mcp_supervisor_gateway_refusals_total{what="request",reason="unreadable_arguments"} 1"#,
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -22,6 +22,8 @@
 //! - answers a request with plain JSON when nothing comes before its answer
 //!   (`answer.rs`; rmcp streams every answer of a session as SSE), and asks
 //!   rmcp for JSON on stateless (2026-07-28) requests (`json_response`);
+//! - answers a `tools/call` whose arguments not every reader reads alike
+//!   with `-32602` before rmcp's server sees it (`door.rs`);
 //! - in a fleet, hands out session ids that name this node, and forwards a
 //!   request whose id names another node there (`elsewhere.rs`), before
 //!   anything else here looks at it but the token;
@@ -73,6 +75,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{
     answer,
     direct::{self, Generation, Posted, StatelessCall},
+    door,
     elsewhere::Elsewhere,
     handler::GatewayHandler,
     session_ids::SessionIds,
@@ -448,6 +451,9 @@ impl Endpoint {
         if let Some(answer) = self.direct(&parts, &body, permit.is_some()).await {
             return holding_permit(answer, permit);
         }
+        if let Some(refused) = self.door(&parts.headers, &body, permit.is_some()).await {
+            return holding_permit(refused, permit);
+        }
         let declared_json = is_json(&parts.headers);
         // Checked here first (peeking at the body only when a session would
         // be refused) so a flood of initializes is refused without rmcp
@@ -567,6 +573,25 @@ impl Endpoint {
         let span = call.span(&parts.headers, peer(parts));
         let (answer, before) = call.answer(self.state.clone(), span, self.ending.child_token());
         Some(direct::respond(answer, before, self.keep_alive, Generation::Stateless).await)
+    }
+
+    /// The answer to a call whose arguments the door refuses (`door.rs`),
+    /// as the direct path writes it; `None` for anything else, and for a
+    /// request of a session rmcp will answer as unknown.
+    async fn door(&self, headers: &HeaderMap, body: &Bytes, large: bool) -> Option<Response> {
+        let session = headers.get(&mcp_headers::SESSION_ID);
+        if let Some(id) = session
+            && !self.sessions.has(id.to_str().ok()?).await
+        {
+            return None;
+        }
+        let refusal = read_body_as(body, large, door::answer).await??;
+        self.control.tallies.count(Protection::UnreadableArguments);
+        let generation = match session {
+            Some(_) => Generation::Sessions,
+            None => Generation::Stateless,
+        };
+        Some(direct::json(&refusal, generation.status(&refusal)))
     }
 
     async fn delete(&self, request: Request) -> Response {

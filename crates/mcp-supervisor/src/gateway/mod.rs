@@ -21,6 +21,9 @@
 //! - `direct`: a 2025 session's plain tool calls, answered by the HTTP
 //!   endpoint without rmcp's server, and `direct_sessions`, the sessions
 //!   whose calls may take that path;
+//! - `door`: a call whose arguments not every reader reads alike, refused
+//!   before anything else sees it, on every way in; `stdio`, the gateway
+//!   over stdio with the door in front;
 //! - [`forward`]: relays what upstreams announce (list changes, resource
 //!   updates, logs) to downstream sessions.
 
@@ -28,6 +31,7 @@ mod answer;
 mod direct;
 mod direct_sessions;
 pub mod directory;
+mod door;
 pub mod downstream;
 mod elsewhere;
 pub mod forward;
@@ -40,22 +44,13 @@ mod rounds;
 mod session_ids;
 mod sessions;
 pub mod state;
+mod stdio;
 mod traced;
 
+#[cfg(feature = "twins")]
+pub(crate) use direct::posted_twins;
 pub use forward::ListChangedForwarder;
 pub use handler::GatewayHandler;
 pub use http::{GatewayShutdown, LARGE_AT_ONCE, LARGE_BODY_BYTES, serve_http};
 pub use state::GatewayState;
-
-use rmcp::ServiceExt;
-
-/// Serves the gateway over this process's stdin/stdout until the client
-/// closes it (`serve --stdio`). Logs must go to stderr.
-pub async fn serve_stdio(state: std::sync::Arc<GatewayState>) -> std::io::Result<()> {
-    let service = GatewayHandler::new(state)
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(std::io::Error::other)?;
-    service.waiting().await.map_err(std::io::Error::other)?;
-    Ok(())
-}
+pub use stdio::serve_stdio;

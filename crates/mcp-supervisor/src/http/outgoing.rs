@@ -449,9 +449,12 @@ mod tests {
     /// only for rmcp.
     #[tokio::test]
     async fn raw_arguments_are_written_as_they_came() {
-        let sent = r#"{"z":1.0,"a":[1e2, 12345678901234567890123],"b":{"c":"é"}}"#;
+        let sent = r#"{"z":1.0,"a":[1e2, 12345678901234567890],"b":{"c":"é"}}"#;
         let raw = SharedArguments::raw(RawValue::from_string(sent.to_owned()).unwrap()).unwrap();
-        assert!(SharedArguments::raw(RawValue::from_string("[1]".into()).unwrap()).is_none());
+        assert_eq!(
+            SharedArguments::raw(RawValue::from_string("[1]".into()).unwrap()).err(),
+            Some(crate::json_check::Unreadable::NotAnObject)
+        );
         let mut call = CallToolRequest::new(CallToolRequestParams::new("t"));
         call.extensions.insert(raw);
         let request = ClientRequest::CallToolRequest(call);

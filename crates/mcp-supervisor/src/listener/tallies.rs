@@ -27,6 +27,9 @@ pub enum Protection {
     /// While draining for shutdown, a new session or session-less request
     /// got 503.
     RefusedWhileDraining,
+    /// A `tools/call` whose arguments not every reader reads alike got
+    /// `-32602` at the door (docs/RELIABILITY.md).
+    UnreadableArguments,
 }
 
 /// How a [`Protection`] shows in `/metrics`: which family, and its `reason`.
@@ -39,7 +42,7 @@ pub enum Family {
 }
 
 impl Protection {
-    pub const ALL: [Protection; 7] = [
+    pub const ALL: [Protection; 8] = [
         Protection::ConnectionEvicted,
         Protection::ConnectionRefused,
         Protection::SessionEvictedAtCap,
@@ -47,6 +50,7 @@ impl Protection {
         Protection::SessionRefusedAtCap,
         Protection::SessionRefusedAtClientQuota,
         Protection::RefusedWhileDraining,
+        Protection::UnreadableArguments,
     ];
 
     /// The family it is counted in.
@@ -58,7 +62,8 @@ impl Protection {
             Protection::ConnectionRefused
             | Protection::SessionRefusedAtCap
             | Protection::SessionRefusedAtClientQuota
-            | Protection::RefusedWhileDraining => Family::Refusals,
+            | Protection::RefusedWhileDraining
+            | Protection::UnreadableArguments => Family::Refusals,
         }
     }
 
@@ -71,7 +76,7 @@ impl Protection {
             | Protection::SessionRefusedAtCap
             | Protection::SessionRefusedAtClientQuota => "session",
             // A new session, or a session-less request.
-            Protection::RefusedWhileDraining => "request",
+            Protection::RefusedWhileDraining | Protection::UnreadableArguments => "request",
         }
     }
 
@@ -84,6 +89,7 @@ impl Protection {
                 "max_sessions_per_client"
             }
             Protection::RefusedWhileDraining => "draining",
+            Protection::UnreadableArguments => "unreadable_arguments",
         }
     }
 

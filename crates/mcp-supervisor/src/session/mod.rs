@@ -19,6 +19,8 @@ pub mod http;
 mod modern;
 pub mod relay;
 mod stateless;
+#[cfg(feature = "twins")]
+pub(crate) use stateless::answer_twins;
 pub mod stdio;
 mod watch;
 
@@ -45,7 +47,8 @@ pub use relay::{Downstream, DownstreamLink};
 pub use stdio::{ChildGroup, open_stdio};
 
 use crate::{
-    failure::{Failure, classify_with_fallback},
+    arguments::NotAttached,
+    failure::{Failure, FailureKind, classify_with_fallback},
     http::{HttpRecorder, RecordingClient},
     policy::Phase,
 };
@@ -266,11 +269,24 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = method_of(&request);
-        let Some(request) = crate::arguments::attached(request).await else {
-            return Err(SendError::Failed {
-                failure: Failure::transport("the runtime is shutting down").with_not_run(),
-                upstream: None,
-            });
+        let request = match crate::arguments::attached(request).await {
+            Ok(request) => request,
+            Err(NotAttached::ShuttingDown) => {
+                return Err(SendError::Failed {
+                    failure: Failure::transport("the runtime is shutting down").with_not_run(),
+                    upstream: None,
+                });
+            }
+            // The caller's request is at fault, not the upstream: refused
+            // as the upstream would refuse it, nothing sent, the session
+            // kept (a protocol failure of a call is rejected, no strike).
+            Err(NotAttached::Unreadable) => {
+                let refused = "the call's arguments could not be read";
+                return Err(SendError::Failed {
+                    failure: Failure::new(FailureKind::Protocol, refused).with_not_run(),
+                    upstream: Some(ErrorData::invalid_params(refused, None)),
+                });
+            }
         };
         let Some(service) = &self.service else {
             return Err(self.send_failure(&ServiceError::TransportClosed));

@@ -892,6 +892,17 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     ))
 }
 
+/// `data` read by hand, when the hand reading answers, beside serde's
+/// reading (as `Debug` text), for the fuzz target `codec`.
+#[cfg(feature = "twins")]
+pub(crate) fn answer_twins(data: &str) -> Option<(String, Option<String>)> {
+    let plain = plain_tool_answer(data)?;
+    Some((
+        format!("{plain:?}"),
+        tool_answer(data).map(|answer| format!("{answer:?}")),
+    ))
+}
+
 /// `data` read as the usual tool answer, when it plainly is one: text
 /// blocks (`type` and `text` only), `isError`, `resultType: complete`,
 /// each once, read by hand (`json_scan`) for what [`tool_answer`] costs
