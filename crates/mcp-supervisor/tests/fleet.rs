@@ -510,3 +510,51 @@ fn a_reload_on_one_node_reaches_the_others_once() {
         assert!(two_asked.try_recv().is_err(), "node two was asked once");
     });
 }
+
+/// The same through a real Redis: a reload on node one reaches node two
+/// over the channel; node two's reload as asked is not told again. Redis
+/// delivers one publisher's messages in order, so once node one has taken
+/// a reset node two sent after reloading, any echo of that reload would
+/// have reached node one before it.
+#[test]
+fn through_redis_a_reload_on_one_node_reaches_the_others_once() {
+    use mcp_supervisor::registry::{CurrentConfig, OnFleetReload, Reload, ReloadAsked};
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, _), (two, _)] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
+        joined(&[&one, &two]).await;
+        let (one_tx, mut one_asked) = tokio::sync::mpsc::unbounded_channel();
+        let (two_tx, mut two_asked) = tokio::sync::mpsc::unbounded_channel();
+        one.send(OnFleetReload(one_tx)).await.unwrap();
+        two.send(OnFleetReload(two_tx)).await.unwrap();
+
+        let before = redis.command_calls("publish").unwrap();
+        let config = (*one.send(CurrentConfig).await.unwrap()).clone();
+        one.send(Reload(config)).await.unwrap();
+        let asked = tokio::time::timeout(Duration::from_secs(10), two_asked.recv()).await;
+        assert_eq!(asked, Ok(Some(())), "node two was asked to reload");
+        assert!(
+            redis.command_calls("publish").unwrap() > before,
+            "the reload went through Redis"
+        );
+
+        // Node two reloads as asked, then resets `a` (a message of its own
+        // after the reload, which node one acts on visibly).
+        assert_eq!(echo_text(&one, "a").await, "hi");
+        assert_eq!(state(&one).await, ConnectionState::Ready);
+        let config = (*two.send(CurrentConfig).await.unwrap()).clone();
+        two.send(ReloadAsked(config)).await.unwrap();
+        reset(&two, "a").await;
+        until(
+            "node one took node two's reset",
+            Duration::from_secs(10),
+            || async { state(&one).await != ConnectionState::Ready },
+        )
+        .await;
+        assert!(one_asked.try_recv().is_err(), "node one was not asked");
+        assert!(two_asked.try_recv().is_err(), "node two was asked once");
+    });
+}
