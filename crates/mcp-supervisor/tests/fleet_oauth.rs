@@ -132,9 +132,7 @@ async fn nodes(
                     std::fs::copy(from, &settings.token_file).unwrap();
                 }
                 _ => {
-                    oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
-                        .await
-                        .unwrap();
+                    log_in(&upstream.url(), &settings).await;
                 }
             }
         }
