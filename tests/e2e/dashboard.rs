@@ -212,7 +212,10 @@ async fn the_dashboard_in_chromium() {
         .await
         .expect("the counts update live");
 
-    // A fault: the row shows parked, counting down, within a second.
+    // A fault: the row shows parked, counting down. (How soon: printed
+    // here; the second docs/DASHBOARD.md promises is asserted on the paused
+    // clock in crates/mcp-supervisor/tests/dashboard.rs, since across three
+    // processes a loaded machine could miss it.)
     set_faults(
         &upstream,
         json!([{"when": {"tool": "lookup"}, "fault": {"kind": "status", "status": 503}}]),
@@ -221,12 +224,9 @@ async fn the_dashboard_in_chromium() {
     assert!(!call(&client, "flaky__lookup").await, "the call fails");
     let answered = std::time::Instant::now();
     browser
-        .wait_for(
-            &format!("{} === 'parked'", state_of("flaky")),
-            Duration::from_secs(1),
-        )
+        .wait_for(&format!("{} === 'parked'", state_of("flaky")), WITHIN)
         .await
-        .expect("parked on screen within 1 s of the answer");
+        .expect("parked on screen");
     let shown = answered.elapsed();
     browser
         .wait_for(
@@ -256,14 +256,24 @@ async fn the_dashboard_in_chromium() {
             .await
             .unwrap(),
     );
-    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    assert!((50..=60).contains(&before), "{before}");
+    // The page's own timer moves it on.
+    browser
+        .wait_for(
+            &format!(
+                "(text => {{ const n = text.split(' ').map(Number).filter(x => !Number.isNaN(x)); \
+                 return n.length === 1 ? n[0] : n[0] * 60 + n[1]; }})({countdown}) < {before}"
+            ),
+            WITHIN,
+        )
+        .await
+        .expect("the timer counts down");
     let after = seconds(
         browser
             .execute(&format!("return {countdown}"), vec![])
             .await
             .unwrap(),
     );
-    assert!((50..=60).contains(&before), "{before}");
     assert!(
         after < before,
         "the timer counts down: {before} then {after}"

@@ -163,6 +163,11 @@ fn session(block: &CodeBlock) -> Vec<(&str, Vec<&str>)> {
             printed.push(line);
         }
     }
+    assert!(
+        !steps.is_empty(),
+        "{}: a terminal session without a `$ ` command",
+        block.place()
+    );
     steps
 }
 
@@ -508,11 +513,66 @@ fn imported(input: &CodeBlock) -> String {
     run.stdout
 }
 
+/// The lines (1-based) of `relative` that open a `toml` code block or hold
+/// a `docs-test` marker, read from the raw text with no help from
+/// `e2e::markdown`: a fence indented (in a list), written with `~~~`, or
+/// whose info string says `TOML` counts too, so a block the parser does not
+/// see is noticed rather than skipped.
+fn toml_fences_and_markers(relative: &str) -> (Vec<usize>, Vec<usize>) {
+    let text = fs::read_to_string(repo_root().join(relative)).unwrap();
+    let (mut fences, mut markers) = (Vec::new(), Vec::new());
+    let mut open: Option<&str> = None;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let fence = ["```", "~~~"]
+            .into_iter()
+            .find(|fence| trimmed.starts_with(fence));
+        match (open, fence) {
+            (Some(opened), Some(fence)) if fence == opened => open = None,
+            (Some(_), _) => {}
+            (None, Some(fence)) => {
+                open = Some(fence);
+                let info = trimmed.trim_start_matches(fence.as_bytes()[0] as char);
+                let lang = info.split_whitespace().next().unwrap_or("");
+                if lang.eq_ignore_ascii_case("toml") {
+                    fences.push(index + 1);
+                }
+            }
+            (None, None) if trimmed.starts_with("<!-- docs-test:") => markers.push(index + 1),
+            (None, None) => {}
+        }
+    }
+    (fences, markers)
+}
+
 #[test]
 fn every_toml_example_of_the_readme_and_docs_is_a_config_check_accepts() {
     let mut checked = 0;
     for file in std::iter::once(README.to_owned()).chain(markdown::docs_files()) {
         let blocks = markdown::code_blocks(&file);
+        // Every `toml` fence of the file is a block taken below (checked or
+        // skipped with its reason), and every marker is that of one.
+        let (fences, markers) = toml_fences_and_markers(&file);
+        let taken: Vec<usize> = blocks
+            .iter()
+            .filter(|block| block.lang == "toml")
+            .map(|block| block.line)
+            .collect();
+        assert_eq!(
+            taken, fences,
+            "{file}: the `toml` blocks checked (left, by line) are not every `toml` fence \
+             of the file (right); write each at the start of a line as ```toml"
+        );
+        let marked: Vec<usize> = blocks
+            .iter()
+            .filter(|block| block.lang == "toml" && block.marker.is_some())
+            .map(|block| block.line - 1)
+            .collect();
+        assert_eq!(
+            marked, markers,
+            "{file}: the docs-test markers taken (left, by line) are not every marker of \
+             the file (right); a marker goes on the line just above a ```toml fence"
+        );
         for (index, block) in blocks.iter().enumerate() {
             if block.lang != "toml" {
                 continue;

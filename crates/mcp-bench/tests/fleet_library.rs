@@ -116,7 +116,8 @@ async fn two_processes_with_the_same_fleet_share_a_park() {
             "{answer}"
         );
         assert_eq!(one.ask("state a"), "state parked");
-        two.until("state a", "state parked", Duration::from_secs(2));
+        // Generous, across processes: the park lasts 30 s.
+        two.until("state a", "state parked", Duration::from_secs(20));
         (one, two)
     })
     .await

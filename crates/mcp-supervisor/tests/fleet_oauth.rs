@@ -132,9 +132,7 @@ async fn nodes(
                     std::fs::copy(from, &settings.token_file).unwrap();
                 }
                 _ => {
-                    oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
-                        .await
-                        .unwrap();
+                    log_in(&upstream.url(), &settings).await;
                 }
             }
         }
@@ -227,18 +225,63 @@ fn a_token_due_on_every_node_is_refreshed_once_for_the_fleet() {
 /// A token the authorization server stopped taking (401 on every node):
 /// one refresh for the fleet, and each call, which did not run, is sent
 /// again with the new token.
+async fn a_token_rejected_on_every_node_is_refreshed_once(meeting: &Meeting<'_>) {
+    let (auth, upstream) = protected(Duration::from_secs(3600)).await;
+    let nodes = nodes(&upstream, meeting, 3, &["a"], Login::Once).await;
+    joined(&nodes, meeting).await;
+    first_calls(&nodes).await;
+    auth.expire_access_tokens();
+    calls_at_once(&nodes, 24).await;
+    assert_eq!(auth.counts().refreshes, 1, "one refresh for the fleet");
+    assert_eq!(upstream.completed_calls("echo"), 27, "each call ran once");
+}
+
 #[test]
 fn a_token_rejected_on_every_node_is_refreshed_once_for_the_fleet() {
     run(|| async {
-        let (auth, upstream) = protected(Duration::from_secs(3600)).await;
         let meeting = Meeting::Local(LocalStore::default());
-        let nodes = nodes(&upstream, &meeting, 3, &["a"], Login::Once).await;
-        first_calls(&nodes).await;
-        auth.expire_access_tokens();
-        calls_at_once(&nodes, 24).await;
-        assert_eq!(auth.counts().refreshes, 1, "one refresh for the fleet");
-        assert_eq!(upstream.completed_calls("echo"), 27, "each call ran once");
+        a_token_rejected_on_every_node_is_refreshed_once(&meeting).await;
     });
+}
+
+/// The same through a real Redis: the renewal lock and the shared tokens
+/// are Redis's (`SET NX PX`, the compare-and-delete), and the lock is
+/// released afterwards.
+#[test]
+fn over_redis_a_token_rejected_on_every_node_is_refreshed_once_for_the_fleet() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        a_token_rejected_on_every_node_is_refreshed_once(&Meeting::Redis(&redis)).await;
+        shared_through(&redis);
+    });
+}
+
+/// The tokens of `a` are shared in `redis`, and its renewal lock is free.
+fn shared_through(redis: &RedisServer) {
+    let dump = redis_dump(redis);
+    assert!(dump.contains("t:oauth:a = "), "{dump}");
+    assert_eq!(
+        redis.query(&["GET", "t:lock:oauth:a"]).unwrap(),
+        Reply::Nil,
+        "{dump}"
+    );
+}
+
+/// Waits until every node that meets in Redis has joined the fleet.
+async fn joined(nodes: &[Node], meeting: &Meeting<'_>) {
+    if let Meeting::Local(_) = meeting {
+        return;
+    }
+    for node in nodes {
+        let joined = || async {
+            let view = node.registry.send(FleetOverview).await.unwrap().unwrap();
+            matches!(view.store, StoreHealth::Up { .. })
+        };
+        assert!(
+            mcp_test_support::wait_until_async(Duration::from_secs(10), joined).await,
+            "a node did not join the fleet"
+        );
+    }
 }
 
 /// Every Redis key and its value, as text.
@@ -284,13 +327,7 @@ fn over_redis_one_refresh_for_the_fleet_and_no_token_in_the_clear() {
         let (auth, upstream) = protected(LIFETIME).await;
         let meeting = Meeting::Redis(&redis);
         let nodes = nodes(&upstream, &meeting, 3, &["a"], Login::Once).await;
-        for node in &nodes {
-            let joined = || async {
-                let view = node.registry.send(FleetOverview).await.unwrap().unwrap();
-                matches!(view.store, StoreHealth::Up { .. })
-            };
-            assert!(mcp_test_support::wait_until_async(Duration::from_secs(10), joined).await);
-        }
+        joined(&nodes, &meeting).await;
         first_calls(&nodes).await;
         let mut tokens = Vec::new();
         tokens_held(&nodes, &mut tokens).await;
@@ -391,43 +428,61 @@ fn without_redis_each_node_refreshes_alone() {
 
 /// `client_credentials`: the fleet asks for one token, not one per node,
 /// and one new token after a 401 on every node.
+async fn client_credentials_tokens_are_asked_for_once(meeting: &Meeting<'_>) {
+    let (auth, upstream) = protected(Duration::from_secs(3600)).await;
+    auth.register_client("machine", Some("s3cret"), &[]);
+    let redis = match meeting {
+        Meeting::Local(_) => "redis://127.0.0.1:9".to_owned(),
+        Meeting::Redis(redis) => redis.url(),
+    };
+    let mut nodes = Vec::new();
+    for n in 0..3 {
+        let state = tempfile::tempdir().unwrap();
+        let config = node_config(
+            state.path(),
+            &format!("n{n}"),
+            &redis,
+            &upstream,
+            &["a"],
+            ", grant = \"client_credentials\", client_id = \"machine\", \
+             client_secret_env = \"MACHINE_SECRET\"",
+        );
+        nodes.push(Node {
+            registry: registry(config.clone(), meeting),
+            state,
+            config,
+        });
+    }
+    joined(&nodes, meeting).await;
+    first_calls(&nodes).await;
+    assert_eq!(auth.counts().token_requests, 1, "one token for the fleet");
+    auth.expire_access_tokens();
+    calls_at_once(&nodes, 24).await;
+    assert_eq!(
+        auth.counts().token_requests,
+        2,
+        "one new token after the 401"
+    );
+    assert!(
+        nodes
+            .iter()
+            .all(|node| !node.state.path().join("oauth").exists())
+    );
+}
+
 #[test]
 fn client_credentials_tokens_are_asked_for_once_for_the_fleet() {
     run(|| async {
-        let (auth, upstream) = protected(Duration::from_secs(3600)).await;
-        auth.register_client("machine", Some("s3cret"), &[]);
-        let store = LocalStore::default();
-        let mut nodes = Vec::new();
-        for n in 0..3 {
-            let state = tempfile::tempdir().unwrap();
-            let config = node_config(
-                state.path(),
-                &format!("n{n}"),
-                "redis://127.0.0.1:9",
-                &upstream,
-                &["a"],
-                ", grant = \"client_credentials\", client_id = \"machine\", \
-                 client_secret_env = \"MACHINE_SECRET\"",
-            );
-            nodes.push(Node {
-                registry: registry(config.clone(), &Meeting::Local(store.clone())),
-                state,
-                config,
-            });
-        }
-        first_calls(&nodes).await;
-        assert_eq!(auth.counts().token_requests, 1, "one token for the fleet");
-        auth.expire_access_tokens();
-        calls_at_once(&nodes, 24).await;
-        assert_eq!(
-            auth.counts().token_requests,
-            2,
-            "one new token after the 401"
-        );
-        assert!(
-            nodes
-                .iter()
-                .all(|node| !node.state.path().join("oauth").exists())
-        );
+        let meeting = Meeting::Local(LocalStore::default());
+        client_credentials_tokens_are_asked_for_once(&meeting).await;
+    });
+}
+
+#[test]
+fn over_redis_client_credentials_tokens_are_asked_for_once_for_the_fleet() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        client_credentials_tokens_are_asked_for_once(&Meeting::Redis(&redis)).await;
+        shared_through(&redis);
     });
 }

@@ -64,13 +64,9 @@ fn an_upstream_list_change_reaches_downstream_clients() {
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let shutdown = mcp_supervisor::gateway::GatewayShutdown::new();
         let settings = config.gateway.clone();
-        actix_rt::spawn({
+        let served = actix_rt::spawn({
             let shutdown = shutdown.clone();
-            async move {
-                serve_http(listener, state, &settings, None, shutdown)
-                    .await
-                    .unwrap()
-            }
+            async move { serve_http(listener, state, &settings, None, shutdown).await }
         });
 
         let seen = Counting::default();
@@ -108,6 +104,9 @@ fn an_upstream_list_change_reaches_downstream_clients() {
             1,
             "one notification per change"
         );
+        if served.is_finished() {
+            panic!("the gateway stopped serving: {:?}", served.await);
+        }
         shutdown.end_sessions();
     });
 }

@@ -94,9 +94,7 @@ fn a_login_stores_private_tokens_and_the_connection_uses_them() {
         let config = oauth_config(&upstream.url(), state.path(), "");
         let settings = oauth_settings(&config, "a");
 
-        let logged_in = oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
-            .await
-            .unwrap();
+        let logged_in = log_in(&upstream.url(), &settings).await;
         assert!(logged_in.refreshable);
         assert_eq!(auth.counts().registrations, 1, "a client was registered");
         assert_eq!(auth.counts().token_requests, 1);
@@ -128,14 +126,7 @@ async fn logged_in(
     }
     let state = tempfile::tempdir().unwrap();
     let config = oauth_config(&upstream.url(), state.path(), "");
-    oauth::login(
-        &upstream.url(),
-        &oauth_settings(&config, "a"),
-        browser,
-        Duration::from_secs(30),
-    )
-    .await
-    .unwrap();
+    log_in(&upstream.url(), &oauth_settings(&config, "a")).await;
     (auth, upstream, state, config)
 }
 
@@ -301,9 +292,7 @@ fn a_missing_scope_is_asked_for_by_the_next_login() {
         let state = tempfile::tempdir().unwrap();
         let config = oauth_config(&upstream.url(), state.path(), ", scopes = [\"basic\"]");
         let settings = oauth_settings(&config, "a");
-        oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
-            .await
-            .unwrap();
+        log_in(&upstream.url(), &settings).await;
         let registry = Registry::new(config).start();
         let sum = || {
             let registry = registry.clone();
@@ -333,9 +322,7 @@ fn a_missing_scope_is_asked_for_by_the_next_login() {
         );
         assert_eq!(oauth::status(&settings).await.wanted_scopes, ["math"]);
 
-        let again = oauth::login(&upstream.url(), &settings, browser, Duration::from_secs(30))
-            .await
-            .unwrap();
+        let again = log_in(&upstream.url(), &settings).await;
         let mut granted = again.scopes.clone();
         granted.sort();
         assert_eq!(

@@ -218,8 +218,26 @@ fn callers_failing_together_make_one_park_and_one_strike() {
     });
 }
 
-/// A rate limit parks for its `Retry-After` but is no strike: after four of
-/// them, the first server failure is still a first park.
+/// Each park's failure kind, cooldown and strike count, in order.
+fn parks(log: &EventLog) -> Vec<(FailureKind, Duration, u32)> {
+    log.events()
+        .into_iter()
+        .filter_map(|event| match event {
+            ConnectionEvent::Parked {
+                failure,
+                cooldown,
+                strikes,
+                ..
+            } => Some((failure.kind, cooldown, strikes)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A rate limit parks for its `Retry-After` but is no strike: each 429 that
+/// outlasts the attempts parks the connection for 1 s (parked, answered at
+/// once, nothing sent meanwhile), and after four of them the first server
+/// failure is still a first park.
 #[test]
 fn rate_limit_parks_add_no_strike() {
     run_paused(|| async {
@@ -228,8 +246,22 @@ fn rate_limit_parks_add_no_strike() {
             Match::method("initialize"),
             Fault::status(429).with_retry_after_secs(1),
         ));
-        for _ in 0..4 {
-            unavailable_echo(&registry).await;
+        for round in 0..4 {
+            let message = unavailable_echo(&registry).await;
+            assert!(
+                message.contains("temporarily unavailable (kind=rate_limit, status=429)"),
+                "{message}"
+            );
+            let status = &registry.send(Status).await.unwrap()[0];
+            assert_eq!(status.state, ConnectionState::Parked, "round {round}");
+            assert_eq!(status.parks, round + 1);
+            // Parked: answered at once, and the upstream hears nothing.
+            let sent = upstream.requests("initialize");
+            let asked = tokio::time::Instant::now();
+            let during = unavailable_echo(&registry).await;
+            assert!(during.contains("kind=rate_limit, status=429"), "{during}");
+            assert_eq!(asked.elapsed(), Duration::ZERO, "answered at once");
+            assert_eq!(upstream.requests("initialize"), sent, "round {round}");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         upstream.faults().clear();
@@ -239,6 +271,17 @@ fn rate_limit_parks_add_no_strike() {
         ));
         unavailable_echo(&registry).await;
         mcp_test_support::eventually!(transitions(&log).iter().any(|t| t == "parked 200ms"));
+        let one_second = Duration::from_secs(1);
+        assert_eq!(
+            parks(&log),
+            vec![
+                (FailureKind::RateLimit, one_second, 0),
+                (FailureKind::RateLimit, one_second, 0),
+                (FailureKind::RateLimit, one_second, 0),
+                (FailureKind::RateLimit, one_second, 0),
+                (FailureKind::Server, Duration::from_millis(200), 1),
+            ]
+        );
         assert!(
             !transitions(&log).iter().any(|t| t.starts_with("retired")),
             "{:?}",

@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use mcp_supervisor::telemetry;
-use mcp_test_support::{TestServer, TestServerOptions, otlp::OtlpReceiver};
+use mcp_test_support::{TestServer, TestServerOptions, in_own_process, otlp::OtlpReceiver};
 use rmcp::model::{CallToolRequestParams, RequestParamsMeta as _};
 use serde_json::json;
 use support::{ServedGateway, run, toml_string};
@@ -90,24 +90,33 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 #[test]
 fn no_secret_is_exported_over_http_protobuf() {
-    let received = planted("http/protobuf", false);
-    assert!(!contains(&received, CANARY));
-    assert!(!contains(&received, "api_key"));
+    in_own_process("no_secret_is_exported_over_http_protobuf", || {
+        let received = planted("http/protobuf", false);
+        assert!(!contains(&received, CANARY));
+        assert!(!contains(&received, "api_key"));
+    });
 }
 
 #[test]
 fn no_secret_is_exported_over_grpc() {
-    let received = planted("grpc", false);
-    assert!(!contains(&received, CANARY));
-    assert!(!contains(&received, "api_key"));
+    in_own_process("no_secret_is_exported_over_grpc", || {
+        let received = planted("grpc", false);
+        assert!(!contains(&received, CANARY));
+        assert!(!contains(&received, "api_key"));
+    });
 }
 
 #[test]
 fn captured_content_is_exported_so_the_scan_would_see_a_leak() {
-    let received = planted("http/protobuf", true);
-    assert!(
-        contains(&received, CANARY),
-        "capture_content sends the argument"
+    in_own_process(
+        "captured_content_is_exported_so_the_scan_would_see_a_leak",
+        || {
+            let received = planted("http/protobuf", true);
+            assert!(
+                contains(&received, CANARY),
+                "capture_content sends the argument"
+            );
+            assert!(!contains(&received, "api_key"), "but never the URL's query");
+        },
     );
-    assert!(!contains(&received, "api_key"), "but never the URL's query");
 }

@@ -57,10 +57,13 @@
 //! - [`browser`]: a real headless Chromium driven over W3C WebDriver
 //!   ([`Browser`]), for end-to-end tests of web pages, and
 //!   [`serve_page`](browser::serve_page) for a second origin.
+//! - [`alone`]: [`in_own_process`], for a test that installs what a
+//!   process holds once (telemetry), so that it passes under `cargo test` too.
 //! - [`asking`]: a 2026-07-28 server that asks its client with requests on
 //!   the call's stream (`mcp-test-server --http ADDR --asks-by-request`).
 
 mod accept;
+pub mod alone;
 pub mod asking;
 pub mod binary;
 pub mod browser;
@@ -78,6 +81,7 @@ pub mod server;
 pub mod stdio;
 pub mod wait;
 
+pub use alone::in_own_process;
 pub use binary::test_server_binary;
 pub use browser::Browser;
 pub use counters::Counts;

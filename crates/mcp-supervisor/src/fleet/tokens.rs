@@ -316,6 +316,67 @@ mod tests {
         assert!(share.read("a").await.unwrap().is_some());
     }
 
+    /// Known answers, computed once outside this code (Python's `hmac` and
+    /// `cryptography`: HChaCha20, then ChaCha20-Poly1305, as
+    /// XChaCha20-Poly1305 is defined) from the format docs/FLEET.md states,
+    /// for the fleet key of 32 bytes 0x07, namespace `ns`, connection `a`,
+    /// the nonce 0, 1, …, 23 and the token set [`KNOWN_JSON`]: the derived
+    /// key and the sealed value (in standard base64, with a `+` and a `/`).
+    /// A change of the derivation's label, the associated data, the version
+    /// byte, the layout or the encoding fails here, and the values a fleet
+    /// keeps would stop opening on the nodes that took it.
+    const KNOWN_DERIVED: &str = "9b612771e92a7f9e97e72852b16e7ef2ab4e4c432073b4bcd5d233f11d7bd16b";
+    const KNOWN_JSON: &str = r#"{"client_id":"client","token_response":{"access_token":"KAT-access","token_type":"bearer","expires_in":60,"refresh_token":"KAT-refresh"},"granted_scopes":["read"],"token_received_at":1000}"#;
+    const KNOWN_SEALED: &str = "AQABAgMEBQYHCAkKCwwNDg8QERITFBUWF1e4TIjeybwmHVj+T6Qi132TzIraOUILZ0a5Xfj2ObjAOdMAOaMe3ptnJcsGMrlLLjsP4I7VRcPrhupREo9GJS6kIn9sgzMGvbZpNi38GqPQPF5Si+KR4ApxcvICaiUnKrJ34UfKP5mp0+V5aa4wlHdbZ630zkVTyXa+O7nr6Hnu6HOIZj/U3pFiDbIxxk2Y4Cb+L0TjkG4M36ZGxL9BWDA7lAVdhATfVb8kNEHWh/yMe/fZ5+2hv4PXtHffpz3tL5uC3QjCv3YIKXaeng==";
+
+    #[test]
+    fn a_known_sealed_value_opens_and_seals_have_its_format() {
+        use oauth2::TokenResponse;
+        let store = LocalStore::default();
+        let (share, _) = share(&store, 7, "ns");
+        let opened = share
+            .open("a", KNOWN_SEALED.as_bytes())
+            .expect("the known value opens");
+        assert_eq!(opened.client_id, "client");
+        assert_eq!(access(&opened), "KAT-access");
+        let token = opened.token_response.as_ref().unwrap();
+        assert_eq!(token.refresh_token().unwrap().secret(), "KAT-refresh");
+        assert_eq!(token.expires_in(), Some(Duration::from_secs(60)));
+        assert_eq!(opened.granted_scopes, ["read"]);
+        assert_eq!(opened.token_received_at, Some(1_000));
+        let known: StoredCredentials = serde_json::from_str(KNOWN_JSON).unwrap();
+        assert_eq!(
+            serde_json::to_value(&opened).unwrap(),
+            serde_json::to_value(&known).unwrap()
+        );
+        assert!(share.open("b", KNOWN_SEALED.as_bytes()).is_none());
+
+        // A seal made now opens under the known derived key and associated
+        // data: version 1, a 24-byte nonce, the ciphertext and its 16-byte tag.
+        let sealed = share.seal("a", &tokens()).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&sealed)
+            .unwrap();
+        assert_eq!(bytes[0], 1);
+        let (nonce, ciphertext) = bytes[1..].split_at(24);
+        let derived: [u8; 32] = std::array::from_fn(|at| {
+            u8::from_str_radix(&KNOWN_DERIVED[2 * at..2 * at + 2], 16).unwrap()
+        });
+        let nonce: [u8; 24] = nonce.try_into().unwrap();
+        let plain = XChaCha20Poly1305::new(&Key::from(derived))
+            .decrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: b"mcp-supervisor oauth tokens\0\x01ns\0a",
+                },
+            )
+            .expect("a seal opens with the known key and associated data");
+        assert_eq!(ciphertext.len(), plain.len() + 16);
+        let plain: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+        assert_eq!(plain, serde_json::to_value(tokens()).unwrap());
+    }
+
     #[tokio::test]
     async fn a_lock_is_held_by_one_holder_until_released_or_expired() {
         tokio::time::pause();

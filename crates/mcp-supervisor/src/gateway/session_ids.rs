@@ -171,6 +171,63 @@ mod tests {
         }
     }
 
+    /// Known answers, computed once outside this code (Python's `hmac`
+    /// and `hashlib`) from the format docs/FLEET.md states, for the fleet key
+    /// of 32 bytes 0x01 and the node `node-a`: the derived key, and an id
+    /// whose random part and MAC each hold `-` or `_`. A change of the
+    /// derivation's label, of what the MAC covers, of its truncation or of
+    /// the encoding fails here, and ids minted before it would stop being
+    /// read by the nodes that took it.
+    const KNOWN_DERIVED: &str = "b67bed6484f806057da0511e24f4856024959fa3e06b691a6c67e2937a0f9555";
+    const KNOWN_ID: &str = "node-a.ttX0EzJRcI-uzewLKklohw.Yxb-iucyVskZISNgTaY_Yw";
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    #[test]
+    fn a_known_id_is_read_and_minted_ids_have_its_format() {
+        let key = FleetKey::new([1; 32]);
+        assert_eq!(hex(&key.derive(PURPOSE)), KNOWN_DERIVED);
+        assert_eq!(ids("node-b", 1).holder(KNOWN_ID), Holder::Node("node-a"));
+        assert_eq!(ids("node-a", 1).holder(KNOWN_ID), Holder::Here);
+        let (named, mac) = KNOWN_ID.rsplit_once('.').unwrap();
+        let (node, random) = named.split_once('.').unwrap();
+        assert_eq!(
+            URL_SAFE_NO_PAD.encode(ids(node, 1).mac_of(node, random)),
+            mac
+        );
+
+        // Fresh ids: `node-a.`, 16 bytes and the first 16 bytes of
+        // HMAC-SHA256 (under the known derived key) over `node-a.{random}`,
+        // both in unpadded base64url. A hundred, so that some random part
+        // holds the bytes other encodings would write as `+` or `/`.
+        let derived: Vec<u8> = (0..32)
+            .map(|at| u8::from_str_radix(&KNOWN_DERIVED[2 * at..2 * at + 2], 16).unwrap())
+            .collect();
+        let base64url = |part: &str| {
+            part.len() == ENCODED
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        let minting = ids("node-a", 1);
+        for _ in 0..100 {
+            let id = minting.mint();
+            let parts: Vec<&str> = id.split('.').collect();
+            let [node, random, mac] = parts.as_slice() else {
+                panic!("{id}");
+            };
+            assert_eq!(*node, "node-a");
+            assert!(base64url(random) && base64url(mac), "{id}");
+            assert_eq!(URL_SAFE_NO_PAD.decode(random).unwrap().len(), 16, "{id}");
+            let mut expected = <Hmac<Sha256> as KeyInit>::new_from_slice(&derived).unwrap();
+            expected.update(format!("node-a.{random}").as_bytes());
+            let expected = expected.finalize().into_bytes();
+            assert_eq!(URL_SAFE_NO_PAD.encode(&expected[..16]), *mac, "{id}");
+        }
+    }
+
     #[test]
     fn the_key_is_not_in_debug() {
         let text = format!("{:?}", ids("node-a", 0x41));

@@ -418,6 +418,9 @@ pub struct ServedGateway {
     /// `http://127.0.0.1:PORT/mcp`.
     pub url: String,
     shutdown: mcp_supervisor::gateway::GatewayShutdown,
+    /// `serve_http`'s task: it serves until the gateway is dropped, so one
+    /// that ended before fails the test (in `drop`, with what it returned).
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl ServedGateway {
@@ -445,20 +448,17 @@ impl ServedGateway {
         );
         let shutdown = mcp_supervisor::gateway::GatewayShutdown::new();
         let settings = config.gateway.clone();
-        actix_rt::spawn({
+        let served = actix_rt::spawn({
             let shutdown = shutdown.clone();
             let state = state.clone();
-            async move {
-                serve_http(listener, state, &settings, None, shutdown)
-                    .await
-                    .unwrap();
-            }
+            async move { serve_http(listener, state, &settings, None, shutdown).await }
         });
         Self {
             registry,
             state,
             url,
             shutdown,
+            served,
         }
     }
 
@@ -509,7 +509,17 @@ impl ServedGateway {
 
 impl Drop for ServedGateway {
     fn drop(&mut self) {
+        use futures::FutureExt as _;
+        let ended_early = self
+            .served
+            .is_finished()
+            .then(|| (&mut self.served).now_or_never());
         self.shutdown.end_sessions();
+        if let Some(ended) = ended_early
+            && !std::thread::panicking()
+        {
+            panic!("the gateway stopped serving before the test ended: {ended:?}");
+        }
     }
 }
 
@@ -546,15 +556,32 @@ pub fn oauth_settings(config: &Config, name: &str) -> mcp_supervisor::config::OA
     settings.clone()
 }
 
-/// Plays the person's browser: follows the authorization URL's redirects
-/// (the test server approves at once) to the login's loopback listener.
-pub fn browser(url: &str) {
-    let url = url.to_owned();
-    tokio::spawn(async move {
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
-        let page = client.get(url).send().await.unwrap();
-        assert!(page.status().is_success(), "{}", page.status());
-    });
+/// Logs in to the OAuth connection of `settings` at `url` as a person
+/// would: a "browser" (a task of this test) follows the authorization URL's
+/// redirects (the test server approves at once) to the login's loopback
+/// listener. The login and the browser's visit must both succeed; the visit
+/// is joined, so its failure fails the test.
+pub async fn log_in(
+    url: &str,
+    settings: &mcp_supervisor::config::OAuthSettings,
+) -> mcp_supervisor::oauth::LoggedIn {
+    let mut visit = None;
+    let open = |page: &str| {
+        let page = page.to_owned();
+        visit = Some(tokio::spawn(async move {
+            let client = reqwest::Client::builder().no_proxy().build().unwrap();
+            client.get(page).send().await.map(|answer| answer.status())
+        }));
+    };
+    let logged_in =
+        mcp_supervisor::oauth::login(url, settings, open, std::time::Duration::from_secs(30)).await;
+    let visit = visit.expect("the login opened its authorization URL");
+    let status = visit
+        .await
+        .expect("the browser's visit ran to its end")
+        .expect("the browser reached the login's listener");
+    assert!(status.is_success(), "the browser's visit: {status}");
+    logged_in.expect("the login succeeds")
 }
 
 /// Waits until the token in `file` is due for renewal: `lifetime` less a
