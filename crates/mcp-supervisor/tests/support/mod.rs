@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod raw;
+
 use std::{
     future::Future,
     path::Path,

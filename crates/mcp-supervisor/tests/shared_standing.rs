@@ -1,0 +1,309 @@
+//! No client can hurt what other clients share (docs/RELIABILITY.md): a
+//! call whose arguments not every reader reads alike is its sender's
+//! problem. Through a real gateway on loopback HTTP, to three real
+//! upstreams: the in-repo `mcp-test-server` over stdio (rmcp), the Python
+//! SDK's FastMCP over streamable HTTP (another parser altogether), and the
+//! in-process rmcp test server over HTTP; by a 2025 session on the direct
+//! path, one on rmcp's (its client declared sampling), and 2026-07-28
+//! requests on both. Each bad call is answered its sender with `-32602`;
+//! no connection's standing moves, no child is respawned, no upstream sees
+//! a request for it, and another client's next call succeeds at once.
+
+mod support;
+
+use std::{path::PathBuf, process::Command, time::Duration};
+
+use mcp_supervisor::{ConnectionState, registry::Status};
+use mcp_test_support::{TestServer, TestServerOptions, free_loopback_port, test_server_binary};
+use reqwest::header;
+use serde_json::{Value, json};
+use support::{raw::*, *};
+
+/// The bodies that parked a shared upstream before the door (issue 46),
+/// as a call's arguments.
+fn unreadable_arguments() -> Vec<String> {
+    vec![
+        r#"{"text":"\ud800","name":"x"}"#.to_owned(),
+        r#"{"text":"x","name":"x","n":1e400}"#.to_owned(),
+        format!(
+            r#"{{"text":"x","name":"x","d":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        ),
+        format!(r#"{{"text":"x","name":"x","n":{}}}"#, "9".repeat(400)),
+        r#"{"text":"a","name":"x","text":"b"}"#.to_owned(),
+    ]
+}
+
+/// A connection and a call that works on it.
+struct Upstream {
+    tool: &'static str,
+    arguments: Value,
+}
+
+fn upstreams() -> [Upstream; 3] {
+    [
+        Upstream {
+            tool: "s__echo",
+            arguments: json!({"text": "still here"}),
+        },
+        Upstream {
+            tool: "p__greet",
+            arguments: json!({"name": "still here"}),
+        },
+        Upstream {
+            tool: "r__echo",
+            arguments: json!({"text": "still here"}),
+        },
+    ]
+}
+
+fn call(id: u64, tool: &str, arguments: &str, modern: bool) -> String {
+    let meta = if modern {
+        r#","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}{meta}}}}}"#
+    )
+}
+
+/// A 2026-07-28 request (no session) of `body`: with the SEP-2243 headers
+/// the direct path takes, or (`rmcp`) with one it does not.
+fn modern(
+    http: &reqwest::Client,
+    url: &str,
+    tool: &str,
+    body: String,
+    rmcp: bool,
+) -> reqwest::RequestBuilder {
+    let request = http
+        .post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool);
+    if rmcp {
+        // Not the direct path's: rmcp's server reads it.
+        request.header("mcp-param-extra", "1").body(body)
+    } else {
+        request.body(body)
+    }
+}
+
+/// What must not move: each connection's standing and the work it did.
+#[derive(Debug, PartialEq)]
+struct Standing {
+    state: ConnectionState,
+    parks: u64,
+    restarts: u32,
+    last_failure: bool,
+    failures: u64,
+    rejected: u64,
+    unavailable: u64,
+}
+
+async fn standing(gateway: &ServedGateway) -> Vec<(String, Standing)> {
+    let mut all = gateway.registry.send(Status).await.unwrap();
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    all.into_iter()
+        .map(|status| {
+            let standing = Standing {
+                state: status.state,
+                parks: status.parks,
+                restarts: status.restarts,
+                last_failure: status.last_failure.is_some(),
+                failures: status.failures.values().sum(),
+                rejected: status.calls.rejected,
+                unavailable: status.calls.unavailable,
+            };
+            (status.name, standing)
+        })
+        .collect()
+}
+
+fn lines(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |text| text.lines().count())
+}
+
+fn python() -> (String, String) {
+    let root = repo_root();
+    let python: PathBuf = root.join(".tools/venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        python.display()
+    );
+    let script = root.join("tests/interop/python_server.py");
+    (python.display().to_string(), script.display().to_string())
+}
+
+#[test]
+fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
+    run(|| async {
+        let rmcp_upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (pid_file, count_file) = (dir.path().join("pid"), dir.path().join("count"));
+        let (python, script) = python();
+        let port = free_loopback_port();
+        let mut python_server = Command::new(&python);
+        python_server
+            .arg(&script)
+            .arg("--http")
+            .arg(port.to_string());
+        let mut python_server = ChildProcess::spawn("python_server.py --http", python_server);
+        python_server
+            .wait_for_port(port, Duration::from_secs(60))
+            .await;
+        let test_server = test_server_binary().display().to_string();
+        let toml = format!(
+            "[supervisor]\ncall_timeout = \"30s\"\nconnect_timeout = \"30s\"\n{}{}{}",
+            stdio_connection(
+                "s",
+                &test_server,
+                &[
+                    "--pid-file",
+                    path_str(&pid_file),
+                    "--count-file",
+                    path_str(&count_file)
+                ],
+                ""
+            ),
+            http_connection("p", &format!("http://127.0.0.1:{port}/mcp"), ""),
+            http_connection("r", &rmcp_upstream.url(), ""),
+        );
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let http = http();
+        let url = &gateway.url;
+
+        // Another client, whose calls must keep working; it warms every
+        // connection first (the child started, every session open).
+        let neighbour = session(&http, url, json!({})).await;
+        let works = |id: u64| {
+            let (http, neighbour) = (&http, &neighbour);
+            async move {
+                for upstream in upstreams() {
+                    let body = call(id, upstream.tool, &upstream.arguments.to_string(), false);
+                    let answer =
+                        exchange(http, url, neighbour, &serde_json::from_str(&body).unwrap()).await;
+                    let answer = answer.last().unwrap();
+                    assert_eq!(
+                        answer["result"]["isError"], false,
+                        "{}: {answer}",
+                        upstream.tool
+                    );
+                    assert!(
+                        answer["result"]["content"][0]["text"]
+                            .as_str()
+                            .unwrap()
+                            .contains("still here")
+                    );
+                }
+            }
+        };
+        works(1).await;
+        let before = standing(&gateway).await;
+        assert!(
+            before
+                .iter()
+                .all(|(_, s)| s.state == ConnectionState::Ready),
+            "{before:?}"
+        );
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stdio_requests = lines(&count_file);
+        let rmcp_requests = rmcp_upstream.counts();
+
+        let direct = session(&http, url, json!({})).await;
+        let through_rmcp = session(&http, url, json!({"sampling": {}})).await;
+        let mut id = 100;
+        let mut refused = 0;
+        for upstream in upstreams() {
+            for arguments in unreadable_arguments() {
+                for way in ["direct", "rmcp", "2026 direct", "2026 rmcp"] {
+                    id += 1;
+                    let response = match way {
+                        "direct" | "rmcp" => {
+                            let session = if way == "direct" {
+                                &direct
+                            } else {
+                                &through_rmcp
+                            };
+                            let body: String = call(id, upstream.tool, &arguments, false);
+                            let request = http
+                                .post(url)
+                                .header(header::CONTENT_TYPE, "application/json")
+                                .header(header::ACCEPT, "application/json, text/event-stream")
+                                .header("mcp-session-id", session)
+                                .header("mcp-protocol-version", "2025-11-25")
+                                .body(body);
+                            request.send().await.unwrap()
+                        }
+                        _ => {
+                            let body = call(id, upstream.tool, &arguments, true);
+                            let request =
+                                modern(&http, url, upstream.tool, body, way == "2026 rmcp");
+                            request.send().await.unwrap()
+                        }
+                    };
+                    let status = response.status();
+                    let answer = messages(&response.text().await.unwrap());
+                    let answer = answer.last().unwrap();
+                    let what = format!(
+                        "{} by {way}: {}",
+                        upstream.tool,
+                        &arguments[..arguments.len().min(30)]
+                    );
+                    assert_eq!(status, 200, "{what}");
+                    assert_eq!(answer["id"], id, "{what}: {answer}");
+                    assert_eq!(answer["error"]["code"], -32602, "{what}: {answer}");
+                    let said = answer["error"]["message"].as_str().unwrap();
+                    assert!(
+                        said.starts_with("the tool call's arguments were refused"),
+                        "{what}: {said}"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!(refused, 3 * 5 * 4);
+
+        assert_eq!(
+            standing(&gateway).await,
+            before,
+            "no connection's standing moved"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&pid_file).unwrap(),
+            pid,
+            "the child was not respawned"
+        );
+        assert_eq!(
+            lines(&count_file),
+            stdio_requests,
+            "the stdio upstream saw nothing"
+        );
+        assert_eq!(
+            rmcp_upstream.counts().requests,
+            rmcp_requests.requests,
+            "the HTTP upstream saw nothing"
+        );
+        assert_eq!(
+            gateway
+                .tallies()
+                .get(mcp_supervisor::tallies::Protection::UnreadableArguments),
+            refused,
+            "each refusal counted once"
+        );
+        works(2).await;
+        assert_eq!(standing(&gateway).await, before);
+        python_server.kill();
+    });
+}
+
+fn path_str(path: &std::path::Path) -> &str {
+    path.to_str().unwrap()
+}
