@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(config_parse retry_after classify jsonrpc_parse gateway_http)
+TARGETS=(config_parse retry_after classify jsonrpc_parse gateway_http standing codec)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 CARGO=${CARGO:-cargo}
 

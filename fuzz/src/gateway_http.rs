@@ -26,8 +26,7 @@
 //!   session workers, the registry's actors, the upstream).
 
 use std::{
-    io::{Read, Write},
-    net::{SocketAddr, TcpStream},
+    net::SocketAddr,
     sync::{OnceLock, mpsc},
     time::Duration,
 };
@@ -40,16 +39,20 @@ use mcp_supervisor::{
 };
 use mcp_test_support::{TestServer, TestServerOptions};
 
-/// Longest wait for a response's status line: well above the gateway's
-/// `call_timeout` (2 s), the longest anything it does for one request may take.
-const ANSWER_WITHIN: Duration = Duration::from_secs(30);
-const LEGACY_VERSION: &str = "2025-11-25";
+use crate::http1::{
+    INITIALIZE, INITIALIZED, LEGACY_VERSION, MODERN_VERSION, delete, post, standard_headers,
+};
+
 /// The short run's other targets run on test threads of these names in the
 /// same process: their panics are theirs.
-const OTHER_TARGETS: [&str; 4] = ["config_parse", "retry_after", "classify", "jsonrpc_parse"];
-const MODERN_VERSION: &str = "2026-07-28";
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fuzz","version":"0"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const OTHER_TARGETS: [&str; 6] = [
+    "config_parse",
+    "retry_after",
+    "classify",
+    "jsonrpc_parse",
+    "standing",
+    "codec",
+];
 
 struct Gateway {
     addr: SocketAddr,
@@ -129,13 +132,6 @@ async fn serve(ready: mpsc::Sender<SocketAddr>) {
     drop((upstream, registry));
 }
 
-/// One HTTP response's head (and its body when it has a `Content-Length`).
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    session: Option<String>,
-}
-
 pub fn run(data: &[u8]) {
     let Some((&mode, body)) = data.split_first() else {
         return;
@@ -185,129 +181,4 @@ pub fn run(data: &[u8]) {
         "something in the process panicked while the gateway handled this body (mode {mode}): {last}\nbody: {:?}",
         String::from_utf8_lossy(body)
     );
-}
-
-/// The SEP-2243 headers a 2026-07-28 client sends with this body
-/// (`Mcp-Method`, and `Mcp-Name` from `params.name`, `params.uri` or
-/// `params.taskId`), when the body is JSON and they make valid header values.
-fn standard_headers(body: &[u8]) -> Vec<(&'static str, String)> {
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return Vec::new();
-    };
-    let header_safe = |text: &str| {
-        !text.is_empty()
-            && text.trim() == text
-            && text.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
-    };
-    let mut headers = Vec::new();
-    let Some(method) = value.get("method").and_then(|m| m.as_str()) else {
-        return headers;
-    };
-    if !header_safe(method) {
-        return headers;
-    }
-    headers.push(("Mcp-Method", method.to_owned()));
-    let key = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
-        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
-        _ => return headers,
-    };
-    if let Some(name) = value
-        .get("params")
-        .and_then(|params| params.get(key))
-        .and_then(|name| name.as_str())
-        .filter(|name| header_safe(name))
-    {
-        headers.push(("Mcp-Name", name.to_owned()));
-    }
-    headers
-}
-
-fn connect(addr: SocketAddr) -> TcpStream {
-    let stream = loop {
-        match TcpStream::connect(addr) {
-            Ok(stream) => break stream,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => panic!("the gateway refuses a connection: {error}"),
-        }
-    };
-    stream
-        .set_read_timeout(Some(ANSWER_WITHIN))
-        .expect("a read timeout");
-    stream
-        .set_write_timeout(Some(ANSWER_WITHIN))
-        .expect("a write timeout");
-    stream.set_nodelay(true).expect("TCP_NODELAY");
-    stream
-}
-
-fn post(addr: SocketAddr, body: &[u8], headers: &[(&str, String)]) -> Answer {
-    let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        addr.port(),
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    let mut stream = connect(addr);
-    let mut bytes = request.into_bytes();
-    bytes.extend_from_slice(body);
-    stream
-        .write_all(&bytes)
-        .expect("the gateway reads the request");
-    read_head(&mut stream)
-}
-
-fn delete(addr: SocketAddr, session: &str) {
-    let request = format!(
-        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: {LEGACY_VERSION}\r\nConnection: close\r\n\r\n",
-        addr.port()
-    );
-    let mut stream = connect(addr);
-    stream
-        .write_all(request.as_bytes())
-        .expect("the gateway reads the request");
-    let answer = read_head(&mut stream);
-    assert!(
-        (100..500).contains(&answer.status),
-        "DELETE of a session: {answer:?}"
-    );
-}
-
-/// Reads up to the end of the response head; the body (a JSON document or
-/// an SSE stream that may stay open) is not waited for.
-fn read_head(stream: &mut TcpStream) -> Answer {
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf) {
-            // libFuzzer's -timeout timer (SIGALRM) interrupts blocking reads.
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Ok(0) => panic!(
-                "the gateway closed the connection without an HTTP answer (got {:?})",
-                String::from_utf8_lossy(&head)
-            ),
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-            Err(error) => panic!(
-                "no HTTP answer within {ANSWER_WITHIN:?}: {error} (got {:?})",
-                String::from_utf8_lossy(&head)
-            ),
-        }
-    }
-    let text = String::from_utf8_lossy(&head);
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse::<u16>().ok())
-        .unwrap_or_else(|| panic!("not an HTTP status line: {text:?}"));
-    let session = text.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case("mcp-session-id")
-            .then(|| value.trim().to_owned())
-    });
-    Answer { status, session }
 }

@@ -10,22 +10,27 @@
 use std::sync::{Mutex, Once};
 
 pub mod classify;
+pub mod codec;
 pub mod config_parse;
 pub mod gateway_http;
+mod http1;
 pub mod jsonrpc_parse;
 pub mod mutate;
 pub mod retry_after;
+pub mod standing;
 
 /// A harness: runs one input, panics on a bug.
 pub type Harness = fn(&[u8]);
 
 /// Every target, by the name of its seed folder (`seeds/NAME`) and libFuzzer binary.
-pub const TARGETS: [(&str, Harness); 5] = [
+pub const TARGETS: [(&str, Harness); 7] = [
     ("config_parse", config_parse::run),
     ("retry_after", retry_after::run),
     ("classify", classify::run),
     ("jsonrpc_parse", jsonrpc_parse::run),
     ("gateway_http", gateway_http::run),
+    ("standing", standing::run),
+    ("codec", codec::run),
 ];
 
 /// The harness function of target `name`.

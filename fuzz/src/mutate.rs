@@ -189,9 +189,14 @@ impl Mutator<'_> {
                 };
                 let donor = self.donor_json(rng, prefix);
                 json::mutate(&mut value, rng, self, donor.as_ref());
-                let Ok(text) = serde_json::to_vec(&value) else {
+                let Ok(mut text) = serde_json::to_vec(&value) else {
                     return false;
                 };
+                // A parsed document holds each key once: some keys are
+                // written twice after it is written out again.
+                if rng.chance(6) {
+                    repeat_a_member(&mut text, rng);
+                }
                 data.truncate(prefix);
                 data.extend_from_slice(&text);
                 true
@@ -619,6 +624,51 @@ mod toml_tree {
     }
 }
 
+/// Repeats one member of one object of `text` (compact JSON, as serde
+/// writes it), with its own value or another member's: `{"a":1,"b":2}`
+/// becomes `{"a":1,"a":2,"b":2}` or `{"a":1,"b":2,"a":1}`.
+fn repeat_a_member(text: &mut Vec<u8>, rng: &mut Rng) {
+    let members: Vec<usize> = text
+        .windows(2)
+        .enumerate()
+        .filter(|(_, pair)| matches!(pair, [b'{' | b',', b'"']))
+        .map(|(at, _)| at + 1)
+        .collect();
+    if members.is_empty() {
+        return;
+    }
+    let start = members[rng.below(members.len())];
+    let member = |start: usize| -> Option<(usize, usize)> {
+        // `"key":value`: the key, then the value, each read as JSON.
+        let mut items = serde_json::Deserializer::from_slice(&text[start..])
+            .into_iter::<&serde_json::value::RawValue>();
+        items.next()?.ok()?;
+        let colon = start + items.byte_offset();
+        if text.get(colon) != Some(&b':') {
+            return None;
+        }
+        let mut value = serde_json::Deserializer::from_slice(&text[colon + 1..])
+            .into_iter::<&serde_json::value::RawValue>();
+        value.next()?.ok()?;
+        Some((colon, colon + 1 + value.byte_offset()))
+    };
+    let Some((colon, end)) = member(start) else {
+        return;
+    };
+    let key = text[start..colon].to_vec();
+    let value = match members
+        .get(rng.below(members.len()))
+        .and_then(|&other| member(other))
+    {
+        Some((other_colon, other_end)) if rng.chance(2) => {
+            text[other_colon + 1..other_end].to_vec()
+        }
+        _ => text[colon + 1..end].to_vec(),
+    };
+    let repeated = [b",".as_slice(), &key, b":", &value].concat();
+    text.splice(end..end, repeated);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -647,5 +697,23 @@ mod tests {
         };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
+    }
+
+    #[test]
+    fn a_member_is_repeated_with_its_key() {
+        let mut rng = Rng::new(3);
+        let mut repeated = 0;
+        for _ in 0..200 {
+            let mut text = br#"{"a":1,"b":{"c":[1,2],"d":"x"}}"#.to_vec();
+            repeat_a_member(&mut text, &mut rng);
+            let text = String::from_utf8(text).unwrap();
+            serde_json::from_str::<serde_json::Value>(&text).unwrap();
+            let twice = ["\"a\":", "\"b\":", "\"c\":", "\"d\":"]
+                .iter()
+                .any(|key| text.matches(key).count() == 2);
+            assert!(twice, "{text}");
+            repeated += 1;
+        }
+        assert_eq!(repeated, 200);
     }
 }

@@ -25,7 +25,7 @@ use mcp_supervisor_fuzz::{
 /// a time limit. The limit trims only the second half of the inputs on a slow
 /// machine: the first half always runs, whatever the clock says (a test
 /// asserts what it tried, never how fast), and the test checks it did. The
-/// limits add up to 54 s, so even one target after another the short run
+/// limits add up to 84 s, so even one target after another the short run
 /// fuzzes for about a minute on a machine that reaches them; the tests run
 /// in parallel, and on a 2-core machine the whole run takes about 20 s.
 struct Plan {
@@ -203,5 +203,27 @@ fn gateway_http() {
         max_len: 8192,
         format: Format::Json { prefix: 1 },
         time_limit: Duration::from_secs(15),
+    });
+}
+
+#[test]
+fn standing() {
+    fuzz(Plan {
+        name: "standing",
+        iterations: 400,
+        max_len: 4096,
+        format: Format::Json { prefix: 1 },
+        time_limit: Duration::from_secs(20),
+    });
+}
+
+#[test]
+fn codec() {
+    fuzz(Plan {
+        name: "codec",
+        iterations: 40_000,
+        max_len: 2048,
+        format: Format::Json { prefix: 0 },
+        time_limit: Duration::from_secs(10),
     });
 }

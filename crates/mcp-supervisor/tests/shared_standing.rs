@@ -307,3 +307,48 @@ fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
 fn path_str(path: &std::path::Path) -> &str {
     path.to_str().unwrap()
 }
+
+/// An upstream's JSON-RPC error answer to a client's call (here `-32603`,
+/// the way a server refuses what it cannot do) is that call's answer,
+/// passed on: the connection answered, so nothing goes on its record. An
+/// HTTP error status with the same body is still a failure (`policy_rows`).
+#[test]
+fn an_upstreams_error_answer_to_a_call_is_not_held_against_it() {
+    use mcp_test_support::fault::{Fault, FaultRule, Match};
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let gateway =
+            ServedGateway::start(config(&http_connection("a", &upstream.url(), ""))).await;
+        let http = http();
+        let session = session(&http, &gateway.url, json!({})).await;
+        let echo = |id: u64| {
+            json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "a__echo", "arguments": {"text": "hi"}},
+            })
+        };
+        exchange(&http, &gateway.url, &session, &echo(1)).await;
+        let before = standing(&gateway).await;
+        upstream.faults().push(FaultRule::once(
+            Match::tool("echo"),
+            Fault::status(200).with_jsonrpc_body(),
+        ));
+        let answer = exchange(&http, &gateway.url, &session, &echo(2)).await;
+        assert_eq!(
+            answer.last().unwrap()["error"]["code"],
+            -32603,
+            "{answer:?}"
+        );
+        let mut after = standing(&gateway).await;
+        assert_eq!(
+            after[0].1.rejected,
+            before[0].1.rejected + 1,
+            "counted as the call's outcome"
+        );
+        after[0].1.rejected = before[0].1.rejected;
+        assert_eq!(after, before, "nothing on the connection's record");
+        assert_eq!(upstream.tool_calls("echo"), 2, "not retried");
+    });
+}

@@ -255,6 +255,26 @@ impl Operation {
                             }
                             return Ended::Cancelled;
                         }
+                        // The upstream answered this request with a
+                        // JSON-RPC error and no HTTP error status: that is
+                        // the request's answer, passed on, and says nothing
+                        // against the connection, which answered. Nothing
+                        // of its standing moves (no strike, no failure on
+                        // record): what a client asks cannot change it
+                        // (docs/RELIABILITY.md). An HTTP 401, 403, 429, 4xx
+                        // or 5xx with such a body is still the policy's.
+                        Err(SendError::Failed {
+                            failure,
+                            upstream: Some(error),
+                        }) if phase == Phase::Call && is_an_answer(&failure) => {
+                            if let Some(span) = span {
+                                span.failed(&failure, Some(&error), Some(&Decision::Reject));
+                            }
+                            return Ended::Rejected {
+                                failure,
+                                upstream: Some(error),
+                            };
+                        }
                         Err(SendError::Failed { failure, upstream }) => {
                             (failure, upstream, phase, Some(lease.generation), span)
                         }
@@ -428,6 +448,15 @@ fn set_inputs(request: &mut ClientRequest, answers: InputResponses, state: Optio
 
 /// Whether a failure means the session itself is broken (dispose it) rather
 /// than one request (keep it: other calls may be in flight on it).
+/// Whether a failure that came with the upstream's JSON-RPC error is only
+/// that: an answer, under no HTTP error status.
+fn is_an_answer(failure: &Failure) -> bool {
+    failure.kind == FailureKind::Protocol
+        && failure
+            .status
+            .is_none_or(|status| FailureKind::from_status(status).is_none())
+}
+
 pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
     match (failure.kind, phase) {
         (FailureKind::Auth | FailureKind::NeedsLogin, _) => true,

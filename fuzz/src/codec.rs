@@ -1,0 +1,52 @@
+//! Every hand-written JSON step beside its serde twin, on any bytes: the
+//! one-pass check of a call's arguments (`json_check`), the posted call's
+//! hand reading (`direct/quick.rs`) and the upstream tool answer's
+//! (`plain_tool_answer`). A fast step that answers differently from its
+//! twin is a bug, not a speed-up (docs/TESTING.md, "Fuzzing").
+//!
+//! The input is tried as it is, and as the arguments of a posted call (so
+//! what the fuzzer writes reaches the scanner's argument reading and the
+//! door's check of it in one body).
+//!
+//! Invariants:
+//! - the arguments check admits exactly what its serde twin admits;
+//! - a posted call the hand reading answers is read so by serde too;
+//! - an upstream's answer the hand reading answers is read so by serde too.
+
+use mcp_supervisor::twins;
+
+pub fn run(data: &[u8]) {
+    let (hand, serde) = twins::arguments(data);
+    assert_eq!(
+        hand.is_ok(),
+        serde.is_ok(),
+        "the arguments check says {hand:?}, its serde twin {serde:?}: {:?}",
+        String::from_utf8_lossy(data)
+    );
+    let wrapped = [
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":"#
+            .as_slice(),
+        data,
+        br#","_meta":{"progressToken":1}}}"#.as_slice(),
+    ]
+    .concat();
+    for body in [data, wrapped.as_slice()] {
+        if let Some((quick, full)) = twins::posted_call(body) {
+            assert_eq!(
+                quick,
+                full,
+                "the posted call's readings differ on {:?}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Some((plain, serde)) = twins::tool_answer(text)
+    {
+        assert_eq!(
+            Some(&plain),
+            serde.as_ref(),
+            "the tool answer's readings differ on {text:?}"
+        );
+    }
+}
