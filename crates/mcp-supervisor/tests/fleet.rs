@@ -344,6 +344,14 @@ fn through_redis_a_park_is_shared_and_a_success_costs_no_command() {
     });
 }
 
+/// Now, in the wire's milliseconds.
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
 /// Garbage on the channel is refused, counted and harms nothing.
 #[test]
 fn bad_messages_from_the_store_are_refused_and_counted() {
@@ -357,35 +365,45 @@ fn bad_messages_from_the_store_are_refused_and_counted() {
         // Sealed with the fleet's key (as a node of this fleet, or someone
         // with its key, would write it), each wrong in its own way; and one
         // not sealed at all.
-        let seal = Seal::new(&FleetKey::new(*b"0123456789abcdef0123456789abcdef"));
+        let seal = Seal::new(&FleetKey::new(*b"0123456789abcdef0123456789abcdef"), "t");
+        let now = now_ms();
         let mut messages: Vec<String> = [
-            "not json",
-            r#"{"v":9,"node":"x","kind":"reset","connection":"a"}"#,
-            r#"{"v":1,"node":"x","kind":"retired","connection":"a","reason":"meteor","failure":null}"#,
-            r#"{"v":1,"node":"x","kind":"parked","connection":"a","until_ms":99999999999999,"failure":{"kind":"server","status":503,"reason":"x"},"strikes":1}"#,
+            "not json".to_owned(),
+            format!(r#"{{"v":9,"node":"x","at":{now},"seq":1,"kind":"reset","connection":"a"}}"#),
+            format!(r#"{{"v":2,"node":"x","at":{now},"seq":2,"kind":"retired","connection":"a","reason":"meteor","failure":null}}"#),
+            format!(r#"{{"v":2,"node":"x","at":{now},"seq":3,"kind":"parked","connection":"a","until_ms":99999999999999,"failure":{{"kind":"server","status":503,"reason":"x"}},"strikes":1}}"#),
         ]
-        .into_iter()
+        .iter()
         .map(|text| seal.seal(text))
         .collect();
-        messages.push(r#"{"v":1,"node":"x","kind":"reset","connection":"a"}"#.to_owned());
+        messages.push(format!(
+            r#"{{"v":2,"node":"x","at":{now},"seq":4,"kind":"reset","connection":"a"}}"#
+        ));
+        // Sealed for another namespace with the same key.
+        let elsewhere = Seal::new(&FleetKey::new(*b"0123456789abcdef0123456789abcdef"), "u");
+        messages.push(elsewhere.seal(&format!(
+            r#"{{"v":2,"node":"x","at":{now},"seq":5,"kind":"reset","connection":"a"}}"#
+        )));
         for message in &messages {
             redis.query(&["PUBLISH", "t:events", message]).unwrap();
         }
-        until("five refusals", Duration::from_secs(10), || async {
+        until("six refusals", Duration::from_secs(10), || async {
             let view = one.send(FleetOverview).await.unwrap().unwrap();
-            view.refused.iter().map(|(_, n)| n).sum::<u64>() == 5
+            view.refused.iter().map(|(_, n)| n).sum::<u64>() == 6
         })
         .await;
         let view = one.send(FleetOverview).await.unwrap().unwrap();
         assert_eq!(
             view.refused,
             vec![
-                (Refusal::Unauthenticated, 1),
+                (Refusal::Unauthenticated, 2),
                 (Refusal::Malformed, 1),
                 (Refusal::UnknownVersion, 1),
                 (Refusal::UnknownName, 1),
                 (Refusal::TooFar, 1),
-                (Refusal::Unsealed, 0)
+                (Refusal::Unsealed, 0),
+                (Refusal::Stale, 0),
+                (Refusal::Replayed, 0),
             ]
         );
         assert_eq!(state(&one).await, ConnectionState::Idle);
@@ -560,5 +578,68 @@ fn through_redis_a_reload_on_one_node_reaches_the_others_once() {
         .await;
         assert!(one_asked.try_recv().is_err(), "node one was not asked");
         assert!(two_asked.try_recv().is_err(), "node two was asked once");
+    });
+}
+
+/// A real node's message written into Redis again, and an old one sealed
+/// with the fleet's key, are refused and counted (stale, replayed): a park
+/// a person has reset does not come back, and a heartbeat from long ago
+/// does not point anyone at an old gateway (docs/FLEET.md, "On the wire").
+#[test]
+fn replayed_and_stale_messages_are_refused_and_counted() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let [(one, one_log), (two, _)] = two_nodes(&upstream, &redis_fleet(&redis), None).await;
+        joined(&[&one, &two]).await;
+        park_by_lookups(&upstream, &two).await;
+        eventually!(parked(&one_log) >= 1, ACROSS_REDIS);
+        let captured = redis
+            .query(&["GET", "t:standing:a"])
+            .unwrap()
+            .text()
+            .expect("the park is kept")
+            .to_owned();
+        upstream.faults().clear();
+        reset(&one, "a").await;
+        until(
+            "node two took the reset",
+            Duration::from_secs(10),
+            || async { state(&two).await != ConnectionState::Parked },
+        )
+        .await;
+
+        // Node two's own park, published again: its number is used.
+        redis.query(&["PUBLISH", "t:events", &captured]).unwrap();
+        // An old heartbeat of a node, sealed with the key, pointing
+        // elsewhere: sent too long ago.
+        let seal = Seal::new(&FleetKey::new(*b"0123456789abcdef0123456789abcdef"), "t");
+        let old = now_ms() - 120_000;
+        let heartbeat = seal.seal(&format!(
+            r#"{{"v":2,"node":"ghost","at":{old},"seq":1,"kind":"alive","parked":0,"retired":0,"gateway":"http://10.9.9.9:7300/"}}"#
+        ));
+        redis.query(&["PUBLISH", "t:events", &heartbeat]).unwrap();
+        until("two refusals", Duration::from_secs(10), || async {
+            let view = one.send(FleetOverview).await.unwrap().unwrap();
+            view.refused.iter().map(|(_, n)| n).sum::<u64>() == 2
+        })
+        .await;
+        let view = one.send(FleetOverview).await.unwrap().unwrap();
+        let count = |refusal| view.refused.iter().find(|(r, _)| *r == refusal).unwrap().1;
+        assert_eq!(count(Refusal::Replayed), 1, "{:?}", view.refused);
+        assert_eq!(count(Refusal::Stale), 1, "{:?}", view.refused);
+        assert!(
+            view.nodes.iter().all(|n| n.node != "ghost"),
+            "{:?}",
+            view.nodes
+        );
+        assert_ne!(
+            state(&one).await,
+            ConnectionState::Parked,
+            "the reset park stays reset"
+        );
+        assert_eq!(echo_text(&one, "a").await, "hi");
     });
 }

@@ -328,7 +328,7 @@ mod tests {
                     {"connection": "docs", "state": "retired", "until": null,
                      "kind": null, "retired_reason": "needs_login", "node": "gw-1"},
                 ],
-                "refused": {"unauthenticated": 0, "malformed": 0, "unknown_version": 0, "unknown_name": 0, "too_far": 0, "unsealed": 0},
+                "refused": {"unauthenticated": 0, "malformed": 0, "unknown_version": 0, "unknown_name": 0, "too_far": 0, "unsealed": 0, "stale": 0, "replayed": 0},
             })
         );
     }

@@ -20,6 +20,7 @@ use actix::{
 use tokio::time::Instant;
 
 use super::{
+    freshness::{Freshness, Heard as HeardAs},
     store::{Heard, Store, StoreError},
     wire::{Message as Wire, Refusal, Seal, Shared, Told},
 };
@@ -138,8 +139,12 @@ pub struct SharedNow {
 #[derive(Debug, Clone)]
 pub struct Member {
     pub node: String,
-    /// The fleet key: every message is sealed with a key derived from it.
+    /// The fleet key: every message is sealed with a key derived from it
+    /// and the namespace.
     pub key: crate::config::FleetKey,
+    pub namespace: String,
+    /// The tolerated difference between nodes' clocks.
+    pub skew: Duration,
     /// Where this node's gateway is reached, told in every heartbeat.
     pub advertise: Option<url::Url>,
     /// The furthest a shared deadline may be: the longest window any node
@@ -154,6 +159,11 @@ pub struct Member {
 pub struct Fleet {
     node: String,
     seal: Seal,
+    /// The sequence number of the next message this node sends.
+    next_seq: u64,
+    /// What is fresh from the other nodes.
+    freshness: Freshness,
+    skew: Duration,
     advertise: Option<url::Url>,
     furthest: Duration,
     store: Arc<dyn Store>,
@@ -189,7 +199,10 @@ impl Fleet {
         reloads: Recipient<ReloadedElsewhere>,
     ) -> Self {
         Fleet {
-            seal: Seal::new(&settings.key),
+            seal: Seal::new(&settings.key, &settings.namespace),
+            next_seq: first_seq(),
+            freshness: Freshness::default(),
+            skew: settings.skew,
             node: settings.node,
             advertise: settings.advertise,
             furthest: settings.furthest,
@@ -206,11 +219,17 @@ impl Fleet {
         }
     }
 
-    fn wire(&self, told: Told) -> Wire {
-        Wire {
+    /// `told` as this node's next message.
+    fn wire(&mut self, told: Told) -> Wire {
+        let message = Wire {
             node: self.node.clone(),
+            at: SystemTime::now(),
+            seq: self.next_seq,
             told,
-        }
+        };
+        self.next_seq += 1;
+        self.freshness.sent(&message);
+        message
     }
 
     /// Runs a store operation off the actor; a failure marks the store down.
@@ -238,7 +257,7 @@ impl Fleet {
         self.keep(connection, shared, ctx);
     }
 
-    fn keep(&self, connection: &str, shared: Shared, ctx: &mut Context<Self>) {
+    fn keep(&mut self, connection: &str, shared: Shared, ctx: &mut Context<Self>) {
         let expires = shared.until();
         let message = self
             .wire(Told::Standing {
@@ -304,7 +323,7 @@ impl Fleet {
                 .map(|kept, fleet, ctx| match kept {
                     Ok(kept) => {
                         for message in kept {
-                            fleet.heard(&message);
+                            fleet.heard(&message, HeardAs::Kept);
                         }
                     }
                     Err(error) => {
@@ -315,23 +334,17 @@ impl Fleet {
         );
     }
 
-    /// A message from the store: checked, then acted on.
-    fn heard(&mut self, bytes: &[u8]) {
-        let furthest = SystemTime::now() + self.furthest;
-        let message = match Wire::decode(bytes, furthest, &self.seal) {
-            Ok(message) => message,
-            Err(refusal) => {
-                let count = self.refused.entry(refusal).or_insert(0);
-                *count += 1;
-                if *count == 1 {
-                    tracing::warn!(node = %self.node, refusal = refusal.as_str(), "refused a message from the fleet store (counted in /metrics; logged once per reason)");
-                }
-                return;
-            }
+    /// A message from the store, heard `how`: checked, then acted on.
+    fn heard(&mut self, bytes: &[u8], how: HeardAs) {
+        let now = SystemTime::now();
+        let message = match Wire::decode(bytes, now + self.furthest, &self.seal) {
+            Ok(message) if message.node == self.node => return, // our own, back
+            Ok(message) => match self.freshness.take(&message, how, now, self.skew) {
+                Ok(()) => message,
+                Err(refusal) => return self.refuse(refusal),
+            },
+            Err(refusal) => return self.refuse(refusal),
         };
-        if message.node == self.node {
-            return; // our own, back from the store
-        }
         match message.told {
             Told::Alive {
                 parked,
@@ -371,6 +384,15 @@ impl Fleet {
         }
     }
 
+    /// Counts a message refused for `refusal`, and says so once per reason.
+    fn refuse(&mut self, refusal: Refusal) {
+        let count = self.refused.entry(refusal).or_insert(0);
+        *count += 1;
+        if *count == 1 {
+            tracing::warn!(node = %self.node, refusal = refusal.as_str(), "refused a message from the fleet store (counted in /metrics; logged once per reason)");
+        }
+    }
+
     fn alive(&mut self, ctx: &mut Context<Self>) {
         self.nodes.retain(|_, (at, _)| at.elapsed() < GONE_AFTER);
         self.mirror.retain(|_, (shared, _)| !over(shared));
@@ -390,6 +412,16 @@ impl Fleet {
         let store = self.store.clone();
         self.store_op(ctx, async move { store.send(&message).await });
     }
+}
+
+/// The first sequence number of this process: its start time in
+/// microseconds, so a node's numbers keep rising across its restarts.
+fn first_seq() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_micros()).unwrap_or(u64::MAX)
+        })
 }
 
 /// The same standing, as far as the wire can tell (deadlines in ms).
@@ -451,7 +483,7 @@ impl StreamHandler<Heard> for Fleet {
                 self.subscription = Some(Err(why));
                 self.judge_health(ctx);
             }
-            Heard::Message(bytes) => self.heard(&bytes),
+            Heard::Message(bytes) => self.heard(&bytes, HeardAs::Sent),
         }
     }
 }

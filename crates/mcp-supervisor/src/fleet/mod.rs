@@ -13,7 +13,8 @@
 //!
 //! Layout:
 //! - [`wire`]: the messages, their JSON form, and the checks a message from
-//!   the store passes before anything acts on it;
+//!   the store passes before anything acts on it; `freshness`, the checks
+//!   that it is not an old one written again;
 //! - [`store`]: the [`Store`] trait and the in-process [`LocalStore`];
 //! - `redis`: the [`RedisStore`];
 //! - `tokens`: [`FleetTokens`], the OAuth tokens the fleet shares, sealed
@@ -21,6 +22,7 @@
 //! - `actor`: the [`Fleet`] actor and its view for `/status`.
 
 mod actor;
+mod freshness;
 mod redis;
 pub mod store;
 mod tokens;

@@ -2,13 +2,17 @@
 //! store is checked before anything acts on it (docs/FLEET.md, "On the wire").
 //!
 //! One JSON object per message, the same text as a key's value and as a
-//! pub/sub message, behind its MAC: `{mac}.{"v":1,"node":"…","kind":"parked",…}`
-//! (the first 16 bytes of HMAC-SHA256 over the JSON, keyed from the fleet
-//! key, in base64url). A message whose MAC is wrong (not written by a node
-//! of this fleet), that does not parse, has another schema version, names an
-//! unknown failure kind or reason, or carries a deadline further out than
-//! any window this fleet can set is refused ([`Refusal`]); nothing else in
-//! the process sees it.
+//! pub/sub message, behind its MAC:
+//! `{mac}.{"v":2,"node":"…","at":…,"seq":…,"kind":"parked",…}` (the first
+//! 16 bytes of HMAC-SHA256 over the JSON, keyed from the fleet key and the
+//! namespace, in base64url). A message whose MAC is wrong (not written by a
+//! node of this fleet and namespace), that does not parse, has another
+//! schema version, names an unknown failure kind or reason, or carries a
+//! deadline further out than any window this fleet can set is refused
+//! ([`Refusal`]); so is one that is not fresh ([`Freshness`]): sent too
+//! long ago, a sequence number its node has used already, or older than
+//! what is already known of its connection. Nothing else in the process
+//! sees it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -21,7 +25,12 @@ use subtle::ConstantTimeEq;
 use crate::{Deadline, Failure, FailureKind, RetireReason, config::FleetKey};
 
 /// The schema version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+
+/// How old a message heard as it is sent may be (its `at`): the store
+/// passes messages on at once, and a node that was away tells its standings
+/// again, afresh, when it is back.
+pub const MAX_AGE: Duration = Duration::from_secs(30);
 
 /// A connection's standing as the fleet shares it.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,10 +95,17 @@ pub enum Told {
     },
 }
 
-/// A message and the node that sent it.
+/// A message, the node that sent it, when, and its place in that node's
+/// sequence.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub node: String,
+    /// When it was sent, on its node's clock (to the millisecond).
+    pub at: SystemTime,
+    /// Its node's sequence number: each message a node sends has a higher
+    /// one than the last, across restarts (it starts at the process's
+    /// start time in microseconds).
+    pub seq: u64,
     pub told: Told,
 }
 
@@ -112,17 +128,25 @@ pub enum Refusal {
     /// sealed for another connection or fleet, or garbage): ignored
     /// (`super::tokens`).
     Unsealed,
+    /// Sent longer ago than [`MAX_AGE`] (or further ahead than the clock
+    /// skew), or older than what is known already of its connection: an
+    /// old message written again.
+    Stale,
+    /// A sequence number its node has used already: a message heard again.
+    Replayed,
 }
 
 impl Refusal {
     /// Every refusal, in metrics order.
-    pub const ALL: [Refusal; 6] = [
+    pub const ALL: [Refusal; 8] = [
         Refusal::Unauthenticated,
         Refusal::Malformed,
         Refusal::UnknownVersion,
         Refusal::UnknownName,
         Refusal::TooFar,
         Refusal::Unsealed,
+        Refusal::Stale,
+        Refusal::Replayed,
     ];
 
     /// The metrics label and log word.
@@ -134,12 +158,16 @@ impl Refusal {
             Refusal::UnknownName => "unknown_name",
             Refusal::TooFar => "too_far",
             Refusal::Unsealed => "unsealed",
+            Refusal::Stale => "stale",
+            Refusal::Replayed => "replayed",
         }
     }
 }
 
-/// What the messages' MAC key is derived with.
-const PURPOSE: &[u8] = b"mcp-supervisor/fleet-messages/v1";
+/// What the messages' MAC key is derived with, the namespace after it: a
+/// message of one fleet's namespace does not open in another's that shares
+/// the key and the store.
+const PURPOSE: &[u8] = b"mcp-supervisor/fleet-messages/v2";
 /// Bytes of the truncated MAC, and their length in unpadded base64url.
 const MAC_BYTES: usize = 16;
 const MAC_ENCODED: usize = 22;
@@ -156,9 +184,11 @@ impl std::fmt::Debug for Seal {
 }
 
 impl Seal {
-    pub fn new(key: &FleetKey) -> Self {
+    /// The seal of the fleet whose key is `key`, in `namespace`.
+    pub fn new(key: &FleetKey, namespace: &str) -> Self {
+        let purpose = [PURPOSE, b"\0", namespace.as_bytes()].concat();
         Seal(
-            <Hmac<Sha256> as KeyInit>::new_from_slice(&key.derive(PURPOSE))
+            <Hmac<Sha256> as KeyInit>::new_from_slice(&key.derive(&purpose))
                 .expect("HMAC takes a key of any length"),
         )
     }
@@ -205,6 +235,9 @@ impl Seal {
 struct Wire {
     v: u32,
     node: String,
+    /// When it was sent, in milliseconds since the epoch.
+    at: u64,
+    seq: u64,
     #[serde(flatten)]
     what: WireWhat,
 }
@@ -309,6 +342,8 @@ impl Message {
         let wire = Wire {
             v: VERSION,
             node: self.node.clone(),
+            at: millis(self.at),
+            seq: self.seq,
             what,
         };
         // Only strings and integers: serializing cannot fail.
@@ -391,6 +426,8 @@ impl Message {
         };
         Ok(Message {
             node: wire.node,
+            at: UNIX_EPOCH + Duration::from_millis(wire.at),
+            seq: wire.seq,
             told,
         })
     }
@@ -455,6 +492,9 @@ impl WireFailure {
 mod tests {
     use super::*;
 
+    /// Computed outside this code: see [`a_known_message_has_a_known_mac`].
+    const KNOWN_MAC: &str = "L2siMnPBlZL46Z55_qcJyg";
+
     fn far() -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(4_000_000_000)
     }
@@ -464,6 +504,8 @@ mod tests {
         failure.status = Some(429);
         Message {
             node: "gw-1".into(),
+            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_000),
+            seq: 1_799_999_990_000_001,
             told: Told::Standing {
                 connection: "github".into(),
                 shared: Shared::Parked {
@@ -480,7 +522,7 @@ mod tests {
     fn a_park_is_written_as_documented() {
         assert_eq!(
             park().json(),
-            r#"{"v":1,"node":"gw-1","kind":"parked","connection":"github","until_ms":1800000000123,"failure":{"kind":"rate_limit","status":429,"reason":"HTTP 429"},"strikes":2}"#
+            r#"{"v":2,"node":"gw-1","at":1799999999000,"seq":1799999990000001,"kind":"parked","connection":"github","until_ms":1800000000123,"failure":{"kind":"rate_limit","status":429,"reason":"HTTP 429"},"strikes":2}"#
         );
     }
 
@@ -489,6 +531,8 @@ mod tests {
         let furthest = UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
         let retired = Message {
             node: "a.b_c-1".into(),
+            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
+            seq: 42,
             told: Told::Standing {
                 connection: "x".into(),
                 shared: Shared::Retired {
@@ -499,6 +543,8 @@ mod tests {
         };
         let held = Message {
             node: "n".into(),
+            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
+            seq: 42,
             told: Told::Standing {
                 connection: "x".into(),
                 shared: Shared::Held {
@@ -509,6 +555,8 @@ mod tests {
         };
         let crash = Message {
             node: "n".into(),
+            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
+            seq: 42,
             told: Told::Standing {
                 connection: "x".into(),
                 shared: Shared::Retired {
@@ -519,12 +567,16 @@ mod tests {
         };
         let reset = Message {
             node: "n".into(),
+            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
+            seq: 42,
             told: Told::Reset {
                 connection: "x".into(),
             },
         };
         let alive = Message {
             node: "n".into(),
+            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
+            seq: 42,
             told: Told::Alive {
                 parked: 3,
                 retired: 1,
@@ -533,27 +585,45 @@ mod tests {
         };
         let reload = Message {
             node: "n".into(),
+            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
+            seq: 42,
             told: Told::Reload,
         };
-        let seal = Seal::new(&FleetKey::new([7; 32]));
+        let seal = Seal::new(&FleetKey::new([7; 32]), "t");
         for message in [park(), retired, held, crash, reset, reload, alive] {
             let read = Message::decode(message.encode(&seal).as_bytes(), furthest, &seal);
             assert_eq!(read, Ok(message));
         }
     }
 
-    /// Only the fleet's key makes a MAC its nodes accept, and the MAC covers
-    /// every byte.
+    /// The MAC of a known message under a known key and namespace,
+    /// computed outside this code (Python: `hmac.new(hmac.new(key,
+    /// b"mcp-supervisor/fleet-messages/v2\0t", sha256).digest(), json,
+    /// sha256).digest()[:16]`, base64url without padding): a change of the
+    /// derivation, the truncation or the encoding fails here.
+    #[test]
+    fn a_known_message_has_a_known_mac() {
+        let seal = Seal::new(&FleetKey::new([7; 32]), "t");
+        let sealed = park().encode(&seal);
+        let (mac, json) = sealed.split_once('.').unwrap();
+        assert_eq!(json, park().json());
+        assert_eq!(mac, KNOWN_MAC);
+    }
+
+    /// Only the fleet's key, in its namespace, makes a MAC its nodes
+    /// accept, and the MAC covers every byte.
     #[test]
     fn a_message_without_this_fleets_mac_is_refused() {
-        let seal = Seal::new(&FleetKey::new([7; 32]));
-        let other = Seal::new(&FleetKey::new([8; 32]));
+        let seal = Seal::new(&FleetKey::new([7; 32]), "t");
+        let other = Seal::new(&FleetKey::new([8; 32]), "t");
         let sealed = park().encode(&seal);
         assert_eq!(Message::decode(sealed.as_bytes(), far(), &seal), Ok(park()));
         let tampered = sealed.replace(r#""strikes":2"#, r#""strikes":0"#);
         let unsealed = park().json();
+        let other_namespace = Seal::new(&FleetKey::new([7; 32]), "u");
         for text in [
             park().encode(&other),
+            park().encode(&other_namespace),
             tampered,
             unsealed,
             String::new(),
@@ -573,7 +643,7 @@ mod tests {
         let cases: [(String, Refusal); 9] = [
             ("not json".into(), Refusal::Malformed),
             ("{}".into(), Refusal::Malformed),
-            (ok.replace(r#""v":1"#, r#""v":2"#), Refusal::UnknownVersion),
+            (ok.replace(r#""v":2"#, r#""v":1"#), Refusal::UnknownVersion),
             (ok.replace(r#""parked""#, r#""frozen""#), Refusal::Malformed),
             (ok.replace("rate_limit", "meteor"), Refusal::UnknownName),
             (ok.replace(r#""github""#, r#""a__b""#), Refusal::UnknownName),

@@ -119,13 +119,18 @@ impl Registry {
                 Arc::clone(&unsealed),
             )) as Arc<dyn crate::oauth::TokenShare>
         });
+        let skew = settings.map_or(crate::config::DEFAULT_MAX_CLOCK_SKEW, |s| s.max_clock_skew);
         let member = Member {
             unsealed,
             node: settings.map_or_else(unnamed_node, |s| s.node.clone()),
             advertise: settings.and_then(|s| s.advertise.clone()),
             key: settings.map_or_else(process_fleet_key, |s| s.key.clone()),
-            furthest: self.config.supervisor.quarantine.max_cooldown
-                + settings.map_or(crate::config::DEFAULT_MAX_CLOCK_SKEW, |s| s.max_clock_skew),
+            namespace: settings.map_or_else(
+                || crate::config::DEFAULT_FLEET_NAMESPACE.to_owned(),
+                |s| s.namespace.clone(),
+            ),
+            skew,
+            furthest: self.config.supervisor.quarantine.max_cooldown + skew,
         };
         let fleet = Fleet::new(
             member,
