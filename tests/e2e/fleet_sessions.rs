@@ -11,7 +11,8 @@
 //!   calls;
 //! - a forged id, an id another fleet's key signed for a node of the same
 //!   name, a tampered id and an ended session's id are 404 on every node,
-//!   as an unknown session is; so is a session whose node has stopped.
+//!   as an unknown session is, and no node forwards them (its count of
+//!   forwarded requests says so); so is a session whose node has stopped.
 
 use std::time::Duration;
 
@@ -235,6 +236,10 @@ async fn forged_foreign_tampered_and_ended_session_ids_are_unknown_sessions_ever
         format!("{other}.{rest}"),
         String::from_utf8(tampered).unwrap(),
     ];
+    // Each node says how many requests it forwarded: none of these may be
+    // (a node that took a forged id for another's would forward it, and
+    // the other node's 404 would hide it).
+    let forwarded_before = forwarded(&fleet).await;
     for id in &unknown {
         for node in &fleet.nodes {
             let (status, body) = post(&node.gateway_url, Some(id), &ping()).await;
@@ -246,6 +251,11 @@ async fn forged_foreign_tampered_and_ended_session_ids_are_unknown_sessions_ever
             );
         }
     }
+    assert_eq!(
+        forwarded(&fleet).await,
+        forwarded_before,
+        "no node forwarded a forged, foreign or tampered id"
+    );
     // The real one still works on every node, then ends, and is unknown
     // everywhere after that (the holder's answer, forwarded back).
     for node in &fleet.nodes {
@@ -263,6 +273,30 @@ async fn forged_foreign_tampered_and_ended_session_ids_are_unknown_sessions_ever
         );
         assert_eq!(delete(&node.gateway_url, &session).await, 404);
     }
+}
+
+/// Requests each node forwarded to another so far
+/// (`mcp_supervisor_gateway_forwarded_total{reason="to_holder"}`).
+async fn forwarded(fleet: &Fleet) -> Vec<u64> {
+    let mut counts = Vec::new();
+    for node in &fleet.nodes {
+        let metrics = reqwest::get(format!("http://{}/metrics", node.admin_address()))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let line = metrics
+            .lines()
+            .find(|line| {
+                line.starts_with(
+                    "mcp_supervisor_gateway_forwarded_total{what=\"request\",reason=\"to_holder\"}",
+                )
+            })
+            .unwrap_or_else(|| panic!("no forwarded count in:\n{metrics}"));
+        counts.push(line.rsplit(' ').next().unwrap().parse().unwrap());
+    }
+    counts
 }
 
 #[tokio::test]

@@ -258,7 +258,12 @@ impl Collector for GatewayCollector {
             (
                 Family::Refusals,
                 "mcp_supervisor_gateway_refusals",
-                "Connections and sessions the gateway turned away (503), by limit or state.",
+                "Connections, sessions and requests the gateway turned away, by limit or reason.",
+            ),
+            (
+                Family::Forwards,
+                "mcp_supervisor_gateway_forwarded",
+                "Requests of sessions another node holds, forwarded there or taken from there.",
             ),
         ] {
             let mut series = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
@@ -548,6 +553,7 @@ mod tests {
         tallies.count(Protection::ConnectionRefused);
         tallies.count(Protection::RefusedWhileDraining);
         tallies.count(Protection::UnreadableArguments);
+        tallies.count(Protection::ForwardedOut);
         let text = metrics_text(&[], Some(&tallies), None);
         for line in [
             r#"mcp_supervisor_gateway_evictions_total{what="connection",reason="max_connections"} 0"#,
@@ -558,6 +564,9 @@ mod tests {
             r#"mcp_supervisor_gateway_refusals_total{what="session",reason="max_sessions_per_client"} 0"#,
             r#"mcp_supervisor_gateway_refusals_total{what="request",reason="draining"} 1"#,
             r#"mcp_supervisor_gateway_refusals_total{what="request",reason="unreadable_arguments"} 1"#,
+            r#"mcp_supervisor_gateway_refusals_total{what="request",reason="forged_forwarding"} 0"#,
+            r#"mcp_supervisor_gateway_forwarded_total{what="request",reason="to_holder"} 1"#,
+            r#"mcp_supervisor_gateway_forwarded_total{what="request",reason="from_node"} 0"#,
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -9,9 +9,12 @@
 //! this node's own id, or with none, never comes here.
 //!
 //! The request goes as it came (method, path, query, every end-to-end
-//! header, `Authorization` and `Host` included, the body streamed), marked
-//! with [`FORWARDED`]; a marked request is never forwarded again, so two
-//! nodes that disagree cannot bounce it between them. The answer (status,
+//! header, `Host` included, the body streamed) but for its credentials
+//! (`Authorization`, `Proxy-Authorization`, `Cookie`): this node checked
+//! them, and vouches for the request instead (`vouch.rs`, [`FORWARDED`]),
+//! so a client's bearer never reaches another node. A marked request is
+//! never forwarded again, so two nodes that disagree cannot bounce it
+//! between them. The answer (status,
 //! headers, body: JSON, an SSE stream, a `GET` stream that stays open) comes
 //! back unchanged. A node that cannot be reached is answered as for an
 //! unknown session (404), so the client starts a new session: a node that
@@ -27,25 +30,32 @@ use actix::Addr;
 use axum::{
     body::Body,
     extract::Request,
-    http::{HeaderMap, HeaderName, HeaderValue, Uri, header},
+    http::{HeaderMap, HeaderName, Uri, header},
     response::Response,
 };
 use futures::{StreamExt, TryStreamExt};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use super::session_ids::{Holder, SessionIds};
+use super::{
+    session_ids::{Holder, SessionIds},
+    vouch::{FORWARDED, Forward, Vouchers},
+};
 use crate::{
     mcp_headers,
     registry::{FleetOverview, Registry},
 };
 
-/// Marks a request one node forwarded to another.
-pub(super) const FORWARDED: HeaderName = HeaderName::from_static("mcp-supervisor-forwarded");
-
 /// How long connecting to another node may take before the session is
 /// taken as gone.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A client's credentials, checked here and never passed on.
+const CREDENTIALS: [HeaderName; 3] = [
+    header::AUTHORIZATION,
+    header::PROXY_AUTHORIZATION,
+    header::COOKIE,
+];
 
 /// Headers of one hop only (RFC 9110 §7.6.1), never passed on.
 const HOP_BY_HOP: [HeaderName; 7] = [
@@ -62,6 +72,7 @@ const HOP_BY_HOP: [HeaderName; 7] = [
 #[derive(Debug)]
 pub(super) struct Elsewhere {
     ids: Arc<SessionIds>,
+    vouchers: Vouchers,
     registry: Addr<Registry>,
     client: reqwest::Client,
     /// Each other node's gateway, as last heard.
@@ -75,6 +86,7 @@ impl Elsewhere {
     /// well before the other node would close it under a request.
     pub(super) fn new(
         ids: Arc<SessionIds>,
+        vouchers: Vouchers,
         registry: Addr<Registry>,
         idle_timeout: Duration,
     ) -> Self {
@@ -86,6 +98,7 @@ impl Elsewhere {
             .expect("a client with no TLS settings of its own builds");
         Elsewhere {
             ids,
+            vouchers,
             registry,
             client,
             gateways: Mutex::default(),
@@ -94,18 +107,43 @@ impl Elsewhere {
     }
 
     /// The node holding the session of a request with `headers`, when that
-    /// is another node and the request was not forwarded to us already. The
-    /// mark of a forwarded request is taken off, so it is handled here
-    /// exactly as its client sent it (the direct path, for one, takes no
-    /// request with an `mcp-` header it does not know).
-    pub(super) fn holder(&self, headers: &mut HeaderMap) -> Option<String> {
-        if headers.remove(&FORWARDED).is_some() {
-            return None;
-        }
+    /// is another node (a request forwarded here is never forwarded again:
+    /// [`Elsewhere::vouched`] takes it first).
+    pub(super) fn holder(&self, headers: &HeaderMap) -> Option<String> {
         let id = headers.get(&mcp_headers::SESSION_ID)?.to_str().ok()?;
         match self.ids.holder(id) {
             Holder::Node(node) => Some(node.to_owned()),
             Holder::Here | Holder::Unknown => None,
+        }
+    }
+
+    /// Whether a request marked as forwarded (`parts`) carries another
+    /// node's valid voucher for it. The mark is taken off either way, so a
+    /// request taken is handled here exactly as its client sent it (the
+    /// direct path, for one, takes no request with an `mcp-` header it
+    /// does not know).
+    pub(super) fn vouched(&self, request: &mut Request) -> bool {
+        let Some(voucher) = request.headers_mut().remove(&FORWARDED) else {
+            return false;
+        };
+        let session = request
+            .headers()
+            .get(&mcp_headers::SESSION_ID)
+            .and_then(|id| id.to_str().ok())
+            .unwrap_or_default();
+        let forward = Forward {
+            method: request.method(),
+            session,
+        };
+        match self
+            .vouchers
+            .check(&voucher, forward, std::time::SystemTime::now())
+        {
+            Ok(()) => true,
+            Err(forged) => {
+                tracing::debug!(?forged, "a request marked as forwarded was not vouched for");
+                false
+            }
         }
     }
 
@@ -127,7 +165,22 @@ impl Elsewhere {
         };
         let (parts, body) = request.into_parts();
         let mut headers = end_to_end(&parts.headers);
-        headers.insert(FORWARDED, HeaderValue::from_static("1"));
+        for name in CREDENTIALS {
+            headers.remove(name);
+        }
+        let session = parts
+            .headers
+            .get(&mcp_headers::SESSION_ID)
+            .and_then(|id| id.to_str().ok())
+            .unwrap_or_default();
+        let forward = Forward {
+            method: &parts.method,
+            session,
+        };
+        let voucher = self
+            .vouchers
+            .vouch(node, forward, std::time::SystemTime::now());
+        headers.insert(FORWARDED, voucher);
         let mut sending = self
             .client
             .request(parts.method, target(&base, &parts.uri))
@@ -219,6 +272,8 @@ fn end_to_end(headers: &HeaderMap) -> HeaderMap {
 
 #[cfg(test)]
 mod tests {
+    use axum::http::HeaderValue;
+
     use super::*;
 
     #[test]

@@ -26,7 +26,8 @@
 //!   with `-32602` before rmcp's server sees it (`door.rs`);
 //! - in a fleet, hands out session ids that name this node, and forwards a
 //!   request whose id names another node there (`elsewhere.rs`), before
-//!   anything else here looks at it but the token;
+//!   anything else here looks at it but the token, which stays here: the
+//!   other node takes this node's voucher for it (`vouch.rs`);
 //! - corrects three answers of rmcp 3.11: a body that is not JSON, or not a
 //!   JSON-RPC message, gets 400 with a JSON-RPC error (-32700 / -32600)
 //!   instead of 415; `DELETE` of an unknown session gets 404, and of a live
@@ -81,6 +82,7 @@ use super::{
     session_ids::SessionIds,
     sessions::{CappedSessions, OPENING, Opening},
     state::GatewayState,
+    vouch::{FORWARDED, Vouchers},
 };
 use crate::{
     config::{BearerToken, FleetSettings, GatewaySettings},
@@ -280,9 +282,10 @@ pub async fn serve_http(
         .with_json_response(true);
     config.max_request_body_bytes = settings.max_body_bytes;
     let ids = fleet.map(|fleet| Arc::new(SessionIds::new(&fleet.node, &fleet.key)));
-    let elsewhere = ids
-        .clone()
-        .map(|ids| Elsewhere::new(ids, state.registry.clone(), settings.idle_timeout));
+    let elsewhere = ids.clone().zip(fleet).map(|(ids, fleet)| {
+        let vouchers = Vouchers::new(&fleet.node, &fleet.key, &fleet.namespace);
+        Elsewhere::new(ids, vouchers, state.registry.clone(), settings.idle_timeout)
+    });
     let sessions = Arc::new(CappedSessions::new(
         settings.max_sessions,
         settings.max_sessions_per_client,
@@ -329,15 +332,15 @@ pub async fn serve_http(
     listener::serve(listener, router, server, shutdown.accepting.clone()).await
 }
 
-async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, mut request: Request) -> Response {
-    if let Some(token) = &endpoint.token
-        && !bearer_matches(request.headers(), token)
-    {
-        return unauthorized("missing or invalid bearer token");
-    }
+async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+    let (request, forwarded) = match endpoint.admit(request) {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
     endpoint.control.arrived();
-    if let Some(elsewhere) = &endpoint.elsewhere
-        && let Some(node) = elsewhere.holder(request.headers_mut())
+    if !forwarded
+        && let Some(elsewhere) = &endpoint.elsewhere
+        && let Some(node) = elsewhere.holder(request.headers())
     {
         return Box::pin(endpoint.forward(elsewhere, request, &node)).await;
     }
@@ -411,6 +414,39 @@ impl<B: http_body::Body, G> http_body::Body for Holding<B, G> {
 }
 
 impl Endpoint {
+    /// `request` if its caller may come in, and whether another node of
+    /// the fleet forwarded it here: with that node's voucher, which stands
+    /// for the bearer token it checked (a forwarded request carries no
+    /// credentials, `vouch.rs`), or with the token. A request marked as
+    /// forwarded without a valid voucher is refused, whatever it carries.
+    fn admit(&self, mut request: Request) -> Result<(Request, bool), Response> {
+        let forwarded = request.headers().contains_key(&FORWARDED)
+            && match &self.elsewhere {
+                Some(elsewhere) => {
+                    if !elsewhere.vouched(&mut request) {
+                        self.control.tallies.count(Protection::ForgedForwarding);
+                        return Err(unauthorized(
+                            "a request marked as forwarded by a node of this fleet without its voucher",
+                        ));
+                    }
+                    self.control.tallies.count(Protection::ForwardedIn);
+                    true
+                }
+                // Outside a fleet the mark means nothing.
+                None => {
+                    request.headers_mut().remove(&FORWARDED);
+                    false
+                }
+            };
+        if !forwarded
+            && let Some(token) = &self.token
+            && !bearer_matches(request.headers(), token)
+        {
+            return Err(unauthorized("missing or invalid bearer token"));
+        }
+        Ok((request, forwarded))
+    }
+
     /// `request`, for a session `node` holds, answered there; as an unknown
     /// session when `node` cannot be reached. A POST counts as in progress
     /// here too until its answer is sent, so a drain waits for it.
@@ -423,6 +459,7 @@ impl Endpoint {
         else {
             return session_not_found();
         };
+        self.control.tallies.count(Protection::ForwardedOut);
         match in_progress {
             Some(token) => response.map(|body| Body::new(Holding::new(body, token))),
             None => response,

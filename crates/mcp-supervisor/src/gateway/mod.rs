@@ -17,7 +17,9 @@
 //! - [`handler`]: the rmcp `ServerHandler`;
 //! - [`http`]: the HTTP endpoint with bearer auth, Host allowlist, body limit;
 //! - `session_ids` and `elsewhere`: in a fleet, session ids that name their
-//!   node, and the forwarding of a request to the node holding its session;
+//!   node, and the forwarding of a request to the node holding its session,
+//!   with `vouch`, the forwarding node's word for the caller instead of its
+//!   credentials;
 //! - `direct`: a 2025 session's plain tool calls, answered by the HTTP
 //!   endpoint without rmcp's server, and `direct_sessions`, the sessions
 //!   whose calls may take that path;
@@ -46,6 +48,7 @@ mod sessions;
 pub mod state;
 mod stdio;
 mod traced;
+mod vouch;
 
 #[cfg(feature = "twins")]
 pub(crate) use direct::posted_twins;

@@ -1,5 +1,6 @@
 //! What the HTTP servers' own protections did: connections and sessions
-//! closed to make room, and clients turned away. Counted where it happens,
+//! closed to make room, clients turned away, and (in a fleet) requests
+//! forwarded to the node holding their session. Counted where it happens,
 //! read by `/metrics` (docs/SUPERVISION.md, "Metrics").
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +31,13 @@ pub enum Protection {
     /// A `tools/call` whose arguments not every reader reads alike got
     /// `-32602` at the door (docs/RELIABILITY.md).
     UnreadableArguments,
+    /// A request marked as forwarded by a node of the fleet without that
+    /// node's valid voucher got 401 (docs/FLEET.md).
+    ForgedForwarding,
+    /// A request of a session another node holds was forwarded there.
+    ForwardedOut,
+    /// A request another node forwarded here, with its voucher, was taken.
+    ForwardedIn,
 }
 
 /// How a [`Protection`] shows in `/metrics`: which family, and its `reason`.
@@ -39,10 +47,12 @@ pub enum Family {
     Evictions,
     /// `mcp_supervisor_gateway_refusals_total{reason}`.
     Refusals,
+    /// `mcp_supervisor_gateway_forwarded_total{what, reason}`.
+    Forwards,
 }
 
 impl Protection {
-    pub const ALL: [Protection; 8] = [
+    pub const ALL: [Protection; 11] = [
         Protection::ConnectionEvicted,
         Protection::ConnectionRefused,
         Protection::SessionEvictedAtCap,
@@ -51,6 +61,9 @@ impl Protection {
         Protection::SessionRefusedAtClientQuota,
         Protection::RefusedWhileDraining,
         Protection::UnreadableArguments,
+        Protection::ForgedForwarding,
+        Protection::ForwardedOut,
+        Protection::ForwardedIn,
     ];
 
     /// The family it is counted in.
@@ -63,7 +76,9 @@ impl Protection {
             | Protection::SessionRefusedAtCap
             | Protection::SessionRefusedAtClientQuota
             | Protection::RefusedWhileDraining
-            | Protection::UnreadableArguments => Family::Refusals,
+            | Protection::UnreadableArguments
+            | Protection::ForgedForwarding => Family::Refusals,
+            Protection::ForwardedOut | Protection::ForwardedIn => Family::Forwards,
         }
     }
 
@@ -76,7 +91,11 @@ impl Protection {
             | Protection::SessionRefusedAtCap
             | Protection::SessionRefusedAtClientQuota => "session",
             // A new session, or a session-less request.
-            Protection::RefusedWhileDraining | Protection::UnreadableArguments => "request",
+            Protection::RefusedWhileDraining
+            | Protection::UnreadableArguments
+            | Protection::ForgedForwarding
+            | Protection::ForwardedOut
+            | Protection::ForwardedIn => "request",
         }
     }
 
@@ -90,6 +109,9 @@ impl Protection {
             }
             Protection::RefusedWhileDraining => "draining",
             Protection::UnreadableArguments => "unreadable_arguments",
+            Protection::ForgedForwarding => "forged_forwarding",
+            Protection::ForwardedOut => "to_holder",
+            Protection::ForwardedIn => "from_node",
         }
     }
 

@@ -1,0 +1,312 @@
+//! The bearer stays home (docs/FLEET.md, "Sessions across nodes"): a node
+//! that forwards a request to the node holding its session strips the
+//! client's credentials and vouches for the caller instead; the holding
+//! node takes a valid voucher in place of the bearer, and refuses the mark
+//! without one. A real gateway with `[gateway] auth` on a real
+//! `redis-server`; the "other node" is a capture server that records what
+//! reaches it, announced by a heartbeat sealed with the fleet's key.
+//!
+//! The MACs (session ids, heartbeats, vouchers) are computed here from the
+//! documented derivations, outside the library: a change of any of them
+//! fails here.
+
+mod support;
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use actix::Actor;
+use axum::{Router, http::HeaderMap, routing::any};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use hmac::{Hmac, KeyInit, Mac};
+use mcp_supervisor::{
+    config::FleetKey,
+    fleet::Seal,
+    gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http},
+    registry::{FleetOverview, Registry, Subscribe},
+    tallies::Protection,
+};
+use mcp_test_support::{RedisServer, TestServer, TestServerOptions};
+use reqwest::header;
+use serde_json::json;
+use sha2::Sha256;
+use support::{raw::http, *};
+
+const KEY: [u8; 32] = *b"0123456789abcdef0123456789abcdef";
+const CANARY: &str = "canary-bearer-4f1d9a";
+
+fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap();
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
+}
+
+/// A session id of `node`: `{node}.{random}.{mac}` (docs/FLEET.md).
+fn session_id(node: &str) -> String {
+    let key = hmac(&KEY, &[b"mcp-supervisor/gateway-session-ids/v1"]);
+    let random = URL_SAFE_NO_PAD.encode([9u8; 16]);
+    let mac = hmac(&key, &[format!("{node}.{random}").as_bytes()]);
+    format!("{node}.{random}.{}", URL_SAFE_NO_PAD.encode(&mac[..16]))
+}
+
+/// `from`'s voucher for a request forwarded to `to` at `at_ms`.
+fn voucher(from: &str, to: &str, at_ms: u128, method: &str, session: &str) -> String {
+    let key = hmac(&KEY, &[b"mcp-supervisor/forwarded-requests/v1\0t"]);
+    let at = at_ms.to_string();
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    for part in [
+        from.as_bytes(),
+        to.as_bytes(),
+        at.as_bytes(),
+        method.as_bytes(),
+        session.as_bytes(),
+    ] {
+        parts.push((part.len() as u64).to_be_bytes().to_vec());
+        parts.push(part.to_vec());
+    }
+    let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let mac = hmac(&key, &slices);
+    format!("{from}.{at}.{}", URL_SAFE_NO_PAD.encode(&mac[..16]))
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+/// What reached the capture server.
+type Seen = Arc<Mutex<Vec<HeaderMap>>>;
+
+async fn capture() -> (String, Seen) {
+    let seen: Seen = Arc::default();
+    let router = Router::new().fallback(any({
+        let seen = seen.clone();
+        move |headers: HeaderMap| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(headers);
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+                )
+            }
+        }
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    actix_rt::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (url, seen)
+}
+
+struct Node {
+    registry: actix::Addr<Registry>,
+    url: String,
+    shutdown: GatewayShutdown,
+}
+
+async fn node_one(redis: &RedisServer, upstream: &TestServer) -> Node {
+    let key = tempfile::NamedTempFile::new().unwrap();
+    let key_b64 = base64::engine::general_purpose::STANDARD.encode(KEY);
+    std::fs::write(key.path(), format!("{key_b64}\n")).unwrap();
+    let toml = format!(
+        "[gateway]\nauth = {{ kind = \"bearer\", token = \"{CANARY}\" }}\n\
+         [fleet]\nredis = \"{}\"\nnode = \"one\"\nnamespace = \"t\"\nkey_file = {}\n{}",
+        redis.url(),
+        toml_string(&key.path().to_string_lossy()),
+        http_connection("a", &upstream.url(), ""),
+    );
+    let config = config(&toml);
+    let registry = Registry::new(config.clone()).start();
+    let state = GatewayState::new(
+        registry.clone(),
+        config.gateway.expose,
+        config.gateway.prefix,
+    );
+    let forwarder = ListChangedForwarder::new(state.clone()).start();
+    registry
+        .send(Subscribe(forwarder.recipient()))
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let shutdown = GatewayShutdown::new();
+    let (settings, fleet) = (config.gateway.clone(), config.fleet.clone());
+    actix_rt::spawn({
+        let shutdown = shutdown.clone();
+        async move { serve_http(listener, state, &settings, fleet.as_ref(), shutdown).await }
+    });
+    std::mem::forget(key);
+    Node {
+        registry,
+        url,
+        shutdown,
+    }
+}
+
+fn ping(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string()
+}
+
+fn post(url: &str, session: &str, body: String) -> reqwest::RequestBuilder {
+    http()
+        .post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body)
+}
+
+#[test]
+fn a_forwarded_request_carries_a_voucher_and_never_the_bearer() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let (capture_url, seen) = capture().await;
+        let one = node_one(&redis, &upstream).await;
+
+        // Node "two", as far as node one can tell: a fresh heartbeat sealed
+        // with the fleet's key, its gateway the capture server.
+        let seal = Seal::new(&FleetKey::new(KEY), "t");
+        let heartbeat = |seq: u64| {
+            seal.seal(&format!(
+                r#"{{"v":2,"node":"two","at":{},"seq":{seq},"kind":"alive","parked":0,"retired":0,"gateway":"{capture_url}"}}"#,
+                now_ms()
+            ))
+        };
+        let mut heard = false;
+        for seq in 1..=100 {
+            redis
+                .query(&["PUBLISH", "t:events", &heartbeat(seq)])
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let view = one.registry.send(FleetOverview).await.unwrap().unwrap();
+            if view.nodes.iter().any(|node| node.node == "two") {
+                heard = true;
+                break;
+            }
+        }
+        assert!(heard, "node one never heard node two's heartbeat");
+
+        // A request of a session node two holds, with the client's bearer.
+        let theirs = session_id("two");
+        let answer = post(&one.url, &theirs, ping(1))
+            .header(header::AUTHORIZATION, format!("Bearer {CANARY}"))
+            .header(header::COOKIE, format!("c={CANARY}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "forwarded and answered");
+        let forwarded = seen
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("the request reached node two");
+        for (name, value) in &forwarded {
+            let value = String::from_utf8_lossy(value.as_bytes());
+            assert!(!value.contains(CANARY), "{name}: {value}");
+        }
+        assert!(!forwarded.contains_key(header::AUTHORIZATION));
+        let mark = forwarded["mcp-supervisor-forwarded"].to_str().unwrap();
+        let (from_at, _) = mark.rsplit_once('.').unwrap();
+        let at: u128 = from_at.strip_prefix("one.").unwrap().parse().unwrap();
+        assert_eq!(
+            mark,
+            voucher("one", "two", at, "POST", &theirs),
+            "the documented voucher"
+        );
+        // Without the bearer, nothing is forwarded.
+        let before = seen.lock().unwrap().len();
+        let refused = post(&one.url, &theirs, ping(2)).send().await.unwrap();
+        assert_eq!(refused.status(), 401);
+        assert_eq!(seen.lock().unwrap().len(), before);
+        one.shutdown.end_sessions();
+    });
+}
+
+#[test]
+fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let one = node_one(&redis, &upstream).await;
+        let tallies = one.shutdown.tallies();
+        // A session node one holds, opened with the bearer.
+        let initialize = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}},
+        });
+        let opened = http()
+            .post(&one.url)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header(header::AUTHORIZATION, format!("Bearer {CANARY}"))
+            .body(initialize.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(opened.status(), 200);
+        let ours = opened.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(ours.starts_with("one."), "{ours}");
+        let initialized =
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let sent = post(&one.url, &ours, initialized)
+            .header(header::AUTHORIZATION, format!("Bearer {CANARY}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(sent.status(), 202);
+
+        // Node two's voucher, no bearer: taken.
+        let vouched = post(&one.url, &ours, ping(3))
+            .header(
+                "mcp-supervisor-forwarded",
+                voucher("two", "one", now_ms(), "POST", &ours),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(vouched.status(), 200, "{}", vouched.text().await.unwrap());
+        assert_eq!(tallies.get(Protection::ForwardedIn), 1);
+
+        // The mark without a valid voucher, with or without the bearer: a
+        // client forging the loop-prevention mark, an old voucher, one for
+        // another request or another node, one node one would make itself.
+        let old = voucher("two", "one", now_ms() - 60_000, "POST", &ours);
+        let forged = [
+            "1".to_owned(),
+            old,
+            voucher("two", "one", now_ms(), "DELETE", &ours),
+            voucher("two", "three", now_ms(), "POST", &ours),
+            voucher("one", "one", now_ms(), "POST", &ours),
+        ];
+        for (at, mark) in forged.iter().enumerate() {
+            for bearer in [false, true] {
+                let mut request = post(&one.url, &ours, ping(10 + at as u64))
+                    .header("mcp-supervisor-forwarded", mark);
+                if bearer {
+                    request = request.header(header::AUTHORIZATION, format!("Bearer {CANARY}"));
+                }
+                let answer = request.send().await.unwrap();
+                assert_eq!(answer.status(), 401, "{mark} (bearer: {bearer})");
+            }
+        }
+        assert_eq!(tallies.get(Protection::ForgedForwarding), 10);
+        assert_eq!(tallies.get(Protection::ForwardedIn), 1);
+        one.shutdown.end_sessions();
+    });
+}
