@@ -32,6 +32,7 @@
 //! - [`tallies`]: what the servers' protections did, for `/metrics`.
 
 mod activity;
+pub(crate) mod forwarded;
 pub(crate) mod guard;
 pub mod tallies;
 

@@ -766,6 +766,75 @@ fn at_the_session_cap_the_least_recently_used_idle_session_makes_room() {
     });
 }
 
+/// Behind a trusted proxy (`trusted_proxies`, here the loopback address
+/// 127.0.0.1), each client the proxy names in `X-Forwarded-For` has its own
+/// `max_sessions_per_client`; from a peer that is not trusted (127.0.0.2)
+/// the header is ignored, so a client cannot spend another's quota.
+#[test]
+fn behind_a_trusted_proxy_each_client_it_names_has_its_own_quota() {
+    run(|| async {
+        let served =
+            gateway("max_sessions_per_client = 1\ntrusted_proxies = [\"127.0.0.1\"]").await;
+        let url = &served.url;
+        let proxy = http();
+        let stranger = Client::builder()
+            .no_proxy()
+            .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+            .build()
+            .unwrap();
+        let open = |client: &Client, forwarded_for: &'static str| {
+            let request =
+                mcp_post(client, url, INITIALIZE).header("x-forwarded-for", forwarded_for);
+            async move {
+                let response = request.send().await.unwrap();
+                assert_eq!(response.status(), 200);
+                response.headers()["mcp-session-id"]
+                    .to_str()
+                    .unwrap()
+                    .to_owned()
+            }
+        };
+        let first = open(&proxy, "203.0.113.1").await;
+        let second = open(&proxy, "198.51.100.7, 203.0.113.2").await;
+        assert_eq!(
+            ping(&proxy, url, &first).await,
+            200,
+            "two clients, one session each"
+        );
+        assert_eq!(ping(&proxy, url, &second).await, 200);
+        let again = open(&proxy, "203.0.113.1").await;
+        assert_eq!(
+            ping(&proxy, url, &first).await,
+            404,
+            "the same client's quota"
+        );
+        assert_eq!(ping(&proxy, url, &again).await, 200);
+        assert_eq!(ping(&proxy, url, &second).await, 200);
+
+        // Not trusted: its header names nobody; it is one client, itself.
+        let own = open(&stranger, "203.0.113.2").await;
+        let more = open(&stranger, "203.0.113.9").await;
+        assert_eq!(
+            ping(&stranger, url, &own).await,
+            404,
+            "its own quota, not 203.0.113.2's"
+        );
+        assert_eq!(ping(&stranger, url, &more).await, 200);
+        assert_eq!(
+            ping(&proxy, url, &second).await,
+            200,
+            "203.0.113.2 untouched"
+        );
+        assert_eq!(
+            metric(
+                &served,
+                "mcp_supervisor_gateway_evictions_total{what=\"session\",reason=\"max_sessions_per_client\"}"
+            ),
+            2
+        );
+    });
+}
+
 #[test]
 fn initialize_when_every_session_is_busy_gets_503_with_a_json_rpc_error() {
     run(|| async {

@@ -366,6 +366,9 @@ pub struct GatewaySettings {
     /// A session with no activity for this long is closed (its client must
     /// initialize again).
     pub session_idle_timeout: Duration,
+    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` say who the
+    /// client is (for `max_sessions_per_client`); empty: none.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// Default `gateway.max_sessions_per_client` (never more than
@@ -396,6 +399,7 @@ impl Default for GatewaySettings {
             max_connections: 512,
             max_sessions: 256,
             max_sessions_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
+            trusted_proxies: Vec::new(),
             session_idle_timeout: Duration::from_secs(300),
         }
     }

@@ -330,6 +330,15 @@ impl<'a> Validator<'a> {
                 raw.session_idle_timeout,
                 d.session_idle_timeout,
             )?,
+            trusted_proxies: raw
+                .trusted_proxies
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    self.check(&key.key("trusted_proxies").index(i), values::ip_net(text))
+                })
+                .collect::<Result<_, _>>()?,
         })
     }
 

@@ -69,6 +69,18 @@ pub(crate) fn socket_addr(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// An IP address (one host) or a CIDR range, as `trusted_proxies` lists them.
+pub(crate) fn ip_net(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| {
+            "expected an IP address or a CIDR range, like \"10.0.0.5\", \"10.0.0.0/8\" or \"::1\" \
+             (host names are not accepted)"
+                .to_owned()
+        })
+}
+
 /// `^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$` and no `__` (the separator of namespaced tool
 /// names, `{connection}__{tool}`).
 pub(crate) fn connection_name(name: &str) -> Result<(), String> {
@@ -264,6 +276,15 @@ mod tests {
         ] {
             assert!(http_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn ip_nets() {
+        assert_eq!(ip_net("10.0.0.0/8").unwrap().to_string(), "10.0.0.0/8");
+        assert_eq!(ip_net(" 10.0.0.5 ").unwrap().to_string(), "10.0.0.5/32");
+        assert_eq!(ip_net("::1").unwrap().to_string(), "::1/128");
+        assert!(ip_net("proxy.local").is_err());
+        assert!(ip_net("10.0.0.0/33").is_err());
     }
 
     #[test]

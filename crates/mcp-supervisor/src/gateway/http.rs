@@ -261,6 +261,8 @@ struct Endpoint {
     max_body_bytes: usize,
     /// In a fleet: the sessions other nodes hold, reached by forwarding.
     elsewhere: Option<Elsewhere>,
+    /// Proxies believed about who their client is (`trusted_proxies`).
+    trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// Serves the gateway on `listener` at `settings.path` until `shutdown` has
@@ -314,6 +316,7 @@ pub async fn serve_http(
         body_timeout: settings.body_timeout,
         max_body_bytes: settings.max_body_bytes,
         elsewhere,
+        trusted_proxies: settings.trusted_proxies.clone(),
     };
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
@@ -468,7 +471,7 @@ impl Endpoint {
 
     async fn post(self: &Arc<Self>, request: Request) -> Response {
         let (parts, body) = request.into_parts();
-        let client = peer(&parts);
+        let client = self.client(&parts);
         // A large request waits for a permit before its body is read (a
         // waiting one holds none of its bytes; its client waits to send
         // them); the permit goes with its answer, which is when its copies
@@ -582,7 +585,7 @@ impl Endpoint {
                     &parts.headers,
                     Some(id),
                     protocol.as_ref().map(rmcp::model::ProtocolVersion::as_str),
-                    peer(parts),
+                    self.client(parts),
                 );
                 let (answer, before) = session.answer(self.state.clone(), (call, span), cancelled);
                 Some(direct::respond(answer, before, self.keep_alive, Generation::Sessions).await)
@@ -607,7 +610,7 @@ impl Endpoint {
             return None;
         }
         self.state.direct.taken();
-        let span = call.span(&parts.headers, peer(parts));
+        let span = call.span(&parts.headers, self.client(parts));
         let (answer, before) = call.answer(self.state.clone(), span, self.ending.child_token());
         Some(direct::respond(answer, before, self.keep_alive, Generation::Stateless).await)
     }
@@ -874,6 +877,22 @@ fn jsonrpc_error(status: StatusCode, id: Option<RequestId>, error: ErrorData) ->
 /// The client's address, as the listener recorded it.
 fn peer(parts: &Parts) -> Option<std::net::IpAddr> {
     parts.extensions.get::<Peer>().map(|peer| peer.0)
+}
+
+impl Endpoint {
+    /// Who sent the request: its peer, or, when the peer is a trusted proxy,
+    /// the client it names (`listener/forwarded.rs`).
+    fn client(&self, parts: &Parts) -> Option<std::net::IpAddr> {
+        let peer = peer(parts)?;
+        if self.trusted_proxies.is_empty() {
+            return Some(peer);
+        }
+        Some(listener::forwarded::client(
+            peer,
+            &parts.headers,
+            &self.trusted_proxies,
+        ))
+    }
 }
 
 #[cfg(test)]
