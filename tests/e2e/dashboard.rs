@@ -102,17 +102,24 @@ async fn the_dashboard_in_chromium() {
     );
     let served = Served::start_with_env(&config, &[("ADMIN_TOKEN", ADMIN_CANARY)]);
 
-    // `serve` prints a one-time login link; `dashboard --config` mints more.
-    let printed = served
+    // `serve`'s stdout is not a terminal here (as under systemd, where it
+    // is the log): it says how to get a link, and prints none.
+    let told = served
         .listening
         .iter()
-        .find_map(|line| line.strip_prefix("dashboard login (single use, 5 min): "))
-        .expect("serve prints a login link")
+        .find_map(|line| line.strip_prefix("dashboard login: "))
+        .expect("serve says how to log in")
         .to_owned();
     assert!(
-        printed.starts_with(&format!("{}/login?token=", served.admin_url)),
-        "{printed}"
+        told.starts_with("run `mcp-supervisor dashboard --config ") && !told.contains("token"),
+        "{told}"
     );
+    assert!(
+        served.listening.iter().all(|line| !line.contains("login?token=")),
+        "{:?}",
+        served.listening
+    );
+    // `dashboard --config` mints one-time links.
     let port = served.admin_url.rsplit(':').next().unwrap();
     let text = std::fs::read_to_string(&served.config_path)
         .unwrap()
@@ -120,17 +127,27 @@ async fn the_dashboard_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let client_config = dir.path().join("client.toml");
     std::fs::write(&client_config, text).unwrap();
-    let minted = supervisor(
-        &["dashboard", "--config", client_config.to_str().unwrap()],
-        &[("ADMIN_TOKEN", ADMIN_CANARY)],
-    );
+    let mint = || {
+        supervisor(
+            &["dashboard", "--config", client_config.to_str().unwrap()],
+            &[("ADMIN_TOKEN", ADMIN_CANARY)],
+        )
+    };
+    let minted = mint();
     assert_eq!(minted.code, Some(0), "{minted:?}");
-    let login = minted
-        .stdout
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .expect("a URL")
-        .to_owned();
+    let link_of = |stdout: &str| {
+        stdout
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .expect("a URL")
+            .to_owned()
+    };
+    let login = link_of(&minted.stdout);
+    let printed = link_of(&mint().stdout);
+    assert!(
+        printed.starts_with(&format!("{}/login?token=", served.admin_url)) && printed != login,
+        "{printed}"
+    );
     let token = login.rsplit('=').next().unwrap().to_owned();
     assert!(
         minted.stdout.contains("single use, expires in 5 min"),

@@ -2,7 +2,10 @@
 //! HTTP, or stdio with `--stdio`) in front of every upstream, the admin API,
 //! SIGHUP reloads and bounded SIGTERM/SIGINT shutdowns.
 
-use std::path::{Path, PathBuf};
+use std::{
+    io::IsTerminal,
+    path::{Path, PathBuf},
+};
 
 use actix::Actor;
 use mcp_supervisor::{
@@ -128,6 +131,10 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         let lifecycle = mcp_supervisor::telemetry::LifecycleSpans.start();
         let _ = registry.send(Subscribe(lifecycle.recipient())).await;
     }
+    let config_file = match &source {
+        ConfigSource::File(path) => Some(path.clone()),
+        ConfigSource::Embedded { .. } => None,
+    };
     let reloader = Reloader::new(source, registry.clone());
     // Another node of the fleet reloaded: re-read our own file too.
     let (fleet_reload_tx, mut fleet_reloads) = tokio::sync::mpsc::unbounded_channel();
@@ -143,12 +150,20 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         gateway: gateway.is_some().then(|| gateway_stop.tallies()),
         logins: Default::default(),
     };
-    // With `[admin] auth` a browser needs a login link: one to start with
-    // (printed, never logged; `mcp-supervisor dashboard` mints more).
+    // With `[admin] auth` a browser needs a login link: one to start with,
+    // printed only to a person at a terminal (stdout is the log under
+    // systemd or Kubernetes, and a link in a log is a key anyone reading
+    // it can use); `mcp-supervisor dashboard` mints more.
     if config.admin.auth.is_some() {
-        let token = links.logins.mint();
+        let terminal = if stdio {
+            std::io::stderr().is_terminal()
+        } else {
+            std::io::stdout().is_terminal()
+        };
+        let token = terminal.then(|| links.logins.mint());
         announce = format!(
-            "dashboard login (single use, 5 min): {admin_url}/login?token={token}\n{announce}"
+            "{}{announce}",
+            login_line(&admin_url, token.as_deref(), config_file.as_deref())
         );
     }
     let admin_task = actix_rt::spawn(serve_admin_linked(
@@ -292,4 +307,41 @@ fn local(listener: &TcpListener) -> String {
         .local_addr()
         .map(|address| address.to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// What `serve` says of the dashboard's login: a one-time link when `token`
+/// was minted (a terminal), else how to get one.
+fn login_line(admin_url: &str, token: Option<&str>, config: Option<&std::path::Path>) -> String {
+    match token {
+        Some(token) => {
+            format!("dashboard login (single use, 5 min): {admin_url}/login?token={token}\n")
+        }
+        None => {
+            let config =
+                config.map_or_else(|| "FILE".to_owned(), |path| path.display().to_string());
+            format!(
+                "dashboard login: run `mcp-supervisor dashboard --config {config}` for a one-time link\n"
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod login_tests {
+    use super::*;
+
+    #[test]
+    fn a_login_link_is_printed_only_when_one_was_minted_for_a_terminal() {
+        let url = "http://127.0.0.1:7301";
+        assert_eq!(
+            login_line(url, Some("tok"), None),
+            "dashboard login (single use, 5 min): http://127.0.0.1:7301/login?token=tok\n"
+        );
+        let told = login_line(url, None, Some(std::path::Path::new("/etc/mcp.toml")));
+        assert_eq!(
+            told,
+            "dashboard login: run `mcp-supervisor dashboard --config /etc/mcp.toml` for a one-time link\n"
+        );
+        assert!(!told.contains("token"));
+    }
 }
