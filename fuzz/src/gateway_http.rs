@@ -31,12 +31,6 @@ use std::{
     time::Duration,
 };
 
-use actix::Actor;
-use mcp_supervisor::{
-    config::Config,
-    gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http},
-    registry::{Registry, Subscribe},
-};
 use mcp_test_support::{TestServer, TestServerOptions};
 
 use crate::http1::{
@@ -103,30 +97,7 @@ async fn serve(ready: mpsc::Sender<SocketAddr>) {
         "#,
         upstream.url()
     );
-    let config = Config::from_toml_str(&toml, std::path::Path::new("fuzz.toml"), &|_| None)
-        .expect("the harness's config is valid");
-    let registry = Registry::new(config.clone()).start();
-    let state = GatewayState::new(
-        registry.clone(),
-        config.gateway.expose,
-        config.gateway.prefix,
-    );
-    let forwarder = ListChangedForwarder::new(state.clone()).start();
-    registry
-        .send(Subscribe(forwarder.recipient()))
-        .await
-        .expect("the registry answers");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let addr = listener.local_addr().expect("a bound address");
-    let shutdown = GatewayShutdown::new();
-    let settings = config.gateway.clone();
-    actix_rt::spawn(async move {
-        serve_http(listener, state, &settings, None, shutdown)
-            .await
-            .expect("the gateway serves");
-    });
+    let (addr, registry) = crate::served::serve(&toml).await;
     ready.send(addr).expect("the harness waits for the address");
     std::future::pending::<()>().await;
     drop((upstream, registry));

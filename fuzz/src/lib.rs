@@ -17,6 +17,7 @@ mod http1;
 pub mod jsonrpc_parse;
 pub mod mutate;
 pub mod retry_after;
+mod served;
 pub mod standing;
 
 /// A harness: runs one input, panics on a bug.

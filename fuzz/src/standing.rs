@@ -36,12 +36,10 @@ use std::{
     time::Duration,
 };
 
-use actix::{Actor, Addr};
+use actix::Addr;
 use mcp_supervisor::{
     ConnectionState,
-    config::Config,
-    gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http},
-    registry::{Registry, Status, Subscribe},
+    registry::{Registry, Status},
 };
 use mcp_test_support::{TestServer, TestServerOptions};
 
@@ -152,30 +150,7 @@ async fn serve((pid_file, count_file): (PathBuf, PathBuf), ready: mpsc::Sender<S
         "#,
         url = upstream.url(),
     );
-    let config = Config::from_toml_str(&toml, std::path::Path::new("fuzz.toml"), &|_| None)
-        .expect("the harness's config is valid");
-    let registry = Registry::new(config.clone()).start();
-    let state = GatewayState::new(
-        registry.clone(),
-        config.gateway.expose,
-        config.gateway.prefix,
-    );
-    let forwarder = ListChangedForwarder::new(state.clone()).start();
-    registry
-        .send(Subscribe(forwarder.recipient()))
-        .await
-        .expect("the registry answers");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let addr = listener.local_addr().expect("a bound address");
-    let shutdown = GatewayShutdown::new();
-    let settings = config.gateway.clone();
-    actix_rt::spawn(async move {
-        serve_http(listener, state, &settings, None, shutdown)
-            .await
-            .expect("the gateway serves");
-    });
+    let (addr, registry) = crate::served::serve(&toml).await;
     let (asks, mut asked) = tokio::sync::mpsc::unbounded_channel::<mpsc::Sender<u64>>();
     ready
         .send((addr, registry, asks))

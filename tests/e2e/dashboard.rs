@@ -115,7 +115,10 @@ async fn the_dashboard_in_chromium() {
         "{told}"
     );
     assert!(
-        served.listening.iter().all(|line| !line.contains("login?token=")),
+        served
+            .listening
+            .iter()
+            .all(|line| !line.contains("login?token=")),
         "{:?}",
         served.listening
     );

@@ -17,17 +17,10 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use actix::Actor;
 use axum::{Router, http::HeaderMap, routing::any};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use hmac::{Hmac, KeyInit, Mac};
-use mcp_supervisor::{
-    config::FleetKey,
-    fleet::Seal,
-    gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http},
-    registry::{FleetOverview, Registry, Subscribe},
-    tallies::Protection,
-};
+use mcp_supervisor::{config::FleetKey, fleet::Seal, registry::FleetOverview, tallies::Protection};
 use mcp_test_support::{RedisServer, TestServer, TestServerOptions};
 use reqwest::header;
 use serde_json::json;
@@ -104,13 +97,9 @@ async fn capture() -> (String, Seen) {
     (url, seen)
 }
 
-struct Node {
-    registry: actix::Addr<Registry>,
-    url: String,
-    shutdown: GatewayShutdown,
-}
-
-async fn node_one(redis: &RedisServer, upstream: &TestServer) -> Node {
+/// Node "one": a gateway with `[gateway] auth` (the canary) and `[fleet]`
+/// on `redis`, with connection `a` to `upstream`.
+async fn node_one(redis: &RedisServer, upstream: &TestServer) -> ServedGateway {
     let key = tempfile::NamedTempFile::new().unwrap();
     let key_b64 = base64::engine::general_purpose::STANDARD.encode(KEY);
     std::fs::write(key.path(), format!("{key_b64}\n")).unwrap();
@@ -121,32 +110,8 @@ async fn node_one(redis: &RedisServer, upstream: &TestServer) -> Node {
         toml_string(&key.path().to_string_lossy()),
         http_connection("a", &upstream.url(), ""),
     );
-    let config = config(&toml);
-    let registry = Registry::new(config.clone()).start();
-    let state = GatewayState::new(
-        registry.clone(),
-        config.gateway.expose,
-        config.gateway.prefix,
-    );
-    let forwarder = ListChangedForwarder::new(state.clone()).start();
-    registry
-        .send(Subscribe(forwarder.recipient()))
-        .await
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let shutdown = GatewayShutdown::new();
-    let (settings, fleet) = (config.gateway.clone(), config.fleet.clone());
-    actix_rt::spawn({
-        let shutdown = shutdown.clone();
-        async move { serve_http(listener, state, &settings, fleet.as_ref(), shutdown).await }
-    });
-    std::mem::forget(key);
-    Node {
-        registry,
-        url,
-        shutdown,
-    }
+    // Read when the config is: the file may go.
+    ServedGateway::start(config(&toml)).await
 }
 
 fn ping(id: u64) -> String {
@@ -228,7 +193,6 @@ fn a_forwarded_request_carries_a_voucher_and_never_the_bearer() {
         let refused = post(&one.url, &theirs, ping(2)).send().await.unwrap();
         assert_eq!(refused.status(), 401);
         assert_eq!(seen.lock().unwrap().len(), before);
-        one.shutdown.end_sessions();
     });
 }
 
@@ -240,7 +204,7 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
             .await
             .unwrap();
         let one = node_one(&redis, &upstream).await;
-        let tallies = one.shutdown.tallies();
+        let tallies = one.tallies();
         // A session node one holds, opened with the bearer.
         let initialize = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -307,6 +271,5 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
         }
         assert_eq!(tallies.get(Protection::ForgedForwarding), 10);
         assert_eq!(tallies.get(Protection::ForwardedIn), 1);
-        one.shutdown.end_sessions();
     });
 }

@@ -11,7 +11,7 @@ use actix::Actor;
 use mcp_supervisor::{
     admin::{AdminLinks, ConfigSource, Reloader, serve_admin_linked},
     config::Config,
-    gateway::{GatewayShutdown, GatewayState, ListChangedForwarder, serve_http, serve_stdio},
+    gateway::{GatewayShutdown, GatewayState, serve_http, serve_stdio},
     registry::{CurrentConfig, OnFleetReload, Registry, Shutdown, Subscribe},
 };
 use tokio::{
@@ -120,13 +120,7 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         None => None,
     };
     let registry = Registry::new(config.clone()).start();
-    let state = GatewayState::new(
-        registry.clone(),
-        config.gateway.expose,
-        config.gateway.prefix,
-    );
-    let forwarder = ListChangedForwarder::new(state.clone()).start();
-    let _ = registry.send(Subscribe(forwarder.recipient())).await;
+    let state = GatewayState::start(&registry, &config.gateway).await;
     if telemetry.is_some() {
         let lifecycle = mcp_supervisor::telemetry::LifecycleSpans.start();
         let _ = registry.send(Subscribe(lifecycle.recipient())).await;

@@ -23,6 +23,26 @@ impl ListChangedForwarder {
     }
 }
 
+impl GatewayState {
+    /// A gateway's shared state over `registry`, with `settings`' view of
+    /// it, and its [`ListChangedForwarder`] subscribed to the registry (so
+    /// what upstreams announce reaches the gateway's clients): how every
+    /// server of the gateway starts, over HTTP or stdio.
+    pub async fn start(
+        registry: &actix::Addr<crate::registry::Registry>,
+        settings: &crate::config::GatewaySettings,
+    ) -> Arc<GatewayState> {
+        let state = GatewayState::new(registry.clone(), settings.expose, settings.prefix);
+        let forwarder = ListChangedForwarder::new(state.clone()).start();
+        // A registry gone answers nothing: the gateway then serves nothing
+        // either, which its callers learn from the registry itself.
+        let _ = registry
+            .send(crate::registry::Subscribe(forwarder.recipient()))
+            .await;
+        state
+    }
+}
+
 impl Actor for ListChangedForwarder {
     type Context = Context<Self>;
 }

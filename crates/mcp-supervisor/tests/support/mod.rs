@@ -427,21 +427,13 @@ pub struct ServedGateway {
 
 impl ServedGateway {
     /// Serves `config`'s connections with its `[gateway]` settings (`expose`,
-    /// `prefix`, …; `listen` is ignored). Must run inside an actix system.
+    /// `prefix`, …; `listen` is ignored), in its `[fleet]` if it has one.
+    /// Must run inside an actix system.
     pub async fn start(config: Config) -> Self {
-        use mcp_supervisor::gateway::{GatewayState, ListChangedForwarder, serve_http};
+        use mcp_supervisor::gateway::{GatewayState, serve_http};
 
         let registry = Registry::new(config.clone()).start();
-        let state = GatewayState::new(
-            registry.clone(),
-            config.gateway.expose,
-            config.gateway.prefix,
-        );
-        let forwarder = ListChangedForwarder::new(state.clone()).start();
-        registry
-            .send(Subscribe(forwarder.recipient()))
-            .await
-            .unwrap();
+        let state = GatewayState::start(&registry, &config.gateway).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!(
             "http://{}{}",
@@ -449,11 +441,11 @@ impl ServedGateway {
             config.gateway.path
         );
         let shutdown = mcp_supervisor::gateway::GatewayShutdown::new();
-        let settings = config.gateway.clone();
+        let (settings, fleet) = (config.gateway.clone(), config.fleet.clone());
         let served = actix_rt::spawn({
             let shutdown = shutdown.clone();
             let state = state.clone();
-            async move { serve_http(listener, state, &settings, None, shutdown).await }
+            async move { serve_http(listener, state, &settings, fleet.as_ref(), shutdown).await }
         });
         Self {
             registry,
