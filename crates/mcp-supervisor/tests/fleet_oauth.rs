@@ -393,7 +393,9 @@ fn tokens_that_do_not_open_are_ignored_and_counted() {
                 (Refusal::UnknownVersion, 0),
                 (Refusal::UnknownName, 0),
                 (Refusal::TooFar, 0),
-                (Refusal::Unsealed, 2)
+                (Refusal::Unsealed, 2),
+                (Refusal::Stale, 0),
+                (Refusal::Replayed, 0),
             ]
         );
         for status in node.send(Status).await.unwrap() {
