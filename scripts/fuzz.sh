@@ -74,6 +74,9 @@ long() {
         export RUSTC_BOOTSTRAP=1
     fi
     sync_lock
+    # The `standing` harness runs the in-repo test server as a stdio child.
+    "$CARGO" build -p mcp-test-support --bin mcp-test-server
+    export MCP_TEST_SERVER_BIN="${MCP_TEST_SERVER_BIN:-$CARGO_TARGET_DIR/debug/mcp-test-server}"
     local failed=() dict
     for t in "${targets[@]}"; do
         mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
