@@ -18,6 +18,20 @@ pub(crate) const NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// names).
 pub(crate) const PREFIX: &str = "mcp-";
 
+/// The HTTP status a 2026-07-28 server answers a request's JSON-RPC error
+/// `code` with (rmcp's `jsonrpc_http_status`): a few protocol errors are
+/// 4xx, the rest 200. A 2025 server answers every error with 200.
+pub(crate) fn per_request_status(code: rmcp::model::ErrorCode) -> http::StatusCode {
+    use rmcp::model::ErrorCode;
+    match code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => http::StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => http::StatusCode::NOT_FOUND,
+        _ => http::StatusCode::OK,
+    }
+}
+
 /// What `Mcp-Param-*` headers start with.
 const PARAM_PREFIX: &str = "mcp-param-";
 

@@ -263,6 +263,11 @@ pub mod messages {
                  available. Check the arguments and whether the configured credential may \
                  access that resource, then retry."
             ),
+            _ if failure.refused_as_too_large() => format!(
+                "MCP connection '{name}' refused this call as too large (status={status}): the \
+                 request, not the connection. The connection is still available. Send smaller \
+                 arguments, then retry."
+            ),
             _ => format!(
                 "MCP connection '{name}' rejected this call as invalid (status={status}): the \
                  request itself was malformed, not the connection. The connection is still \

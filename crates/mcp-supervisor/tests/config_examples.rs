@@ -97,6 +97,8 @@ fn example_mentions_every_key() {
         "max_connections",
         "max_sessions",
         "max_sessions_per_client",
+        "trusted_proxies",
+        "forwarded_header",
         "session_idle_timeout",
         "[admin]",
         "transport",

@@ -48,6 +48,18 @@ fn session_id(node: &str) -> String {
 
 /// `from`'s voucher for a request forwarded to `to` at `at_ms`.
 fn voucher(from: &str, to: &str, at_ms: u128, method: &str, session: &str) -> String {
+    voucher_with(from, to, at_ms, &rand::random(), method, session)
+}
+
+/// `from`'s voucher with `nonce` (docs/FLEET.md).
+fn voucher_with(
+    from: &str,
+    to: &str,
+    at_ms: u128,
+    nonce: &[u8; 12],
+    method: &str,
+    session: &str,
+) -> String {
     let key = hmac(&KEY, &[b"mcp-supervisor/forwarded-requests/v1\0t"]);
     let at = at_ms.to_string();
     let mut parts: Vec<Vec<u8>> = Vec::new();
@@ -55,6 +67,7 @@ fn voucher(from: &str, to: &str, at_ms: u128, method: &str, session: &str) -> St
         from.as_bytes(),
         to.as_bytes(),
         at.as_bytes(),
+        nonce,
         method.as_bytes(),
         session.as_bytes(),
     ] {
@@ -63,7 +76,11 @@ fn voucher(from: &str, to: &str, at_ms: u128, method: &str, session: &str) -> St
     }
     let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
     let mac = hmac(&key, &slices);
-    format!("{from}.{at}.{}", URL_SAFE_NO_PAD.encode(&mac[..16]))
+    format!(
+        "{from}.{at}.{}.{}",
+        URL_SAFE_NO_PAD.encode(nonce),
+        URL_SAFE_NO_PAD.encode(&mac[..16])
+    )
 }
 
 fn now_ms() -> u128 {
@@ -181,11 +198,13 @@ fn a_forwarded_request_carries_a_voucher_and_never_the_bearer() {
         }
         assert!(!forwarded.contains_key(header::AUTHORIZATION));
         let mark = forwarded["mcp-supervisor-forwarded"].to_str().unwrap();
-        let (from_at, _) = mark.rsplit_once('.').unwrap();
+        let (from_at_nonce, _) = mark.rsplit_once('.').unwrap();
+        let (from_at, nonce) = from_at_nonce.rsplit_once('.').unwrap();
         let at: u128 = from_at.strip_prefix("one.").unwrap().parse().unwrap();
+        let nonce: [u8; 12] = URL_SAFE_NO_PAD.decode(nonce).unwrap().try_into().unwrap();
         assert_eq!(
             mark,
-            voucher("one", "two", at, "POST", &theirs),
+            voucher_with("one", "two", at, &nonce, "POST", &theirs),
             "the documented voucher"
         );
         // Without the bearer, nothing is forwarded.
@@ -236,11 +255,9 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
         assert_eq!(sent.status(), 202);
 
         // Node two's voucher, no bearer: taken.
+        let taken = voucher("two", "one", now_ms(), "POST", &ours);
         let vouched = post(&one.url, &ours, ping(3))
-            .header(
-                "mcp-supervisor-forwarded",
-                voucher("two", "one", now_ms(), "POST", &ours),
-            )
+            .header("mcp-supervisor-forwarded", &taken)
             .send()
             .await
             .unwrap();
@@ -249,7 +266,8 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
 
         // The mark without a valid voucher, with or without the bearer: a
         // client forging the loop-prevention mark, an old voucher, one for
-        // another request or another node, one node one would make itself.
+        // another request or another node, one node one would make itself,
+        // the voucher taken above sent again (by whoever saw it pass).
         let old = voucher("two", "one", now_ms() - 60_000, "POST", &ours);
         let forged = [
             "1".to_owned(),
@@ -257,6 +275,7 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
             voucher("two", "one", now_ms(), "DELETE", &ours),
             voucher("two", "three", now_ms(), "POST", &ours),
             voucher("one", "one", now_ms(), "POST", &ours),
+            taken,
         ];
         for (at, mark) in forged.iter().enumerate() {
             for bearer in [false, true] {
@@ -269,7 +288,31 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
                 assert_eq!(answer.status(), 401, "{mark} (bearer: {bearer})");
             }
         }
-        assert_eq!(tallies.get(Protection::ForgedForwarding), 10);
+        assert_eq!(tallies.get(Protection::ForgedForwarding), 12);
+
+        // A valid voucher on a request that names no session of node one:
+        // none (a 2026-07-28 request, served per request), another node's,
+        // or one node one never minted under another's name. Only a
+        // session's request is ever forwarded.
+        let theirs = session_id("two");
+        for (session, sent) in [("", ping(30)), (theirs.as_str(), ping(31))] {
+            let mut request = http()
+                .post(&one.url)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header(
+                    "mcp-supervisor-forwarded",
+                    voucher("two", "one", now_ms(), "POST", session),
+                )
+                .body(sent);
+            if !session.is_empty() {
+                request = request.header("mcp-session-id", session);
+            }
+            let answer = request.send().await.unwrap();
+            assert_eq!(answer.status(), 401, "session {session:?}");
+        }
+        assert_eq!(tallies.get(Protection::ForgedForwarding), 14);
         assert_eq!(tallies.get(Protection::ForwardedIn), 1);
     });
 }

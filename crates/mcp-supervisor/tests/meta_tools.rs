@@ -189,6 +189,19 @@ fn call_mcp_errors_are_the_exact_texts() {
                 json!({"connection": "fast", "tool": "echo", "arguments": "not json"}),
                 "Invalid arguments for 'fast'.echo: expected a JSON object of argument names to values, or none. Call get_mcp_tool_schema for the schema.",
             ),
+            // A string's text passes the door's check: nested this deep,
+            // the upstream's envelope would take it past rmcp's parser's
+            // limit, and its silence would be counted against it.
+            (
+                json!({"connection": "fast", "tool": "echo", "arguments": format!(
+                    r#"{{"text":"x","d":{}{}}}"#, "[".repeat(120), "]".repeat(120)
+                )}),
+                "Invalid arguments for 'fast'.echo: objects and arrays in them nest deeper than 64 levels.",
+            ),
+            (
+                json!({"connection": "fast", "tool": "echo", "arguments": r#"{"text":"a","text":"b"}"#}),
+                "Invalid arguments for 'fast'.echo: an object in them has the same key twice.",
+            ),
         ];
         for (arguments, expected) in cases {
             let result = meta::call(&registry, "call_mcp", object(arguments)).await;

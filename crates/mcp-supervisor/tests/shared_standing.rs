@@ -223,7 +223,7 @@ fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
         let mut refused = 0;
         for upstream in upstreams() {
             for arguments in unreadable_arguments() {
-                for way in ["direct", "rmcp", "2026 direct", "2026 rmcp"] {
+                for way in WAYS {
                     id += 1;
                     let response = match way {
                         "direct" | "rmcp" => {
@@ -246,6 +246,18 @@ fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
                             let body = call(id, upstream.tool, &arguments, true);
                             let request =
                                 modern(&http, url, upstream.tool, body, way == "2026 rmcp");
+                            // rmcp serves a 2026-07-28 request per request
+                            // under an id it does not know, too.
+                            let request = match way {
+                                "2026 under a stranger's id" => {
+                                    request.header("mcp-session-id", "nope")
+                                }
+                                "2026 under an unreadable id" => request.header(
+                                    "mcp-session-id",
+                                    header::HeaderValue::from_bytes(b"\xff").unwrap(),
+                                ),
+                                _ => request,
+                            };
                             request.send().await.unwrap()
                         }
                     };
@@ -269,7 +281,7 @@ fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
                 }
             }
         }
-        assert_eq!(refused, 3 * 5 * 4);
+        assert_eq!(refused, 3 * 5 * WAYS.len() as u64);
 
         assert_eq!(
             standing(&gateway).await,
@@ -303,6 +315,16 @@ fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
         python_server.kill();
     });
 }
+
+/// Every way a call reaches the gateway's door.
+const WAYS: [&str; 6] = [
+    "direct",
+    "rmcp",
+    "2026 direct",
+    "2026 rmcp",
+    "2026 under a stranger's id",
+    "2026 under an unreadable id",
+];
 
 fn path_str(path: &std::path::Path) -> &str {
     path.to_str().unwrap()
@@ -350,5 +372,70 @@ fn an_upstreams_error_answer_to_a_call_is_not_held_against_it() {
         after[0].1.rejected = before[0].1.rejected;
         assert_eq!(after, before, "nothing on the connection's record");
         assert_eq!(upstream.tool_calls("echo"), 2, "not retried");
+    });
+}
+
+/// An upstream that refuses a call for its size (HTTP 413, 414 or 431:
+/// a client's large arguments, a long tool name in a header), or answers
+/// it with a JSON-RPC error under the status the 2026-07-28 protocol gives
+/// that error, answered that call; the caller is told, and nothing goes on
+/// the connection's record.
+#[test]
+fn an_upstream_refusing_a_call_as_too_large_or_by_protocol_is_not_held_against_it() {
+    use mcp_test_support::fault::{Fault, FaultRule, Match};
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let gateway =
+            ServedGateway::start(config(&http_connection("a", &upstream.url(), ""))).await;
+        let http = http();
+        let session = session(&http, &gateway.url, json!({})).await;
+        let echo = |id: u64| {
+            json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "a__echo", "arguments": {"text": "hi"}},
+            })
+        };
+        exchange(&http, &gateway.url, &session, &echo(1)).await;
+        let before = standing(&gateway).await;
+        for (id, status) in [(2, 413), (3, 414), (4, 431)] {
+            upstream
+                .faults()
+                .push(FaultRule::once(Match::tool("echo"), Fault::status(status)));
+            let answer = exchange(&http, &gateway.url, &session, &echo(id)).await;
+            let answer = answer.last().unwrap().to_string();
+            assert!(
+                answer.contains(&format!("refused this call as too large (status={status})")),
+                "{answer}"
+            );
+        }
+        // A 2026-07-28 server answers a method it does not serve with 404,
+        // a header that does not match its body or a missing capability
+        // with 400, each with the JSON-RPC error: answers too, passed on.
+        for (id, status, code) in [(5, 404, -32601), (6, 400, -32020), (7, 400, -32021)] {
+            upstream.faults().push(FaultRule::once(
+                Match::tool("echo"),
+                Fault::status(status).with_jsonrpc_error(code),
+            ));
+            let answer = exchange(&http, &gateway.url, &session, &echo(id)).await;
+            assert_eq!(answer.last().unwrap()["error"]["code"], code, "{answer:?}");
+        }
+        let mut after = standing(&gateway).await;
+        assert_eq!(after[0].1.rejected, before[0].1.rejected + 6);
+        after[0].1.rejected = before[0].1.rejected;
+        assert_eq!(after, before, "nothing on the connection's record");
+        assert_eq!(upstream.tool_calls("echo"), 7, "none retried");
+        let answer = exchange(&http, &gateway.url, &session, &echo(8)).await;
+        assert_eq!(answer.last().unwrap()["result"]["isError"], false);
+
+        // A 400 without an error the protocol gives it is the connection's.
+        upstream
+            .faults()
+            .push(FaultRule::once(Match::tool("echo"), Fault::status(400)));
+        let answer = exchange(&http, &gateway.url, &session, &echo(9)).await;
+        let after = standing(&gateway).await;
+        assert!(after[0].1.last_failure, "{answer:?} {after:?}");
+        assert_eq!(after[0].1.failures, before[0].1.failures + 1);
     });
 }

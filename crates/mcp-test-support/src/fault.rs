@@ -88,10 +88,11 @@ pub enum Fault {
         status: u16,
         /// Sent as a `Retry-After` header when set.
         retry_after: Option<RetryAfter>,
-        /// `true`: `application/json` body holding a JSON-RPC error
-        /// (`code: -32603, message: "injected"`) for the request's id, the
-        /// way some servers wrap HTTP errors. `false`: a plain-text body.
-        jsonrpc_body: bool,
+        /// `Some(code)`: `application/json` body holding a JSON-RPC error
+        /// (`code`, `message: "injected"`) for the request's id, the way
+        /// some servers wrap HTTP errors (and 2026-07-28 servers answer a
+        /// few errors). `None`: a plain-text body.
+        jsonrpc_body: Option<i32>,
         /// Sent as a `WWW-Authenticate` header when set.
         www_authenticate: Option<String>,
     },
@@ -121,7 +122,7 @@ impl Fault {
         Self::Status {
             status,
             retry_after: None,
-            jsonrpc_body: false,
+            jsonrpc_body: None,
             www_authenticate: None,
         }
     }
@@ -150,9 +151,15 @@ impl Fault {
     }
 
     /// Makes a [`Fault::Status`] answer with a JSON-RPC error body (no-op otherwise).
-    pub fn with_jsonrpc_body(mut self) -> Self {
+    pub fn with_jsonrpc_body(self) -> Self {
+        self.with_jsonrpc_error(-32603)
+    }
+
+    /// Gives a [`Fault::Status`] a JSON-RPC error body with `code` (no-op
+    /// otherwise).
+    pub fn with_jsonrpc_error(mut self, code: i32) -> Self {
         if let Self::Status { jsonrpc_body, .. } = &mut self {
-            *jsonrpc_body = true;
+            *jsonrpc_body = Some(code);
         }
         self
     }
@@ -324,8 +331,12 @@ mod wire {
             status: u16,
             #[serde(default, skip_serializing_if = "Option::is_none")]
             retry_after: Option<RetryAfter>,
+            /// A JSON-RPC error body with code -32603 …
             #[serde(default)]
             jsonrpc_body: bool,
+            /// … or with this code.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            jsonrpc_code: Option<i32>,
             #[serde(default, skip_serializing_if = "Option::is_none")]
             www_authenticate: Option<String>,
         },
@@ -357,8 +368,10 @@ mod wire {
                     status,
                     retry_after,
                     jsonrpc_body,
+                    jsonrpc_code,
                     www_authenticate,
                 } => {
+                    let jsonrpc_body = jsonrpc_code.or(jsonrpc_body.then_some(-32603));
                     if http::StatusCode::from_u16(status).is_err() {
                         return Err(format!("invalid HTTP status {status}"));
                     }
@@ -401,7 +414,8 @@ mod wire {
                         super::RetryAfter::Seconds(s) => RetryAfter::Seconds(s),
                         super::RetryAfter::Date(d) => RetryAfter::Date(httpdate::fmt_http_date(d)),
                     }),
-                    jsonrpc_body,
+                    jsonrpc_body: jsonrpc_body == Some(-32603),
+                    jsonrpc_code: jsonrpc_body.filter(|code| *code != -32603),
                     www_authenticate,
                 },
                 super::Fault::Delay(delay) => Self::Delay {

@@ -625,16 +625,16 @@ async fn resource_metadata(State(state): State<AppState>) -> Response {
 fn status_response(
     status: u16,
     retry_after: Option<RetryAfter>,
-    jsonrpc_body: bool,
+    jsonrpc_body: Option<i32>,
     www_authenticate: Option<&str>,
     id: Option<serde_json::Value>,
 ) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = if jsonrpc_body {
+    let mut response = if let Some(code) = jsonrpc_body {
         let body = serde_json::json!({
             "jsonrpc": "2.0",
             "id": id.unwrap_or(serde_json::Value::Null),
-            "error": {"code": -32603, "message": "injected"},
+            "error": {"code": code, "message": "injected"},
         });
         (status, Json(body)).into_response()
     } else {

@@ -36,9 +36,9 @@ pub use model::{
     AdminSettings, BearerToken, CAPTURE_MAX_BYTES, Choice, Config, ConnectionConfig,
     DEFAULT_FLEET_NAMESPACE, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW,
     DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, FleetKey, FleetSettings,
-    GatewaySettings, HttpTransport, OAuthGrant, OAuthSettings, OtlpProtocol, Password, Prefix,
-    QuarantineSettings, RestartBudget, RetryCalls, SampleRatio, StdioTransport, SupervisorSettings,
-    TelemetrySettings, Transport, UpstreamAuth, UpstreamProtocol,
+    ForwardedHeader, GatewaySettings, HttpTransport, OAuthGrant, OAuthSettings, OtlpProtocol,
+    Password, Prefix, QuarantineSettings, RestartBudget, RetryCalls, SampleRatio, StdioTransport,
+    SupervisorSettings, TelemetrySettings, Transport, UpstreamAuth, UpstreamProtocol,
 };
 pub use summary::summary;
 

@@ -366,9 +366,11 @@ pub struct GatewaySettings {
     /// A session with no activity for this long is closed (its client must
     /// initialize again).
     pub session_idle_timeout: Duration,
-    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` say who the
-    /// client is (for `max_sessions_per_client`); empty: none.
+    /// Reverse proxies whose `forwarded_header` says who the client is
+    /// (for `max_sessions_per_client`); empty: none.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The header the trusted proxies append the client's address to.
+    pub forwarded_header: ForwardedHeader,
 }
 
 /// Default `gateway.max_sessions_per_client` (never more than
@@ -400,7 +402,32 @@ impl Default for GatewaySettings {
             max_sessions: 256,
             max_sessions_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
             trusted_proxies: Vec::new(),
+            forwarded_header: ForwardedHeader::default(),
             session_idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// `gateway.forwarded_header`: the one header the trusted proxies write.
+/// Only that one is read: a proxy passes on, untouched, whatever a client
+/// wrote in the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For` (HAProxy's `option forwardfor`, nginx's
+    /// `$proxy_add_x_forwarded_for`, most load balancers).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239), its `for=` parameters.
+    Forwarded,
+}
+
+impl Choice for ForwardedHeader {
+    const ALL: &'static [Self] = &[Self::XForwardedFor, Self::Forwarded];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::XForwardedFor => "x-forwarded-for",
+            Self::Forwarded => "forwarded",
         }
     }
 }

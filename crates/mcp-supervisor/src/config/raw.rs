@@ -122,6 +122,7 @@ pub(crate) struct RawGateway {
     pub(crate) max_sessions_per_client: Option<i64>,
     pub(crate) session_idle_timeout: Option<String>,
     pub(crate) trusted_proxies: Option<Vec<String>>,
+    pub(crate) forwarded_header: Option<String>,
 }
 
 /// `[admin]`.

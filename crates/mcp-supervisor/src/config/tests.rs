@@ -257,11 +257,21 @@ fn gateway_and_admin_settings() {
         allowed_hosts = ["Example.COM"]
         max_body_bytes = 1024
         auth = { kind = "bearer", token = "t0k" }
+        trusted_proxies = ["10.0.0.0/8"]
+        forwarded_header = "forwarded"
         [admin]
         listen = "127.0.0.1:0"
         "#,
     )
     .unwrap();
+    assert_eq!(
+        config.gateway.forwarded_header,
+        crate::config::ForwardedHeader::Forwarded
+    );
+    assert_eq!(
+        load("").unwrap().gateway.forwarded_header,
+        crate::config::ForwardedHeader::XForwardedFor
+    );
     assert_eq!(config.gateway.listen.to_string(), "[::1]:0");
     assert_eq!(config.gateway.path, "/");
     assert_eq!(config.gateway.expose, Expose::Both);

@@ -339,6 +339,11 @@ impl<'a> Validator<'a> {
                     self.check(&key.key("trusted_proxies").index(i), values::ip_net(text))
                 })
                 .collect::<Result<_, _>>()?,
+            forwarded_header: self.choice(
+                &key.key("forwarded_header"),
+                raw.forwarded_header.as_deref(),
+                d.forwarded_header,
+            )?,
         })
     }
 

@@ -16,8 +16,8 @@ use actix::Addr;
 #[allow(deprecated)] // roots: deprecated by SEP-2577, still what servers ask for
 use rmcp::model::ListRootsResult;
 use rmcp::model::{
-    ClientRequest, ElicitResult, ElicitationAction, ErrorData, InputRequest, InputRequiredResult,
-    InputResponses, ProtocolVersion, ServerResult,
+    ClientRequest, ElicitResult, ElicitationAction, ErrorCode, ErrorData, InputRequest,
+    InputRequiredResult, InputResponses, ProtocolVersion, ServerResult,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -256,24 +256,22 @@ impl Operation {
                             return Ended::Cancelled;
                         }
                         // The upstream answered this request with a
-                        // JSON-RPC error and no HTTP error status: that is
-                        // the request's answer, passed on, and says nothing
-                        // against the connection, which answered. Nothing
-                        // of its standing moves (no strike, no failure on
-                        // record): what a client asks cannot change it
-                        // (docs/RELIABILITY.md). An HTTP 401, 403, 429, 4xx
-                        // or 5xx with such a body is still the policy's.
-                        Err(SendError::Failed {
-                            failure,
-                            upstream: Some(error),
-                        }) if phase == Phase::Call && is_an_answer(&failure) => {
+                        // JSON-RPC error and no HTTP error status, or
+                        // refused it for its size: that is the request's
+                        // answer, passed on, and says nothing against the
+                        // connection, which answered. Nothing of its
+                        // standing moves (no strike, no failure on record):
+                        // what a client asks cannot change it
+                        // (docs/RELIABILITY.md). Any other HTTP 4xx or 5xx
+                        // is still the policy's.
+                        Err(SendError::Failed { failure, upstream })
+                            if phase == Phase::Call
+                                && of_the_request(&failure, upstream.as_ref()) =>
+                        {
                             if let Some(span) = span {
-                                span.failed(&failure, Some(&error), Some(&Decision::Reject));
+                                span.failed(&failure, upstream.as_ref(), Some(&Decision::Reject));
                             }
-                            return Ended::Rejected {
-                                failure,
-                                upstream: Some(error),
-                            };
+                            return Ended::Rejected { failure, upstream };
                         }
                         Err(SendError::Failed { failure, upstream }) => {
                             (failure, upstream, phase, Some(lease.generation), span)
@@ -446,17 +444,27 @@ fn set_inputs(request: &mut ClientRequest, answers: InputResponses, state: Optio
     true
 }
 
-/// Whether a failure means the session itself is broken (dispose it) rather
-/// than one request (keep it: other calls may be in flight on it).
-/// Whether a failure that came with the upstream's JSON-RPC error is only
-/// that: an answer, under no HTTP error status.
-fn is_an_answer(failure: &Failure) -> bool {
-    failure.kind == FailureKind::Protocol
-        && failure
-            .status
-            .is_none_or(|status| FailureKind::from_status(status).is_none())
+/// Whether a call's failure says something only of the request: the
+/// upstream's JSON-RPC error (`answered`) under no HTTP error status, or
+/// under the one a 2026-07-28 server answers that error with (a method it
+/// does not serve is 404; a header that does not match its body, or a
+/// capability the request lacks, 400), or an HTTP status that refuses the
+/// request for its size. An unsupported protocol version is the
+/// connection's.
+fn of_the_request(failure: &Failure, answered: Option<&ErrorData>) -> bool {
+    let an_answer = answered.is_some_and(|error| {
+        failure.kind == FailureKind::Protocol
+            && failure.status.is_none_or(|status| {
+                FailureKind::from_status(status).is_none()
+                    || (error.code != ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+                        && crate::mcp_headers::per_request_status(error.code).as_u16() == status)
+            })
+    });
+    an_answer || failure.refused_as_too_large()
 }
 
+/// Whether a failure means the session itself is broken (dispose it) rather
+/// than one request (keep it: other calls may be in flight on it).
 pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
     match (failure.kind, phase) {
         (FailureKind::Auth | FailureKind::NeedsLogin, _) => true,

@@ -207,6 +207,13 @@ impl Failure {
     }
 
     /// `status=503` or `status=none`, as the agent-facing messages print it.
+    /// Whether the upstream refused the request for its size: 413 (its
+    /// body), 414 (its URI) or 431 (its headers). That says something of the
+    /// request, not of the connection.
+    pub fn refused_as_too_large(&self) -> bool {
+        matches!(self.status, Some(413 | 414 | 431))
+    }
+
     pub fn status_label(&self) -> String {
         match self.status {
             Some(status) => status.to_string(),

@@ -16,7 +16,14 @@
 //!   skew, than the newest already taken for that connection
 //!   ([`Refusal::Stale`]); this holds for the standings read back from the
 //!   store too (a retirement stays kept for as long as it lasts, so those
-//!   are not held to [`MAX_AGE`]).
+//!   are not held to [`MAX_AGE`]);
+//! - a standing read back from the store that is not strictly newer than
+//!   the last reset taken of its connection ([`Refusal::Stale`]): the skew
+//!   is for messages heard as they are sent, and would otherwise let a
+//!   retirement kept just before a reset come back whenever the node
+//!   reads the store again (a reconnect). A park another node really made
+//!   just after a reset, under a clock behind, is missed that way; the
+//!   node learns it from its own calls.
 //!
 //! What is left: a node that starts after a reset, whose store a writer
 //! has put the reset retirement back into, takes that retirement (it has
@@ -46,6 +53,8 @@ pub(super) struct Freshness {
     last_seq: HashMap<String, u64>,
     /// When the newest standing or reset taken of each connection was sent.
     newest: HashMap<String, SystemTime>,
+    /// When the newest reset taken (or sent) of each connection was sent.
+    reset: HashMap<String, SystemTime>,
 }
 
 impl Freshness {
@@ -53,8 +62,10 @@ impl Freshness {
     /// connection is stale from now on here too.
     pub(super) fn sent(&mut self, message: &Message) {
         if let Some(connection) = connection_of(message) {
-            let newest = self.newest.entry(connection.clone()).or_insert(message.at);
-            *newest = (*newest).max(message.at);
+            latest(&mut self.newest, connection, message.at);
+            if matches!(message.told, Told::Reset { .. }) {
+                latest(&mut self.reset, connection, message.at);
+            }
         }
     }
 
@@ -82,19 +93,36 @@ impl Freshness {
                 return Err(Refusal::Replayed);
             }
         }
-        if let Some(connection) = connection_of(message)
-            && self
-                .newest
-                .get(connection)
-                .is_some_and(|&newest| message.at + skew < newest)
-        {
-            return Err(Refusal::Stale);
+        if let Some(connection) = connection_of(message) {
+            let older = |of: &HashMap<String, SystemTime>, by: Duration| {
+                of.get(connection)
+                    .is_some_and(|&newest| message.at + by < newest)
+            };
+            let kept_standing = how == Heard::Kept && matches!(message.told, Told::Standing { .. });
+            let before_a_reset = kept_standing
+                && self
+                    .reset
+                    .get(connection)
+                    .is_some_and(|&reset| message.at <= reset);
+            if older(&self.newest, skew) || before_a_reset {
+                return Err(Refusal::Stale);
+            }
         }
         self.sent(message);
         if how == Heard::Sent {
             self.last_seq.insert(message.node.clone(), message.seq);
         }
         Ok(())
+    }
+}
+
+/// Moves `connection`'s time in `of` to `at` if that is later.
+fn latest(of: &mut HashMap<String, SystemTime>, connection: &str, at: SystemTime) {
+    match of.get_mut(connection) {
+        Some(newest) => *newest = (*newest).max(at),
+        None => {
+            of.insert(connection.to_owned(), at);
+        }
     }
 }
 
@@ -234,8 +262,27 @@ mod tests {
         // Within the skew of the newest: another node's clock.
         let close = message("a", 199, 51, park.told.clone());
         assert_eq!(fresh.take(&close, Heard::Sent, at(200), SKEW), Ok(()));
+        // Read back from the store, a standing kept within the skew
+        // before the reset is not taken: it would come back at every
+        // reconnect.
+        assert_eq!(
+            fresh.take(&close, Heard::Kept, at(300), SKEW),
+            Err(Refusal::Stale)
+        );
+        let at_the_reset = message("a", 200, 53, park.told.clone());
+        assert_eq!(
+            fresh.take(&at_the_reset, Heard::Kept, at(300), SKEW),
+            Err(Refusal::Stale)
+        );
         // Kept standings are not held to the age limit.
         let later = message("a", 250, 52, park.told.clone());
         assert_eq!(fresh.take(&later, Heard::Kept, at(10_000), SKEW), Ok(()));
+        // Nor is anything after a reset held to that rule when heard sent.
+        let mut fresh = Freshness::default();
+        assert_eq!(
+            fresh.take(&reset("b", 200, 1), Heard::Sent, at(200), SKEW),
+            Ok(())
+        );
+        assert_eq!(fresh.take(&close, Heard::Sent, at(200), SKEW), Ok(()));
     }
 }

@@ -625,16 +625,9 @@ impl Generation {
         let ServerJsonRpcMessage::Error(error) = message else {
             return StatusCode::OK;
         };
-        match (self, error.error.code) {
-            (Generation::Sessions, _) => StatusCode::OK,
-            (
-                Generation::Stateless,
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
-                | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-                | ErrorCode::HEADER_MISMATCH,
-            ) => StatusCode::BAD_REQUEST,
-            (Generation::Stateless, ErrorCode::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
-            (Generation::Stateless, _) => StatusCode::OK,
+        match self {
+            Generation::Sessions => StatusCode::OK,
+            Generation::Stateless => crate::mcp_headers::per_request_status(error.error.code),
         }
     }
 }

@@ -126,11 +126,16 @@ impl Elsewhere {
         let Some(voucher) = request.headers_mut().remove(&FORWARDED) else {
             return false;
         };
-        let session = request
+        // Only a request of a session this node holds is forwarded here.
+        let Some(session) = request
             .headers()
             .get(&mcp_headers::SESSION_ID)
             .and_then(|id| id.to_str().ok())
-            .unwrap_or_default();
+            .filter(|id| matches!(self.ids.holder(id), Holder::Here))
+        else {
+            tracing::debug!("a request marked as forwarded names no session of this node");
+            return false;
+        };
         let forward = Forward {
             method: request.method(),
             session,

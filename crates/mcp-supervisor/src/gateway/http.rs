@@ -262,7 +262,7 @@ struct Endpoint {
     /// In a fleet: the sessions other nodes hold, reached by forwarding.
     elsewhere: Option<Elsewhere>,
     /// Proxies believed about who their client is (`trusted_proxies`).
-    trusted_proxies: Vec<ipnet::IpNet>,
+    proxies: listener::forwarded::Proxies,
 }
 
 /// Serves the gateway on `listener` at `settings.path` until `shutdown` has
@@ -316,7 +316,7 @@ pub async fn serve_http(
         body_timeout: settings.body_timeout,
         max_body_bytes: settings.max_body_bytes,
         elsewhere,
-        trusted_proxies: settings.trusted_proxies.clone(),
+        proxies: listener::forwarded::Proxies::new(settings),
     };
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
@@ -616,18 +616,14 @@ impl Endpoint {
     }
 
     /// The answer to a call whose arguments the door refuses (`door.rs`),
-    /// as the direct path writes it; `None` for anything else, and for a
-    /// request of a session rmcp will answer as unknown.
+    /// as the direct path writes it; `None` for anything else. Whatever
+    /// session the request names, known, unknown or unreadable: rmcp serves
+    /// a 2026-07-28 request per request even under a session id it does not
+    /// know, so no id may take a request past the door.
     async fn door(&self, headers: &HeaderMap, body: &Bytes, large: bool) -> Option<Response> {
-        let session = headers.get(&mcp_headers::SESSION_ID);
-        if let Some(id) = session
-            && !self.sessions.has(id.to_str().ok()?).await
-        {
-            return None;
-        }
         let refusal = read_body_as(body, large, door::answer).await??;
         self.control.tallies.count(Protection::UnreadableArguments);
-        let generation = match session {
+        let generation = match headers.get(&mcp_headers::SESSION_ID) {
             Some(_) => Generation::Sessions,
             None => Generation::Stateless,
         };
@@ -883,15 +879,7 @@ impl Endpoint {
     /// Who sent the request: its peer, or, when the peer is a trusted proxy,
     /// the client it names (`listener/forwarded.rs`).
     fn client(&self, parts: &Parts) -> Option<std::net::IpAddr> {
-        let peer = peer(parts)?;
-        if self.trusted_proxies.is_empty() {
-            return Some(peer);
-        }
-        Some(listener::forwarded::client(
-            peer,
-            &parts.headers,
-            &self.trusted_proxies,
-        ))
+        Some(self.proxies.client(peer(parts)?, &parts.headers))
     }
 }
 

@@ -107,6 +107,9 @@ where
     }
 }
 
+/// The UTF-8 byte order mark.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// The client's bytes, whole lines at a time, but for the lines the door
 /// refuses: their answers go to `refusals` instead.
 struct Door<R> {
@@ -128,7 +131,10 @@ impl<R> Door<R> {
         let mut start = 0;
         while let Some(end) = memchr::memchr(b'\n', &self.line[start..]) {
             let whole = &self.line[start..=start + end];
-            match door::answer(whole) {
+            // rmcp's line codec drops a leading byte order mark, as RFC
+            // 8259 allows; the door reads what rmcp will.
+            let message = whole.strip_prefix(UTF8_BOM).unwrap_or(whole);
+            match door::answer(message) {
                 Some(refusal) => drop(self.refusals.send(refusal)),
                 None => self.admitted.extend_from_slice(whole),
             }
@@ -212,11 +218,13 @@ mod tests {
         let good = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"\ud83d\ude00"}}}"#;
         let bad = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"\ud800"}}}"#;
         let dup = r#"{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"a__echo","arguments":{"text":"a","text":"b"}}}"#;
-        let input = format!("{good}\n{bad}\r\n{dup}\n\n{good}");
+        // rmcp's codec reads a line after a byte order mark; so does the door.
+        let bom = "\u{feff}";
+        let input = format!("{good}\n{bad}\r\n{dup}\n\n{bom}{bad}\n{good}");
         for chunk in [1, 7, 64, 4096] {
             let (handed, refused) = through(&input, chunk).await;
             assert_eq!(handed, format!("{good}\n\n{good}"), "chunks of {chunk}");
-            assert_eq!(refused, ["2", "\"d\""], "chunks of {chunk}");
+            assert_eq!(refused, ["2", "\"d\"", "2"], "chunks of {chunk}");
         }
     }
 

@@ -4,17 +4,22 @@
 //! already checked the caller (the bearer token). It does not pass the
 //! client's `Authorization` on: the bearer stays with the node it was
 //! sent to. Instead it vouches for the request in [`FORWARDED`]:
-//! `{from}.{at}.{mac}`, `at` the time in milliseconds and `mac` the first
-//! 16 bytes of HMAC-SHA256 over the two nodes' names, `at`, the method and
-//! the session id (not the path: a proxy in front of the other node may
-//! change it), in unpadded base64url, keyed
-//! from the fleet key and namespace. The holding node takes a request with
-//! a voucher that names it, is at most [`VALID_FOR`] old and whose MAC is
-//! right in place of the bearer check; a request that carries the mark
-//! otherwise (a client forging it, a voucher for another node or request,
-//! or an old one) is refused with 401.
+//! `{from}.{at}.{nonce}.{mac}`, `at` the time in milliseconds, `nonce` 12
+//! random bytes and `mac` the first 16 bytes of HMAC-SHA256 over the two
+//! nodes' names, `at`, the nonce, the method and the session id (not the
+//! path: a proxy in front of the other node may change it), both in
+//! unpadded base64url, keyed from the fleet key and namespace. The holding
+//! node takes a request with a voucher that names it, is at most
+//! [`VALID_FOR`] old, whose MAC is right and that it has not taken before,
+//! in place of the bearer check; a request that carries the mark otherwise
+//! (a client forging it, a voucher for another node or request, an old one,
+//! one replayed by someone who saw it pass) is refused with 401.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::{
+    collections::HashMap,
+    sync::{Mutex, PoisonError},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use axum::http::{HeaderName, HeaderValue, Method};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -34,6 +39,7 @@ pub(super) const VALID_FOR: Duration = Duration::from_secs(30);
 /// What the vouchers' key is derived with, the namespace after it.
 const PURPOSE: &[u8] = b"mcp-supervisor/forwarded-requests/v1";
 const MAC_BYTES: usize = 16;
+const NONCE_BYTES: usize = 12;
 
 /// Why a forwarded request was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +50,8 @@ pub(super) enum Forged {
     Expired,
     /// The MAC does not match this request.
     Mismatch,
+    /// Taken before: a voucher vouches for one request.
+    Replayed,
 }
 
 /// This node's vouchers: made for requests it forwards, checked on those
@@ -51,6 +59,30 @@ pub(super) enum Forged {
 pub(super) struct Vouchers {
     node: String,
     mac: Hmac<Sha256>,
+    /// The vouchers taken (their MACs) and when each was made, until it
+    /// would be refused as expired anyway.
+    taken: Mutex<Taken>,
+}
+
+#[derive(Default)]
+struct Taken {
+    at: HashMap<[u8; MAC_BYTES], u64>,
+    /// How many there were after the last sweep: the next sweeps when
+    /// twice as many (and at least a thousand) are held.
+    swept: usize,
+}
+
+impl Taken {
+    /// Whether the voucher `mac`, made `at`, is taken for the first time
+    /// at `now` (all milliseconds).
+    fn first(&mut self, mac: [u8; MAC_BYTES], at: u64, now: u64) -> bool {
+        if self.at.len() >= (self.swept * 2).max(1024) {
+            let valid_for = VALID_FOR.as_millis() as u64;
+            self.at.retain(|_, at| at.saturating_add(valid_for) >= now);
+            self.swept = self.at.len();
+        }
+        self.at.insert(mac, at).is_none()
+    }
 }
 
 impl std::fmt::Debug for Vouchers {
@@ -75,19 +107,26 @@ impl Vouchers {
             node: node.to_owned(),
             mac: <Hmac<Sha256> as KeyInit>::new_from_slice(&key.derive(&purpose))
                 .expect("HMAC takes a key of any length"),
+            taken: Mutex::default(),
         }
     }
 
     /// The voucher of this node for `request`, forwarded to `to` at `now`.
     pub(super) fn vouch(&self, to: &str, request: Forward<'_>, now: SystemTime) -> HeaderValue {
         let at = millis(now);
-        let mac = URL_SAFE_NO_PAD.encode(self.mac_of(&self.node, to, at, request));
-        HeaderValue::from_str(&format!("{}.{at}.{mac}", self.node))
-            .expect("node names, digits and base64url are header-safe")
+        let nonce = rand::random::<[u8; NONCE_BYTES]>();
+        let mac = self.mac_of(&self.node, to, at, &nonce, request);
+        HeaderValue::from_str(&format!(
+            "{}.{at}.{}.{}",
+            self.node,
+            URL_SAFE_NO_PAD.encode(nonce),
+            URL_SAFE_NO_PAD.encode(mac)
+        ))
+        .expect("node names, digits and base64url are header-safe")
     }
 
     /// Whether `voucher` is another node's for `request`, forwarded here,
-    /// made close enough to `now`.
+    /// made close enough to `now`, and not taken before.
     pub(super) fn check(
         &self,
         voucher: &HeaderValue,
@@ -96,10 +135,20 @@ impl Vouchers {
     ) -> Result<(), Forged> {
         let text = voucher.to_str().map_err(|_| Forged::Malformed)?;
         let (rest, mac) = text.rsplit_once('.').ok_or(Forged::Malformed)?;
+        let (rest, nonce) = rest.rsplit_once('.').ok_or(Forged::Malformed)?;
         let (from, at) = rest.rsplit_once('.').ok_or(Forged::Malformed)?;
         let at: u64 = at.parse().map_err(|_| Forged::Malformed)?;
         let mac = URL_SAFE_NO_PAD.decode(mac).map_err(|_| Forged::Malformed)?;
-        if from == self.node || mac.len() != MAC_BYTES {
+        let nonce = URL_SAFE_NO_PAD
+            .decode(nonce)
+            .map_err(|_| Forged::Malformed)?;
+        let (Ok(mac), Ok(nonce)) = (
+            <[u8; MAC_BYTES]>::try_from(mac),
+            <[u8; NONCE_BYTES]>::try_from(nonce),
+        ) else {
+            return Err(Forged::Malformed);
+        };
+        if from == self.node {
             return Err(Forged::Malformed);
         }
         let made = UNIX_EPOCH + Duration::from_millis(at);
@@ -109,20 +158,32 @@ impl Vouchers {
         if apart > VALID_FOR {
             return Err(Forged::Expired);
         }
-        let expected = self.mac_of(from, &self.node, at, request);
-        if bool::from(mac.ct_eq(&expected)) {
+        let expected = self.mac_of(from, &self.node, at, &nonce, request);
+        if !bool::from(mac.ct_eq(&expected)) {
+            return Err(Forged::Mismatch);
+        }
+        let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        if taken.first(mac, at, millis(now)) {
             Ok(())
         } else {
-            Err(Forged::Mismatch)
+            Err(Forged::Replayed)
         }
     }
 
-    fn mac_of(&self, from: &str, to: &str, at: u64, request: Forward<'_>) -> [u8; MAC_BYTES] {
+    fn mac_of(
+        &self,
+        from: &str,
+        to: &str,
+        at: u64,
+        nonce: &[u8; NONCE_BYTES],
+        request: Forward<'_>,
+    ) -> [u8; MAC_BYTES] {
         let mut mac = self.mac.clone();
         for part in [
             from.as_bytes(),
             to.as_bytes(),
             at.to_string().as_bytes(),
+            nonce,
             request.method.as_str().as_bytes(),
             request.session.as_bytes(),
         ] {
@@ -169,7 +230,14 @@ mod tests {
         assert!(voucher.to_str().unwrap().starts_with("one.1800000000000."));
         assert_eq!(two.check(&voucher, post, at(5_000)), Ok(()));
         assert_eq!(
-            two.check(&voucher, post, at(0) - Duration::from_secs(5)),
+            two.check(&voucher, post, at(5_001)),
+            Err(Forged::Replayed),
+            "once only"
+        );
+        let early = one.vouch("two", post, at(0));
+        assert_ne!(early, voucher, "two vouchers in one millisecond differ");
+        assert_eq!(
+            two.check(&early, post, at(0) - Duration::from_secs(5)),
             Ok(())
         );
 
@@ -207,12 +275,18 @@ mod tests {
             let forged = stranger.vouch("two", post, at(0));
             assert_eq!(two.check(&forged, post, at(1)), Err(Forged::Mismatch));
         }
+        let nonce = "AAAAAAAAAAAAAAAA";
+        let mac = "AAAAAAAAAAAAAAAAAAAAAA";
         for text in [
             "1",
-            "one.x.AAAA",
+            &format!("one.x.{nonce}.{mac}"),
             "one.1800000000000",
+            &format!("one.1800000000000.{mac}"),
             "",
-            "one.1800000000000.!!",
+            &format!("one.1800000000000.{nonce}.!!"),
+            &format!("one.1800000000000.!!.{mac}"),
+            &format!("one.1800000000000.AAAA.{mac}"),
+            &format!("one.1800000000000.{nonce}.AAAA"),
         ] {
             let value = HeaderValue::from_str(text).unwrap();
             assert_eq!(
@@ -221,5 +295,30 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// A voucher is held as taken while it could still be taken; after
+    /// that, it is refused as expired and forgotten.
+    #[test]
+    fn taken_vouchers_are_forgotten_once_expired() {
+        let (one, two) = (
+            Vouchers::new("one", &key(1), "t"),
+            Vouchers::new("two", &key(1), "t"),
+        );
+        let post = Forward {
+            method: &Method::POST,
+            session: "two.a.b",
+        };
+        let first = one.vouch("two", post, at(0));
+        assert_eq!(two.check(&first, post, at(0)), Ok(()));
+        // One every 30 ms for 90 s: a thousand at a time are valid.
+        for n in 0..3_000 {
+            let now = at(40_000 + 30 * n);
+            let voucher = one.vouch("two", post, now);
+            assert_eq!(two.check(&voucher, post, now), Ok(()));
+        }
+        let held = two.taken.lock().unwrap().at.len();
+        assert!(held < 3_000, "the expired were swept: {held}");
+        assert_eq!(two.check(&first, post, at(40_000)), Err(Forged::Expired));
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::{
     CallOutcome,
+    json_check::{self, Unreadable},
     registry::{CallTool, ListConnections, ListTools, Registry, unknown_connection_message},
 };
 
@@ -312,12 +313,15 @@ async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallTool
         (Ok(connection), Ok(tool)) => (connection, tool),
         (Err(message), _) | (_, Err(message)) => return error(message),
     };
-    let Some(tool_arguments) = tool_arguments(arguments.get("arguments")) else {
+    let tool_arguments = match tool_arguments(arguments.get("arguments")) {
+        Ok(tool_arguments) => tool_arguments,
         // An unknown connection is the first thing wrong with the call.
-        return error(match known_connection(registry, connection).await {
-            Ok(()) => invalid_arguments(connection, tool),
-            Err(message) => message,
-        });
+        Err(why) => {
+            return error(match known_connection(registry, connection).await {
+                Ok(()) => invalid_arguments(connection, tool, why),
+                Err(message) => message,
+            });
+        }
     };
     let outcome = registry
         .send(CallTool {
@@ -335,23 +339,39 @@ async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallTool
 }
 
 /// `call_mcp`'s `arguments`: an object, a string holding one, or nothing.
-fn tool_arguments(arguments: Option<&Value>) -> Option<JsonObject> {
+/// A string's text passes the door's check first (`json_check`), as a
+/// call's arguments do at the gateway's door: serde would read what no
+/// upstream reads alike (nesting the upstream's envelope takes past its
+/// parser's limit, a key twice) and the upstream's refusal would be taken
+/// for its failure. The error names the reason, or (`None`) that nothing
+/// usable was given.
+fn tool_arguments(arguments: Option<&Value>) -> Result<JsonObject, Option<Unreadable>> {
     match arguments {
-        None | Some(Value::Null) => Some(JsonObject::new()),
-        Some(Value::Object(object)) => Some(object.clone()),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(object)) => Some(object),
-            _ => None,
+        None | Some(Value::Null) => Ok(JsonObject::new()),
+        Some(Value::Object(object)) => Ok(object.clone()),
+        Some(Value::String(text)) => match json_check::arguments(text) {
+            Ok(()) => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(object)) => Ok(object),
+                _ => Err(None),
+            },
+            Err(Unreadable::Syntax | Unreadable::NotAnObject) => Err(None),
+            Err(why) => Err(Some(why)),
         },
-        Some(_) => None,
+        Some(_) => Err(None),
     }
 }
 
-fn invalid_arguments(connection: &str, tool: &str) -> String {
-    format!(
-        "Invalid arguments for '{connection}'.{tool}: expected a JSON object of argument names to \
-         values, or none. Call get_mcp_tool_schema for the schema."
-    )
+fn invalid_arguments(connection: &str, tool: &str, why: Option<Unreadable>) -> String {
+    match why {
+        None => format!(
+            "Invalid arguments for '{connection}'.{tool}: expected a JSON object of argument \
+             names to values, or none. Call get_mcp_tool_schema for the schema."
+        ),
+        Some(why) => format!(
+            "Invalid arguments for '{connection}'.{tool}: {}.",
+            why.reason()
+        ),
+    }
 }
 
 fn stopped(_: actix::MailboxError) -> String {
