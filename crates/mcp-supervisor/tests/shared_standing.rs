@@ -330,6 +330,42 @@ fn path_str(path: &std::path::Path) -> &str {
     path.to_str().unwrap()
 }
 
+/// One HTTP upstream `a` behind a gateway, and a client's session that
+/// has called it once.
+struct One {
+    upstream: TestServer,
+    gateway: ServedGateway,
+    http: reqwest::Client,
+    session: String,
+}
+
+impl One {
+    async fn start() -> One {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let gateway =
+            ServedGateway::start(config(&http_connection("a", &upstream.url(), ""))).await;
+        let http = http();
+        let session = session(&http, &gateway.url, json!({})).await;
+        exchange(&http, &gateway.url, &session, &echo(1)).await;
+        One {
+            upstream,
+            gateway,
+            http,
+            session,
+        }
+    }
+}
+
+/// A call of `a`'s `echo`.
+fn echo(id: u64) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "a__echo", "arguments": {"text": "hi"}},
+    })
+}
+
 /// An upstream's JSON-RPC error answer to a client's call (here `-32603`,
 /// the way a server refuses what it cannot do) is that call's answer,
 /// passed on: the connection answered, so nothing goes on its record. An
@@ -338,20 +374,12 @@ fn path_str(path: &std::path::Path) -> &str {
 fn an_upstreams_error_answer_to_a_call_is_not_held_against_it() {
     use mcp_test_support::fault::{Fault, FaultRule, Match};
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let gateway =
-            ServedGateway::start(config(&http_connection("a", &upstream.url(), ""))).await;
-        let http = http();
-        let session = session(&http, &gateway.url, json!({})).await;
-        let echo = |id: u64| {
-            json!({
-                "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "a__echo", "arguments": {"text": "hi"}},
-            })
-        };
-        exchange(&http, &gateway.url, &session, &echo(1)).await;
+        let One {
+            upstream,
+            gateway,
+            http,
+            session,
+        } = One::start().await;
         let before = standing(&gateway).await;
         upstream.faults().push(FaultRule::once(
             Match::tool("echo"),
@@ -384,20 +412,12 @@ fn an_upstreams_error_answer_to_a_call_is_not_held_against_it() {
 fn an_upstream_refusing_a_call_as_too_large_or_by_protocol_is_not_held_against_it() {
     use mcp_test_support::fault::{Fault, FaultRule, Match};
     run(|| async {
-        let upstream = TestServer::start(TestServerOptions::default())
-            .await
-            .unwrap();
-        let gateway =
-            ServedGateway::start(config(&http_connection("a", &upstream.url(), ""))).await;
-        let http = http();
-        let session = session(&http, &gateway.url, json!({})).await;
-        let echo = |id: u64| {
-            json!({
-                "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "a__echo", "arguments": {"text": "hi"}},
-            })
-        };
-        exchange(&http, &gateway.url, &session, &echo(1)).await;
+        let One {
+            upstream,
+            gateway,
+            http,
+            session,
+        } = One::start().await;
         let before = standing(&gateway).await;
         for (id, status) in [(2, 413), (3, 414), (4, 431)] {
             upstream

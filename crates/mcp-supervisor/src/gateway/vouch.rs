@@ -212,20 +212,28 @@ mod tests {
         FleetKey::new([byte; 32])
     }
 
+    /// Two nodes of one fleet.
+    fn pair() -> (Vouchers, Vouchers) {
+        (
+            Vouchers::new("one", &key(1), "t"),
+            Vouchers::new("two", &key(1), "t"),
+        )
+    }
+
+    /// A POST of a session node two holds.
+    const POST: Forward<'static> = Forward {
+        method: &Method::POST,
+        session: "two.a.b",
+    };
+
     fn at(ms: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_800_000_000_000 + ms)
     }
 
     #[test]
     fn a_voucher_is_taken_by_the_node_it_names_for_its_request_only() {
-        let (one, two) = (
-            Vouchers::new("one", &key(1), "t"),
-            Vouchers::new("two", &key(1), "t"),
-        );
-        let post = Forward {
-            method: &Method::POST,
-            session: "two.a.b",
-        };
+        let (one, two) = pair();
+        let post = POST;
         let voucher = one.vouch("two", post, at(0));
         assert!(voucher.to_str().unwrap().starts_with("one.1800000000000."));
         assert_eq!(two.check(&voucher, post, at(5_000)), Ok(()));
@@ -301,14 +309,8 @@ mod tests {
     /// that, it is refused as expired and forgotten.
     #[test]
     fn taken_vouchers_are_forgotten_once_expired() {
-        let (one, two) = (
-            Vouchers::new("one", &key(1), "t"),
-            Vouchers::new("two", &key(1), "t"),
-        );
-        let post = Forward {
-            method: &Method::POST,
-            session: "two.a.b",
-        };
+        let (one, two) = pair();
+        let post = POST;
         let first = one.vouch("two", post, at(0));
         assert_eq!(two.check(&first, post, at(0)), Ok(()));
         // One every 30 ms for 90 s: a thousand at a time are valid.
