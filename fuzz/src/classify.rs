@@ -32,7 +32,7 @@ use std::{
 
 use arbitrary::{Result, Unstructured};
 use mcp_supervisor::{
-    Failure, FailureKind as K, failure::classify_with_fallback, failure::parse_retry_after,
+    Failure, FailureKind as K, failure::parse_retry_after, session::classify_with_fallback,
     http::HttpObservation,
 };
 use rmcp::{

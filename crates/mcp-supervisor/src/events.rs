@@ -11,7 +11,19 @@ use std::time::Duration;
 use actix::Message;
 use rmcp::model::LoggingMessageNotificationParam;
 
-use crate::{failure::Failure, session::ListKind};
+use crate::failure::Failure;
+
+/// Which of an upstream's lists changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+impl ListKind {
+    pub const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
+}
 
 /// One event of one connection. Each is published exactly once.
 #[derive(Message, Debug, Clone, PartialEq)]

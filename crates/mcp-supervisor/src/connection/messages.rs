@@ -21,7 +21,7 @@ use super::{
 };
 use crate::{
     CallOutcome, Forwarded, Unavailable,
-    heavy::SharedRequest,
+    arguments::SharedRequest,
     outcome::{OutcomeKind, messages as text},
     policy::{Decision, ReportFailure},
     session::{DownstreamLink, Surface},

@@ -29,10 +29,11 @@ use super::{
 };
 use crate::{
     CallOutcome, Unavailable,
+    arguments::SharedRequest,
+    failure::Phase,
     failure::{Failure, FailureKind},
-    heavy::SharedRequest,
     outcome::{Forwarded, OutcomeKind, messages as text},
-    policy::{Decision, Phase},
+    policy::Decision,
     session::{DownstreamLink, SendError, Session, Surface},
     telemetry::{
         TraceParent,

@@ -7,11 +7,7 @@ use std::time::Duration;
 use actix::Message;
 
 use super::lifecycle::{Lease, LeaseError};
-use crate::{
-    failure::Failure,
-    outcome::OutcomeKind,
-    policy::{Decision, Phase},
-};
+use crate::{failure::Failure, failure::Phase, outcome::OutcomeKind, policy::Decision};
 
 /// Give me a session: the current one, the build in progress, or a new build.
 #[derive(Message, Debug)]

@@ -12,9 +12,10 @@ use std::{
 };
 
 use crate::{
+    failure::Phase,
     failure::{Failure, FailureKind},
     outcome::OutcomeKind,
-    policy::{Decision, Phase},
+    policy::Decision,
 };
 
 /// What a connection has done since the process started: counts only grow

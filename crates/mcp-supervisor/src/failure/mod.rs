@@ -6,13 +6,30 @@
 //! URL query, header, body or token, only the status, the path and a short reason
 //! written by us.
 
-mod classify;
 mod retry_after;
 
 use std::{fmt, time::Duration};
 
-pub use classify::{classify, classify_with_fallback};
 pub use retry_after::parse_retry_after;
+
+/// Which part of an operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Building the session (initialize) or listing tools: failures describe
+    /// the connection.
+    Connect,
+    /// A `tools/call`: failures may describe only that request.
+    Call,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Connect => "connect",
+            Phase::Call => "call",
+        }
+    }
+}
 
 /// What kind of failure happened, from most to least specific.
 ///
@@ -106,7 +123,7 @@ impl fmt::Display for FailureKind {
 const INSUFFICIENT_SCOPE: &str = "insufficient scope";
 const LOGIN_FOR_SCOPE: &str = "insufficient scope; a new login asks for it";
 
-/// One classified failure. Built by [`classify`] or the constructors below.
+/// One classified failure. Built by [`classify`](crate::classify) or the constructors below.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub kind: FailureKind,

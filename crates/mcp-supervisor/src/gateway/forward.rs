@@ -9,7 +9,7 @@ use std::sync::Arc;
 use actix::{Actor, AsyncContext, Context, Handler, WrapFuture};
 
 use super::state::GatewayState;
-use crate::{events::ConnectionEvent, session::ListKind};
+use crate::events::{ConnectionEvent, ListKind};
 
 /// Subscribe it to the registry (`Subscribe(addr.recipient())`).
 #[derive(Debug)]

@@ -37,7 +37,7 @@ use super::{
     rounds::{Rounds, Sealed, Waiting},
     state::GatewayState,
 };
-use crate::{CallOutcome, Failure, Forwarded, heavy::SharedRequest, session::DownstreamLink};
+use crate::{CallOutcome, Failure, Forwarded, arguments::SharedRequest, session::DownstreamLink};
 
 /// Rounds an upstream may ask for before the gateway gives up on it.
 const MAX_ROUNDS: usize = 10;

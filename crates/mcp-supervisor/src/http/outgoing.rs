@@ -309,8 +309,8 @@ mod tests {
 
     use super::*;
     use crate::{
+        arguments::SharedRequest,
         arguments::{arguments_of, attached},
-        heavy::SharedRequest,
     };
 
     /// What `outgoing` writes, as text.

@@ -27,8 +27,8 @@ pub use store::TokenFile;
 
 use crate::{
     config::{ConnectionConfig, OAuthSettings, Transport, UpstreamAuth},
+    failure::Phase,
     failure::{Failure, FailureKind},
-    policy::Phase,
 };
 
 /// What `/status` and `mcp-supervisor status` show of an OAuth connection's

@@ -16,10 +16,14 @@ use std::{collections::HashMap, time::Duration};
 use actix::{Actor, Context, Handler, Message, MessageResult};
 
 use super::{
-    decide::{Decision, Phase, Situation, decide, decide_idle_death},
+    decide::{Decision, Situation, decide, decide_idle_death},
     schedule::PolicySettings,
 };
-use crate::{Deadline, events::ConnectionEvent, failure::Failure};
+use crate::{
+    Deadline,
+    events::ConnectionEvent,
+    failure::{Failure, Phase},
+};
 
 /// What the policy knows of one connection: whether, and until when, it is
 /// parked (the guard's view; the park itself is the connection actor's).

@@ -6,26 +6,7 @@
 use std::time::Duration;
 
 use super::schedule::PolicySettings;
-use crate::failure::{Failure, FailureKind};
-
-/// Which part of an operation failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Phase {
-    /// Building the session (initialize) or listing tools: failures describe
-    /// the connection.
-    Connect,
-    /// A `tools/call`: failures may describe only that request.
-    Call,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Connect => "connect",
-            Phase::Call => "call",
-        }
-    }
-}
+use crate::failure::{Failure, FailureKind, Phase};
 
 /// What the policy is asked about: one failed attempt and its circumstances.
 #[derive(Clone, Debug)]

@@ -12,9 +12,10 @@ pub mod actor;
 pub mod decide;
 pub mod schedule;
 
+pub use crate::failure::Phase;
 pub use actor::{
     ConnectionPolicyState, Forget, QuarantinePolicy, RegisterConnections, ReportFailure,
     ReportIdleDeath, ResetConnection, UpdateSettings,
 };
-pub use decide::{Decision, Phase, Situation, decide, decide_idle_death};
+pub use decide::{Decision, Situation, decide, decide_idle_death};
 pub use schedule::{Cooldowns, PolicySettings, RetryBackoff, ScheduleError};

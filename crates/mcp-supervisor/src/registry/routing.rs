@@ -20,9 +20,9 @@ use super::{
 };
 use crate::{
     CallOutcome, Failure, FailureKind, Forwarded,
+    arguments::SharedRequest,
     config::{ConnectionConfig, RetryCalls},
     connection::{CallRetry, ConnectionActor, ConnectionForward},
-    heavy::SharedRequest,
     session::DownstreamLink,
     telemetry::TraceParent,
 };

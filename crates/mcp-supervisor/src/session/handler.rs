@@ -25,7 +25,7 @@ use rmcp::{
 };
 use tokio::sync::mpsc;
 
-use crate::config::UpstreamProtocol;
+use crate::{config::UpstreamProtocol, events::ListKind};
 
 use super::relay::Links;
 
@@ -40,18 +40,6 @@ pub(crate) fn pinned_version(protocol: UpstreamProtocol) -> Option<ProtocolVersi
         UpstreamProtocol::V2025_11_25 => Some(LEGACY_OFFER),
         UpstreamProtocol::V2026_07_28 => Some(ProtocolVersion::V_2026_07_28),
     }
-}
-
-/// Which of an upstream's lists changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
-}
-
-impl ListKind {
-    pub const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
 }
 
 /// What an upstream told us outside any request.

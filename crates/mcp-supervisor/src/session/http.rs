@@ -24,13 +24,13 @@ use super::{
 };
 use crate::{
     config::{HttpTransport, OAuthGrant, UpstreamAuth},
+    failure::Phase,
     failure::{Failure, FailureKind},
     http::{
         HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, Ping, PlainLane, RecordingClient,
         Reuse, SessionIds, probe_verdict,
     },
     oauth,
-    policy::Phase,
 };
 
 /// The HTTP clients all HTTP connections share: one pooled (keep-alive reuse

@@ -14,6 +14,7 @@
 //! - [`http`]: building a session over streamable HTTP with [`RecordingClient`];
 //! - [`stdio`]: starting a child process and building a session over its stdio.
 
+mod classify;
 pub mod handler;
 pub mod http;
 mod modern;
@@ -39,8 +40,10 @@ use rmcp::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::events::ListKind;
+pub use classify::{classify, classify_with_fallback};
 pub(crate) use handler::pinned_version;
-pub use handler::{ListKind, SessionEvent, SessionHandler};
+pub use handler::{SessionEvent, SessionHandler};
 pub(crate) use http::open_http_sharing;
 pub use http::{open_http, shared_http_client};
 pub use relay::{Downstream, DownstreamLink};
@@ -48,9 +51,9 @@ pub use stdio::{ChildGroup, open_stdio};
 
 use crate::{
     arguments::NotAttached,
-    failure::{Failure, FailureKind, classify_with_fallback},
+    failure::Phase,
+    failure::{Failure, FailureKind},
     http::{HttpRecorder, RecordingClient},
-    policy::Phase,
 };
 
 /// A live session. Dropping it cancels the rmcp service; prefer [`Session::close`].

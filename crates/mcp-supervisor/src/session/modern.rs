@@ -27,8 +27,10 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::events::ListKind;
+
 use super::{
-    handler::{ListKind, SessionEvent, SessionHandler},
+    handler::{SessionEvent, SessionHandler},
     stateless::{Listening, Stateless},
 };
 

@@ -71,7 +71,7 @@ pub async fn open_stdio(
                 group.kill_group();
                 return Box::pin(open_stdio(connection, transport, legacy, deadline)).await;
             }
-            None => Err(crate::failure::classify(&error)),
+            None => Err(super::classify(&error)),
         },
         Err(_) => Err(Failure::timeout("initialize did not complete in time")),
     };

@@ -593,8 +593,7 @@ mod tests {
     use crate::{
         ConnectionState, OutcomeKind,
         connection::stats::{CallRecord, FailureRecord},
-        failure::{Failure, FailureKind},
-        policy::Phase,
+        failure::{Failure, FailureKind, Phase},
         registry::ConnectionStatus,
     };
 

@@ -15,8 +15,10 @@ use rmcp::{
     transport::{DynamicTransportError, streamable_http_client::StreamableHttpError},
 };
 
-use super::{Failure, FailureKind, parse_retry_after};
-use crate::http::{HttpObservation, LaneError};
+use crate::{
+    failure::{Failure, FailureKind, parse_retry_after},
+    http::{HttpObservation, LaneError},
+};
 
 /// The error type our HTTP transport produces (see [`crate::http::RecordingClient`]).
 type HttpError = StreamableHttpError<reqwest::Error>;
