@@ -32,8 +32,8 @@ use std::{
 
 use arbitrary::{Result, Unstructured};
 use mcp_supervisor::{
-    Failure, FailureKind as K, failure::parse_retry_after, session::classify_with_fallback,
-    http::HttpObservation,
+    Failure, FailureKind as K, failure::parse_retry_after, http::HttpObservation,
+    session::classify_with_fallback,
 };
 use rmcp::{
     ErrorData, ServiceError,

@@ -8,7 +8,7 @@
 //! - an attempt shares the arguments of the request it was made from
 //!   ([`SharedRequest::attempt`](crate::heavy::SharedRequest::attempt));
 //! - a plain call on the gateway's direct path keeps its client's JSON as it
-//!   came, checked (an object every reader reads alike, `crate::json_check`)
+//!   came, checked (an object every reader reads alike, `crate::codec::json_check`)
 //!   but never parsed.
 //!
 //! The HTTP lane writes them from there ([`SharedArguments`] is
@@ -23,8 +23,8 @@ use serde::{Serialize, Serializer};
 use serde_json::{Value, value::RawValue};
 
 use crate::{
+    codec::json_check::Checked,
     heavy::{HEAVY_BYTES, drop_off_thread, off_thread},
-    json_check::{self, Unreadable},
 };
 
 /// A call's arguments, held outside its params (see the module).
@@ -41,13 +41,6 @@ pub(crate) enum SharedArguments {
 }
 
 impl SharedArguments {
-    /// `raw` as a call's arguments, if it is a JSON object every later
-    /// reader reads alike (`crate::json_check`); why not otherwise.
-    pub(crate) fn raw(raw: Box<RawValue>) -> Result<Self, Unreadable> {
-        json_check::arguments(raw.get())?;
-        Ok(SharedArguments::Raw(Arc::from(raw)))
-    }
-
     /// The arguments parsed: borrowed when they already are.
     fn parsed(&self) -> Option<Cow<'_, JsonObject>> {
         match self {
@@ -62,6 +55,12 @@ impl SharedArguments {
             SharedArguments::Shared { heavy, .. } => *heavy,
             SharedArguments::Raw(raw) => raw.get().len() >= HEAVY_BYTES,
         }
+    }
+}
+
+impl From<Checked> for SharedArguments {
+    fn from(checked: Checked) -> Self {
+        SharedArguments::Raw(Arc::from(checked.into_raw()))
     }
 }
 
@@ -111,7 +110,7 @@ pub(crate) enum NotAttached {
     /// The runtime shut down before the arguments were copied.
     ShuttingDown,
     /// Raw arguments did not parse. It cannot happen (they were checked at
-    /// the door, `crate::json_check`); if it did, it is the caller's
+    /// the door, `crate::codec::json_check`); if it did, it is the caller's
     /// request that is at fault, never the upstream.
     Unreadable,
 }

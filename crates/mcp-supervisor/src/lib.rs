@@ -32,6 +32,7 @@
 
 pub mod admin;
 mod arguments;
+mod codec;
 pub mod config;
 pub mod connection;
 pub mod events;
@@ -41,11 +42,8 @@ pub mod gateway;
 mod heavy;
 pub mod http;
 mod ids;
-mod json_check;
-mod json_scan;
 mod listener;
 pub use listener::tallies;
-mod mcp_headers;
 pub mod meta;
 pub mod oauth;
 pub mod outcome;

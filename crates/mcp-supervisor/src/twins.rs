@@ -3,7 +3,7 @@
 //! function answers what both readings make of the same input, and the
 //! target holds them to one answer (docs/TESTING.md, "Fuzzing").
 
-use crate::json_check::{self, Unreadable};
+use crate::codec::json_check::{self, Unreadable};
 
 /// The verdicts on `bytes` as a call's arguments: the one-pass check that
 /// runs, then its twin composed of serde's readings.
@@ -18,12 +18,12 @@ pub fn arguments(bytes: &[u8]) -> (Result<(), &'static str>, Result<(), &'static
 /// A posted `tools/call` read by hand, when the hand reading answers, and
 /// read fully by serde, each as `Debug` text.
 pub fn posted_call(body: &[u8]) -> Option<(String, String)> {
-    crate::gateway::posted_twins(body)
+    crate::codec::posted::twins(body)
 }
 
 /// An upstream's tool answer read by hand, when the hand reading answers,
 /// and read by serde (`None`: serde does not read it as one), each as
 /// `Debug` text.
 pub fn tool_answer(data: &str) -> Option<(String, Option<String>)> {
-    crate::session::answer_twins(data)
+    crate::codec::answers::twins(data)
 }

@@ -458,7 +458,8 @@ fn of_the_request(failure: &Failure, answered: Option<&ErrorData>) -> bool {
             && failure.status.is_none_or(|status| {
                 FailureKind::from_status(status).is_none()
                     || (error.code != ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
-                        && crate::mcp_headers::per_request_status(error.code).as_u16() == status)
+                        && crate::codec::mcp_headers::per_request_status(error.code).as_u16()
+                            == status)
             })
     });
     an_answer || failure.refused_as_too_large()

@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::downstream::DownstreamSession;
 use crate::{
+    codec::mcp_headers,
     listener::guard::{accepts, is_json},
-    mcp_headers,
 };
 
 /// The 2025 sessions whose plain calls take the direct path, by session id.

@@ -17,7 +17,7 @@ use rmcp::model::{
 };
 
 use super::naming::{Naming, prefixed_uri, split_prefixed_uri};
-use crate::{mcp_headers, registry::Catalog};
+use crate::{codec::mcp_headers, registry::Catalog};
 
 /// Where an exposed name leads: a connection, and the name (or URI) there.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The door: a client's `tools/call` whose arguments not every later reader
 //! reads alike is answered `-32602` (invalid params) here, before rmcp's
-//! server or anything of the supervisor sees it (`crate::json_check`;
+//! server or anything of the supervisor sees it (`crate::codec::json_check`;
 //! docs/RELIABILITY.md, "No client can hurt what others share").
 //!
 //! rmcp's server parses what the gateway hands it with serde, which keeps
@@ -18,7 +18,7 @@ use rmcp::model::{ErrorData, RequestId, ServerJsonRpcMessage};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::json_check::{self, Unreadable};
+use crate::codec::json_check::{self, Unreadable};
 
 /// The part of a message the door reads: a request's method and id, and a
 /// call's arguments as they were sent.

@@ -42,7 +42,7 @@ use super::{
     vouch::{FORWARDED, Forward, Vouchers},
 };
 use crate::{
-    mcp_headers,
+    codec::mcp_headers,
     registry::{FleetOverview, Registry},
 };
 

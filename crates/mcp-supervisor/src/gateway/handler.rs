@@ -47,7 +47,7 @@ use super::{
     traced,
 };
 use crate::{
-    CallOutcome, FailureKind, Forwarded, arguments::SharedArguments, mcp_headers, meta,
+    CallOutcome, FailureKind, Forwarded, arguments::SharedArguments, codec::mcp_headers, meta,
     telemetry::spans::Target as SpanTarget,
 };
 

@@ -75,7 +75,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{
     answer,
-    direct::{self, Generation, Posted, StatelessCall},
+    direct::{self, Generation, StatelessCall},
     door,
     elsewhere::Elsewhere,
     handler::GatewayHandler,
@@ -85,6 +85,7 @@ use super::{
     vouch::{FORWARDED, Vouchers},
 };
 use crate::{
+    codec::{mcp_headers, posted},
     config::{BearerToken, FleetSettings, GatewaySettings},
     heavy,
     listener::{
@@ -92,7 +93,6 @@ use crate::{
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
         tallies::{Protection, Tallies},
     },
-    mcp_headers,
 };
 
 /// `response`, keeping a large request's `permit` until its body is sent.
@@ -570,13 +570,14 @@ impl Endpoint {
         };
         let id = id.to_str().ok()?;
         let session = self.state.direct.session(id)?;
-        match read_body_as(body, large, Posted::read).await? {
-            Posted::Call(call)
-                if !call.is_meta(&self.state)
+        match read_body_as(body, large, posted::Posted::read).await? {
+            posted::Posted::Call(call)
+                if !self.state.serves_meta_tool(&call.name)
                     && session.takes(&parts.headers)
                     && self.hosts.check(&parts.uri, &parts.headers).is_ok()
                     && self.sessions.has(id).await =>
             {
+                let call = direct::Call::from(call);
                 self.sessions.touch(id, &session).await;
                 self.state.direct.taken();
                 let cancelled = self.ending.child_token();
@@ -590,11 +591,11 @@ impl Endpoint {
                 let (answer, before) = session.answer(self.state.clone(), (call, span), cancelled);
                 Some(direct::respond(answer, before, self.keep_alive, Generation::Sessions).await)
             }
-            Posted::Cancelled(request) => {
+            posted::Posted::Cancelled(request) => {
                 session.cancel(&request);
                 None
             }
-            Posted::Call(_) | Posted::Other => None,
+            posted::Posted::Call(_) | posted::Posted::Other => None,
         }
     }
 

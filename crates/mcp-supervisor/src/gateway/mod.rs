@@ -50,8 +50,6 @@ mod stdio;
 mod traced;
 mod vouch;
 
-#[cfg(feature = "twins")]
-pub(crate) use direct::posted_twins;
 pub use forward::ListChangedForwarder;
 pub use handler::GatewayHandler;
 pub use http::{GatewayShutdown, LARGE_AT_ONCE, LARGE_BODY_BYTES, serve_http};

@@ -10,8 +10,8 @@ use rmcp::{
 };
 
 use crate::{
+    codec::mcp_headers,
     listener::Peer,
-    mcp_headers,
     telemetry::{
         propagate,
         spans::{Ending, Served, ServerSpan, Target},

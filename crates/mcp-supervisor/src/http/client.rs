@@ -33,7 +33,7 @@ use super::{
     reuse::{HttpClients, OriginReuse},
     sse_limit::LimitedEvents,
 };
-use crate::{failure::parse_retry_after, heavy};
+use crate::{codec::mcp_headers::SESSION_ID, failure::parse_retry_after, heavy};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -552,7 +552,7 @@ impl StreamableHttpClient for RecordingClient {
         let session_attached = session_id.is_some();
         if let Some(session_id) = session_id {
             self.session_id.saw(&session_id);
-            request = request.header(crate::mcp_headers::SESSION_ID, &session_id);
+            request = request.header(SESSION_ID, &session_id);
         }
         let discover = discover_id(&message);
         // Notifications and replies await nothing: whatever a 2xx carries is fine.
@@ -582,7 +582,7 @@ impl StreamableHttpClient for RecordingClient {
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        let new_session = header_str(response.headers(), crate::mcp_headers::SESSION_ID);
+        let new_session = header_str(response.headers(), SESSION_ID);
         if let Some(new_session) = &new_session {
             self.session_id.saw(new_session);
         }
@@ -619,7 +619,7 @@ impl StreamableHttpClient for RecordingClient {
     ) -> Result<(), HttpError> {
         let request = self
             .request(reqwest::Method::DELETE, auth_token, custom_headers)
-            .header(crate::mcp_headers::SESSION_ID, &session_id);
+            .header(SESSION_ID, &session_id);
         let response = self.send(&uri, request).await?;
         // 405: the server does not do explicit session deletion, which is fine.
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
@@ -667,7 +667,7 @@ impl StreamableHttpClient for RecordingClient {
             .append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
         let session_attached = session_id.is_some();
         if let Some(session_id) = session_id {
-            request = request.header(crate::mcp_headers::SESSION_ID, &session_id);
+            request = request.header(SESSION_ID, &session_id);
         }
         if let Some(last_event_id) = last_event_id {
             request = request.header(LAST_EVENT_ID, &last_event_id);
@@ -823,7 +823,7 @@ mod tests {
         use rmcp::transport::common::http_header::{HEADER_LAST_EVENT_ID, HEADER_SESSION_ID};
         let name = |text: &str| HeaderName::from_bytes(text.as_bytes()).unwrap();
         assert_eq!(LAST_EVENT_ID, name(HEADER_LAST_EVENT_ID));
-        assert_eq!(crate::mcp_headers::SESSION_ID, name(HEADER_SESSION_ID));
+        assert_eq!(SESSION_ID, name(HEADER_SESSION_ID));
     }
 
     /// A header that is no header (a token with a line break) fails its

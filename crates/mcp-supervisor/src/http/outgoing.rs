@@ -309,8 +309,8 @@ mod tests {
 
     use super::*;
     use crate::{
-        arguments::SharedRequest,
-        arguments::{arguments_of, attached},
+        arguments::{SharedRequest, arguments_of, attached},
+        codec::json_check::Checked,
     };
 
     /// What `outgoing` writes, as text.
@@ -450,10 +450,12 @@ mod tests {
     #[tokio::test]
     async fn raw_arguments_are_written_as_they_came() {
         let sent = r#"{"z":1.0,"a":[1e2, 12345678901234567890],"b":{"c":"é"}}"#;
-        let raw = SharedArguments::raw(RawValue::from_string(sent.to_owned()).unwrap()).unwrap();
+        let raw = SharedArguments::from(
+            Checked::new(RawValue::from_string(sent.to_owned()).unwrap()).unwrap(),
+        );
         assert_eq!(
-            SharedArguments::raw(RawValue::from_string("[1]".into()).unwrap()).err(),
-            Some(crate::json_check::Unreadable::NotAnObject)
+            Checked::new(RawValue::from_string("[1]".into()).unwrap()).err(),
+            Some(crate::codec::json_check::Unreadable::NotAnObject)
         );
         let mut call = CallToolRequest::new(CallToolRequestParams::new("t"));
         call.extensions.insert(raw);

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::{
     CallOutcome,
-    json_check::{self, Unreadable},
+    codec::json_check::{self, Unreadable},
     registry::{CallTool, ListConnections, ListTools, Registry, unknown_connection_message},
 };
 

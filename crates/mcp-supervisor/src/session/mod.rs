@@ -20,8 +20,6 @@ pub mod http;
 mod modern;
 pub mod relay;
 mod stateless;
-#[cfg(feature = "twins")]
-pub(crate) use stateless::answer_twins;
 pub mod stdio;
 mod watch;
 

@@ -166,7 +166,7 @@ fn mutated_documents_get_the_same_verdict() {
         r#"{"a":1,"b":{"a":"\ud83d\ude00","c":[18446744073709551615,-9223372036854775808]},"d":1.5e308}"#,
         r#"{"ab":"x\u0041","aa":[true,false,null],"b\u0061":{}}"#,
     ] {
-        for variant in crate::json_scan::mutations(body.as_bytes()) {
+        for variant in crate::codec::json_scan::mutations(body.as_bytes()) {
             mutants += 1;
             refused += usize::from(!admitted(&variant));
         }

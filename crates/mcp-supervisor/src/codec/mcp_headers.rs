@@ -5,6 +5,8 @@
 //! (`session/stateless.rs`) stamps them, the gateway's direct path
 //! (`gateway/direct.rs`) checks them.
 
+use std::borrow::Cow;
+
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestMethod, ClientRequest, ConstString, JsonObject};
 use serde_json::Value;
@@ -52,10 +54,12 @@ pub(crate) fn bare_header_value(value: &str) -> bool {
 /// The SEP-2243 headers of a 2026-07-28 request, as rmcp's client builds
 /// them: `Mcp-Method`; `Mcp-Name` for the methods that name something; and
 /// for a tool whose input schema (`schema`) marks arguments with
-/// `x-mcp-header`, an `Mcp-Param-*` header for each such argument given.
-pub(crate) fn request_headers(
+/// `x-mcp-header`, an `Mcp-Param-*` header for each such argument given
+/// (`arguments`: the call's, read only when there is a `schema`).
+pub(crate) fn request_headers<'a>(
     request: &ClientRequest,
     schema: Option<&JsonObject>,
+    arguments: impl FnOnce() -> Option<Cow<'a, JsonObject>>,
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut headers = Vec::with_capacity(2);
     // A call's method is a constant: no copy of it per call.
@@ -71,8 +75,8 @@ pub(crate) fn request_headers(
     if let Some(name) = name_of(request).and_then(encoded) {
         headers.push((NAME, name));
     }
-    if let (ClientRequest::CallToolRequest(call), Some(schema)) = (request, schema)
-        && let Some(arguments) = crate::arguments::arguments_of(call)
+    if let (ClientRequest::CallToolRequest(_), Some(schema)) = (request, schema)
+        && let Some(arguments) = arguments()
     {
         for (path, _, header) in annotated(schema) {
             let Some(header) = header.as_str().filter(|header| !header.is_empty()) else {
@@ -281,7 +285,13 @@ mod tests {
     }
 
     fn headers_of(request: &ClientRequest, schema: Option<&JsonObject>) -> Vec<(String, String)> {
-        request_headers(request, schema)
+        let arguments = || match request {
+            ClientRequest::CallToolRequest(call) => {
+                call.params.arguments.as_ref().map(Cow::Borrowed)
+            }
+            _ => None,
+        };
+        request_headers(request, schema, arguments)
             .into_iter()
             .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
             .collect()

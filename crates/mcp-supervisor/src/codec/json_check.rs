@@ -30,6 +30,8 @@
 
 use std::{borrow::Cow, collections::HashSet, fmt};
 
+use serde_json::value::RawValue;
+
 /// The deepest nesting of objects and arrays admitted, the arguments' own
 /// object counting as one: half of serde's limit for a whole message,
 /// leaving room for every envelope a reader wraps them in. No tool's input
@@ -112,6 +114,23 @@ impl fmt::Display for Unreadable {
 pub(crate) fn arguments(text: &str) -> Result<(), Unreadable> {
     Checker::whole(text)?;
     object_first(text)
+}
+
+/// A call's arguments as the client sent them, admitted by [`arguments`]:
+/// only this check makes one.
+#[derive(Debug)]
+pub(crate) struct Checked(Box<RawValue>);
+
+impl Checked {
+    /// `raw`, if it is a call's arguments every reader reads alike.
+    pub(crate) fn new(raw: Box<RawValue>) -> Result<Checked, Unreadable> {
+        arguments(raw.get())?;
+        Ok(Checked(raw))
+    }
+
+    pub(crate) fn into_raw(self) -> Box<RawValue> {
+        self.0
+    }
 }
 
 /// Whether the value `text` holds (valid JSON) is an object.

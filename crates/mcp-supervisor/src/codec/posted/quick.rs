@@ -18,11 +18,11 @@
 //! The tests hold the two readings to the same answer on every body the
 //! scanner answers, including thousands of mutations of real calls.
 
-use rmcp::model::{CallToolRequestParams, ProgressToken};
+use rmcp::model::ProgressToken;
 use serde_json::value::RawValue;
 
-use super::{Call, Posted, ProgressOnly, object_or_none};
-use crate::json_scan::Scan;
+use super::{Posted, PostedCall, ProgressOnly, object_or_none};
+use crate::codec::json_scan::Scan;
 
 /// `body` as a plain call, when it plainly is one; `None` when the full
 /// reading must decide.
@@ -57,9 +57,9 @@ pub(super) fn call(body: &[u8]) -> Option<Posted> {
     }
     let arguments = object_or_none(arguments)?;
     let (progress, trace) = ProgressOnly::split(meta);
-    Some(Posted::Call(Call {
+    Some(Posted::Call(PostedCall {
         id,
-        params: CallToolRequestParams::new(name.to_owned()),
+        name: name.to_owned(),
         arguments,
         progress,
         trace,
@@ -118,7 +118,8 @@ fn progress_only(scan: &mut Scan<'_>) -> Option<ProgressOnly> {
 #[cfg(test)]
 mod tests {
     use rmcp::model::{
-        CallToolRequest, ClientJsonRpcMessage, ClientRequest, NumberOrString, RequestId,
+        CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest,
+        NumberOrString, RequestId,
     };
 
     use super::*;
@@ -216,7 +217,7 @@ mod tests {
         let mut read_here = 0;
         let mut mutants = 0;
         for body in [rmcps(12, Some(3)), TRACED.as_bytes().to_vec()] {
-            for variant in crate::json_scan::mutations(&body) {
+            for variant in crate::codec::json_scan::mutations(&body) {
                 mutants += 1;
                 read_here += usize::from(agreed(&variant).is_some());
             }
