@@ -1,7 +1,8 @@
 //! Every hand-written JSON step beside its serde twin, on any bytes: the
 //! one-pass check of a call's arguments (`json_check`), the posted call's
-//! hand reading (`direct/quick.rs`) and the upstream tool answer's
-//! (`plain_tool_answer`). A fast step that answers differently from its
+//! hand reading (`codec/posted/quick.rs`), the upstream tool answer's
+//! (`plain_tool_answer`) and the client answer's hand writing
+//! (`codec/reply.rs`). A fast step that answers differently from its
 //! twin is a bug, not a speed-up (docs/TESTING.md, "Fuzzing").
 //!
 //! The input is tried as it is, and as the arguments of a posted call (so
@@ -11,7 +12,8 @@
 //! Invariants:
 //! - the arguments check admits exactly what its serde twin admits;
 //! - a posted call the hand reading answers is read so by serde too;
-//! - an upstream's answer the hand reading answers is read so by serde too.
+//! - an upstream's answer the hand reading answers is read so by serde too;
+//! - an answer the hand writes is written byte for byte as serde writes it.
 
 use mcp_supervisor::twins;
 
@@ -47,6 +49,14 @@ pub fn run(data: &[u8]) {
             Some(&plain),
             serde.as_ref(),
             "the tool answer's readings differ on {text:?}"
+        );
+    }
+    if let Some((hand, serde)) = twins::reply(data) {
+        assert_eq!(
+            String::from_utf8_lossy(&hand),
+            String::from_utf8_lossy(&serde),
+            "the answer's writings differ on {:?}",
+            String::from_utf8_lossy(data)
         );
     }
 }

@@ -27,3 +27,20 @@ pub fn posted_call(body: &[u8]) -> Option<(String, String)> {
 pub fn tool_answer(data: &str) -> Option<(String, Option<String>)> {
     crate::codec::answers::twins(data)
 }
+
+/// An answer written by hand and by serde, when the hand writes it: the
+/// message `data` holds, or else a tool's answer with `data` as its text
+/// (so any bytes reach the writer's escaping).
+pub fn reply(data: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    use rmcp::model::{
+        CallToolResult, ContentBlock, RequestId, ServerJsonRpcMessage, ServerResult,
+    };
+    let message = serde_json::from_slice::<ServerJsonRpcMessage>(data).unwrap_or_else(|_| {
+        let text = String::from_utf8_lossy(data).into_owned();
+        let result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        let id = RequestId::Number(i64::try_from(data.len()).unwrap_or(i64::MAX));
+        ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id)
+    });
+    let hand = crate::codec::reply::plain_answer(&message)?;
+    Some((hand, serde_json::to_vec(&message).ok()?))
+}
