@@ -35,43 +35,47 @@
 //!
 //! Connections (timeouts, the connection cap) are `listener.rs`'s.
 //!
+//! A request's main line is [`mcp_endpoint`]: who may come in (the token, or
+//! a fleet node's voucher), forwarded to the node holding its session, then
+//! a POST ([`Endpoint::post`]): its body read within the limits (`body.rs`),
+//! refused while draining, answered by the direct path, refused at the
+//! door, or handed to rmcp within the session caps. The refusals it answers
+//! itself are `refusals.rs`'s; the steps of stopping, `shutdown.rs`'s.
+//!
 //! Stopping is in steps, driven by a [`GatewayShutdown`]: drain (serve the
 //! sessions the gateway has, refuse new ones and session-less work with 503
 //! and `Retry-After`, until nothing is in progress and no request has come
 //! for a short grace), stop accepting, then end the sessions and their open
 //! streams (docs/ARCHITECTURE.md, "Shutdown").
 
-use std::{
-    io,
-    net::IpAddr,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+mod body;
+mod refusals;
+mod shutdown;
+
+use std::{io, net::IpAddr, sync::Arc, time::Duration};
 
 use axum::{
     Router,
     body::{Body, Bytes},
     extract::{Request, State},
-    http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts},
+    http::{HeaderMap, Method, StatusCode, request::Parts},
     response::{IntoResponse, Response},
     routing::any,
 };
-use bytes::BytesMut;
-use futures::StreamExt;
 use rmcp::{
-    model::{
-        ConstString, ErrorCode, ErrorData, JsonRpcError, RequestId,
-        SubscriptionsListenRequestMethod,
-    },
+    model::{ConstString, SubscriptionsListenRequestMethod},
     transport::{StreamableHttpServerConfig, StreamableHttpService},
 };
-use serde_json::Value;
-use tokio::{
-    net::TcpListener,
-    sync::{OwnedSemaphorePermit, Semaphore},
-    time::Instant,
-};
+use tokio::{net::TcpListener, sync::Semaphore};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+pub use shutdown::GatewayShutdown;
+
+use body::{Holding, holding_permit, read_body_as};
+use refusals::{
+    BUSY_BODY, internal_error, is_initialize, not_json_rpc, refused_while_draining,
+    session_not_found, too_many_sessions,
+};
 
 use super::{
     answer,
@@ -87,147 +91,12 @@ use super::{
 use crate::{
     codec::{mcp_headers, posted},
     config::{BearerToken, FleetSettings, GatewaySettings},
-    heavy,
     listener::{
         self, Peer, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
-        tallies::{Protection, Tallies},
+        tallies::Protection,
     },
 };
-
-/// `response`, keeping a large request's `permit` until its body is sent.
-fn holding_permit(response: Response, permit: Option<OwnedSemaphorePermit>) -> Response {
-    match permit {
-        Some(permit) => response.map(|answer| Body::new(Holding::new(answer, permit))),
-        None => response,
-    }
-}
-
-/// `read(body)`, on a blocking thread for a large body (parsing one takes
-/// long enough to hold up every other request on this thread); `None` if
-/// the runtime is shutting down.
-async fn read_body_as<T: Send + 'static>(
-    body: &Bytes,
-    large: bool,
-    read: fn(&[u8]) -> T,
-) -> Option<T> {
-    if !large {
-        return Some(read(body));
-    }
-    let body = body.clone();
-    heavy::off_thread(move || read(&body)).await
-}
-
-/// The JSON-RPC "server error" code of the gateway's own refusals (too many
-/// sessions or connections): the request was not looked at.
-const BUSY_CODE: ErrorCode = ErrorCode(-32000);
-
-/// What a connection over `gateway.max_connections` is answered (with 503).
-const BUSY_BODY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"too many connections to the gateway (gateway.max_connections); retry later"}}"#;
-
-/// `Retry-After` of an `initialize` refused for too many sessions: a slot
-/// frees when a client ends its session or one idles out.
-const SESSIONS_RETRY_AFTER_SECS: &str = "30";
-
-/// `Retry-After` of a request refused while draining: a load balancer has
-/// another replica, or this one is back by then.
-const DRAINING_RETRY_AFTER_SECS: &str = "5";
-
-/// How a running gateway is stopped, step by step (see [`serve_http`]), and
-/// what its protections did ([`Tallies`]).
-#[derive(Debug, Clone, Default)]
-pub struct GatewayShutdown {
-    /// Cancelled: the gateway drains (see the module).
-    draining: CancellationToken,
-    /// When the last request arrived (only kept while draining).
-    last_arrival: Arc<Mutex<Option<Instant>>>,
-    /// Cancelled: no new connection is accepted, and each open one closes
-    /// once its request in progress is answered.
-    accepting: CancellationToken,
-    /// Cancelled: every MCP session and open stream (standalone SSE,
-    /// `subscriptions/listen`) ends.
-    sessions: CancellationToken,
-    /// The requests in progress: a POST counts until its answer is sent.
-    /// Streams that stay open on purpose do not count.
-    requests: TaskTracker,
-    tallies: Arc<Tallies>,
-}
-
-impl GatewayShutdown {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Evictions and refusals so far, for `/metrics`.
-    pub fn tallies(&self) -> Arc<Tallies> {
-        self.tallies.clone()
-    }
-
-    /// Step 1: drain. Requests of the sessions the gateway has are served,
-    /// on any connection, new or not; a new session or a session-less
-    /// request is answered 503 with `Retry-After`; each connection closes
-    /// after its next answer.
-    pub fn start_draining(&self) {
-        *self.arrivals() = Some(Instant::now());
-        self.draining.cancel();
-    }
-
-    /// Step 2: waits, for at most `bound`, until no request is in progress
-    /// and none has arrived for `grace` since the last one ended (a client's
-    /// follow-up to an answer comes within it); `true` if that happened in
-    /// time.
-    pub async fn drained(&self, bound: Duration, grace: Duration) -> bool {
-        let deadline = Instant::now() + bound;
-        self.requests.close();
-        loop {
-            if tokio::time::timeout_at(deadline, self.requests.wait())
-                .await
-                .is_err()
-            {
-                return false;
-            }
-            let quiet_since = Instant::now();
-            tokio::time::sleep_until((quiet_since + grace).min(deadline)).await;
-            let arrived_since = self.arrivals().is_some_and(|last| last > quiet_since);
-            if !arrived_since && self.requests.is_empty() {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return self.requests.is_empty();
-            }
-        }
-    }
-
-    /// Step 3: accept nothing new.
-    pub fn stop_accepting(&self) {
-        self.accepting.cancel();
-    }
-
-    /// Step 4: ends every session and stream; [`serve_http`] then returns
-    /// once the connections are closed.
-    pub fn end_sessions(&self) {
-        self.accepting.cancel();
-        self.sessions.cancel();
-    }
-
-    /// How many requests are in progress.
-    pub fn in_progress(&self) -> usize {
-        self.requests.len()
-    }
-
-    fn arrivals(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
-        self.last_arrival
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Notes a request's arrival while draining.
-    fn arrived(&self) {
-        if self.draining.is_cancelled() {
-            *self.arrivals() = Some(Instant::now());
-        }
-    }
-}
 
 /// A request body this large (1 MiB) or larger is a large request.
 pub const LARGE_BODY_BYTES: usize = 1 << 20;
@@ -377,43 +246,6 @@ fn opens_a_stream(headers: &HeaderMap) -> bool {
     headers.get(&mcp_headers::METHOD).is_some_and(|method| {
         method.as_bytes() == SubscriptionsListenRequestMethod::VALUE.as_bytes()
     })
-}
-
-pin_project_lite::pin_project! {
-    /// A response body that holds `guard` until it is sent (or dropped, the
-    /// client gone): the request counts as in progress
-    /// ([`TaskTrackerToken`]), or keeps its large-request permit, until then.
-    struct Holding<B, G> {
-        #[pin]
-        body: B,
-        guard: G,
-    }
-}
-
-impl<B, G> Holding<B, G> {
-    fn new(body: B, guard: G) -> Self {
-        Holding { body, guard }
-    }
-}
-
-impl<B: http_body::Body, G> http_body::Body for Holding<B, G> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        self.project().body.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
 }
 
 impl Endpoint {
@@ -652,223 +484,6 @@ impl Endpoint {
         }
         response.map(Body::new)
     }
-
-    /// The whole body, within `body_timeout` and `max_body_bytes`, and the
-    /// permit a large one holds. A body declared large waits for its permit
-    /// before it is read; one without a length, once it has reached
-    /// [`LARGE_BODY_BYTES`]. Time spent waiting for a permit is ours, not
-    /// the client's: it does not count toward `body_timeout`.
-    async fn read_body(
-        &self,
-        headers: &HeaderMap,
-        body: Body,
-    ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), Response> {
-        let limit = self.max_body_bytes;
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.parse::<u64>().ok());
-        if declared.is_some_and(|length| length > limit as u64) {
-            return Err(payload_too_large(limit));
-        }
-        let mut permit = None;
-        if declared.is_some_and(|length| length >= LARGE_BODY_BYTES as u64) {
-            permit = Some(self.large_permit().await?);
-        }
-        let mut deadline = Instant::now() + self.body_timeout;
-        let mut chunks = body.into_data_stream();
-        let mut collected = BytesMut::new();
-        loop {
-            let Ok(chunk) = tokio::time::timeout_at(deadline, chunks.next()).await else {
-                return Err((
-                    StatusCode::REQUEST_TIMEOUT,
-                    [(header::CONNECTION, "close")],
-                    "Request Timeout: the request body did not arrive within gateway.body_timeout",
-                )
-                    .into_response());
-            };
-            let Some(chunk) = chunk else {
-                return Ok((collected.freeze(), permit));
-            };
-            let Ok(chunk) = chunk else {
-                return Err((
-                    StatusCode::BAD_REQUEST,
-                    "Bad Request: the request body could not be read",
-                )
-                    .into_response());
-            };
-            if chunk.len() > limit - collected.len() {
-                return Err(payload_too_large(limit));
-            }
-            collected.extend_from_slice(&chunk);
-            if permit.is_none() && collected.len() >= LARGE_BODY_BYTES {
-                let waiting = Instant::now();
-                permit = Some(self.large_permit().await?);
-                deadline += waiting.elapsed();
-            }
-        }
-    }
-
-    /// One of the [`LARGE_AT_ONCE`] permits, when one is free within
-    /// `body_timeout` (permits held by clients slow to send their bodies, or
-    /// by long calls, must not make others wait without end); else 503 with
-    /// `Retry-After`.
-    async fn large_permit(&self) -> Result<OwnedSemaphorePermit, Response> {
-        let permit = self.large.clone().acquire_owned();
-        match tokio::time::timeout(self.body_timeout, permit).await {
-            Ok(permit) => Ok(permit.expect("the large-request semaphore is never closed")),
-            Err(_) => {
-                let mut busy = (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Service Unavailable: large requests are being processed; retry shortly",
-                )
-                    .into_response();
-                busy.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                Err(busy)
-            }
-        }
-    }
-}
-
-/// MCP: a request for an unknown or ended session is 404 (rmcp's own words).
-fn session_not_found() -> Response {
-    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
-}
-
-/// A request whose handling panicked (never expected).
-fn internal_error() -> Response {
-    (
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Internal Server Error: the request could not be handled",
-    )
-        .into_response()
-}
-
-/// rmcp's own answer to a body over the limit.
-fn payload_too_large(limit: usize) -> Response {
-    (
-        StatusCode::PAYLOAD_TOO_LARGE,
-        [(header::CONNECTION, "close")],
-        format!("Payload Too Large: request body exceeds {limit} bytes"),
-    )
-        .into_response()
-}
-
-/// Whether `body` is an `initialize` request (only asked when sessions are
-/// full, so the extra parse is rare).
-fn is_initialize(body: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(body)
-        .is_ok_and(|message| message.get("method").and_then(Value::as_str) == Some("initialize"))
-}
-
-/// The `id` of a JSON-RPC message, when it has a valid one.
-fn request_id(message: &Value) -> Option<RequestId> {
-    message
-        .get("id")
-        .filter(|id| id.is_string() || id.is_number())
-        .and_then(|id| serde_json::from_value(id.clone()).ok())
-}
-
-/// `initialize` beyond `gateway.{key}` (= `limit`), every session it could
-/// replace busy: 503, `Retry-After`, and a JSON-RPC error a client can show.
-fn too_many_sessions(body: &[u8], key: &str, limit: usize) -> Response {
-    let id = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|message| request_id(&message));
-    let mut response = jsonrpc_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        id,
-        ErrorData::new(
-            BUSY_CODE,
-            format!(
-                "too many MCP sessions (gateway.{key} = {limit}), all of them busy; \
-                 retry later, or end an unused session"
-            ),
-            None,
-        ),
-    );
-    response.headers_mut().insert(
-        header::RETRY_AFTER,
-        HeaderValue::from_static(SESSIONS_RETRY_AFTER_SECS),
-    );
-    response
-}
-
-/// Session-less requests the gateway answers from its own view, at once,
-/// with no upstream work and no stream: served while draining (a client's
-/// follow-up listing after an answer is one of them).
-const ANSWERED_FROM_THE_VIEW: [&str; 6] = [
-    "server/discover",
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "ping",
-];
-
-/// While draining, a session-less request that would start new work (reach
-/// an upstream, open a stream, open a session): 503 with `Retry-After` and a
-/// JSON-RPC error. `None` for what may go on: a notification (a
-/// cancellation), what is answered from the gateway's view, and the retry of
-/// an input round already under way.
-fn refused_while_draining(body: &[u8]) -> Option<Response> {
-    let message = serde_json::from_slice::<Value>(body).ok()?;
-    let id = request_id(&message)?;
-    let method = message.get("method")?.as_str()?;
-    let params = message.get("params");
-    if ANSWERED_FROM_THE_VIEW.contains(&method)
-        || params.is_some_and(|params| params.get("requestState").is_some())
-    {
-        return None;
-    }
-    let mut response = jsonrpc_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        Some(id),
-        ErrorData::new(
-            BUSY_CODE,
-            "the gateway is shutting down and takes no new work; retry (another replica may \
-             take it)",
-            None,
-        ),
-    );
-    response.headers_mut().insert(
-        header::RETRY_AFTER,
-        HeaderValue::from_static(DRAINING_RETRY_AFTER_SECS),
-    );
-    Some(response)
-}
-
-/// 400 for a body rmcp could not parse: -32700 when it is not JSON at all
-/// (invalid UTF-8 included), -32600 when it is JSON but no JSON-RPC message.
-fn not_json_rpc(body: &[u8]) -> Response {
-    let (id, error) = match serde_json::from_slice::<Value>(body) {
-        Err(error) => (
-            None,
-            // Position only: the body is the client's and is not echoed.
-            ErrorData::parse_error(
-                format!(
-                    "Parse error: the body is not valid JSON (line {}, column {})",
-                    error.line(),
-                    error.column()
-                ),
-                None,
-            ),
-        ),
-        Ok(message) => (
-            request_id(&message),
-            ErrorData::invalid_request(
-                "Invalid Request: the body is not a JSON-RPC 2.0 message this server accepts",
-                None,
-            ),
-        ),
-    };
-    jsonrpc_error(StatusCode::BAD_REQUEST, id, error)
-}
-
-fn jsonrpc_error(status: StatusCode, id: Option<RequestId>, error: ErrorData) -> Response {
-    let body = serde_json::to_vec(&JsonRpcError::new(id, error)).unwrap_or_default();
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// The client's address, as the listener recorded it.
@@ -881,86 +496,5 @@ impl Endpoint {
     /// the client it names (`listener/forwarded.rs`).
     fn client(&self, parts: &Parts) -> Option<std::net::IpAddr> {
         Some(self.proxies.client(peer(parts)?, &parts.headers))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    async fn body_json(response: Response) -> (StatusCode, Value) {
-        let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        (status, serde_json::from_slice(&bytes).unwrap())
-    }
-
-    #[tokio::test]
-    async fn unparsable_bodies_get_parse_error_or_invalid_request() {
-        let (status, error) = body_json(not_json_rpc(b"{not json")).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_eq!(error["error"]["code"], -32700);
-        assert!(error.get("id").is_none(), "{error}");
-
-        let (_, error) = body_json(not_json_rpc(&[0x7b, 0xff, 0xfe, 0x7d])).await;
-        assert_eq!(error["error"]["code"], -32700);
-
-        let (status, error) = body_json(not_json_rpc(br#"{"id": 7, "hello": 1}"#)).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_eq!(error["error"]["code"], -32600);
-        assert_eq!(error["id"], 7);
-        assert_eq!(error["jsonrpc"], "2.0");
-    }
-
-    #[tokio::test]
-    async fn the_session_refusal_names_the_request() {
-        let response = too_many_sessions(
-            br#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{}}"#,
-            "max_sessions",
-            2,
-        );
-        assert_eq!(response.headers()[header::RETRY_AFTER], "30");
-        let (status, error) = body_json(response).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(error["id"], "a");
-        assert_eq!(error["error"]["code"], -32000);
-    }
-
-    #[test]
-    fn the_busy_body_is_a_json_rpc_error() {
-        let busy: Value = serde_json::from_str(BUSY_BODY).unwrap();
-        assert_eq!(busy["error"]["code"], BUSY_CODE.0);
-    }
-
-    #[test]
-    fn draining_refuses_new_work_and_lets_the_rest_go_on() {
-        let refused = |body: &str| refused_while_draining(body.as_bytes()).map(|r| r.status());
-        let unavailable = Some(StatusCode::SERVICE_UNAVAILABLE);
-        for new_work in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__b"}}"#,
-            r#"{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{}}"#,
-            r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"x:y"}}"#,
-        ] {
-            assert_eq!(refused(new_work), unavailable, "{new_work}");
-        }
-        for goes_on in [
-            r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}"#,
-            r#"{"jsonrpc":"2.0","id":6,"method":"server/discover"}"#,
-            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__b","requestState":"s"}}"#,
-            "not json",
-        ] {
-            assert_eq!(refused(goes_on), None, "{goes_on}");
-        }
-        let response = refused_while_draining(
-            br#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            response.headers()[header::RETRY_AFTER],
-            DRAINING_RETRY_AFTER_SECS
-        );
     }
 }
