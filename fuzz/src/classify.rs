@@ -5,7 +5,7 @@
 //! an optional last recorded HTTP response to fall back on.
 //!
 //! Invariants (docs/ARCHITECTURE.md, "Failure classification"; docs/DECISIONS.md
-//! #53 and #57; `failure/classify.rs`):
+//! #53 and #57; `session/classify.rs`):
 //! - it never panics, nor does `Display` of the result;
 //! - the result's kind is the most specific kind among the layers the walk
 //!   reaches (the `FailureKind` declaration order); when that is `unknown`, a
@@ -17,7 +17,7 @@
 //!   reason or transport name of any layer appears in it.
 //!
 //! The expected kind of each layer is written out here from that table (the
-//! same rows as `failure/classify/tests.rs`), not taken from the library: 401
+//! same rows as `session/classify/tests.rs`), not taken from the library: 401
 //! auth, 403 permission, 429 rate limit, 5xx server, other 4xx and 3xx protocol
 //! (with the status); a request may have run unless it was refused (429,
 //! 401/403, a JSON-RPC rejection of the request, could not connect).

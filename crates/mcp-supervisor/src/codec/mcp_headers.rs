@@ -2,7 +2,7 @@
 //! protocol version, and SEP-2243's standard headers (`Mcp-Method`,
 //! `Mcp-Name`, and `Mcp-Param-*` for the arguments a tool's input schema
 //! marks with `x-mcp-header`). Both sides use them: the upstream lane
-//! (`session/stateless.rs`) stamps them, the gateway's direct path
+//! (`session/direct.rs`) stamps them, the gateway's direct path
 //! (`gateway/direct.rs`) checks them.
 
 use std::borrow::Cow;

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ListKind, Session, SessionEvent, SessionHandler, classify_recorded, stateless::StatelessParts,
+    ListKind, Session, SessionEvent, SessionHandler, classify_recorded, direct::DirectClientParts,
     watch::Watched,
 };
 use crate::{
@@ -147,7 +147,7 @@ pub(crate) async fn open_http_sharing(
     });
     let ended = CancellationToken::new();
     let lifecycle = handler.lifecycle();
-    let (serving, stateless) = match authorizer {
+    let (serving, direct) = match authorizer {
         Authorizer::Login(tokens, _) => serve(
             handler.clone(),
             oauth::TokenClient::new(client, tokens),
@@ -206,7 +206,7 @@ pub(crate) async fn open_http_sharing(
         probe.settle(verdict);
     }
     let session = Session::new(service, Some(recorder), ended)
-        .sending_through_lane(stateless)
+        .sending_directly(direct)
         .await;
     Ok(match token_file {
         Some(file) => session.logging_in(file),
@@ -236,18 +236,18 @@ fn serve<C>(
     (config, session_ids): (StreamableHttpClientTransportConfig, SessionIds),
     lifecycle: ClientLifecycleMode,
     ended: CancellationToken,
-) -> (Serving, StatelessParts)
+) -> (Serving, DirectClientParts)
 where
     C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
 {
-    let stateless = StatelessParts::new(&client, session_ids, &config);
+    let direct = DirectClientParts::new(&client, session_ids, &config);
     let transport = Watched::new(
         StreamableHttpClientTransport::with_client(client, config),
         ended,
     );
     (
         Box::pin(handler.serve_with_lifecycle(transport, lifecycle)),
-        stateless,
+        direct,
     )
 }
 

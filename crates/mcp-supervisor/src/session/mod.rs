@@ -3,7 +3,7 @@
 //! with a classified [`Failure`] instead of an rmcp error. rmcp's client
 //! (`RunningService`) opens every session and carries stdio and 2025 HTTP
 //! sessions; a 2026-07-28 HTTP session lets it go once open and sends its
-//! requests itself (`stateless`).
+//! requests itself (`direct`).
 //!
 //! Layout:
 //! - [`handler`]: our rmcp `ClientHandler`, which forwards upstream
@@ -15,11 +15,11 @@
 //! - [`stdio`]: starting a child process and building a session over its stdio.
 
 mod classify;
+mod direct;
 pub mod handler;
 pub mod http;
 mod modern;
 pub mod relay;
-mod stateless;
 pub mod stdio;
 mod watch;
 
@@ -58,7 +58,7 @@ use crate::{
 #[derive(Debug)]
 pub struct Session {
     /// rmcp's client, which opened the session. A 2026-07-28 HTTP session
-    /// lets it go once open and sends everything itself (`stateless`).
+    /// lets it go once open and sends everything itself (`direct`).
     service: Option<RunningService<RoleClient, SessionHandler>>,
     /// What the upstream said of itself when the session opened.
     info: Option<Arc<ServerPeerInfo>>,
@@ -76,8 +76,8 @@ pub struct Session {
     modern: Option<Arc<modern::Modern>>,
     /// An OAuth session's tokens (see [`crate::oauth::on_session`]).
     tokens: Option<crate::oauth::TokenFile>,
-    /// What an HTTP session sends without rmcp's client (see `stateless`).
-    stateless: Option<Arc<stateless::Stateless>>,
+    /// What an HTTP session sends without rmcp's client (see `direct`).
+    direct: Option<Arc<direct::DirectClient>>,
 }
 
 impl Session {
@@ -97,7 +97,7 @@ impl Session {
             ended,
             modern,
             tokens: None,
-            stateless: None,
+            direct: None,
         }
     }
 
@@ -105,12 +105,12 @@ impl Session {
     /// calls skip rmcp's client, and a 2026-07-28 session lets rmcp's client
     /// go (waiting until it has) and sends every request itself
     /// (docs/DECISIONS.md #83).
-    pub(crate) async fn sending_through_lane(mut self, parts: stateless::StatelessParts) -> Self {
+    pub(crate) async fn sending_directly(mut self, parts: direct::DirectClientParts) -> Self {
         let us = rmcp::ClientHandler::get_info(&self.handler);
-        self.stateless = parts
+        self.direct = parts
             .for_version(self.protocol_version().as_ref(), &us)
             .map(Arc::new);
-        if self.stateless.as_ref().is_some_and(|lane| !lane.legacy()) {
+        if self.direct.as_ref().is_some_and(|lane| !lane.legacy()) {
             // rmcp's transport ends `ended` as it goes; the session goes on.
             self.ended = CancellationToken::new();
             // Bounded: a wind-down that takes longer goes on in the
@@ -145,7 +145,7 @@ impl Session {
             ended,
             modern,
             tokens: None,
-            stateless: None,
+            direct: None,
         }
     }
 
@@ -173,7 +173,7 @@ impl Session {
 
     async fn listen(&self, modern: &modern::Modern) {
         let capabilities = self.capabilities();
-        let through = match (&self.service, &self.stateless) {
+        let through = match (&self.service, &self.direct) {
             (Some(service), _) => modern::Through::Rmcp(service.peer().clone()),
             (None, Some(lane)) => modern::Through::Lane(Arc::clone(lane)),
             (None, None) => return,
@@ -223,19 +223,19 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let mut options = PeerRequestOptions::no_options();
-        let stateless = self.stateless.as_ref().filter(|s| s.takes(&request));
+        let direct = self.direct.as_ref().filter(|s| s.takes(&request));
         if let Some(modern) = &self.modern {
             if let Some(answer) = self.held_here(modern, &request).await {
                 return Ok(answer);
             }
             options.meta = modern.request_meta();
             if let Some(link) = link {
-                // The client's capabilities go with its stateless requests'
-                // stamp (`Stateless::stamp`), encoded once.
+                // The client's capabilities go with its direct requests'
+                // stamp (`DirectClient::stamp`), encoded once.
                 let capabilities = link
                     .capabilities
                     .as_ref()
-                    .filter(|_| !stateless.is_some_and(|lane| lane.stamps()));
+                    .filter(|_| !direct.is_some_and(|lane| lane.stamps()));
                 #[allow(deprecated)]
                 if capabilities.is_some() || link.log_level.is_some() {
                     let meta = options
@@ -250,13 +250,13 @@ impl Session {
                 }
             }
         }
-        if let Some(stateless) = stateless {
+        if let Some(direct) = direct {
             return self
-                .send_stateless(stateless, request, options, link, deadline)
+                .send_direct(direct, request, options, link, deadline)
                 .await;
         }
         // Boxed here and below: rmcp's client's future is larger than the
-        // stateless lane's, and every step a call's future takes on its way
+        // direct lane's, and every step a call's future takes on its way
         // moves it whole (docs/DECISIONS.md #132).
         Box::pin(self.send_with_rmcp(request, options, link, deadline)).await
     }
@@ -325,44 +325,44 @@ impl Session {
 
     /// [`Session::send`] for a plain tool call over HTTP: the same request,
     /// stamped as rmcp's client stamps it, sent without it (see
-    /// `stateless`). Giving up closes the request's stream, which is how
+    /// `direct`). Giving up closes the request's stream, which is how
     /// rmcp's client cancels a 2026-07-28 request; a 2025 upstream is also
     /// told, as rmcp tells it. A 2025 session the upstream forgot goes to
     /// rmcp, which opens a new one.
-    async fn send_stateless(
+    async fn send_direct(
         &self,
-        stateless: &stateless::Stateless,
+        direct: &direct::DirectClient,
         request: ClientRequest,
         options: PeerRequestOptions,
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = method_of(&request);
-        let legacy = stateless.legacy();
+        let legacy = direct.legacy();
         // Kept to hand to rmcp if the 2025 session turns out forgotten (no
         // `options` to keep: only 2026-07-28 requests carry extra `_meta`).
         let again = legacy.then(|| request.clone());
         let mut request = request;
-        let (id, token) = stateless.next_id();
+        let (id, token) = direct.next_id();
         let handler = &self.handler;
         // A 2026-07-28 upstream learns the client's capabilities per request.
         let client = link
             .and_then(|link| link.capabilities.as_ref())
             .filter(|_| self.modern.is_some());
-        stateless.stamp(&mut request, options.meta, token.clone(), client);
+        direct.stamp(&mut request, options.meta, token.clone(), client);
         let registered = link.map(|link| handler.links().register(id.clone(), token, link));
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
         // Boxed: the send's future is large, and `select!` and the timeout
         // would move it whole, more than once (docs/DECISIONS.md #145).
         let mut sent = Box::pin(tokio::time::timeout_at(
             deadline,
-            stateless.send(request, id.clone(), handler),
+            direct.send(request, id.clone(), handler),
         ));
         let outcome = tokio::select! {
             answer = &mut sent => Some(answer),
             () = cancelled.cancelled() => None,
             // The session was closed: what is in flight on it fails now.
-            () = self.ended.cancelled() => Some(Ok(Err(stateless::Unsent::Failed(ServiceError::TransportClosed)))),
+            () = self.ended.cancelled() => Some(Ok(Err(direct::Unsent::Failed(ServiceError::TransportClosed)))),
         };
         // Gone before anything else is done: its stream closes before a
         // 2025 upstream is told of the cancellation, as when `select!`
@@ -376,8 +376,8 @@ impl Session {
         };
         match outcome {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(stateless::Unsent::Failed(error))) => Err(self.send_failure(&error)),
-            Ok(Err(stateless::Unsent::Expired)) => {
+            Ok(Err(direct::Unsent::Failed(error))) => Err(self.send_failure(&error)),
+            Ok(Err(direct::Unsent::Expired)) => {
                 drop(registered);
                 match again {
                     Some(request) => {
@@ -539,8 +539,8 @@ impl Session {
         };
         match tokio::time::timeout_at(deadline, listing).await {
             Ok(Ok(surface)) => {
-                if let Some(stateless) = &self.stateless {
-                    stateless.listed(&surface.tools);
+                if let Some(direct) = &self.direct {
+                    direct.listed(&surface.tools);
                 }
                 Ok(surface)
             }
@@ -565,7 +565,7 @@ impl Session {
         if let Some(service) = &self.service {
             return rmcp(service.peer().clone()).await;
         }
-        let Some(lane) = &self.stateless else {
+        let Some(lane) = &self.direct else {
             return Err(ServiceError::TransportClosed);
         };
         let mut items = Vec::new();
@@ -577,9 +577,9 @@ impl Session {
             lane.stamp(&mut listing, None, token, None);
             let answer = match lane.send(listing, id, &self.handler).await {
                 Ok(answer) => answer,
-                Err(stateless::Unsent::Failed(error)) => return Err(error),
+                Err(direct::Unsent::Failed(error)) => return Err(error),
                 // Only a 2025 session can have expired, and it lists through rmcp.
-                Err(stateless::Unsent::Expired) => return Err(ServiceError::TransportClosed),
+                Err(direct::Unsent::Expired) => return Err(ServiceError::TransportClosed),
             };
             let (found, next) = page(answer).ok_or(ServiceError::UnexpectedResponse)?;
             items.extend(found);

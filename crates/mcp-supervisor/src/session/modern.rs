@@ -30,8 +30,8 @@ use tokio_util::sync::CancellationToken;
 use crate::events::ListKind;
 
 use super::{
+    direct::{DirectClient, Listening},
     handler::{SessionEvent, SessionHandler},
-    stateless::{Listening, Stateless},
 };
 
 /// How long telling the upstream the listen stream ends may take.
@@ -153,10 +153,10 @@ const REOPEN_CALM: std::time::Duration = std::time::Duration::from_secs(60);
 const REOPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a listen stream is opened through: rmcp's client, or a 2026-07-28
-/// HTTP session's own requests (see `stateless`).
+/// HTTP session's own requests (see `direct`).
 pub(crate) enum Through {
     Rmcp(Peer<RoleClient>),
-    Lane(Arc<Stateless>),
+    Lane(Arc<DirectClient>),
 }
 
 impl Through {
