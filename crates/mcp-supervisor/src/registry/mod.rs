@@ -11,6 +11,7 @@
 
 pub mod catalog;
 mod entries;
+mod lifecycle;
 pub mod messages;
 mod routing;
 
@@ -19,6 +20,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 
 pub use catalog::{Catalog, SchemaInterner};
+pub use lifecycle::*;
 pub use messages::*;
 pub(crate) use routing::unknown_connection_message;
 pub use routing::{Route, Routes, retry_safe};

@@ -1,0 +1,238 @@
+use super::*;
+use crate::gateway::answer::tests::text as body_of;
+
+const SESSIONS: Generation = Generation::Sessions;
+
+fn echo(id: i64) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::response(
+        ServerResult::CallToolResult(rmcp::model::CallToolResult::success(vec![])),
+        RequestId::Number(id),
+    )
+}
+
+fn progress(step: f64) -> ServerJsonRpcMessage {
+    let params =
+        rmcp::model::ProgressNotificationParam::new(ProgressToken(RequestId::Number(1)), step);
+    let notification = rmcp::model::ProgressNotification::new(params);
+    ServerJsonRpcMessage::notification(notification.into())
+}
+
+fn line(message: &ServerJsonRpcMessage) -> String {
+    format!("data: {}\n\n", serde_json::to_string(message).unwrap())
+}
+
+/// A 2026-07-28 plain call is read with its client's context; anything
+/// more or less is rmcp's. Its headers must be SEP-2243's, each once and
+/// equal to the body, with no other MCP header.
+#[test]
+fn only_plain_2026_calls_with_their_headers_are_taken() {
+    let context = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}"#;
+    let body = |params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{{params}}}}}"#)
+    };
+    let read = |params: &str| StatelessCall::read(body(params).as_bytes());
+    let call = read(&format!(
+        r#""name":"a__echo","arguments":{{"text":"x"}},"_meta":{{{context},"progressToken":"p","io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/clientInfo":{{"name":"c","version":"1"}}}}"#
+    ))
+    .expect("a plain 2026-07-28 call");
+    assert_eq!(call.name(), "a__echo");
+    assert_eq!(call.call.id, RequestId::Number(5));
+    assert!(call.capabilities.elicitation.is_some());
+    assert_eq!(call.log_level, Some(LoggingLevel::Info));
+    assert_eq!(
+        call.call.progress,
+        Some(ProgressToken(RequestId::String("p".into())))
+    );
+    assert!(call.call.trace.is_none());
+    let traced = read(&format!(
+        r#""name":"a__echo","_meta":{{{context},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}"#
+    ))
+    .expect("a traced 2026-07-28 call");
+    assert!(traced.call.trace.unwrap().traceparent.is_some());
+    for other in [
+        // No context, half of it, another version, another key.
+        r#""name":"t""#.to_owned(),
+        r#""name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#.to_owned(),
+        format!(
+            r#""name":"t","_meta":{{{}}}"#,
+            context.replace("2026-07-28", "2025-11-25")
+        ),
+        format!(r#""name":"t","_meta":{{{context},"example.com/x":1}}"#),
+        // A retry's fields, a task.
+        format!(r#""name":"t","_meta":{{{context}}},"requestState":"s""#),
+        format!(r#""name":"t","_meta":{{{context}}},"inputResponses":{{}}"#),
+        format!(r#""name":"t","_meta":{{{context}}},"task":{{}}"#),
+    ] {
+        assert!(read(&other).is_none(), "{other}");
+    }
+
+    let plain = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let headers = |extra: &[(&'static str, &str)]| {
+        let mut headers = HeaderMap::new();
+        for (name, value) in plain.iter().chain(extra) {
+            headers.append(*name, HeaderValue::from_str(value).unwrap());
+        }
+        headers
+    };
+    let sep2243 = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "a__echo"),
+    ];
+    assert!(call.takes(&headers(&sep2243)));
+    let mut cases: Vec<Vec<(&'static str, &str)>> = vec![
+        sep2243[..2].to_vec(),
+        [&sep2243[..], &[("mcp-name", "a__echo")]].concat(),
+        [&sep2243[..], &[("mcp-param-region", "eu")]].concat(),
+        [&sep2243[..], &[("mcp-session-id", "s")]].concat(),
+    ];
+    for (n, (name, _)) in sep2243.iter().enumerate() {
+        let mut wrong = sep2243.to_vec();
+        wrong[n] = (name, "other");
+        cases.push(wrong);
+    }
+    for extra in cases {
+        assert!(!call.takes(&headers(&extra)), "{extra:?}");
+    }
+}
+
+/// Answers shaped per generation as rmcp's server shapes them: a task
+/// for a client that did not declare tasks is -32021 (a 400 for a
+/// 2026-07-28 client, as are its other protocol errors; -32601 a 404);
+/// a 2025 answer loses `resultType`; a 2026-07-28 "resource not found"
+/// is -32602.
+#[test]
+fn answers_are_shaped_and_statused_per_generation() {
+    use Generation::{Sessions, Stateless};
+    use rmcp::model::{CallToolResult, CreateTaskResult, Task, TaskStatus};
+
+    let task = || {
+        let task = Task::new("t-1", TaskStatus::Working, "2026-12-01", "2026-12-01");
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    };
+    for generation in [Sessions, Stateless] {
+        let refused = generation.shape(task(), false).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert!(matches!(
+            generation.shape(task(), true),
+            Ok(ServerResult::CreateTaskResult(_))
+        ));
+    }
+    let complete = || {
+        let mut result = CallToolResult::success(vec![]);
+        result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+        Ok(CallToolResponse::Complete(result))
+    };
+    let typed = |result: ServerResult| serde_json::to_value(result).unwrap()["resultType"].clone();
+    assert_eq!(
+        typed(Sessions.shape(complete(), false).unwrap()),
+        serde_json::Value::Null
+    );
+    assert_eq!(
+        typed(Stateless.shape(complete(), false).unwrap()),
+        "complete"
+    );
+    let not_found = || Err(ErrorData::resource_not_found("gone", None));
+    assert_eq!(
+        Stateless.shape(not_found(), false).unwrap_err().code,
+        ErrorCode::INVALID_PARAMS
+    );
+    assert_eq!(
+        Sessions.shape(not_found(), false).unwrap_err().code,
+        ErrorCode::RESOURCE_NOT_FOUND
+    );
+
+    let error = |code| ServerJsonRpcMessage::error(ErrorData::new(code, "x", None), None);
+    for (code, stateless) in [
+        (
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            StatusCode::BAD_REQUEST,
+        ),
+        (ErrorCode::HEADER_MISMATCH, StatusCode::BAD_REQUEST),
+        (ErrorCode::METHOD_NOT_FOUND, StatusCode::NOT_FOUND),
+        (ErrorCode::INVALID_PARAMS, StatusCode::OK),
+        (ErrorCode::INTERNAL_ERROR, StatusCode::OK),
+    ] {
+        assert_eq!(Stateless.status(&error(code)), stateless, "{code:?}");
+        assert_eq!(Sessions.status(&error(code)), StatusCode::OK, "{code:?}");
+    }
+    assert_eq!(Stateless.status(&echo(1)), StatusCode::OK);
+}
+
+/// The call's own senders going (in its connection's actor, or as its
+/// answer ends) wake nobody: a wake would poll the client's connection
+/// once more for nothing.
+#[test]
+fn the_calls_senders_going_wake_nobody() {
+    let (waker, wakes) = crate::woken::counting_waker();
+    let (sender, before) = Before::channel();
+    let in_the_actor = sender.clone();
+    let mut pending = Pending {
+        answer: std::future::pending().boxed(),
+        before,
+        answered: None,
+    };
+    let mut next = std::pin::pin!(pending.next(None));
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(next.as_mut().poll(&mut cx).is_pending());
+    drop(in_the_actor);
+    drop(sender);
+    assert_eq!(wakes.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// A call answered first, within the keep-alive interval, is plain JSON;
+/// one with progress before its answer, or a longer one, is an event
+/// stream: the progress, keep-alives while nothing comes, then the
+/// answer; one without an answer (cancelled) is an empty stream.
+#[tokio::test(start_paused = true)]
+async fn answers_are_json_unless_something_comes_first() {
+    let every = Some(Duration::from_secs(15));
+    let nothing_before = || Before::channel().1;
+    let quick = respond(
+        async { Some(echo(1)) }.boxed(),
+        nothing_before(),
+        every,
+        SESSIONS,
+    )
+    .await;
+    let (kind, body) = body_of(quick).await;
+    assert_eq!(kind, "application/json");
+    assert_eq!(body, serde_json::to_string(&echo(1)).unwrap());
+
+    let long = async {
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        Some(echo(2))
+    };
+    let (kind, body) =
+        body_of(respond(long.boxed(), nothing_before(), every, SESSIONS).await).await;
+    assert_eq!(kind, "text/event-stream");
+    // At 15 and 30 seconds, then the answer at 40.
+    assert_eq!(body, format!(":\n\n:\n\n{}", line(&echo(2))));
+
+    let (before, messages) = Before::channel();
+    let with_progress = async move {
+        before.send(progress(0.0)).unwrap();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        before.send(progress(50.0)).unwrap();
+        Some(echo(3))
+    };
+    let (kind, body) =
+        body_of(respond(with_progress.boxed(), messages, every, SESSIONS).await).await;
+    assert_eq!(kind, "text/event-stream");
+    let expected = [
+        line(&progress(0.0)),
+        ":\n\n".to_owned(),
+        line(&progress(50.0)),
+        line(&echo(3)),
+    ];
+    assert_eq!(body, expected.concat());
+
+    let cancelled = respond(async { None }.boxed(), nothing_before(), every, SESSIONS).await;
+    assert_eq!(
+        body_of(cancelled).await,
+        ("text/event-stream".to_owned(), String::new())
+    );
+}
