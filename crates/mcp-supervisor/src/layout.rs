@@ -175,8 +175,7 @@ const MAX_LINES: usize = 800;
 /// The files still over [`MAX_LINES`], each held to the length it had when
 /// the limit came (issue #47 splits them): none may grow, none may join,
 /// and one split under the limit leaves this list.
-const STILL_LONG: [(&str, usize); 7] = [
-    ("admin/dashboard/views.rs", 852),
+const STILL_LONG: [(&str, usize); 6] = [
     ("gateway/direct.rs", 835),
     ("gateway/handler.rs", 803),
     ("gateway/http.rs", 966),
