@@ -19,23 +19,29 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequest, CallToolRequestMethod, CallToolRequestParams, CallToolResponse,
-        CallToolResult, CancelTaskMethod, CancelTaskParams, CancelTaskRequest, ClientRequest,
-        CompleteRequest, CompleteRequestMethod, CompleteRequestParams, CompleteResult, ConstString,
-        CustomRequest, CustomResult, DiscoverRequestMethod, DiscoverResult, ErrorCode,
-        GetPromptRequest, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
-        GetTaskMethod, GetTaskParams, GetTaskRequest, GetTaskResult, Implementation,
-        InitializeRequestParams, InitializeResult, InitializeResultMethod,
-        ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
-        ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult,
-        ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, PingRequestMethod,
-        ProtocolVersion, ReadResourceRequest, ReadResourceRequestMethod, ReadResourceRequestParams,
-        ReadResourceResponse, Reference, ResourceContents, ResultType, ServerConfig, ServerResult,
-        SetLevelRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscribeRequestMethod,
-        SubscribeRequestParams, SubscriptionFilter, SubscriptionsListenRequestMethod, Tool,
-        ToolsCapability, UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskMethod,
-        UpdateTaskParams, UpdateTaskRequest,
+        CancelTaskMethod, CancelTaskParams, CancelTaskRequest, ClientRequest, CompleteRequest,
+        CompleteRequestMethod, CompleteRequestParams, CompleteResult, ConstString, CustomRequest,
+        CustomResult, DiscoverRequestMethod, DiscoverResult, ErrorCode, GetPromptRequest,
+        GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse, GetTaskMethod,
+        GetTaskParams, GetTaskRequest, GetTaskResult, Implementation, InitializeRequestParams,
+        InitializeResult, InitializeResultMethod, ListPromptsRequestMethod, ListPromptsResult,
+        ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+        ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult,
+        PaginatedRequestParams, PingRequestMethod, ProtocolVersion, ReadResourceRequest,
+        ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, Reference,
+        ResourceContents, ServerConfig, ServerResult, SetLevelRequest, SetLevelRequestMethod,
+        SetLevelRequestParams, SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter,
+        SubscriptionsListenRequestMethod, Tool, ToolsCapability, UnsubscribeRequestMethod,
+        UnsubscribeRequestParams, UpdateTaskMethod, UpdateTaskParams, UpdateTaskRequest,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
+};
+
+mod replies;
+
+use replies::{
+    answer, complete, downstream, is_resource_not_found, tool_result, unexpected, unknown_prompt,
+    unknown_resource, unknown_tool,
 };
 
 use super::{
@@ -47,7 +53,7 @@ use super::{
     traced,
 };
 use crate::{
-    CallOutcome, FailureKind, Forwarded, arguments::SharedArguments, codec::mcp_headers, meta,
+    Forwarded, arguments::SharedArguments, codec::mcp_headers, meta,
     telemetry::spans::Target as SpanTarget,
 };
 
@@ -100,108 +106,6 @@ const INSTRUCTIONS: &str = "Tools, prompts and resources of several MCP servers,
      search_mcp_tools, get_mcp_tool_schema, describe_mcp, call_mcp) discover and call tools \
      on demand.";
 
-/// A result as the downstream session's protocol needs it: results from a
-/// 2025-era upstream carry no `resultType`, which protocol 2026-07-28
-/// requires on every result (clients such as the Python SDK 2.x refuse one
-/// without it); an absent field means `complete`. rmcp removes `complete`
-/// again for a downstream session on an older protocol version.
-fn complete(result_type: &mut Option<ResultType>) {
-    result_type.get_or_insert(ResultType::COMPLETE);
-}
-
-fn downstream(mut result: CallToolResult) -> CallToolResponse {
-    complete(&mut result.result_type);
-    result.into()
-}
-
-fn unknown_tool(name: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("Unknown tool '{name}'."), None)
-}
-
-fn unknown_prompt(name: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("Unknown prompt '{name}'."), None)
-}
-
-fn unknown_resource(uri: &str) -> ErrorData {
-    ErrorData::resource_not_found(
-        format!("Resource not found: {uri}"),
-        Some(serde_json::json!({ "uri": uri })),
-    )
-}
-
-/// A 2026-07-28 "resource not found": -32602 naming the URI (SEP-2164).
-fn is_resource_not_found(error: &ErrorData) -> bool {
-    error.code == ErrorCode::INVALID_PARAMS
-        && error
-            .data
-            .as_ref()
-            .is_some_and(|data| data.get("uri").is_some())
-}
-
-/// JSON-RPC code for the supervisor's refusals of non-tool requests (an
-/// implementation-defined server error): the connection is unavailable,
-/// busy, or rejected the request in the supervisor's words.
-const SUPERVISOR_REFUSED: ErrorCode = ErrorCode(-32000);
-/// JSON-RPC code for a request that was not answered in time (the code the
-/// MCP SDKs use for a request timeout).
-const TIMED_OUT: ErrorCode = ErrorCode(-32001);
-
-/// The answer to a non-tool request: the upstream's result of the expected
-/// kind, the upstream's own error, or the supervisor's refusal as an error
-/// carrying its message.
-fn answer<T>(
-    forwarded: Forwarded,
-    pick: impl FnOnce(ServerResult) -> Option<T>,
-) -> Result<T, ErrorData> {
-    match forwarded {
-        Forwarded::Answered(result) => {
-            let shown = format!("{result:?}");
-            pick(result).ok_or_else(|| {
-                tracing::debug!(result = %shown, "unexpected result");
-                unexpected()
-            })
-        }
-        Forwarded::Error(error) => Err(error),
-        Forwarded::Refused(outcome) => Err(refusal(&outcome)),
-    }
-}
-
-fn unexpected() -> ErrorData {
-    ErrorData::internal_error("the upstream answered with an unexpected result", None)
-}
-
-fn refusal(outcome: &CallOutcome) -> ErrorData {
-    let message = outcome
-        .message()
-        .unwrap_or("The request failed.")
-        .to_owned();
-    let code = match outcome {
-        CallOutcome::TimedOut { .. } => TIMED_OUT,
-        CallOutcome::Rejected { failure, .. } if failure.kind == FailureKind::Protocol => {
-            ErrorCode::INVALID_PARAMS
-        }
-        _ => SUPERVISOR_REFUSED,
-    };
-    ErrorData::new(code, message, None)
-}
-
-/// The answer to a tool call: the upstream's result or its own JSON-RPC
-/// error, or the supervisor's outcome as an `isError` text result.
-fn tool_answer(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
-    let outcome = match forwarded {
-        Forwarded::Answered(ServerResult::CallToolResult(result)) => {
-            return Ok(downstream(result));
-        }
-        Forwarded::Error(error) => return Err(error),
-        Forwarded::Refused(outcome) => outcome,
-        Forwarded::Answered(_) => CallOutcome::Rejected {
-            failure: crate::Failure::new(FailureKind::Protocol, "unexpected result"),
-            message: "The upstream answered the call with an unexpected result.".to_owned(),
-        },
-    };
-    Ok(downstream(meta::outcome_result(outcome)))
-}
-
 /// A call of an upstream's tool (not a meta-tool): where it goes, and the
 /// request to send there, with `arguments` if they are held outside the
 /// params (see `crate::arguments`); -32602 for a tool the gateway does not
@@ -241,7 +145,7 @@ pub(super) fn call_response(
             state.remember_task(&task.task.task_id, &target.connection);
             Ok(CallToolResponse::Task(task))
         }
-        Exchange::Done(forwarded) => tool_answer(forwarded),
+        Exchange::Done(forwarded) => tool_result(forwarded),
         Exchange::InputRequired(asked) => Ok(CallToolResponse::InputRequired(asked)),
     }
 }
