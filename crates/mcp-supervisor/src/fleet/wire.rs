@@ -9,7 +9,7 @@
 //! node of this fleet and namespace), that does not parse, has another
 //! schema version, names an unknown failure kind or reason, or carries a
 //! deadline further out than any window this fleet can set is refused
-//! ([`Refusal`]); so is one that is not fresh ([`Freshness`]): sent too
+//! ([`Refusal`]); so is one that is not fresh (`freshness.rs`): sent too
 //! long ago, a sequence number its node has used already, or older than
 //! what is already known of its connection. Nothing else in the process
 //! sees it.

@@ -35,9 +35,9 @@
 //!
 //! Connections (timeouts, the connection cap) are `listener.rs`'s.
 //!
-//! A request's main line is [`mcp_endpoint`]: who may come in (the token, or
+//! A request's main line is `mcp_endpoint`: who may come in (the token, or
 //! a fleet node's voucher), forwarded to the node holding its session, then
-//! a POST ([`Endpoint::post`]): its body read within the limits (`body.rs`),
+//! a POST (`Endpoint::post`): its body read within the limits (`body.rs`),
 //! refused while draining, answered by the direct path, refused at the
 //! door, or handed to rmcp within the session caps. The refusals it answers
 //! itself are `refusals.rs`'s; the steps of stopping, `shutdown.rs`'s.
