@@ -55,7 +55,8 @@ pub(crate) fn bare_header_value(value: &str) -> bool {
 /// them: `Mcp-Method`; `Mcp-Name` for the methods that name something; and
 /// for a tool whose input schema (`schema`) marks arguments with
 /// `x-mcp-header`, an `Mcp-Param-*` header for each such argument given
-/// (`arguments`: the call's, read only when there is a `schema`).
+/// (`arguments`: the call's, `None` for any other request; read only when
+/// there is a `schema`).
 pub(crate) fn request_headers<'a>(
     request: &ClientRequest,
     schema: Option<&JsonObject>,
@@ -75,7 +76,7 @@ pub(crate) fn request_headers<'a>(
     if let Some(name) = name_of(request).and_then(encoded) {
         headers.push((NAME, name));
     }
-    if let (ClientRequest::CallToolRequest(_), Some(schema)) = (request, schema)
+    if let Some(schema) = schema
         && let Some(arguments) = arguments()
     {
         for (path, _, header) in annotated(schema) {

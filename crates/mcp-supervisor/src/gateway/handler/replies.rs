@@ -4,9 +4,6 @@
 //! call's as an `isError` text result, anything else's as a JSON-RPC error
 //! carrying the same text).
 
-// Deprecated by SEP-2577, still relayed.
-#![allow(deprecated)]
-
 use rmcp::{
     ErrorData,
     model::{CallToolResponse, CallToolResult, ErrorCode, ResultType, ServerResult},
