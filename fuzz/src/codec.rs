@@ -1,8 +1,8 @@
 //! Every hand-written JSON step beside its serde twin, on any bytes: the
 //! one-pass check of a call's arguments (`json_check`), the posted call's
 //! hand reading (`codec/posted/quick.rs`), the upstream tool answer's
-//! (`plain_tool_answer`) and the client answer's hand writing
-//! (`codec/reply.rs`). A fast step that answers differently from its
+//! (`plain_tool_answer`), the client answer's hand writing
+//! (`codec/reply.rs`) and the upstream call's (`codec/request.rs`). A fast step that answers differently from its
 //! twin is a bug, not a speed-up (docs/TESTING.md, "Fuzzing").
 //!
 //! The input is tried as it is, and as the arguments of a posted call (so
@@ -13,7 +13,9 @@
 //! - the arguments check admits exactly what its serde twin admits;
 //! - a posted call the hand reading answers is read so by serde too;
 //! - an upstream's answer the hand reading answers is read so by serde too;
-//! - an answer the hand writes is written byte for byte as serde writes it.
+//! - an answer the hand writes is written byte for byte as serde writes it;
+//! - a call to an upstream, its arguments raw or parsed, means what rmcp
+//!   writes for it.
 
 use mcp_supervisor::twins;
 
@@ -56,6 +58,14 @@ pub fn run(data: &[u8]) {
             String::from_utf8_lossy(&hand),
             String::from_utf8_lossy(&serde),
             "the answer's writings differ on {:?}",
+            String::from_utf8_lossy(data)
+        );
+    }
+    for (hand, rmcp) in twins::upstream_call(data).into_iter().flatten() {
+        assert_eq!(
+            hand,
+            rmcp,
+            "the upstream call's writings differ on {:?}",
             String::from_utf8_lossy(data)
         );
     }

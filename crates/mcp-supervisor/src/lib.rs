@@ -7,6 +7,8 @@
 //!
 //! # Layout
 //! - [`admin`]: the admin HTTP API (`/status`, `/metrics`, reset, reload) over the registry.
+//! - [`call`]: a request on its way upstream in our own types ([`call::ToolCall`],
+//!   its [`call::Arguments`]), from the gateway's door to the upstream's socket.
 //! - [`config`]: the TOML file, parsed (`raw`) then validated into typed settings;
 //!   secrets become `SecretString` the moment they are read.
 //! - [`connection`]: one connection's actor: its session, lifecycle, admission and
@@ -31,7 +33,7 @@
 //! - [`tallies`]: the gateway's evictions and refusals, by limit.
 
 pub mod admin;
-mod arguments;
+pub mod call;
 mod codec;
 pub mod config;
 pub mod connection;

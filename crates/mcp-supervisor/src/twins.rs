@@ -44,3 +44,85 @@ pub fn reply(data: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let hand = crate::codec::reply::plain_answer(&message)?;
     Some((hand, serde_json::to_vec(&message).ok()?))
 }
+
+/// A `tools/call` to an upstream written by hand and by rmcp, each read
+/// back as JSON: with `data` as its arguments when they are an object
+/// (held raw, as the gateway holds a client's, and parsed, as rmcp's
+/// client holds them), else as its name; a 2026-07-28 client context in
+/// `_meta`. `None` when the two need not agree (rmcp could not write it).
+pub fn upstream_call(data: &[u8]) -> Option<Vec<(serde_json::Value, serde_json::Value)>> {
+    use rmcp::model::{
+        CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest,
+        ProtocolVersion, RequestId, RequestMetaObject,
+    };
+    use serde_json::value::RawValue;
+
+    use crate::{
+        call::{Arguments, ToolCall},
+        codec::request::{Outgoing, Stamp},
+        heavy::Encode,
+    };
+    let context = RequestMetaObject::with_client_context(
+        ProtocolVersion::V_2026_07_28,
+        Default::default(),
+        Default::default(),
+    );
+    let stamp = Stamp::new(&context).ok()?;
+    let text = std::str::from_utf8(data).ok();
+    let checked = text
+        .and_then(|text| RawValue::from_string(text.to_owned()).ok())
+        .and_then(|raw| json_check::Checked::new(raw).ok());
+    let (name, held, parsed) = match (text, checked) {
+        (Some(text), Some(checked)) => {
+            let parsed: rmcp::model::JsonObject = serde_json::from_str(text).ok()?;
+            ("t".to_owned(), Arguments::from(checked), Some(parsed))
+        }
+        _ => (
+            String::from_utf8_lossy(data).into_owned(),
+            Arguments::default(),
+            None,
+        ),
+    };
+    let id = RequestId::Number(i64::try_from(data.len()).unwrap_or(i64::MAX));
+    let mut params = CallToolRequestParams::new(name.clone());
+    params.arguments = parsed.clone();
+    let mut call = CallToolRequest::new(params);
+    call.extensions.insert(context.clone());
+    let rmcp_text = serde_json::to_vec(&ClientJsonRpcMessage::request(
+        ClientRequest::CallToolRequest(call),
+        id.clone(),
+    ))
+    .ok()?;
+    let rmcp: serde_json::Value = serde_json::from_slice(&rmcp_text).ok()?;
+    let mut answers = Vec::new();
+    for arguments in [held, Arguments::from(parsed)] {
+        let outgoing = Outgoing::request(
+            ToolCall::new(name.clone(), arguments).into(),
+            id.clone(),
+            Some(stamp.clone()),
+        );
+        let mut written = Vec::new();
+        outgoing.encode(&mut written).ok()?;
+        answers.push((serde_json::from_slice(&written).ok()?, rmcp.clone()));
+    }
+    Some(answers)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fuzz target's twin compares something: both holdings of the
+    /// arguments, and names of any bytes.
+    #[test]
+    fn the_fuzz_twin_writes_both_holdings_beside_rmcp() {
+        let pairs = super::upstream_call(br#"{"a":[1,2.5,"\u00e9"],"b":{"c":null}}"#).unwrap();
+        assert_eq!(pairs.len(), 2);
+        for (hand, rmcp) in pairs {
+            assert_eq!(hand, rmcp);
+            assert_eq!(hand["params"]["arguments"]["a"][2], "é");
+            assert!(hand["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string());
+        }
+        let named = super::upstream_call(b"not json \"q\"").unwrap();
+        assert_eq!(named[0].0["params"]["name"], "not json \"q\"");
+        assert_eq!(named[0].0, named[0].1);
+    }
+}

@@ -8,27 +8,26 @@
 
 mod support;
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use actix::{Actor, Addr};
 use mcp_supervisor::{
     CallOutcome, Forwarded,
+    call::ToolCall,
     registry::{
         CrashConnection, Forward, ListConnections, Registry, Reload, Routes, ShareRoutes, Shutdown,
     },
     telemetry::TraceParent,
 };
 use mcp_test_support::{TestServer, TestServerOptions, eventually};
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::model::{CallToolRequestParams, ServerResult};
 use support::*;
 
 /// `echo` of "hi" on `connection`, as the gateway forwards it.
 fn echo_forward(connection: &str) -> Forward {
-    let mut params = CallToolRequestParams::new("echo");
-    params.arguments = echo_args();
     Forward {
         connection: connection.into(),
-        request: Arc::new(ClientRequest::CallToolRequest(CallToolRequest::new(params))),
+        request: ToolCall::new("echo", echo_args()).into(),
         link: None,
         trace: TraceParent::none(),
     }
@@ -146,9 +145,7 @@ fn a_reloaded_catalog_is_the_routes() {
         let (upstream, registry, routes) = registry_with_routes().await;
         assert_eq!(echo_text(&registry, "a").await, "hi");
         let late = || Forward {
-            request: Arc::new(ClientRequest::CallToolRequest(CallToolRequest::new(
-                CallToolRequestParams::new(mcp_test_support::LATE_TOOL),
-            ))),
+            request: ToolCall::new(mcp_test_support::LATE_TOOL, None).into(),
             ..echo_forward("a")
         };
         let unknown = routes.get("a").unwrap().forward(late()).await;

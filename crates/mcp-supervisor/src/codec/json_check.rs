@@ -133,6 +133,13 @@ impl Checked {
     }
 }
 
+impl From<Checked> for crate::call::Arguments {
+    /// A client's arguments as they came: only checked ones are held raw.
+    fn from(checked: Checked) -> Self {
+        crate::call::Arguments::raw(std::sync::Arc::from(checked.into_raw()))
+    }
+}
+
 /// Whether the value `text` holds (valid JSON) is an object.
 fn object_first(text: &str) -> Result<(), Unreadable> {
     match text.trim_start_matches([' ', '\t', '\n', '\r']).as_bytes() {

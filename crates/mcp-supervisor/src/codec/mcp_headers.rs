@@ -5,11 +5,11 @@
 //! (`session/direct.rs`) stamps them, the gateway's direct path
 //! (`gateway/direct.rs`) checks them.
 
-use std::borrow::Cow;
-
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestMethod, ClientRequest, ConstString, JsonObject};
 use serde_json::Value;
+
+use crate::call::UpstreamRequest;
 
 pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -57,27 +57,31 @@ pub(crate) fn bare_header_value(value: &str) -> bool {
 /// `x-mcp-header`, an `Mcp-Param-*` header for each such argument given
 /// (`arguments`: the call's, `None` for any other request; read only when
 /// there is a `schema`).
-pub(crate) fn request_headers<'a>(
-    request: &ClientRequest,
+pub(crate) fn request_headers(
+    request: &UpstreamRequest,
     schema: Option<&JsonObject>,
-    arguments: impl FnOnce() -> Option<Cow<'a, JsonObject>>,
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut headers = Vec::with_capacity(2);
     // A call's method is a constant: no copy of it per call.
-    let method = match request {
-        ClientRequest::CallToolRequest(_) => Ok(HeaderValue::from_static(
-            <CallToolRequestMethod as ConstString>::VALUE,
-        )),
-        _ => HeaderValue::from_str(request.method()),
+    let (method, name) = match request {
+        UpstreamRequest::Call(call) => (
+            Ok(HeaderValue::from_static(
+                <CallToolRequestMethod as ConstString>::VALUE,
+            )),
+            Some(&*call.name),
+        ),
+        UpstreamRequest::Relayed(request) => {
+            (HeaderValue::from_str(request.method()), name_of(request))
+        }
     };
     if let Ok(method) = method {
         headers.push((METHOD, method));
     }
-    if let Some(name) = name_of(request).and_then(encoded) {
+    if let Some(name) = name.and_then(encoded) {
         headers.push((NAME, name));
     }
     if let Some(schema) = schema
-        && let Some(arguments) = arguments()
+        && let Some(arguments) = request.call().and_then(|call| call.arguments.parsed())
     {
         for (path, _, header) in annotated(schema) {
             let Some(header) = header.as_str().filter(|header| !header.is_empty()) else {
@@ -286,13 +290,7 @@ mod tests {
     }
 
     fn headers_of(request: &ClientRequest, schema: Option<&JsonObject>) -> Vec<(String, String)> {
-        let arguments = || match request {
-            ClientRequest::CallToolRequest(call) => {
-                call.params.arguments.as_ref().map(Cow::Borrowed)
-            }
-            _ => None,
-        };
-        request_headers(request, schema, arguments)
+        request_headers(&request.clone().into(), schema)
             .into_iter()
             .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
             .collect()

@@ -13,6 +13,7 @@
 //! | admitting a call's arguments | [`json_check::check`] | [`json_check::by_serde`] |
 //! | reading an upstream's answer | [`answers::plain_tool_answer`] | [`answers::tool_answer`], and that one rmcp's reading |
 //! | reading a posted call | [`posted`]'s `quick` | [`posted::Posted::read_fully`] |
+//! | writing a call to the upstream | [`request::Outgoing`] | rmcp's serialization |
 //! | writing a client's answer | [`reply::plain_answer`] | serde |
 //! | the MCP headers | [`mcp_headers`] | rmcp's client and server |
 //!
@@ -25,3 +26,4 @@ pub(crate) mod json_scan;
 pub(crate) mod mcp_headers;
 pub(crate) mod posted;
 pub(crate) mod reply;
+pub(crate) mod request;

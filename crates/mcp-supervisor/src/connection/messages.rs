@@ -9,23 +9,21 @@ use actix::{
     ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseFuture,
     WrapFuture,
 };
-use rmcp::model::ClientRequest;
 use tokio::time::Instant;
 
 use super::{
     ConnectionActor, Lease, LeaseError, Reply,
     lifecycle::{LeaseAttempt, Lifecycle},
-    operation::{self, CallRetry, Ended, Operation, Request, SlotGuard},
+    operation::{self, CallContext, Ended, Operation, Request, SlotGuard},
     reports::{Acquire, AttemptFailed, AttemptSucceeded, CallDone, Finished},
     stats::{CallRecord, FailureRecord},
 };
 use crate::{
     CallOutcome, Forwarded, Unavailable,
-    arguments::SharedRequest,
+    call::UpstreamRequest,
     outcome::{OutcomeKind, messages as text},
     policy::{Decision, ReportFailure},
-    session::{DownstreamLink, Surface},
-    telemetry::TraceParent,
+    session::Surface,
 };
 
 /// Send one request upstream as it is (the gateway's proxying): admitted,
@@ -33,22 +31,11 @@ use crate::{
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Forwarded")]
 pub(crate) struct Forward {
-    /// Whether it is heavy was found once, by the registry.
-    pub request: SharedRequest,
-    /// When the request must be answered, however long queueing, connecting
-    /// and retries take (the caller's whole budget, counted from when it
-    /// asked).
-    pub deadline: Instant,
-    /// That budget, for the agent-facing texts.
-    pub budget: Duration,
-    pub retry: CallRetry,
-    /// Where the upstream's progress and requests for it go.
-    pub link: Option<DownstreamLink>,
+    pub request: UpstreamRequest,
+    pub context: CallContext,
     /// Pass the upstream's JSON-RPC errors on as they are (otherwise they
     /// become the supervisor's `Rejected` texts, as for tools).
     pub pass_errors: bool,
-    /// The span its attempts' spans hang under.
-    pub trace: TraceParent,
 }
 
 /// List what the upstream offers (every list, all pages), as a
@@ -123,21 +110,13 @@ impl ConnectionActor {
         }
     }
 
-    fn operation(
-        &self,
-        ctx: &Context<Self>,
-        request: Request,
-        (deadline, budget): (Instant, Duration),
-        trace: TraceParent,
-    ) -> Operation {
+    fn operation(&self, ctx: &Context<Self>, request: Request, context: CallContext) -> Operation {
         Operation {
             actor: ctx.address(),
             connection: self.config.name.clone(),
             request,
-            deadline,
-            budget,
+            context,
             stop: self.stop.clone(),
-            trace,
             peer: self.peer.clone(),
             attempts_made: AtomicU32::new(0),
         }
@@ -159,13 +138,7 @@ impl Handler<Forward> for ConnectionActor {
 
     fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
         let pass_errors = msg.pass_errors;
-        let admitted = self.admit(
-            ctx,
-            msg.request,
-            (msg.deadline, msg.budget),
-            (msg.retry, msg.link),
-            msg.trace,
-        );
+        let admitted = self.admit(ctx, msg.request, msg.context);
         let run = match admitted {
             Admitted::Answer(outcome) => {
                 return Box::pin(std::future::ready(Forwarded::Refused(outcome)));
@@ -174,7 +147,7 @@ impl Handler<Forward> for ConnectionActor {
         };
         boxed_in_place(move || {
             run.finish(move |op, ended, label| {
-                operation::forwarded(&op.connection, label, op.budget, ended, pass_errors)
+                operation::forwarded(&op.connection, label, op.context.budget, ended, pass_errors)
             })
         })
     }
@@ -190,11 +163,8 @@ fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> std::pin::Pin<Box<F>> 
 
 /// What a request is called in the supervisor's texts: the tool for a call,
 /// otherwise the method.
-fn label_of(request: &ClientRequest) -> String {
-    match request {
-        ClientRequest::CallToolRequest(call) => call.params.name.to_string(),
-        other => other.method().to_owned(),
-    }
+fn label_of(request: &UpstreamRequest) -> String {
+    request.tool().unwrap_or(request.method()).to_owned()
 }
 
 /// A request past the mailbox: answered at once, or to run.
@@ -235,9 +205,9 @@ impl Run {
         if let Some(slot) = queued {
             // Waiting for a slot spends the request's own budget.
             let waiting = Instant::now();
-            let got = tokio::time::timeout_at(op.deadline, slot).await;
+            let got = tokio::time::timeout_at(op.context.deadline, slot).await;
             waited = waiting.elapsed();
-            op.trace.queued(waited);
+            op.context.trace.queued(waited);
             if !matches!(got, Ok(Ok(()))) {
                 let queued_out = CallOutcome::Busy {
                     message: text::busy(&op.connection, 0),
@@ -245,7 +215,7 @@ impl Run {
                 op.actor.do_send(Finished {
                     call: is_call.then(|| CallDone {
                         kind: queued_out.kind(),
-                        elapsed: op.budget,
+                        elapsed: op.context.budget,
                         tool: label,
                         attempts: 0,
                         queued: waited,
@@ -300,17 +270,16 @@ impl ConnectionActor {
     fn admit(
         &mut self,
         ctx: &mut Context<Self>,
-        request: SharedRequest,
-        (deadline, budget): (Instant, Duration),
-        (retry, link): (CallRetry, Option<DownstreamLink>),
-        trace: TraceParent,
+        request: UpstreamRequest,
+        context: CallContext,
     ) -> Admitted {
-        let is_call = matches!(**request.shared(), ClientRequest::CallToolRequest(_));
+        let is_call = request.call().is_some();
+        let trace = &context.trace;
         // In flight, queued or refused: it shows either way.
         self.history.moved();
         if let Some(refusal) = self.refuses_now() {
             if is_call {
-                self.refused_call(request.shared(), OutcomeKind::Unavailable);
+                self.refused_call(&request, OutcomeKind::Unavailable);
             }
             let outcome = refusal.into();
             trace.refused(
@@ -323,7 +292,7 @@ impl ConnectionActor {
         let (first, queued) = match self.admission.admit() {
             super::admission::Admit::Busy { queued } => {
                 if is_call {
-                    self.refused_call(request.shared(), OutcomeKind::Busy);
+                    self.refused_call(&request, OutcomeKind::Busy);
                 }
                 let message = text::busy(self.name(), queued);
                 let outcome = CallOutcome::Busy { message };
@@ -333,13 +302,8 @@ impl ConnectionActor {
             super::admission::Admit::Now => (Some(self.lease(ctx)), None),
             super::admission::Admit::Queued(slot) => (None, Some(slot)),
         };
-        let label = label_of(request.shared());
-        let op = self.operation(
-            ctx,
-            Request::send(request, retry, link),
-            (deadline, budget),
-            trace,
-        );
+        let label = label_of(&request);
+        let op = self.operation(ctx, Request::Send(request), context);
         Admitted::Run(Run {
             op,
             first,
@@ -350,7 +314,7 @@ impl ConnectionActor {
     }
 
     /// Counts and records a call answered before any attempt.
-    fn refused_call(&self, request: &ClientRequest, kind: OutcomeKind) {
+    fn refused_call(&self, request: &UpstreamRequest, kind: OutcomeKind) {
         self.history.lock().calls.count(kind);
         let record = CallRecord {
             at: SystemTime::now(),
@@ -374,12 +338,7 @@ impl Handler<ListTools> for ConnectionActor {
             return Box::pin(std::future::ready(Err(refusal)));
         }
         let first = Some(self.lease(ctx));
-        let op = self.operation(
-            ctx,
-            Request::List,
-            (Instant::now() + msg.timeout, msg.timeout),
-            TraceParent::none(),
-        );
+        let op = self.operation(ctx, Request::List, CallContext::listing(msg.timeout));
         Box::pin(async move {
             let ended = op.run(first).await;
             operation::list_outcome(&op.connection, ended)

@@ -29,6 +29,7 @@ pub(crate) use messages::{Adopt, Forward as ConnectionForward, Retire};
 pub use messages::{
     ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
+pub(crate) use operation::CallContext;
 pub use operation::CallRetry;
 pub use stats::CallCounts;
 

@@ -16,8 +16,8 @@ use actix::Addr;
 #[allow(deprecated)] // roots: deprecated by SEP-2577, still what servers ask for
 use rmcp::model::ListRootsResult;
 use rmcp::model::{
-    ClientRequest, ElicitResult, ElicitationAction, ErrorCode, ErrorData, InputRequest,
-    InputRequiredResult, InputResponses, ProtocolVersion, ServerResult,
+    ElicitResult, ElicitationAction, ErrorCode, ErrorData, InputRequest, InputRequiredResult,
+    InputResponses, ProtocolVersion, ServerResult,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,7 +29,7 @@ use super::{
 };
 use crate::{
     CallOutcome, Unavailable,
-    arguments::SharedRequest,
+    call::UpstreamRequest,
     failure::Phase,
     failure::{Failure, FailureKind},
     outcome::{Forwarded, OutcomeKind, messages as text},
@@ -53,54 +53,54 @@ pub enum CallRetry {
     Never,
 }
 
+/// What a request is sent under, from the registry to its last attempt:
+/// one place for each fact about the call that is not the request itself.
+/// (The caller's identity joins it here.)
 #[derive(Debug, Clone)]
-// One per operation, and nearly always `Send`: boxing would only add an allocation.
-#[allow(clippy::large_enum_variant)]
+pub(crate) struct CallContext {
+    /// When it must be answered, however long queueing, connecting and
+    /// retries take (the caller's whole budget, counted from when it asked).
+    pub(crate) deadline: Instant,
+    /// That budget, for the agent-facing texts.
+    pub(crate) budget: Duration,
+    pub(crate) retry: CallRetry,
+    /// Where the upstream's progress and server-to-client requests for it
+    /// go (the gateway's).
+    pub(crate) link: Option<DownstreamLink>,
+    /// The span its attempts' spans hang under.
+    pub(crate) trace: TraceParent,
+}
+
+impl CallContext {
+    /// A connect-phase operation's (a listing): retry-safe, nobody behind
+    /// it, not traced.
+    pub(crate) fn listing(budget: Duration) -> Self {
+        CallContext {
+            deadline: Instant::now() + budget,
+            budget,
+            retry: CallRetry::Safe,
+            link: None,
+            trace: TraceParent::none(),
+        }
+    }
+}
+
+/// What an operation does.
+#[derive(Debug, Clone)]
 pub(crate) enum Request {
-    /// A request sent upstream as it is (a `tools/call`, a `resources/read`, …).
-    Send {
-        /// Kept for another attempt or input round.
-        request: SharedRequest,
-        retry: CallRetry,
-        /// Where its progress and server-to-client requests go (gateway only).
-        link: Option<DownstreamLink>,
-    },
+    /// Send a request upstream as it is (a `tools/call`, a `resources/read`,
+    /// …); kept for another attempt or input round.
+    Send(UpstreamRequest),
     /// List what the upstream offers (connect phase).
     List,
 }
 
 impl Request {
-    pub(crate) fn send(
-        request: SharedRequest,
-        retry: CallRetry,
-        link: Option<DownstreamLink>,
-    ) -> Self {
-        Request::Send {
-            request,
-            retry,
-            link,
-        }
-    }
-
     fn phase(&self) -> Phase {
         match self {
-            Request::Send { .. } => Phase::Call,
+            Request::Send(_) => Phase::Call,
             // Listing describes the connection, like initialize (docs/DECISIONS.md).
             Request::List => Phase::Connect,
-        }
-    }
-
-    fn retry(&self) -> CallRetry {
-        match self {
-            Request::Send { retry, .. } => *retry,
-            Request::List => CallRetry::Safe,
-        }
-    }
-
-    fn link(&self) -> Option<&DownstreamLink> {
-        match self {
-            Request::Send { link, .. } => link.as_ref(),
-            Request::List => None,
         }
     }
 }
@@ -145,12 +145,9 @@ pub(crate) struct Operation {
     pub(crate) actor: Addr<ConnectionActor>,
     pub(crate) connection: String,
     pub(crate) request: Request,
-    pub(crate) deadline: Instant,
-    pub(crate) budget: Duration,
+    pub(crate) context: CallContext,
     /// Cancelled when the connection stops: every operation answers at once.
     pub(crate) stop: CancellationToken,
-    /// The span each attempt's CLIENT span hangs under.
-    pub(crate) trace: TraceParent,
     /// Where the upstream is, for those spans.
     pub(crate) peer: Arc<UpstreamPeer>,
     /// Attempts that got a session, over every input round (for the
@@ -183,17 +180,17 @@ impl Operation {
             else {
                 return ended;
             };
-            if self.request.link().is_some() {
+            if self.context.link.is_some() {
                 return ended;
             }
             let Some(responses) = unattended_answers(asked) else {
                 return ended;
             };
             let state = asked.request_state.clone();
-            let Request::Send { request, .. } = &mut self.request else {
+            let Request::Send(request) = &mut self.request else {
                 return ended;
             };
-            if !set_inputs(request.make_mut(), responses, state) {
+            if !request.set_inputs(responses, state) {
                 return ended;
             }
             ended = self.run(None).await;
@@ -203,7 +200,7 @@ impl Operation {
 
     async fn attempts(&self, mut first: Option<LeaseAttempt>) -> Ended {
         let phase = self.request.phase();
-        let retry = self.request.retry();
+        let retry = self.context.retry;
         for attempt in 1u32.. {
             let mut held = Duration::ZERO;
             let lease = loop {
@@ -215,7 +212,7 @@ impl Operation {
                 // (not an attempt: nothing was sent), else answer at once.
                 match lease {
                     Err(LeaseError::Held { until, .. })
-                        if Instant::now() + until.remaining() < self.deadline =>
+                        if Instant::now() + until.remaining() < self.context.deadline =>
                     {
                         held += until.remaining();
                         tokio::time::sleep(until.remaining()).await;
@@ -285,7 +282,10 @@ impl Operation {
                 phase: failed_phase,
                 attempt,
                 generation,
-                remaining: self.deadline.saturating_duration_since(Instant::now()),
+                remaining: self
+                    .context
+                    .deadline
+                    .saturating_duration_since(Instant::now()),
                 call_retry_allowed: retry == CallRetry::Safe,
             };
             let Ok(decision) = self.actor.send(report).await else {
@@ -341,10 +341,10 @@ impl Operation {
         &self,
         lease: impl std::future::Future<Output = Result<Lease, LeaseError>>,
     ) -> Result<Lease, LeaseError> {
-        match tokio::time::timeout_at(self.deadline, lease).await {
+        match tokio::time::timeout_at(self.context.deadline, lease).await {
             Ok(lease) => lease,
             Err(_) => Err(LeaseError::Refused(Unavailable {
-                message: text::not_ready_in_time(&self.connection, self.budget),
+                message: text::not_ready_in_time(&self.connection, self.context.budget),
                 failure: Failure::timeout("session not ready in time"),
                 retry_in: None,
             })),
@@ -353,13 +353,13 @@ impl Operation {
 
     /// The CLIENT span of attempt `number` of a request (a listing has none).
     fn span(&self, number: u32, session: &Session, held: Duration) -> Option<ClientSpan> {
-        let Request::Send { request, .. } = &self.request else {
+        let Request::Send(request) = &self.request else {
             return None;
         };
         let protocol = session.protocol_version();
         Some(ClientSpan::start(Attempt {
-            parent: &self.trace,
-            request: request.shared(),
+            parent: &self.context.trace,
+            request,
             peer: &self.peer,
             number,
             protocol: protocol.as_ref().map(ProtocolVersion::as_str),
@@ -373,17 +373,18 @@ impl Operation {
         span: Option<&ClientSpan>,
     ) -> Result<Response, SendError> {
         match &self.request {
-            Request::Send { request, .. } => {
-                let mut attempt = request.attempt();
+            Request::Send(request) => {
+                // Shares the arguments: nothing large is copied per attempt.
+                let mut attempt = request.clone();
                 if let Some(span) = span {
                     span.inject(&mut attempt);
                 }
                 session
-                    .send(attempt, self.request.link(), self.deadline)
+                    .send(attempt, self.context.link.as_ref(), self.context.deadline)
                     .await
                     .map(Response::Sent)
             }
-            Request::List => Box::pin(session.list_surface(self.deadline))
+            Request::List => Box::pin(session.list_surface(self.context.deadline))
                 .await
                 .map(Response::Listed)
                 .map_err(|failure| SendError::Failed {
@@ -422,27 +423,6 @@ fn unattended_answers(asked: &InputRequiredResult) -> Option<InputResponses> {
         answers.insert(key.clone(), answer.ok()?);
     }
     Some(answers)
-}
-
-/// Puts the answers to an input round on the request that asked; `false`
-/// for a request that takes no rounds.
-fn set_inputs(request: &mut ClientRequest, answers: InputResponses, state: Option<String>) -> bool {
-    match request {
-        ClientRequest::CallToolRequest(call) => {
-            call.params.input_responses = Some(answers);
-            call.params.request_state = state;
-        }
-        ClientRequest::GetPromptRequest(get) => {
-            get.params.input_responses = Some(answers);
-            get.params.request_state = state;
-        }
-        ClientRequest::ReadResourceRequest(read) => {
-            read.params.input_responses = Some(answers);
-            read.params.request_state = state;
-        }
-        _ => return false,
-    }
-    true
 }
 
 /// Whether a call's failure says something only of the request: the

@@ -68,8 +68,8 @@ use axum::{
 };
 use futures::{FutureExt, future::BoxFuture};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, ErrorData,
-    LoggingLevel, ProgressToken, ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, LoggingLevel, ProgressToken,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -81,7 +81,7 @@ use super::{
     state::GatewayState,
 };
 use crate::{
-    arguments::SharedArguments,
+    call::{Arguments, ToolCall},
     codec::{
         mcp_headers,
         posted::{self, PostedCall},
@@ -97,10 +97,9 @@ use crate::{
 #[derive(Debug)]
 pub(super) struct Call {
     id: RequestId,
-    params: CallToolRequestParams,
-    /// Its arguments as the client sent them (an object), never parsed
-    /// here (see `crate::arguments`).
-    arguments: Option<SharedArguments>,
+    /// In the client's names; its arguments as the client sent them (an
+    /// object), never parsed here.
+    tool: ToolCall,
     /// The client's progress token, when it sent one.
     progress: Option<ProgressToken>,
     /// The trace context in its `_meta` (SEP-414), when it has one.
@@ -118,8 +117,7 @@ impl From<PostedCall> for Call {
         } = posted;
         Call {
             id,
-            params: CallToolRequestParams::new(name),
-            arguments: arguments.map(SharedArguments::from),
+            tool: ToolCall::new(name, arguments.map(Arguments::from).unwrap_or_default()),
             progress,
             trace: TraceFields::boxed(trace.traceparent, trace.tracestate, trace.baggage),
         }
@@ -137,7 +135,7 @@ impl Call {
     ) -> ServerSpan {
         ServerSpan::start(Served {
             method: "tools/call",
-            target: SpanTarget::Tool(&self.params.name),
+            target: SpanTarget::Tool(&self.tool.name),
             id: Some(&self.id),
             meta: self
                 .trace
@@ -154,7 +152,7 @@ impl Call {
     /// Whether it calls one of the gateway's own meta-tools (those are the
     /// handler's to answer).
     pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
-        state.serves_meta_tool(&self.params.name)
+        state.serves_meta_tool(&self.tool.name)
     }
 }
 
@@ -172,8 +170,7 @@ impl DirectSession {
         let (before, messages) = Before::channel();
         let Call {
             id,
-            params,
-            arguments,
+            tool,
             progress,
             trace: _,
         } = call;
@@ -188,7 +185,7 @@ impl DirectSession {
                 .run(self.respond(
                     &state,
                     id.clone(),
-                    (params, arguments),
+                    tool,
                     progress,
                     before,
                     cancelled.clone(),
@@ -204,12 +201,12 @@ impl DirectSession {
         &self,
         state: &Arc<GatewayState>,
         id: RequestId,
-        (params, arguments): (CallToolRequestParams, Option<SharedArguments>),
+        tool: ToolCall,
         progress: Option<ProgressToken>,
         before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
         cancelled: CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
-        let (target, request) = handler::upstream_call(state, params, arguments).await?;
+        let (target, request) = handler::upstream_call(state, tool).await?;
         let connection = &target.connection;
         let link = DownstreamRequest::direct(
             &self.downstream,
@@ -256,7 +253,7 @@ impl StatelessCall {
 
     /// The tool it calls, by its exposed name.
     pub(super) fn name(&self) -> &str {
-        &self.call.params.name
+        &self.call.tool.name
     }
 
     pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
@@ -325,8 +322,7 @@ impl StatelessCall {
             call:
                 Call {
                     id,
-                    params,
-                    arguments,
+                    tool,
                     progress,
                     trace: _,
                 },
@@ -338,8 +334,7 @@ impl StatelessCall {
             let origin = Origin::answered(id.clone(), capabilities, progress, log_level, before);
             let response = span
                 .run(async {
-                    let (target, request) =
-                        handler::upstream_call(&state, params, arguments).await?;
+                    let (target, request) = handler::upstream_call(&state, tool).await?;
                     let exchange =
                         mrtr::ask_by_input_required(&state, &target, request, origin, &gone)
                             .await?;

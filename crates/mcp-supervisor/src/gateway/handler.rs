@@ -18,13 +18,13 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequest, CallToolRequestMethod, CallToolRequestParams, CallToolResponse,
-        CancelTaskMethod, CancelTaskParams, CancelTaskRequest, ClientRequest, CompleteRequest,
-        CompleteRequestMethod, CompleteRequestParams, CompleteResult, ConstString, CustomRequest,
-        CustomResult, DiscoverRequestMethod, DiscoverResult, ErrorCode, GetPromptRequest,
-        GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse, GetTaskMethod,
-        GetTaskParams, GetTaskRequest, GetTaskResult, Implementation, InitializeRequestParams,
-        InitializeResult, InitializeResultMethod, ListPromptsRequestMethod, ListPromptsResult,
+        CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CancelTaskMethod,
+        CancelTaskParams, CancelTaskRequest, ClientRequest, CompleteRequest, CompleteRequestMethod,
+        CompleteRequestParams, CompleteResult, ConstString, CustomRequest, CustomResult,
+        DiscoverRequestMethod, DiscoverResult, ErrorCode, GetPromptRequest, GetPromptRequestMethod,
+        GetPromptRequestParams, GetPromptResponse, GetTaskMethod, GetTaskParams, GetTaskRequest,
+        GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+        InitializeResultMethod, ListPromptsRequestMethod, ListPromptsResult,
         ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
         ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult,
         PaginatedRequestParams, PingRequestMethod, ProtocolVersion, ReadResourceRequest,
@@ -53,7 +53,10 @@ use super::{
     traced,
 };
 use crate::{
-    Forwarded, arguments::SharedArguments, codec::mcp_headers, meta,
+    Forwarded,
+    call::{ToolCall, UpstreamRequest},
+    codec::mcp_headers,
+    meta,
     telemetry::spans::Target as SpanTarget,
 };
 
@@ -106,30 +109,23 @@ const INSTRUCTIONS: &str = "Tools, prompts and resources of several MCP servers,
      search_mcp_tools, get_mcp_tool_schema, describe_mcp, call_mcp) discover and call tools \
      on demand.";
 
-/// A call of an upstream's tool (not a meta-tool): where it goes, and the
-/// request to send there, with `arguments` if they are held outside the
-/// params (see `crate::arguments`); -32602 for a tool the gateway does not
-/// expose.
+/// A call of an upstream's tool (not a meta-tool), in the client's names:
+/// where it goes, and the call to send there in the upstream's; -32602 for
+/// a tool the gateway does not expose.
 pub(super) async fn upstream_call(
     state: &Arc<GatewayState>,
-    request: CallToolRequestParams,
-    arguments: Option<SharedArguments>,
-) -> Result<(Target, ClientRequest), ErrorData> {
+    mut call: ToolCall,
+) -> Result<(Target, UpstreamRequest), ErrorData> {
     if !state.namespaced() {
-        return Err(unknown_tool(&request.name));
+        return Err(unknown_tool(&call.name));
     }
-    let name = &request.name;
+    let name = &call.name;
     let Some(target) = state.route(|d| d.tool(name).cloned()).await else {
         return Err(unknown_tool(name));
     };
-    let mut params = request;
-    params.name = target.name.clone().into();
-    params.meta = None;
-    let mut call = CallToolRequest::new(params);
-    if let Some(arguments) = arguments {
-        call.extensions.insert(arguments);
-    }
-    Ok((target, ClientRequest::CallToolRequest(call)))
+    call.name = target.name.clone().into();
+    call.meta = None;
+    Ok((target, call.into()))
 }
 
 /// The answer to a call of `target` once its round is over.
@@ -554,7 +550,7 @@ impl GatewayHandler {
             let result = meta::call(&self.state.registry, &name, request.arguments).await;
             return Ok(downstream(result));
         }
-        let (target, call) = upstream_call(&self.state, request, None).await?;
+        let (target, call) = upstream_call(&self.state, request.into()).await?;
         let exchange = mrtr::exchange(&self.state, &self.session, &target, call, &context).await?;
         call_response(&self.state, &target, exchange)
     }
@@ -572,6 +568,7 @@ impl GatewayHandler {
         params.name = target.name.clone();
         params.meta = None;
         let get = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let get = get.into();
         let forwarded = match mrtr::exchange(&self.state, &self.session, &target, get, &context)
             .await?
         {
@@ -604,7 +601,8 @@ impl GatewayHandler {
             .protocol_version()
             .is_none_or(|version| version.has_initialize());
         let forwarded =
-            match mrtr::exchange(&self.state, &self.session, &target, read, &context).await? {
+            match mrtr::exchange(&self.state, &self.session, &target, read.into(), &context).await?
+            {
                 // A missing resource is -32002 for a 2025 client (rmcp turns it
                 // into -32602 for a 2026 one; a 2026 upstream sends -32602).
                 Exchange::Done(Forwarded::Error(mut error))

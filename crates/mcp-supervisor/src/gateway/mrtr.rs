@@ -23,7 +23,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        ClientRequest, ClientResult, CreateMessageResult, ElicitResult, ErrorCode, InputRequest,
+        ClientResult, CreateMessageResult, ElicitResult, ErrorCode, InputRequest,
         InputRequiredResult, InputResponses, ListRootsResult, ServerRequest, ServerResult,
     },
     service::RequestContext,
@@ -37,7 +37,7 @@ use super::{
     rounds::{Rounds, Sealed, Waiting},
     state::GatewayState,
 };
-use crate::{CallOutcome, Failure, Forwarded, arguments::SharedRequest, session::DownstreamLink};
+use crate::{CallOutcome, Failure, Forwarded, call::UpstreamRequest, session::DownstreamLink};
 
 /// Rounds an upstream may ask for before the gateway gives up on it.
 const MAX_ROUNDS: usize = 10;
@@ -58,7 +58,7 @@ pub(super) async fn exchange(
     state: &Arc<GatewayState>,
     session: &Arc<DownstreamSession>,
     target: &Target,
-    request: ClientRequest,
+    request: UpstreamRequest,
     context: &RequestContext<RoleServer>,
 ) -> Result<Exchange, ErrorData> {
     let modern = context
@@ -78,7 +78,7 @@ pub(super) async fn exchange(
 pub(super) async fn ask_by_input_required(
     state: &Arc<GatewayState>,
     target: &Target,
-    mut request: ClientRequest,
+    mut request: UpstreamRequest,
     origin: Origin,
     gone: &CancellationToken,
 ) -> Result<Exchange, ErrorData> {
@@ -228,19 +228,13 @@ impl Waiting {
 pub(super) async fn ask_by_requests(
     state: &Arc<GatewayState>,
     target: &Target,
-    request: ClientRequest,
+    mut request: UpstreamRequest,
     link: DownstreamLink,
 ) -> Result<Exchange, ErrorData> {
-    // Shared with the forwarding, so nothing is copied unless a round
-    // changes it (and then only what the forwarding still holds).
-    let mut request = SharedRequest::new(request);
     for _ in 0..MAX_ROUNDS {
+        // Its arguments are shared with the forwarding, never copied.
         let forwarded = state
-            .forward(
-                &target.connection,
-                Arc::clone(request.shared()),
-                Some(link.clone()),
-            )
+            .forward(&target.connection, request.clone(), Some(link.clone()))
             .await;
         let Forwarded::Answered(ServerResult::InputRequiredResult(asked)) = forwarded else {
             return Ok(Exchange::Done(forwarded));
@@ -253,9 +247,7 @@ pub(super) async fn ask_by_requests(
             let answer = link.downstream.request(question).await?;
             responses.insert(key, answer_value(answer)?);
         }
-        let (input_responses, request_state) = inputs(request.make_mut());
-        *input_responses = Some(responses);
-        *request_state = asked.request_state;
+        request.set_inputs(responses, asked.request_state);
     }
     Err(ErrorData::internal_error(
         format!("the upstream asked for input more than {MAX_ROUNDS} times"),
@@ -264,7 +256,7 @@ pub(super) async fn ask_by_requests(
 }
 
 /// What a `requestState` is bound to: connection, method and target.
-fn binding(target: &Target, request: &ClientRequest) -> String {
+fn binding(target: &Target, request: &UpstreamRequest) -> String {
     format!(
         "{}\n{}\n{}",
         target.connection,
@@ -273,24 +265,12 @@ fn binding(target: &Target, request: &ClientRequest) -> String {
     )
 }
 
-/// The retry fields of the requests that can take several rounds (others
-/// have none: a dummy pair).
-fn inputs(request: &mut ClientRequest) -> (&mut Option<InputResponses>, &mut Option<String>) {
-    match request {
-        ClientRequest::CallToolRequest(call) => (
-            &mut call.params.input_responses,
-            &mut call.params.request_state,
-        ),
-        ClientRequest::GetPromptRequest(get) => (
-            &mut get.params.input_responses,
-            &mut get.params.request_state,
-        ),
-        ClientRequest::ReadResourceRequest(read) => (
-            &mut read.params.input_responses,
-            &mut read.params.request_state,
-        ),
-        _ => unreachable!("only calls, prompts and reads take several rounds"),
-    }
+/// The retry fields of the requests that can take several rounds (only
+/// those come here).
+fn inputs(request: &mut UpstreamRequest) -> (&mut Option<InputResponses>, &mut Option<String>) {
+    request
+        .inputs_mut()
+        .expect("only calls, prompts and reads take several rounds")
 }
 
 fn input_request(request: &ServerRequest) -> Option<InputRequest> {

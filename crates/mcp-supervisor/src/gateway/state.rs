@@ -32,6 +32,7 @@ use super::{
 };
 use crate::{
     Forwarded,
+    call::UpstreamRequest,
     config::{Expose, Prefix},
     registry::{
         Catalog, ConnectionSummary, Forward, ListConnections, ListTools, Registry, Routes,
@@ -315,7 +316,7 @@ impl GatewayState {
     pub(super) async fn forward(
         &self,
         connection: &str,
-        request: impl Into<Arc<ClientRequest>>,
+        request: impl Into<UpstreamRequest>,
         link: Option<DownstreamLink>,
     ) -> Forwarded {
         let downstream = link.as_ref().map(|link| link.downstream.clone());

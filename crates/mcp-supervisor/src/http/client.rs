@@ -13,7 +13,7 @@ use http::{
     header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE},
 };
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage},
+    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
     transport::{
         common::http_header::{EVENT_STREAM_MIME_TYPE, JSON_MIME_TYPE},
         streamable_http_client::{
@@ -28,12 +28,19 @@ use tokio::sync::watch;
 
 use super::{
     LaneTarget,
-    outgoing::Outgoing,
     recorder::{HttpObservation, HttpRecorder},
     reuse::{HttpClients, OriginReuse},
     sse_limit::LimitedEvents,
 };
-use crate::{codec::mcp_headers::SESSION_ID, failure::parse_retry_after, heavy};
+use crate::{
+    codec::{mcp_headers::SESSION_ID, request::Outgoing},
+    failure::parse_retry_after,
+    heavy,
+    oauth::{TokenClient, TokenSource},
+};
+
+mod post;
+pub(crate) use post::PostOutgoing;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -371,15 +378,13 @@ fn rejected_discover(
     discover
 }
 
-/// The id of `message` if it is a `server/discover` request.
 /// A request's trace context (in its `_meta`, SEP-414) as HTTP headers
 /// too, for upstreams and proxies that read those.
-fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(HeaderName, HeaderValue)> {
-    use rmcp::model::GetMeta as _;
-    let ClientJsonRpcMessage::Request(request) = message else {
+fn trace_headers(message: &Outgoing) -> Vec<(HeaderName, HeaderValue)> {
+    let Some(meta) = message.meta() else {
         return Vec::new();
     };
-    crate::telemetry::propagate::header_pairs(&request.request.get_meta().0.0)
+    crate::telemetry::propagate::header_pairs(meta)
         .filter_map(|(name, value)| {
             Some((
                 HeaderName::from_static(name),
@@ -387,17 +392,6 @@ fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(HeaderName, HeaderValue
             ))
         })
         .collect()
-}
-
-fn discover_id(message: &ClientJsonRpcMessage) -> Option<rmcp::model::RequestId> {
-    match message {
-        ClientJsonRpcMessage::Request(request)
-            if matches!(request.request, ClientRequest::DiscoverRequest(_)) =>
-        {
-            Some(request.id.clone())
-        }
-        _ => None,
-    }
 }
 
 impl RecordingClient {
@@ -537,77 +531,15 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let mut custom_headers = custom_headers;
-        let trace = trace_headers(&message);
-        for (name, _) in &trace {
-            custom_headers.remove(name);
-        }
-        let mut request = self.request(reqwest::Method::POST, auth_token, custom_headers);
-        request
-            .headers
-            .append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
-        for (name, value) in trace {
-            request.headers.append(name, value);
-        }
-        let session_attached = session_id.is_some();
-        if let Some(session_id) = session_id {
-            self.session_id.saw(&session_id);
-            request = request.header(SESSION_ID, &session_id);
-        }
-        let discover = discover_id(&message);
-        // Notifications and replies await nothing: whatever a 2xx carries is fine.
-        let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
-        let body = heavy::encode(Outgoing::from(message))
-            .await
-            .map_err(|error| StreamableHttpError::Io(error.into()))?;
-        request
-            .headers
-            .append(CONTENT_TYPE, HeaderValue::from_static(JSON_MIME_TYPE));
-        request.body = Some(body);
-        let response = self.send(&uri, request).await?;
-        if session_attached && response.status() == StatusCode::BAD_REQUEST {
-            return Err(self.session_rejection(&uri, response).await);
-        }
-        if let Some(discover_id) = rejected_discover(discover, session_attached, &response) {
-            return Ok(self
-                .legacy_discover_answer(&uri, discover_id, response)
-                .await);
-        }
-        if rejects_with_json_rpc(&response, session_attached) {
-            return self.json_rpc_rejection(&uri, response).await;
-        }
-        self.check_status("POST", &uri, &response, session_attached)?;
-
-        let status = response.status();
-        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
-            return Ok(StreamableHttpPostResponse::Accepted);
-        }
-        let new_session = header_str(response.headers(), SESSION_ID);
-        if let Some(new_session) = &new_session {
-            self.session_id.saw(new_session);
-        }
-        let content_type = header_str(response.headers(), CONTENT_TYPE);
-        match content_type.as_deref() {
-            Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
-                let events = LimitedEvents::new(body_chunks(response), limits.max_sse_event_size);
-                Ok(StreamableHttpPostResponse::Sse(
-                    SseStream::from_bytes_stream(events).boxed(),
-                    new_session,
-                ))
-            }
-            Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
-                let body = read_bounded(response, limits.max_json_response_size).await?;
-                match heavy::decode::<ServerJsonRpcMessage>(body).await {
-                    Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
-                    Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
-                    Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                        format!("response is not JSON-RPC: {error}"),
-                    ))),
-                }
-            }
-            _ if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
-            _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
-        }
+        self.post_outgoing(
+            uri,
+            Outgoing::from(message),
+            session_id,
+            auth_token,
+            custom_headers,
+            limits,
+        )
+        .await
     }
 
     async fn delete_session(

@@ -7,14 +7,13 @@
 //! reaches the classifier as a typed status error.
 
 mod client;
-mod outgoing;
 mod plain;
-pub(crate) use outgoing::Stamp;
 pub(crate) use plain::{LaneError, LaneTarget, PlainLane};
 mod recorder;
 mod reuse;
 mod sse_limit;
 
+pub(crate) use client::PostOutgoing;
 pub use client::{RecordingClient, ServerStreamDecision, SessionIds};
 pub use recorder::{HttpObservation, HttpRecorder};
 pub use reuse::{HttpClients, OriginReuse, Reuse};

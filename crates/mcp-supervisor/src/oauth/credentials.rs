@@ -249,10 +249,19 @@ impl<C, S> TokenClient<C, S> {
     pub(crate) fn new(inner: C, tokens: Arc<S>) -> Self {
         Self { inner, tokens }
     }
+
+    /// The client it wraps.
+    pub(crate) fn inner(&self) -> &C {
+        &self.inner
+    }
 }
 
 impl<C: StreamableHttpClient + Send + Sync, S: TokenSource> TokenClient<C, S> {
-    async fn authorized<T, F, Fut>(&self, call: F) -> Result<T, StreamableHttpError<C::Error>>
+    /// `call` with a token, and once more with a new one after a 401.
+    pub(crate) async fn authorized<T, F, Fut>(
+        &self,
+        call: F,
+    ) -> Result<T, StreamableHttpError<C::Error>>
     where
         F: Fn(Option<String>) -> Fut,
         Fut: Future<Output = Result<T, StreamableHttpError<C::Error>>>,

@@ -19,7 +19,7 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
 };
 
-pub(crate) use credentials::{ClientTokens, LoginTokens, TokenClient};
+pub(crate) use credentials::{ClientTokens, LoginTokens, TokenClient, TokenSource};
 
 pub use login::{LoggedIn, LoginError, login};
 pub use shared::{LOCK_TTL, ShareError, Sharing, TokenShare};

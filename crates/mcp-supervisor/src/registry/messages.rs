@@ -8,7 +8,7 @@ use std::{
 
 use actix::{Context, Handler, Message, MessageResult, Recipient, ResponseFuture};
 use futures::future::join_all;
-use rmcp::model::{ClientRequest, JsonObject};
+use rmcp::model::JsonObject;
 
 use super::{
     Catalog, Registry,
@@ -16,6 +16,7 @@ use super::{
 };
 use crate::{
     CallOutcome, ConnectionState, Failure, FailureKind, Forwarded, RetireReason, Unavailable,
+    call::UpstreamRequest,
     connection::{
         Adopt, CallCounts, ConnectionDied, ConnectionSnapshot, Snapshot, Stop, stats::History,
     },
@@ -49,9 +50,9 @@ pub struct CallTool {
 #[rtype(result = "Forwarded")]
 pub struct Forward {
     pub connection: String,
-    /// Shared, so a caller that may send it again (another input round)
-    /// keeps it without a copy.
-    pub request: Arc<ClientRequest>,
+    /// Cloning shares its arguments: a caller that may send it again
+    /// (another input round) keeps it without a copy.
+    pub request: UpstreamRequest,
     /// Where the upstream's progress and server-to-client requests go.
     pub link: Option<DownstreamLink>,
     /// The span its attempts' spans hang under (the gateway's SERVER span).

@@ -12,7 +12,7 @@ use std::{
 
 use actix::{Addr, Context, Handler, MessageResult, ResponseFuture};
 use futures::{FutureExt, future::BoxFuture};
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, Tool};
+use rmcp::model::Tool;
 
 use super::{
     CallTool, Catalog, Forward, Registry, ShareRoutes,
@@ -20,9 +20,9 @@ use super::{
 };
 use crate::{
     CallOutcome, Failure, FailureKind, Forwarded,
-    arguments::SharedRequest,
+    call::{ToolCall, UpstreamRequest},
     config::{ConnectionConfig, RetryCalls},
-    connection::{CallRetry, ConnectionActor, ConnectionForward},
+    connection::{CallContext, CallRetry, ConnectionActor, ConnectionForward},
     session::DownstreamLink,
     telemetry::TraceParent,
 };
@@ -63,18 +63,16 @@ impl Handler<CallTool> for Registry {
     type Result = ResponseFuture<CallOutcome>;
 
     fn handle(&mut self, msg: CallTool, ctx: &mut Context<Self>) -> Self::Result {
-        let mut params = CallToolRequestParams::new(msg.tool.clone());
-        params.arguments = msg.arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let (connection, tool) = (msg.connection.clone(), msg.tool.clone());
-        let forwarded = self.forward(
-            msg.connection,
-            Arc::new(request),
-            msg.timeout,
-            (None, msg.trace),
-            false,
-            ctx,
-        );
+        let asked = Asked {
+            connection: msg.connection,
+            request: ToolCall::new(msg.tool, msg.arguments).into(),
+            timeout: msg.timeout,
+            link: None,
+            trace: msg.trace,
+            pass_errors: false,
+        };
+        let forwarded = self.forward(asked, ctx);
         Box::pin(async move { CallOutcome::of_call(&connection, &tool, forwarded.await) })
     }
 }
@@ -83,14 +81,34 @@ impl Handler<Forward> for Registry {
     type Result = ResponseFuture<Forwarded>;
 
     fn handle(&mut self, msg: Forward, ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.forward(
-            msg.connection,
-            msg.request,
-            None,
-            (msg.link, msg.trace),
-            true,
-            ctx,
-        ))
+        Box::pin(self.forward(Asked::forwarded(msg), ctx))
+    }
+}
+
+/// A request as asked of the registry (or sent on a [`Route`]).
+struct Asked {
+    connection: String,
+    request: UpstreamRequest,
+    /// Overrides the connection's `call_timeout` (the library's `CallTool`).
+    timeout: Option<Duration>,
+    link: Option<DownstreamLink>,
+    trace: TraceParent,
+    /// Pass the upstream's JSON-RPC errors on as they are (proxying); without,
+    /// a rejected call is the supervisor's `Rejected` text.
+    pass_errors: bool,
+}
+
+impl Asked {
+    /// The gateway's proxying of `msg`.
+    fn forwarded(msg: Forward) -> Self {
+        Asked {
+            connection: msg.connection,
+            request: msg.request,
+            timeout: None,
+            link: msg.link,
+            trace: msg.trace,
+            pass_errors: true,
+        }
     }
 }
 
@@ -98,27 +116,14 @@ impl Registry {
     /// Routes one request to its connection's actor (started lazily). A
     /// `tools/call` is checked against the allowlist and the catalog first
     /// (a tool outside them does not exist), and is retried only when safe;
-    /// every other request is a read or idempotent, so retry-safe. With
-    /// `pass_errors` (proxying) the upstream's JSON-RPC errors are answered as
-    /// they are; without (the library's `CallTool`, `call_mcp`), a rejected
-    /// call is the supervisor's `Rejected` text.
-    fn forward(
-        &mut self,
-        connection: String,
-        request: Arc<ClientRequest>,
-        timeout: Option<Duration>,
-        (link, trace): (Option<DownstreamLink>, TraceParent),
-        pass_errors: bool,
-        ctx: &mut Context<Self>,
-    ) -> BoxFuture<'static, Forwarded> {
-        let Some(entry) = self.entries.get(&connection) else {
-            // Found heavy or not, so that it is freed off the thread too.
-            drop(SharedRequest::new(request));
-            return std::future::ready(Forwarded::Refused(self.unknown_connection(&connection)))
-                .boxed();
+    /// every other request is a read or idempotent, so retry-safe.
+    fn forward(&mut self, asked: Asked, ctx: &mut Context<Self>) -> BoxFuture<'static, Forwarded> {
+        let Some(entry) = self.entries.get(&asked.connection) else {
+            let refused = self.unknown_connection(&asked.connection);
+            return std::future::ready(Forwarded::Refused(refused)).boxed();
         };
         // Refused before any I/O: a tool outside the allowlist does not exist.
-        let checked = match Checked::new(connection, request, timeout, &entry.config) {
+        let checked = match Checked::new(asked, &entry.config) {
             Ok(checked) => checked,
             Err(refused) => return refused,
         };
@@ -128,11 +133,11 @@ impl Registry {
             ))
             .boxed();
         };
-        let catalog = match checked.tool {
+        let catalog = match checked.request.tool() {
             Some(_) => self.catalog(&checked.connection, ctx),
             None => None,
         };
-        checked.send(actor, catalog, (link, trace), pass_errors)
+        checked.send(actor, catalog)
     }
 }
 
@@ -141,46 +146,41 @@ impl Registry {
 /// gateway does on a [`Route`].
 struct Checked {
     connection: String,
-    /// Found heavy or not once, here; a heavy request refused anywhere on
-    /// its way is freed off the thread too.
-    request: SharedRequest,
-    /// The tool, for a `tools/call`.
-    tool: Option<String>,
-    /// Every wait the request makes counts against its budget: the
-    /// catalog, the admission queue, connecting, retries.
+    request: UpstreamRequest,
+    /// What it is sent under, but for its retry rule (known once the
+    /// catalog names the tool). Every wait the request makes counts
+    /// against its budget: the catalog, the admission queue, connecting,
+    /// retries.
     deadline: tokio::time::Instant,
     budget: Duration,
+    link: Option<DownstreamLink>,
+    trace: TraceParent,
+    pass_errors: bool,
     retry_calls: RetryCalls,
 }
 
 impl Checked {
-    /// `request` for `connection` under `config`, or its refusal (a tool
+    /// `asked` under its connection's `config`, or its refusal (a tool
     /// outside the allowlist does not exist), ready to be answered.
     fn new(
-        connection: String,
-        request: Arc<ClientRequest>,
-        timeout: Option<Duration>,
+        asked: Asked,
         config: &ConnectionConfig,
     ) -> Result<Checked, BoxFuture<'static, Forwarded>> {
-        let request = SharedRequest::new(request);
-        let budget = timeout.unwrap_or(config.call_timeout);
-        let tool = match request.shared().as_ref() {
-            ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
-            _ => None,
-        };
-        if let Some(tool) = &tool
+        let budget = asked.timeout.unwrap_or(config.call_timeout);
+        if let Some(tool) = asked.request.tool()
             && !config.allows_tool(tool)
         {
-            return Err(
-                std::future::ready(Forwarded::Refused(unknown_tool(&connection, tool))).boxed(),
-            );
+            let refused = unknown_tool(&asked.connection, tool);
+            return Err(std::future::ready(Forwarded::Refused(refused)).boxed());
         }
         Ok(Checked {
-            connection,
-            request,
-            tool,
+            connection: asked.connection,
+            request: asked.request,
             deadline: tokio::time::Instant::now() + budget,
             budget,
+            link: asked.link,
+            trace: asked.trace,
+            pass_errors: asked.pass_errors,
             retry_calls: config.retry_calls,
         })
     }
@@ -190,19 +190,19 @@ impl Checked {
         self,
         actor: Addr<ConnectionActor>,
         catalog: Option<CatalogFetch>,
-        (link, trace): (Option<DownstreamLink>, TraceParent),
-        pass_errors: bool,
     ) -> BoxFuture<'static, Forwarded> {
         let Checked {
             connection,
             request,
-            tool,
             deadline,
             budget,
+            link,
+            trace,
+            pass_errors,
             retry_calls,
         } = self;
         async move {
-            let retry = match (&tool, catalog) {
+            let retry = match (request.tool(), catalog) {
                 (Some(tool), Some(catalog)) => {
                     let catalog =
                         match tokio::time::timeout_at(deadline, catalog.get(&connection)).await {
@@ -224,12 +224,14 @@ impl Checked {
             };
             let forward = ConnectionForward {
                 request,
-                deadline,
-                budget,
-                retry,
-                link,
+                context: CallContext {
+                    deadline,
+                    budget,
+                    retry,
+                    link,
+                    trace,
+                },
                 pass_errors,
-                trace,
             };
             match actor.send(forward).await {
                 Ok(forwarded) => forwarded,
@@ -264,19 +266,8 @@ pub struct Route {
 impl Route {
     /// Sends `msg` on this route, exactly as the registry would.
     pub fn forward(self, msg: Forward) -> BoxFuture<'static, Forwarded> {
-        let Forward {
-            connection,
-            request,
-            link,
-            trace,
-        } = msg;
-        match Checked::new(connection, request, None, &self.config) {
-            Ok(checked) => checked.send(
-                self.actor,
-                Some(CatalogFetch::Ready(self.catalog)),
-                (link, trace),
-                true,
-            ),
+        match Checked::new(Asked::forwarded(msg), &self.config) {
+            Ok(checked) => checked.send(self.actor, Some(CatalogFetch::Ready(self.catalog))),
             Err(refused) => refused,
         }
     }

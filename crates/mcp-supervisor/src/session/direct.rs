@@ -48,16 +48,16 @@ use http::{HeaderName, HeaderValue};
 use rmcp::{
     ServiceError,
     model::{
-        ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ClientRequest, GetMeta, JsonObject,
-        NumberOrString, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
-        ServerJsonRpcMessage, ServerResult, Tool,
+        ClientCapabilities, ClientConfig, ClientJsonRpcMessage, JsonObject, NumberOrString,
+        ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+        ServerResult, Tool,
     },
     transport::{
         DynamicTransportError,
         common::client_side_sse::SseRetryPolicy,
         streamable_http_client::{
-            StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
-            StreamableHttpPostResponse, StreamableHttpResponseLimits,
+            StreamableHttpClientTransportConfig, StreamableHttpError, StreamableHttpPostResponse,
+            StreamableHttpResponseLimits,
         },
     },
 };
@@ -65,9 +65,12 @@ use sse_stream::{Error as SseError, Sse};
 
 use super::handler::SessionHandler;
 use crate::{
-    codec::answers,
-    codec::mcp_headers,
-    http::{SessionIds, Stamp},
+    call::UpstreamRequest,
+    codec::{
+        answers, mcp_headers,
+        request::{Outgoing, Stamp},
+    },
+    http::{PostOutgoing, SessionIds},
 };
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -79,7 +82,7 @@ trait Poster: Send + Sync {
     fn post(
         &self,
         uri: Arc<str>,
-        message: ClientJsonRpcMessage,
+        message: Outgoing,
         session_id: Option<Arc<str>>,
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
@@ -97,14 +100,11 @@ trait Poster: Send + Sync {
     ) -> BoxFuture<'static, Result<Events, HttpError>>;
 }
 
-impl<C> Poster for C
-where
-    C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
-{
+impl<C: PostOutgoing> Poster for C {
     fn post(
         &self,
         uri: Arc<str>,
-        message: ClientJsonRpcMessage,
+        message: Outgoing,
         session_id: Option<Arc<str>>,
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
@@ -113,7 +113,7 @@ where
         let client = self.clone();
         async move {
             client
-                .post_message_with_response_limits(uri, message, session_id, auth, headers, limits)
+                .post_outgoing(uri, message, session_id, auth, headers, limits)
                 .await
         }
         .boxed()
@@ -198,7 +198,7 @@ impl DirectClientParts {
         config: &StreamableHttpClientTransportConfig,
     ) -> Self
     where
-        C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
+        C: PostOutgoing,
     {
         let mut limits = StreamableHttpResponseLimits::default();
         limits.max_sse_event_size = config.max_sse_event_size;
@@ -281,7 +281,7 @@ impl Reply {
         };
         let posted = self.client.post(
             self.uri,
-            message,
+            Outgoing::Other(message),
             self.session,
             self.auth,
             self.headers,
@@ -309,17 +309,17 @@ impl DirectClient {
 
     /// Whether `request` is sent here: every request of a 2026-07-28
     /// session, a 2025 session's plain tool calls.
-    pub(crate) fn takes(&self, request: &ClientRequest) -> bool {
+    pub(crate) fn takes(&self, request: &UpstreamRequest) -> bool {
         if !self.legacy {
             return true;
         }
-        let ClientRequest::CallToolRequest(call) = request else {
+        let Some(tool) = request.tool() else {
             return false;
         };
         self.plain
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(call.params.name.as_ref())
+            .contains(tool)
     }
 
     /// A fresh request id, and the progress token that goes with it.
@@ -345,44 +345,38 @@ impl DirectClient {
     /// Stamps `request` as rmcp's client would: the client context (for
     /// 2026-07-28), with `client`'s capabilities in place of ours when it is
     /// made for a downstream client, what the caller adds (`extra`), and
-    /// `token`.
+    /// `token`. A call's client context is not put in its `_meta` but
+    /// answered, as encoded once, for `codec::request` to write.
     pub(crate) fn stamp(
         &self,
-        request: &mut ClientRequest,
+        request: &mut UpstreamRequest,
         extra: Option<RequestMetaObject>,
         token: ProgressToken,
         client: Option<&ClientCapabilities>,
-    ) {
-        if let Some((stamp, encoded)) = &self.stamp {
-            // A call's stamp is written by `http::outgoing`, which takes it
-            // as encoded.
-            let encoded = match (&*request, client) {
-                (ClientRequest::CallToolRequest(_), None) => Some(encoded.clone()),
-                (ClientRequest::CallToolRequest(_), Some(client)) => {
-                    self.client_stamp(stamp, client)
-                }
+    ) -> Option<Stamp> {
+        let mut encoded = None;
+        if let Some((stamp, ours)) = &self.stamp {
+            encoded = match (&*request, client) {
+                (UpstreamRequest::Call(_), None) => Some(ours.clone()),
+                (UpstreamRequest::Call(_), Some(client)) => self.client_stamp(stamp, client),
                 _ => None,
             };
-            match (&mut *request, encoded) {
-                (ClientRequest::CallToolRequest(call), Some(encoded)) => {
-                    call.extensions.insert(encoded);
-                }
-                // Anything else, or a client's stamp that could not be
-                // encoded: as rmcp's client puts them.
-                (other, _) => {
-                    let meta = other.get_meta_mut();
-                    meta.extend(stamp.clone());
-                    if let Some(client) = client {
-                        meta.set_client_capabilities(client.clone());
-                    }
+            // Anything else, or a client's stamp that could not be encoded:
+            // as rmcp's client puts them.
+            if encoded.is_none() {
+                let meta = request.meta_mut();
+                meta.extend(stamp.clone());
+                if let Some(client) = client {
+                    meta.set_client_capabilities(client.clone());
                 }
             }
         }
-        let meta = rmcp::model::GetMeta::get_meta_mut(request);
+        let meta = request.meta_mut();
         if let Some(extra) = extra {
             meta.extend(extra);
         }
         meta.set_progress_token(token);
+        encoded
     }
 
     /// The session's stamp with `client`'s capabilities, encoded once per
@@ -408,20 +402,21 @@ impl DirectClient {
         Some(encoded)
     }
 
-    /// Sends `request` (its `_meta` complete) as request `id` and reads its
-    /// answer; what arrives before it goes to `handler`. Dropping the future
-    /// closes the stream (for 2026-07-28, that cancels the request).
+    /// Sends `request` (its `_meta` complete, a call's client context in
+    /// `stamp`) as request `id` and reads its answer; what arrives before it
+    /// goes to `handler`. Dropping the future closes the stream (for
+    /// 2026-07-28, that cancels the request).
     pub(crate) async fn send(
         &self,
-        request: ClientRequest,
+        request: UpstreamRequest,
+        stamp: Option<Stamp>,
         id: RequestId,
         handler: &SessionHandler,
     ) -> Result<ServerResult, Unsent> {
         let headers = self.headers(&request);
         let session = self.parts.session.current();
-        let posted = self
-            .post(request, &id, session.clone(), headers.clone())
-            .await;
+        let message = Outgoing::request(request, id.clone(), stamp);
+        let posted = self.post(message, session.clone(), headers.clone()).await;
         let mut answer = match posted {
             Err(StreamableHttpError::SessionExpired) if self.legacy => return Err(Unsent::Expired),
             Err(error) => Err(transport(error)),
@@ -442,15 +437,13 @@ impl DirectClient {
         answer.map_err(Unsent::Failed)
     }
 
-    /// Posts `request` as request `id` of `session`, with `headers`.
+    /// Posts `message` in `session`, with `headers`.
     async fn post(
         &self,
-        request: ClientRequest,
-        id: &RequestId,
+        message: Outgoing,
         session: Option<Arc<str>>,
         headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let message = ClientJsonRpcMessage::request(request, id.clone());
         self.parts
             .client
             .post(
@@ -466,24 +459,18 @@ impl DirectClient {
 
     /// The headers of `request`: the transport's, and for 2026-07-28 the
     /// SEP-2243 ones.
-    fn headers(&self, request: &ClientRequest) -> HashMap<HeaderName, HeaderValue> {
+    fn headers(&self, request: &UpstreamRequest) -> HashMap<HeaderName, HeaderValue> {
         if self.legacy {
             return self.parts.headers.clone();
         }
-        let schema = match request {
-            ClientRequest::CallToolRequest(call) => self
-                .annotated
+        let schema = request.tool().and_then(|tool| {
+            self.annotated
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
-                .get(call.params.name.as_ref())
-                .cloned(),
-            _ => None,
-        };
-        let arguments = || match request {
-            ClientRequest::CallToolRequest(call) => crate::arguments::arguments_of(call),
-            _ => None,
-        };
-        let extra = mcp_headers::request_headers(request, schema.as_deref(), arguments);
+                .get(tool)
+                .cloned()
+        });
+        let extra = mcp_headers::request_headers(request, schema.as_deref());
         // Sized once: growing it as they come rehashes it twice per call.
         let mut headers = HashMap::with_capacity(self.parts.headers.len() + extra.len());
         headers.extend(

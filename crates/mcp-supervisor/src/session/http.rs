@@ -10,8 +10,7 @@ use rmcp::{
     model::{ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest},
     service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService},
     transport::{
-        StreamableHttpClientTransport,
-        streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
 use tokio::time::Instant;
@@ -27,8 +26,8 @@ use crate::{
     failure::Phase,
     failure::{Failure, FailureKind},
     http::{
-        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, Ping, PlainLane, RecordingClient,
-        Reuse, SessionIds, probe_verdict,
+        HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, Ping, PlainLane, PostOutgoing,
+        RecordingClient, Reuse, SessionIds, probe_verdict,
     },
     oauth,
 };
@@ -238,7 +237,7 @@ fn serve<C>(
     ended: CancellationToken,
 ) -> (Serving, DirectClientParts)
 where
-    C: StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static,
+    C: PostOutgoing,
 {
     let direct = DirectClientParts::new(&client, session_ids, &config);
     let transport = Watched::new(

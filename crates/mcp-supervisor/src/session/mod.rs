@@ -28,10 +28,9 @@ use std::{borrow::Cow, sync::Arc, time::Duration};
 use rmcp::{
     ErrorData, RoleClient, ServiceError,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-        ClientRequest, JsonObject, PaginatedRequestParams, Prompt, ProtocolVersion,
-        RequestOptionalParam, Resource, ResourceTemplate, ServerCapabilities, ServerPeerInfo,
-        ServerResult, Tool,
+        CallToolResult, CancelledNotificationParam, ClientRequest, JsonObject,
+        PaginatedRequestParams, Prompt, ProtocolVersion, RequestOptionalParam, Resource,
+        ResourceTemplate, ServerCapabilities, ServerPeerInfo, ServerResult, Tool,
     },
     service::{ClientCacheConfig, PeerRequestOptions, RunningService},
 };
@@ -48,7 +47,7 @@ pub use relay::{Downstream, DownstreamLink};
 pub use stdio::{ChildGroup, open_stdio};
 
 use crate::{
-    arguments::NotAttached,
+    call::{NotAttached, ToolCall, UpstreamRequest},
     failure::Phase,
     failure::{Failure, FailureKind},
     http::{HttpRecorder, RecordingClient},
@@ -200,10 +199,8 @@ impl Session {
         arguments: Option<JsonObject>,
         deadline: Instant,
     ) -> Result<CallToolResult, Failure> {
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        params.arguments = arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.send(request, None, deadline).await {
+        let call = ToolCall::new(tool.to_owned(), arguments);
+        match self.send(call.into(), None, deadline).await {
             Ok(ServerResult::CallToolResult(result)) => Ok(result),
             Ok(_) => Err(unexpected("tools/call")),
             Err(SendError::Failed { failure, .. }) => Err(failure),
@@ -218,7 +215,7 @@ impl Session {
     /// (`notifications/cancelled`) too.
     pub async fn send(
         &self,
-        request: ClientRequest,
+        request: UpstreamRequest,
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
@@ -264,13 +261,13 @@ impl Session {
     /// [`Session::send`] through rmcp's client.
     async fn send_with_rmcp(
         &self,
-        request: ClientRequest,
+        request: UpstreamRequest,
         options: PeerRequestOptions,
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = method_of(&request);
-        let request = match crate::arguments::attached(request).await {
+        let request = match request.into_rmcp().await {
             Ok(request) => request,
             Err(NotAttached::ShuttingDown) => {
                 return Err(SendError::Failed {
@@ -332,7 +329,7 @@ impl Session {
     async fn send_direct(
         &self,
         direct: &direct::DirectClient,
-        request: ClientRequest,
+        request: UpstreamRequest,
         options: PeerRequestOptions,
         link: Option<&DownstreamLink>,
         deadline: Instant,
@@ -349,14 +346,14 @@ impl Session {
         let client = link
             .and_then(|link| link.capabilities.as_ref())
             .filter(|_| self.modern.is_some());
-        direct.stamp(&mut request, options.meta, token.clone(), client);
+        let stamp = direct.stamp(&mut request, options.meta, token.clone(), client);
         let registered = link.map(|link| handler.links().register(id.clone(), token, link));
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
         // Boxed: the send's future is large, and `select!` and the timeout
         // would move it whole, more than once (docs/DECISIONS.md #145).
         let mut sent = Box::pin(tokio::time::timeout_at(
             deadline,
-            direct.send(request, id.clone(), handler),
+            direct.send(request, stamp, id.clone(), handler),
         ));
         let outcome = tokio::select! {
             answer = &mut sent => Some(answer),
@@ -403,9 +400,9 @@ impl Session {
     async fn held_here(
         &self,
         modern: &modern::Modern,
-        request: &ClientRequest,
+        request: &UpstreamRequest,
     ) -> Option<ServerResult> {
-        match request {
+        match request.relayed()? {
             ClientRequest::SubscribeRequest(subscribe) => {
                 if modern.subscribe(&subscribe.params.uri, true) {
                     Box::pin(self.listen(modern)).await;
@@ -572,10 +569,10 @@ impl Session {
         let mut cursor = None;
         loop {
             let params = PaginatedRequestParams::default().with_cursor(cursor);
-            let mut listing = request(params);
+            let mut listing = UpstreamRequest::from(request(params));
             let (id, token) = lane.next_id();
-            lane.stamp(&mut listing, None, token, None);
-            let answer = match lane.send(listing, id, &self.handler).await {
+            let stamp = lane.stamp(&mut listing, None, token, None);
+            let answer = match lane.send(listing, stamp, id, &self.handler).await {
                 Ok(answer) => answer,
                 Err(direct::Unsent::Failed(error)) => return Err(error),
                 // Only a 2025 session can have expired, and it lists through rmcp.
@@ -722,12 +719,12 @@ pub enum SendError {
 
 /// `request`'s method, for what is said about it: a call's is a constant
 /// (no copy per call).
-fn method_of(request: &ClientRequest) -> Cow<'static, str> {
+fn method_of(request: &UpstreamRequest) -> Cow<'static, str> {
     match request {
-        ClientRequest::CallToolRequest(_) => {
+        UpstreamRequest::Call(_) => {
             Cow::Borrowed(<rmcp::model::CallToolRequestMethod as rmcp::model::ConstString>::VALUE)
         }
-        other => Cow::Owned(other.method().to_owned()),
+        UpstreamRequest::Relayed(other) => Cow::Owned(other.method().to_owned()),
     }
 }
 

@@ -15,12 +15,13 @@ use opentelemetry::{
     context::{FutureExt as _, WithContext},
     trace::{Link, Span as _, SpanKind, Status, TraceContextExt, Tracer},
 };
-use rmcp::model::{ClientRequest, ErrorData, GetMeta, RequestId, ServerResult};
+use rmcp::model::{ClientRequest, ErrorData, RequestId, ServerResult};
 use tokio::time::Instant;
 
 use super::{durations, has_span, installed, propagate, semconv as sc};
 use crate::{
     CallOutcome, Failure,
+    call::UpstreamRequest,
     config::{CAPTURE_MAX_BYTES, Transport},
     policy::Decision,
 };
@@ -165,11 +166,13 @@ pub(crate) enum Target<'a> {
 }
 
 impl<'a> Target<'a> {
-    pub(crate) fn of(request: &'a ClientRequest) -> Self {
+    pub(crate) fn of(request: &'a UpstreamRequest) -> Self {
         match request {
-            ClientRequest::CallToolRequest(call) => Target::Tool(&call.params.name),
-            ClientRequest::GetPromptRequest(get) => Target::Prompt(&get.params.name),
-            _ => Target::None,
+            UpstreamRequest::Call(call) => Target::Tool(&call.name),
+            UpstreamRequest::Relayed(relayed) => match relayed.as_ref() {
+                ClientRequest::GetPromptRequest(get) => Target::Prompt(&get.params.name),
+                _ => Target::None,
+            },
         }
     }
 
@@ -482,7 +485,7 @@ pub(crate) struct ClientSpan {
 #[derive(Debug)]
 pub(crate) struct Attempt<'a> {
     pub(crate) parent: &'a TraceParent,
-    pub(crate) request: &'a ClientRequest,
+    pub(crate) request: &'a UpstreamRequest,
     pub(crate) peer: &'a UpstreamPeer,
     pub(crate) number: u32,
     pub(crate) protocol: Option<&'a str>,
@@ -528,9 +531,9 @@ impl ClientSpan {
                 attributes.push(KeyValue::new(sc::HELD, attempt.held.as_secs_f64()));
             }
             if telemetry.capture_content
-                && let ClientRequest::CallToolRequest(call) = attempt.request
+                && let Some(call) = attempt.request.call()
             {
-                let arguments = crate::arguments::arguments_json(call);
+                let arguments = call.arguments.json();
                 attributes.push(KeyValue::new(
                     sc::GEN_AI_TOOL_CALL_ARGUMENTS,
                     cut(&arguments, CAPTURE_MAX_BYTES),
@@ -549,14 +552,14 @@ impl ClientSpan {
 
     /// Writes this attempt's context into the request's `_meta` (the HTTP
     /// client mirrors it into headers).
-    pub(crate) fn inject(&self, request: &mut ClientRequest) {
+    pub(crate) fn inject(&self, request: &mut UpstreamRequest) {
         let (Some(cx), Some(telemetry)) = (&self.otel, installed()) else {
             return;
         };
         if !cx.span().span_context().is_valid() {
             return;
         }
-        propagate::inject(&telemetry.propagator, cx, &mut request.get_meta_mut().0.0);
+        propagate::inject(&telemetry.propagator, cx, &mut request.meta_mut().0.0);
     }
 
     /// The upstream answered.

@@ -14,7 +14,10 @@ use rmcp::{
 };
 
 use super::{DirectClient, Events, Reply, answer_of, transport};
-use crate::codec::answers;
+use crate::{
+    call::UpstreamRequest,
+    codec::{answers, request::Outgoing},
+};
 
 impl DirectClient {
     /// Opens a `subscriptions/listen` stream for `filter` and waits for its
@@ -25,12 +28,14 @@ impl DirectClient {
         filter: SubscriptionFilter,
     ) -> Result<Listening, ServiceError> {
         let params = SubscriptionsListenRequestParams::new(filter.clone());
-        let mut request =
-            ClientRequest::SubscriptionsListenRequest(SubscriptionsListenRequest::new(params));
+        let mut request = UpstreamRequest::from(ClientRequest::SubscriptionsListenRequest(
+            SubscriptionsListenRequest::new(params),
+        ));
         let (id, token) = self.next_id();
-        self.stamp(&mut request, None, token, None);
+        let stamp = self.stamp(&mut request, None, token, None);
         let headers = self.headers(&request);
-        let mut events = match self.post(request, &id, None, headers).await {
+        let message = Outgoing::request(request, id.clone(), stamp);
+        let mut events = match self.post(message, None, headers).await {
             Ok(StreamableHttpPostResponse::Sse(events, _)) => events,
             Ok(StreamableHttpPostResponse::Json(message, _)) => {
                 return Err(match answer_of(message, &id) {

@@ -13,13 +13,14 @@ use axum::{
 };
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientResult, LoggingMessageNotificationParam,
+    CallToolRequestParams, ClientRequest, ClientResult, LoggingMessageNotificationParam,
     ProgressNotificationParam, ServerNotification, ServerRequest, SubscriptionFilter,
 };
 use serde_json::{Value, json};
 
 use super::*;
 use crate::{
+    call::{Arguments, ToolCall},
     http::{HttpRecorder, RecordingClient},
     session::{Downstream, DownstreamLink, shared_http_client},
 };
@@ -184,10 +185,8 @@ async fn lane_of(script: Script, version: ProtocolVersion) -> (DirectClient, Arc
     (lane, upstream)
 }
 
-fn call(name: &str) -> ClientRequest {
-    ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
-        name.to_owned(),
-    )))
+fn call(name: &str) -> UpstreamRequest {
+    ToolCall::new(name.to_owned(), Arguments::default()).into()
 }
 
 #[derive(Debug, Default)]
@@ -224,7 +223,7 @@ async fn a_call_goes_out_as_rmcp_sends_it_and_its_json_answer_comes_back() {
     let (lane, upstream) = lane(Script::Json).await;
     let (id, _) = lane.next_id();
     let answered = lane
-        .send(call("echo"), id.clone(), &SessionHandler::default())
+        .send(call("echo"), None, id.clone(), &SessionHandler::default())
         .await;
     assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
     let seen = upstream.seen.lock().unwrap();
@@ -252,8 +251,8 @@ async fn a_call_for_a_client_carries_its_capabilities_in_the_context() {
     for client in [None, Some(&elicits), Some(&elicits), Some(&samples)] {
         let (id, token) = lane.next_id();
         let mut request = call("echo");
-        lane.stamp(&mut request, None, token, client);
-        lane.send(request, id, &handler).await.unwrap();
+        let stamp = lane.stamp(&mut request, None, token, client);
+        lane.send(request, stamp, id, &handler).await.unwrap();
     }
     let seen = upstream.seen.lock().unwrap();
     let sent: Vec<&Value> = seen
@@ -279,9 +278,13 @@ async fn a_call_for_a_client_carries_its_capabilities_in_the_context() {
         assert!(meta["progressToken"].is_number(), "{meta}");
     }
     // A request other than a call carries them in its `_meta` too.
-    let mut listing = ClientRequest::ListToolsRequest(Default::default());
-    lane.stamp(&mut listing, None, lane.next_id().1, Some(&samples));
-    let meta = serde_json::to_value(rmcp::model::GetMeta::get_meta(&listing)).unwrap();
+    let mut listing = UpstreamRequest::from(ClientRequest::ListToolsRequest(Default::default()));
+    assert!(
+        lane.stamp(&mut listing, None, lane.next_id().1, Some(&samples))
+            .is_none()
+    );
+    let meta =
+        serde_json::to_value(rmcp::model::GetMeta::get_meta(listing.relayed().unwrap())).unwrap();
     assert_eq!(meta[key], json!({"sampling": {}}));
 }
 
@@ -291,7 +294,7 @@ async fn a_2025_call_carries_the_session_id_and_no_2026_headers() {
     assert!(lane.legacy());
     let handler = SessionHandler::default();
     let (id, _) = lane.next_id();
-    let answered = lane.send(call("echo"), id, &handler).await;
+    let answered = lane.send(call("echo"), None, id, &handler).await;
     assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
     let seen = upstream.seen.lock().unwrap();
     let (headers, _) = &seen.posts[0];
@@ -311,9 +314,9 @@ async fn a_forgotten_2025_session_is_handed_back_unsent() {
     let handler = SessionHandler::default();
     // The first answer names the session; the next request carries it.
     let (id, _) = lane.next_id();
-    assert!(lane.send(call("echo"), id, &handler).await.is_ok());
+    assert!(lane.send(call("echo"), None, id, &handler).await.is_ok());
     let (id, _) = lane.next_id();
-    let again = lane.send(call("echo"), id, &handler).await;
+    let again = lane.send(call("echo"), None, id, &handler).await;
     assert!(matches!(again, Err(Unsent::Expired)), "{again:?}");
     let seen = upstream.seen.lock().unwrap();
     let session = |n: usize| seen.posts[n].0.get("mcp-session-id").cloned();
@@ -333,8 +336,8 @@ async fn progress_on_the_stream_reaches_the_downstream_before_the_answer() {
     let link = DownstreamLink::new(progressed.clone(), Default::default());
     let _registered = handler.links().register(id.clone(), token.clone(), &link);
     let mut request = call("echo");
-    rmcp::model::GetMeta::get_meta_mut(&mut request).set_progress_token(token.clone());
-    let answered = lane.send(request, id, &handler).await;
+    request.meta_mut().set_progress_token(token.clone());
+    let answered = lane.send(request, None, id, &handler).await;
     assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
     let progressed = progressed.0.lock().unwrap();
     assert_eq!(progressed.len(), 1);
@@ -346,7 +349,7 @@ async fn a_stream_cut_after_an_event_id_is_resumed_from_it() {
     let (lane, upstream) = lane(Script::CutAfterId).await;
     let (id, _) = lane.next_id();
     let answered = lane
-        .send(call("echo"), id, &SessionHandler::default())
+        .send(call("echo"), None, id, &SessionHandler::default())
         .await;
     assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
     assert_eq!(upstream.seen.lock().unwrap().resumed_from, ["e1"]);
@@ -357,7 +360,7 @@ async fn a_stream_that_ends_without_an_answer_or_an_event_id_fails() {
     let (lane, upstream) = lane(Script::CutEmpty).await;
     let (id, _) = lane.next_id();
     let answered = lane
-        .send(call("echo"), id, &SessionHandler::default())
+        .send(call("echo"), None, id, &SessionHandler::default())
         .await;
     assert!(matches!(
         answered,
@@ -473,10 +476,10 @@ async fn a_2026_listing_leaves_out_tools_with_unusable_annotations_and_keeps_mar
     // A call of the marked tool carries its argument as a header.
     let mut params = CallToolRequestParams::new("region");
     params.arguments = json!({"region": "eu"}).as_object().cloned();
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let request = UpstreamRequest::from(ToolCall::from(params));
     let (id, _) = lane.next_id();
     assert!(
-        lane.send(request, id, &SessionHandler::default())
+        lane.send(request, None, id, &SessionHandler::default())
             .await
             .is_ok()
     );
@@ -533,9 +536,9 @@ async fn a_2025_session_sends_only_calls_of_listed_plain_tools_here() {
     assert!(legacy.takes(&call("echo")));
     assert!(!legacy.takes(&call("region")));
     assert!(!legacy.takes(&call("unlisted")));
-    assert!(!legacy.takes(&ClientRequest::PingRequest(Default::default())));
+    assert!(!legacy.takes(&ClientRequest::PingRequest(Default::default()).into()));
     // A 2026-07-28 session sends everything here.
     let (modern, _upstream) = lane(Script::Json).await;
     assert!(modern.takes(&call("unlisted")));
-    assert!(modern.takes(&ClientRequest::PingRequest(Default::default())));
+    assert!(modern.takes(&ClientRequest::PingRequest(Default::default()).into()));
 }

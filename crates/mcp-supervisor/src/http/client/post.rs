@@ -1,0 +1,130 @@
+//! Posting a message written by us ([`Outgoing`]: a call by hand,
+//! `crate::codec::request`), the one way a request reaches the upstream's
+//! socket: rmcp's client trait takes only rmcp's messages.
+
+use super::*;
+
+impl PostOutgoing for RecordingClient {
+    async fn post_outgoing(
+        &self,
+        uri: Arc<str>,
+        message: Outgoing,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let mut custom_headers = custom_headers;
+        let trace = trace_headers(&message);
+        for (name, _) in &trace {
+            custom_headers.remove(name);
+        }
+        let mut request = self.request(reqwest::Method::POST, auth_token, custom_headers);
+        request
+            .headers
+            .append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+        for (name, value) in trace {
+            request.headers.append(name, value);
+        }
+        let session_attached = session_id.is_some();
+        if let Some(session_id) = session_id {
+            self.session_id.saw(&session_id);
+            request = request.header(SESSION_ID, &session_id);
+        }
+        let discover = message.discover_id();
+        // Notifications and replies await nothing: whatever a 2xx carries is fine.
+        let awaits_no_response = !message.awaits_answer();
+        let body = heavy::encode(message)
+            .await
+            .map_err(|error| StreamableHttpError::Io(error.into()))?;
+        request
+            .headers
+            .append(CONTENT_TYPE, HeaderValue::from_static(JSON_MIME_TYPE));
+        request.body = Some(body);
+        let response = self.send(&uri, request).await?;
+        if session_attached && response.status() == StatusCode::BAD_REQUEST {
+            return Err(self.session_rejection(&uri, response).await);
+        }
+        if let Some(discover_id) = rejected_discover(discover, session_attached, &response) {
+            return Ok(self
+                .legacy_discover_answer(&uri, discover_id, response)
+                .await);
+        }
+        if rejects_with_json_rpc(&response, session_attached) {
+            return self.json_rpc_rejection(&uri, response).await;
+        }
+        self.check_status("POST", &uri, &response, session_attached)?;
+
+        let status = response.status();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        let new_session = header_str(response.headers(), SESSION_ID);
+        if let Some(new_session) = &new_session {
+            self.session_id.saw(new_session);
+        }
+        let content_type = header_str(response.headers(), CONTENT_TYPE);
+        match content_type.as_deref() {
+            Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
+                let events = LimitedEvents::new(body_chunks(response), limits.max_sse_event_size);
+                Ok(StreamableHttpPostResponse::Sse(
+                    SseStream::from_bytes_stream(events).boxed(),
+                    new_session,
+                ))
+            }
+            Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
+                let body = read_bounded(response, limits.max_json_response_size).await?;
+                match heavy::decode::<ServerJsonRpcMessage>(body).await {
+                    Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
+                    Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+                    Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                        format!("response is not JSON-RPC: {error}"),
+                    ))),
+                }
+            }
+            _ if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+            _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
+        }
+    }
+}
+
+/// Posting a message written by us (a call by hand, `crate::codec::request`):
+/// rmcp's client trait takes only its own messages. Our client, and it
+/// wrapped for OAuth.
+pub(crate) trait PostOutgoing:
+    StreamableHttpClient<Error = reqwest::Error> + Clone + Send + Sync + 'static
+{
+    fn post_outgoing(
+        &self,
+        uri: Arc<str>,
+        message: Outgoing,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, HttpError>> + Send;
+}
+
+impl<C: PostOutgoing, S: TokenSource + 'static> PostOutgoing for TokenClient<C, S> {
+    async fn post_outgoing(
+        &self,
+        uri: Arc<str>,
+        message: Outgoing,
+        session_id: Option<Arc<str>>,
+        _: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.authorized(|token| {
+            self.inner().post_outgoing(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                limits,
+            )
+        })
+        .await
+    }
+}
