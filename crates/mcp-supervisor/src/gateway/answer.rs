@@ -1,23 +1,35 @@
-//! A request's answer as plain JSON when it can be (docs/DECISIONS.md #71).
+//! How the gateway frames an answer: as plain JSON when nothing comes
+//! before it, else as an event stream (docs/DECISIONS.md #71). The one
+//! framer for both of the gateway's paths:
 //!
-//! rmcp's server answers every request of a session with an SSE stream: a
-//! priming event, then the messages, then the end of the stream, each written
-//! to the socket on its own. When the first message on that stream is the
-//! request's answer (nothing came before it: no progress, no request to the
-//! client), this sends that message alone as `application/json` with a
-//! `Content-Length`, the bytes rmcp wrote passed through unchanged. When
-//! something else comes first, or a keep-alive says the request is a long
-//! one, the response stays the stream it was, nothing lost: the events read
-//! so far, then the rest.
+//! - the direct path's answers ([`direct`]): JSON when the answer comes
+//!   first, else the messages before it, keep-alives, then the answer, each
+//!   an event written by `crate::codec::reply::event`;
+//! - rmcp's ([`as_json_when_answered`]): rmcp's server answers every
+//!   request of a session with an SSE stream (a priming event, then the
+//!   messages, then the end of the stream, each written to the socket on
+//!   its own). When the first message on that stream is the request's
+//!   answer (nothing came before it: no progress, no request to the
+//!   client), that message goes alone as `application/json` with a
+//!   `Content-Length`, the bytes rmcp wrote passed through unchanged. When
+//!   something else comes first, or a keep-alive says the request is a long
+//!   one, the response stays the stream it was, nothing lost: the events
+//!   read so far, then the rest.
+
+use std::time::Duration;
 
 use axum::{
     body::{Body, Bytes},
     http::{HeaderValue, StatusCode, header},
-    response::Response,
+    response::{IntoResponse, Response},
 };
 use bytes::BytesMut;
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, future::BoxFuture};
+use rmcp::model::ServerJsonRpcMessage;
 use serde::de::IgnoredAny;
+use tokio::sync::mpsc;
+
+use crate::codec::reply;
 
 /// `response` (rmcp's answer to one POSTed request) as JSON if its stream
 /// starts with the request's answer; otherwise the same stream.
@@ -143,6 +155,141 @@ fn is_answer(message: &[u8]) -> bool {
     serde_json::from_slice::<Shape>(message)
         .is_ok_and(|shape| shape.id.is_some() && shape.method.is_none())
 }
+
+/// SSE keep-alive: a comment, as rmcp sends.
+const KEEP_ALIVE: &[u8] = b":\n\n";
+
+/// What a direct call's response writes next.
+enum Next {
+    /// A message before the answer (progress).
+    Before(ServerJsonRpcMessage),
+    /// The answer (`None`: cancelled, no answer).
+    Answer(Option<ServerJsonRpcMessage>),
+    /// Nothing for `keep_alive`.
+    Idle,
+}
+
+/// The messages a direct call writes before its answer (its progress, its
+/// log messages), as they come.
+pub(super) struct Before {
+    messages: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    /// Keeps the channel open while the answer is awaited: without it, the
+    /// call's last sender going (in its connection's actor, or as the answer
+    /// ends) would wake the waiting task for nothing, one more poll of the
+    /// client's HTTP connection per call (docs/DECISIONS.md #134).
+    _open: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+}
+
+impl Before {
+    /// The sender the call's messages go to, and their receiving end.
+    pub(super) fn channel() -> (mpsc::UnboundedSender<ServerJsonRpcMessage>, Before) {
+        let (sender, messages) = mpsc::unbounded_channel();
+        let before = Before {
+            messages,
+            _open: sender.clone(),
+        };
+        (sender, before)
+    }
+}
+
+struct Pending {
+    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
+    before: Before,
+    answered: Option<Option<ServerJsonRpcMessage>>,
+}
+
+impl Pending {
+    /// The next thing to write: messages sent before the answer come first.
+    async fn next(&mut self, keep_alive: Option<Duration>) -> Next {
+        if self.answered.is_none() {
+            let idle = async {
+                match keep_alive {
+                    Some(every) => tokio::time::sleep(every).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(message) = self.before.messages.recv() => return Next::Before(message),
+                answer = &mut self.answer => self.answered = Some(answer),
+                () = idle => return Next::Idle,
+            }
+        }
+        match self.before.messages.try_recv() {
+            Ok(message) => Next::Before(message),
+            Err(_) => Next::Answer(self.answered.take().flatten()),
+        }
+    }
+}
+
+/// The HTTP answer of a direct call: JSON when the answer comes first, within
+/// `keep_alive`; else an event stream, as rmcp's: the messages before the
+/// answer, keep-alive comments every `keep_alive` while there are none, then
+/// the answer. A call with no answer (cancelled) ends its stream there; one
+/// cancelled before anything was written gets an empty stream.
+pub(super) async fn direct(
+    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
+    before: Before,
+    keep_alive: Option<Duration>,
+    generation: super::direct::Generation,
+) -> Response {
+    let mut pending = Pending {
+        answer,
+        before,
+        answered: None,
+    };
+    let first = match pending.next(keep_alive).await {
+        Next::Answer(Some(message)) => return json(&message, generation.status(&message)),
+        Next::Answer(None) => return event_stream(Body::empty()),
+        first => first,
+    };
+    let events = futures::stream::unfold(Some((first, pending)), move |state| async move {
+        let (now, mut pending) = state?;
+        let (bytes, more) = match now {
+            Next::Before(message) => (reply::event(&message), true),
+            Next::Idle => (Bytes::from_static(KEEP_ALIVE), true),
+            Next::Answer(Some(message)) => (reply::event(&message), false),
+            Next::Answer(None) => return None,
+        };
+        let rest = if more {
+            Some((pending.next(keep_alive).await, pending))
+        } else {
+            None
+        };
+        Some((Ok::<_, std::convert::Infallible>(bytes), rest))
+    });
+    event_stream(Body::from_stream(events))
+}
+
+fn event_stream(body: Body) -> Response {
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+pub(super) fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
+    // Built in place: axum's conversion of a (status, headers, body) tuple
+    // parses the header's name and value and merges a header map per answer.
+    let mut response = Response::new(Body::from(reply::encoded(message)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+pub(super) mod direct_tests;
 
 #[cfg(test)]
 pub(super) mod tests {

@@ -6,8 +6,8 @@
 //! service built for the one request), a handler task, the request's own
 //! channel and SSE stream. For the calls where it adds nothing to what the
 //! gateway does itself, the POST handler answers them, through the same
-//! supervised path and the same handler code (`handler::upstream_call`,
-//! `mrtr`, `handler::call_response`). A call takes the direct path when all
+//! supervised path and the same spine (`tool_call::answer`, which the
+//! handler's `call_tool` runs too). A call takes the direct path when all
 //! of these hold, and goes through rmcp otherwise:
 //!
 //! - a 2025 session's call ([`DirectCalls::admit`](super::direct_sessions::DirectCalls::admit)): its client declared no
@@ -59,13 +59,9 @@
 // request may still ask for log messages at a level: we relay them.
 #![allow(deprecated)]
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
-use axum::{
-    body::{Body, Bytes},
-    http::{HeaderMap, HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::http::{HeaderMap, StatusCode};
 use futures::{FutureExt, future::BoxFuture};
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, LoggingLevel, ProgressToken,
@@ -75,17 +71,18 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
+    answer::Before,
     direct_sessions::{DirectSession, plain},
     downstream::{DownstreamRequest, Origin},
-    handler, mrtr,
+    mrtr::Answering,
     state::GatewayState,
+    tool_call,
 };
 use crate::{
     call::{Arguments, ToolCall},
     codec::{
         mcp_headers,
         posted::{self, PostedCall},
-        reply,
     },
     telemetry::{
         propagate::TraceFields,
@@ -206,22 +203,14 @@ impl DirectSession {
         before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
         cancelled: CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
-        let (target, request) = handler::upstream_call(state, tool).await?;
-        let connection = &target.connection;
-        let link = DownstreamRequest::direct(
-            &self.downstream,
-            id,
-            connection,
-            cancelled,
-            progress,
-            before,
-        )
-        .ok_or_else(|| ErrorData::internal_error("the session is not initialized", None))?;
-        let exchange = mrtr::ask_by_requests(state, &target, request, link).await?;
+        let downstream = &self.downstream;
+        let answering = Answering::OnSession(Box::new(move |connection| {
+            DownstreamRequest::direct(downstream, id, connection, cancelled, progress, before)
+        }));
+        let response = tool_call::answer(state, tool, answering).await;
         let tasks = self
             .info()
             .is_some_and(|info| info.capabilities.supports_tasks());
-        let response = handler::call_response(state, &target, exchange);
         Generation::Sessions.shape(response, tasks)
     }
 }
@@ -333,13 +322,14 @@ impl StatelessCall {
             let tasks = capabilities.supports_tasks();
             let origin = Origin::answered(id.clone(), capabilities, progress, log_level, before);
             let response = span
-                .run(async {
-                    let (target, request) = handler::upstream_call(&state, tool).await?;
-                    let exchange =
-                        mrtr::ask_by_input_required(&state, &target, request, origin, &gone)
-                            .await?;
-                    handler::call_response(&state, &target, exchange)
-                })
+                .run(tool_call::answer(
+                    &state,
+                    tool,
+                    Answering::InRounds {
+                        origin,
+                        gone: &gone,
+                    },
+                ))
                 .await;
             let answered = Generation::Stateless.shape(response, tasks);
             end(span, &answered, &gone);
@@ -449,140 +439,6 @@ impl Generation {
             }
         }
     }
-}
-
-/// SSE keep-alive: a comment, as rmcp sends.
-const KEEP_ALIVE: &[u8] = b":\n\n";
-
-/// What a direct call's response writes next.
-enum Next {
-    /// A message before the answer (progress).
-    Before(ServerJsonRpcMessage),
-    /// The answer (`None`: cancelled, no answer).
-    Answer(Option<ServerJsonRpcMessage>),
-    /// Nothing for `keep_alive`.
-    Idle,
-}
-
-/// A direct call's answer, the messages to write before it, and the answer
-/// once it is in (held until those are written).
-/// The messages a direct call writes before its answer (its progress, its
-/// log messages), as they come.
-pub(super) struct Before {
-    messages: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    /// Keeps the channel open while the answer is awaited: without it, the
-    /// call's last sender going (in its connection's actor, or as the answer
-    /// ends) would wake the waiting task for nothing, one more poll of the
-    /// client's HTTP connection per call (docs/DECISIONS.md #134).
-    _open: mpsc::UnboundedSender<ServerJsonRpcMessage>,
-}
-
-impl Before {
-    /// The sender the call's messages go to, and their receiving end.
-    pub(super) fn channel() -> (mpsc::UnboundedSender<ServerJsonRpcMessage>, Before) {
-        let (sender, messages) = mpsc::unbounded_channel();
-        let before = Before {
-            messages,
-            _open: sender.clone(),
-        };
-        (sender, before)
-    }
-}
-
-struct Pending {
-    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
-    before: Before,
-    answered: Option<Option<ServerJsonRpcMessage>>,
-}
-
-impl Pending {
-    /// The next thing to write: messages sent before the answer come first.
-    async fn next(&mut self, keep_alive: Option<Duration>) -> Next {
-        if self.answered.is_none() {
-            let idle = async {
-                match keep_alive {
-                    Some(every) => tokio::time::sleep(every).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                Some(message) = self.before.messages.recv() => return Next::Before(message),
-                answer = &mut self.answer => self.answered = Some(answer),
-                () = idle => return Next::Idle,
-            }
-        }
-        match self.before.messages.try_recv() {
-            Ok(message) => Next::Before(message),
-            Err(_) => Next::Answer(self.answered.take().flatten()),
-        }
-    }
-}
-
-/// The HTTP answer of a direct call: JSON when the answer comes first, within
-/// `keep_alive`; else an event stream, as rmcp's: the messages before the
-/// answer, keep-alive comments every `keep_alive` while there are none, then
-/// the answer. A call with no answer (cancelled) ends its stream there; one
-/// cancelled before anything was written gets an empty stream.
-pub(super) async fn respond(
-    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
-    before: Before,
-    keep_alive: Option<Duration>,
-    generation: Generation,
-) -> Response {
-    let mut pending = Pending {
-        answer,
-        before,
-        answered: None,
-    };
-    let first = match pending.next(keep_alive).await {
-        Next::Answer(Some(message)) => return json(&message, generation.status(&message)),
-        Next::Answer(None) => return event_stream(Body::empty()),
-        first => first,
-    };
-    let events = futures::stream::unfold(Some((first, pending)), move |state| async move {
-        let (now, mut pending) = state?;
-        let (bytes, more) = match now {
-            Next::Before(message) => (reply::event(&message), true),
-            Next::Idle => (Bytes::from_static(KEEP_ALIVE), true),
-            Next::Answer(Some(message)) => (reply::event(&message), false),
-            Next::Answer(None) => return None,
-        };
-        let rest = if more {
-            Some((pending.next(keep_alive).await, pending))
-        } else {
-            None
-        };
-        Some((Ok::<_, std::convert::Infallible>(bytes), rest))
-    });
-    event_stream(Body::from_stream(events))
-}
-
-fn event_stream(body: Body) -> Response {
-    (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        body,
-    )
-        .into_response()
-}
-
-pub(super) fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
-    // Built in place: axum's conversion of a (status, headers, body) tuple
-    // parses the header's name and value and merges a header map per answer.
-    let mut response = Response::new(Body::from(reply::encoded(message)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 #[cfg(test)]

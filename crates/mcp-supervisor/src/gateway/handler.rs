@@ -40,25 +40,20 @@ use rmcp::{
 mod replies;
 
 use replies::{
-    answer, complete, downstream, is_resource_not_found, tool_result, unexpected, unknown_prompt,
-    unknown_resource, unknown_tool,
+    answer, complete, downstream, is_resource_not_found, unexpected, unknown_prompt,
+    unknown_resource,
 };
+pub(super) use replies::{tool_result, unknown_tool};
 
 use super::{
     directory::{Directory, Target},
     downstream::{DownstreamRequest, DownstreamSession},
-    mrtr::{self, Exchange},
+    mrtr::{self, Answering, Exchange},
     paging,
     state::GatewayState,
-    traced,
+    tool_call, traced,
 };
-use crate::{
-    Forwarded,
-    call::{ToolCall, UpstreamRequest},
-    codec::mcp_headers,
-    meta,
-    telemetry::spans::Target as SpanTarget,
-};
+use crate::{Forwarded, codec::mcp_headers, meta, telemetry::spans::Target as SpanTarget};
 
 /// One downstream session's handler (rmcp makes one per session).
 #[derive(Debug, Clone)]
@@ -108,43 +103,6 @@ const INSTRUCTIONS: &str = "Tools, prompts and resources of several MCP servers,
      Upstream names may carry a {connection}__ prefix; the meta-tools (list_mcps, \
      search_mcp_tools, get_mcp_tool_schema, describe_mcp, call_mcp) discover and call tools \
      on demand.";
-
-/// A call of an upstream's tool (not a meta-tool), in the client's names:
-/// where it goes, and the call to send there in the upstream's; -32602 for
-/// a tool the gateway does not expose.
-pub(super) async fn upstream_call(
-    state: &Arc<GatewayState>,
-    mut call: ToolCall,
-) -> Result<(Target, UpstreamRequest), ErrorData> {
-    if !state.namespaced() {
-        return Err(unknown_tool(&call.name));
-    }
-    let name = &call.name;
-    let Some(target) = state.route(|d| d.tool(name).cloned()).await else {
-        return Err(unknown_tool(name));
-    };
-    call.name = target.name.clone().into();
-    call.meta = None;
-    Ok((target, call.into()))
-}
-
-/// The answer to a call of `target` once its round is over.
-pub(super) fn call_response(
-    state: &GatewayState,
-    target: &Target,
-    exchange: Exchange,
-) -> Result<CallToolResponse, ErrorData> {
-    match exchange {
-        Exchange::Done(Forwarded::Answered(ServerResult::CreateTaskResult(task))) => {
-            // The upstream runs it as a task (SEP-2663): its `tasks/*`
-            // requests must find their way back to this connection.
-            state.remember_task(&task.task.task_id, &target.connection);
-            Ok(CallToolResponse::Task(task))
-        }
-        Exchange::Done(forwarded) => tool_result(forwarded),
-        Exchange::InputRequired(asked) => Ok(CallToolResponse::InputRequired(asked)),
-    }
-}
 
 /// The client-to-server methods the gateway serves (rmcp's own names for
 /// them). Skills are not among them (not relayed).
@@ -550,9 +508,8 @@ impl GatewayHandler {
             let result = meta::call(&self.state.registry, &name, request.arguments).await;
             return Ok(downstream(result));
         }
-        let (target, call) = upstream_call(&self.state, request.into()).await?;
-        let exchange = mrtr::exchange(&self.state, &self.session, &target, call, &context).await?;
-        call_response(&self.state, &target, exchange)
+        let answering = Answering::of(&context, &self.session);
+        tool_call::answer(&self.state, request.into(), answering).await
     }
 
     async fn serve_get_prompt(
@@ -568,10 +525,8 @@ impl GatewayHandler {
         params.name = target.name.clone();
         params.meta = None;
         let get = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        let get = get.into();
-        let forwarded = match mrtr::exchange(&self.state, &self.session, &target, get, &context)
-            .await?
-        {
+        let answering = Answering::of(&context, &self.session);
+        let forwarded = match mrtr::exchange(&self.state, &target, get.into(), answering).await? {
             Exchange::Done(forwarded) => forwarded,
             Exchange::InputRequired(asked) => return Ok(GetPromptResponse::InputRequired(asked)),
         };
@@ -600,22 +555,21 @@ impl GatewayHandler {
         let legacy_client = context
             .protocol_version()
             .is_none_or(|version| version.has_initialize());
-        let forwarded =
-            match mrtr::exchange(&self.state, &self.session, &target, read.into(), &context).await?
+        let answering = Answering::of(&context, &self.session);
+        let forwarded = match mrtr::exchange(&self.state, &target, read.into(), answering).await? {
+            // A missing resource is -32002 for a 2025 client (rmcp turns it
+            // into -32602 for a 2026 one; a 2026 upstream sends -32602).
+            Exchange::Done(Forwarded::Error(mut error))
+                if legacy_client && is_resource_not_found(&error) =>
             {
-                // A missing resource is -32002 for a 2025 client (rmcp turns it
-                // into -32602 for a 2026 one; a 2026 upstream sends -32602).
-                Exchange::Done(Forwarded::Error(mut error))
-                    if legacy_client && is_resource_not_found(&error) =>
-                {
-                    error.code = ErrorCode::RESOURCE_NOT_FOUND;
-                    return Err(error);
-                }
-                Exchange::Done(forwarded) => forwarded,
-                Exchange::InputRequired(asked) => {
-                    return Ok(ReadResourceResponse::InputRequired(asked));
-                }
-            };
+                error.code = ErrorCode::RESOURCE_NOT_FOUND;
+                return Err(error);
+            }
+            Exchange::Done(forwarded) => forwarded,
+            Exchange::InputRequired(asked) => {
+                return Ok(ReadResourceResponse::InputRequired(asked));
+            }
+        };
         answer(forwarded, |result| match result {
             ServerResult::ReadResourceResult(mut result) => {
                 complete(&mut result.result_type);

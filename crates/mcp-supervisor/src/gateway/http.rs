@@ -421,7 +421,7 @@ impl Endpoint {
                     self.client(parts),
                 );
                 let (answer, before) = session.answer(self.state.clone(), (call, span), cancelled);
-                Some(direct::respond(answer, before, self.keep_alive, Generation::Sessions).await)
+                Some(answer::direct(answer, before, self.keep_alive, Generation::Sessions).await)
             }
             posted::Posted::Cancelled(request) => {
                 session.cancel(&request);
@@ -445,7 +445,7 @@ impl Endpoint {
         self.state.direct.taken();
         let span = call.span(&parts.headers, self.client(parts));
         let (answer, before) = call.answer(self.state.clone(), span, self.ending.child_token());
-        Some(direct::respond(answer, before, self.keep_alive, Generation::Stateless).await)
+        Some(answer::direct(answer, before, self.keep_alive, Generation::Stateless).await)
     }
 
     /// The answer to a call whose arguments the door refuses (`door.rs`),
@@ -460,7 +460,7 @@ impl Endpoint {
             Some(_) => Generation::Sessions,
             None => Generation::Stateless,
         };
-        Some(direct::json(&refusal, generation.status(&refusal)))
+        Some(answer::json(&refusal, generation.status(&refusal)))
     }
 
     async fn delete(&self, request: Request) -> Response {

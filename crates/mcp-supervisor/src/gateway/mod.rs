@@ -47,6 +47,7 @@ mod session_ids;
 mod sessions;
 pub mod state;
 mod stdio;
+mod tool_call;
 mod traced;
 mod vouch;
 

@@ -52,30 +52,72 @@ pub(super) enum Exchange {
     InputRequired(InputRequiredResult),
 }
 
-/// Sends `request` to `target` for the client of `context` and runs this
-/// round of it (see the module doc).
+/// How the client answers an upstream's questions while its request runs.
+// Built once per request and matched at once: boxing would only allocate.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Answering<'a> {
+    /// A 2025 client, on its session: each question becomes a request to
+    /// it, on the link made for the connection the request goes to
+    /// (`None`: the session cannot be asked).
+    OnSession(LinkFor<'a>),
+    /// A 2026-07-28 client (`origin`), in `input_required` rounds; `gone`
+    /// (or dropping the future) means its request is over, which cancels
+    /// the upstream one.
+    InRounds {
+        origin: Origin,
+        gone: &'a CancellationToken,
+    },
+}
+
+/// The link to a 2025 client's session for a request to a connection.
+pub(super) type LinkFor<'a> = Box<dyn FnOnce(&str) -> Option<DownstreamLink> + Send + 'a>;
+
+impl<'a> Answering<'a> {
+    /// The way of the client of `context`, on `session` if it has one.
+    pub(super) fn of(
+        context: &'a RequestContext<RoleServer>,
+        session: &'a Arc<DownstreamSession>,
+    ) -> Self {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        if modern {
+            return Answering::InRounds {
+                origin: Origin::of(context),
+                gone: &context.ct,
+            };
+        }
+        Answering::OnSession(Box::new(move |connection| {
+            Some(DownstreamRequest::link(context, connection, session))
+        }))
+    }
+}
+
+/// Sends `request` to `target` and runs this round of it, the client
+/// answering the upstream's questions its way (see the module doc).
 pub(super) async fn exchange(
     state: &Arc<GatewayState>,
-    session: &Arc<DownstreamSession>,
     target: &Target,
     request: UpstreamRequest,
-    context: &RequestContext<RoleServer>,
+    answering: Answering<'_>,
 ) -> Result<Exchange, ErrorData> {
-    let modern = context
-        .protocol_version()
-        .is_some_and(|version| !version.has_initialize());
-    if !modern {
-        let link = DownstreamRequest::link(context, &target.connection, session);
-        return ask_by_requests(state, target, request, link).await;
+    match answering {
+        Answering::OnSession(link) => {
+            let link = link(&target.connection)
+                .ok_or_else(|| ErrorData::internal_error("the session is not initialized", None))?;
+            ask_by_requests(state, target, request, link).await
+        }
+        Answering::InRounds { origin, gone } => {
+            ask_by_input_required(state, target, request, origin, gone).await
+        }
     }
-    ask_by_input_required(state, target, request, Origin::of(context), &context.ct).await
 }
 
 /// A 2026-07-28 client (`origin`) answers the upstream's questions in
 /// `input_required` rounds: runs this round of `request` to `target`;
 /// `gone` (or dropping the future) means the client's request is over,
 /// which cancels the upstream one.
-pub(super) async fn ask_by_input_required(
+async fn ask_by_input_required(
     state: &Arc<GatewayState>,
     target: &Target,
     mut request: UpstreamRequest,
@@ -225,7 +267,7 @@ impl Waiting {
 
 /// A 2025 client (at `link`) answers the upstream's `input_required` rounds
 /// as server-to-client requests on its session; the answers go back upstream.
-pub(super) async fn ask_by_requests(
+async fn ask_by_requests(
     state: &Arc<GatewayState>,
     target: &Target,
     mut request: UpstreamRequest,

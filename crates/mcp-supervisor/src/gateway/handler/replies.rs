@@ -25,7 +25,7 @@ pub(super) fn downstream(mut result: CallToolResult) -> CallToolResponse {
     result.into()
 }
 
-pub(super) fn unknown_tool(name: &str) -> ErrorData {
+pub(in crate::gateway) fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool '{name}'."), None)
 }
 
@@ -98,7 +98,7 @@ fn refusal(outcome: &CallOutcome) -> ErrorData {
 
 /// The answer to a tool call: the upstream's result or its own JSON-RPC
 /// error, or the supervisor's outcome as an `isError` text result.
-pub(super) fn tool_result(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
+pub(in crate::gateway) fn tool_result(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
     let outcome = match forwarded {
         Forwarded::Answered(ServerResult::CallToolResult(result)) => {
             return Ok(downstream(result));
