@@ -5,7 +5,7 @@
 //! - [`UpstreamRequest`]: a [`ToolCall`], or any other request relayed as
 //!   rmcp types it. The registry, the connection and its operation carry
 //!   it; rmcp's `ClientRequest` is made of it only where rmcp's client
-//!   sends it ([`UpstreamRequest::into_rmcp`]), and the HTTP lane writes a
+//!   sends it (`UpstreamRequest::into_rmcp`), and the HTTP lane writes a
 //!   call from it by hand (`crate::codec::request`).
 //! - [`ToolCall`]: a `tools/call`'s fields, each in one place.
 //! - [`Arguments`]: a call's arguments, parsed or as the client sent them,
@@ -95,8 +95,8 @@ impl Arguments {
     }
 
     /// Whether parsing, copying or freeing them is work for a blocking
-    /// thread: [`HEAVY_VALUES`] JSON values or more, or raw text of
-    /// [`HEAVY_BYTES`].
+    /// thread: 4,096 JSON values or more, or raw text of 256 KiB or more
+    /// (`HEAVY_VALUES`, `crate::heavy::HEAVY_BYTES`).
     pub fn heavy(&self) -> bool {
         self.0.heavy()
     }

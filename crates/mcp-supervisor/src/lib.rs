@@ -18,6 +18,8 @@
 //! - [`fleet`]: supervisors in several processes sharing parks, `Retry-After`
 //!   windows, retirements, resets and sealed OAuth tokens through Redis.
 //! - [`gateway`]: the MCP endpoint (streamable HTTP or stdio) that proxies every upstream.
+//! - [`generation`]: [`generation::Generation`], the protocol's two generations
+//!   (2025 sessions, 2026-07-28 stateless requests), one word for gateway and session.
 //! - [`http`]: the connection's own rmcp HTTP client, recording every status.
 //! - [`meta`]: the meta-tools (`list_mcps`, `search_mcp_tools`, …).
 //! - [`oauth`]: OAuth logins, token storage and refresh for HTTP connections
@@ -41,6 +43,7 @@ pub mod events;
 pub mod failure;
 pub mod fleet;
 pub mod gateway;
+pub mod generation;
 mod heavy;
 pub mod http;
 mod ids;

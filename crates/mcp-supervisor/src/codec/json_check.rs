@@ -3,7 +3,7 @@
 //! (docs/RELIABILITY.md, "No client can hurt what others share").
 //!
 //! The gateway carries a call's arguments as the client wrote them
-//! (`crate::arguments`), and each later reader reads them again: serde_json
+//! (`crate::call::Arguments`), and each later reader reads them again: serde_json
 //! for rmcp's client, the `Mcp-Param-*` headers and a span's captured
 //! content; the upstream's own parser for the bytes the HTTP lane sends.
 //! RFC 8259 admits JSON that those readers refuse, or read differently. A

@@ -231,7 +231,7 @@ pub(super) async fn direct(
     answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
     before: Before,
     keep_alive: Option<Duration>,
-    generation: super::direct::Generation,
+    generation: crate::generation::Generation,
 ) -> Response {
     let mut pending = Pending {
         answer,

@@ -84,6 +84,7 @@ use crate::{
         mcp_headers,
         posted::{self, PostedCall},
     },
+    generation::Generation,
     telemetry::{
         propagate::TraceFields,
         spans::{Ending, Served, ServerSpan, Target as SpanTarget, is_tool_error},
@@ -144,12 +145,6 @@ impl Call {
             stdio: false,
             client,
         })
-    }
-
-    /// Whether it calls one of the gateway's own meta-tools (those are the
-    /// handler's to answer).
-    pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
-        state.serves_meta_tool(&self.tool.name)
     }
 }
 
@@ -243,10 +238,6 @@ impl StatelessCall {
     /// The tool it calls, by its exposed name.
     pub(super) fn name(&self) -> &str {
         &self.call.tool.name
-    }
-
-    pub(super) fn is_meta(&self, state: &GatewayState) -> bool {
-        self.call.is_meta(state)
     }
 
     /// Whether it may take the direct path with `headers`: plain ones (see
@@ -374,23 +365,15 @@ impl Drop for InProgress<'_> {
     }
 }
 
-/// The protocol generation of the client a direct call answers: rmcp's
-/// server shapes answers, and picks their HTTP status, by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Generation {
-    /// A 2025 client, on its session.
-    Sessions,
-    /// A 2026-07-28 client, with no session.
-    Stateless,
-}
-
+/// How rmcp's server shapes a direct call's answer, and picks its HTTP
+/// status, for the client's generation.
 impl Generation {
     /// What rmcp's server makes of a handler's `tools/call` answer
     /// (`handler/server.rs`): a task only for a client that declared tasks;
     /// for a 2025 peer no `input_required`, no `resultType: complete`, and
     /// structured output only as an object; for a 2026-07-28 one, caching
     /// hints filled in and "resource not found" as -32602.
-    fn shape(
+    pub(super) fn shape(
         self,
         response: Result<CallToolResponse, ErrorData>,
         tasks: bool,
@@ -440,6 +423,9 @@ impl Generation {
         }
     }
 }
+
+mod path;
+pub(super) use path::{DirectPath, Post};
 
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::downstream::DownstreamSession;
 use crate::{
     codec::mcp_headers,
+    generation::Generation,
     listener::guard::{accepts, is_json},
 };
 
@@ -50,7 +51,9 @@ impl DirectCalls {
         let asks_nothing = |c: &ClientCapabilities| {
             c.sampling.is_none() && c.elicitation.is_none() && c.roots.is_none()
         };
-        if !info.protocol_version.has_initialize() || !asks_nothing(&info.capabilities) {
+        if Generation::of(&info.protocol_version) == Generation::Stateless
+            || !asks_nothing(&info.capabilities)
+        {
             return;
         }
         let mut sessions = self.lock();

@@ -53,7 +53,10 @@ use super::{
     state::GatewayState,
     tool_call, traced,
 };
-use crate::{Forwarded, codec::mcp_headers, meta, telemetry::spans::Target as SpanTarget};
+use crate::{
+    Forwarded, codec::mcp_headers, generation::Generation, meta,
+    telemetry::spans::Target as SpanTarget,
+};
 
 /// One downstream session's handler (rmcp makes one per session).
 #[derive(Debug, Clone)]
@@ -552,9 +555,8 @@ impl GatewayHandler {
         params.uri = target.name.clone();
         params.meta = None;
         let read = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        let legacy_client = context
-            .protocol_version()
-            .is_none_or(|version| version.has_initialize());
+        let legacy_client =
+            Generation::of_agreed(context.protocol_version().as_ref()) == Generation::Sessions;
         let answering = Answering::of(&context, &self.session);
         let forwarded = match mrtr::exchange(&self.state, &target, read.into(), answering).await? {
             // A missing resource is -32002 for a 2025 client (rmcp turns it

@@ -52,7 +52,7 @@ mod body;
 mod refusals;
 mod shutdown;
 
-use std::{io, net::IpAddr, sync::Arc, time::Duration};
+use std::{io, net::IpAddr, sync::Arc};
 
 use axum::{
     Router,
@@ -67,11 +67,11 @@ use rmcp::{
     transport::{StreamableHttpServerConfig, StreamableHttpService},
 };
 use tokio::{net::TcpListener, sync::Semaphore};
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use shutdown::GatewayShutdown;
 
-use body::{Holding, holding_permit, read_body_as};
+pub(super) use body::read_body_as;
+use body::{Bodies, Holding, holding_permit};
 use refusals::{
     BUSY_BODY, internal_error, is_initialize, not_json_rpc, refused_while_draining,
     session_not_found, too_many_sessions,
@@ -79,7 +79,7 @@ use refusals::{
 
 use super::{
     answer,
-    direct::{self, Generation, StatelessCall},
+    direct::{DirectPath, Post},
     door,
     elsewhere::Elsewhere,
     handler::GatewayHandler,
@@ -89,8 +89,9 @@ use super::{
     vouch::{FORWARDED, Vouchers},
 };
 use crate::{
-    codec::{mcp_headers, posted},
+    codec::mcp_headers,
     config::{BearerToken, FleetSettings, GatewaySettings},
+    generation::Generation,
     listener::{
         self, Peer, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
@@ -109,29 +110,30 @@ pub const LARGE_BODY_BYTES: usize = 1 << 20;
 pub const LARGE_AT_ONCE: usize = 2;
 
 /// What the MCP endpoint's handler shares between requests (one, behind an
-/// `Arc`: nothing is copied per request).
+/// `Arc`: nothing is copied per request), by the steps of a request's main
+/// line (`mcp_endpoint`, [`Endpoint::post`]).
 struct Endpoint {
-    mcp: StreamableHttpService<GatewayHandler, CappedSessions>,
-    sessions: Arc<CappedSessions>,
-    /// For the direct path (`direct.rs`), which checks what rmcp would.
-    state: Arc<GatewayState>,
-    hosts: AllowedHosts,
-    /// rmcp's SSE keep-alive interval.
-    keep_alive: Option<Duration>,
-    /// Cancelled when the gateway ends its sessions.
-    ending: CancellationToken,
-    requests: TaskTracker,
-    /// The shutdown's handle: draining, arrivals, tallies.
-    control: GatewayShutdown,
-    /// Permits for large requests in progress ([`LARGE_AT_ONCE`]).
-    large: Arc<Semaphore>,
+    /// Who may come in without a fleet node's voucher: the bearer token.
     token: Option<Arc<BearerToken>>,
-    body_timeout: Duration,
-    max_body_bytes: usize,
-    /// In a fleet: the sessions other nodes hold, reached by forwarding.
+    /// In a fleet: the sessions other nodes hold, reached by forwarding,
+    /// and the vouchers of the nodes that forward here.
     elsewhere: Option<Elsewhere>,
     /// Proxies believed about who their client is (`trusted_proxies`).
     proxies: listener::forwarded::Proxies,
+    /// A POST's body, read within its limits (`body.rs`).
+    bodies: Bodies,
+    /// Plain calls, answered without rmcp's server (`direct.rs`).
+    direct: DirectPath,
+    /// rmcp's server, within the session caps.
+    rmcp: Rmcp,
+    /// Draining and stopping, and the tallies (`shutdown.rs`).
+    control: GatewayShutdown,
+}
+
+/// rmcp's streamable HTTP server, and the sessions it keeps (capped).
+struct Rmcp {
+    server: StreamableHttpService<GatewayHandler, CappedSessions>,
+    sessions: Arc<CappedSessions>,
 }
 
 /// Serves the gateway on `listener` at `settings.path` until `shutdown` has
@@ -172,20 +174,20 @@ pub async fn serve_http(
         config,
     );
     let endpoint = Endpoint {
-        mcp,
-        sessions,
-        state,
-        hosts,
-        keep_alive,
-        ending: shutdown.sessions.clone(),
-        requests: shutdown.requests.clone(),
-        control: shutdown.clone(),
-        large: Arc::new(Semaphore::new(LARGE_AT_ONCE)),
         token: settings.auth.clone().map(Arc::new),
-        body_timeout: settings.body_timeout,
-        max_body_bytes: settings.max_body_bytes,
         elsewhere,
         proxies: listener::forwarded::Proxies::new(settings),
+        bodies: Bodies {
+            large: Arc::new(Semaphore::new(LARGE_AT_ONCE)),
+            timeout: settings.body_timeout,
+            max_bytes: settings.max_body_bytes,
+        },
+        direct: DirectPath::new(state, hosts, keep_alive),
+        rmcp: Rmcp {
+            server: mcp,
+            sessions,
+        },
+        control: shutdown.clone(),
     };
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
@@ -221,18 +223,20 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
         .headers()
         .get(&mcp_headers::SESSION_ID)
         .and_then(|id| id.to_str().ok())
-        .and_then(|id| endpoint.sessions.begin(id));
+        .and_then(|id| endpoint.rmcp.sessions.begin(id));
     let response = match *request.method() {
         Method::POST if opens_a_stream(request.headers()) => endpoint.post(request).await,
         Method::POST => {
-            let in_progress = endpoint.requests.token();
+            let in_progress = endpoint.control.requests.token();
             let response = answer::as_json_when_answered(endpoint.post(request).await).await;
             response.map(|body| Body::new(Holding::new(body, in_progress)))
         }
         // Boxed, as every path but a POST's is rare: a call's future (moved
         // at each step of its way) stays the size of the POST's.
         Method::DELETE => Box::pin(endpoint.delete(request)).await,
-        _ => Box::pin(endpoint.mcp.handle(request)).await.map(Body::new),
+        _ => Box::pin(endpoint.rmcp.server.handle(request))
+            .await
+            .map(Body::new),
     };
     match in_use {
         Some(in_use) => response.map(|body| Body::new(Holding::new(body, in_use))),
@@ -287,9 +291,9 @@ impl Endpoint {
     /// here too until its answer is sent, so a drain waits for it.
     async fn forward(&self, elsewhere: &Elsewhere, request: Request, node: &str) -> Response {
         let in_progress = (request.method() == Method::POST && !opens_a_stream(request.headers()))
-            .then(|| self.requests.token());
+            .then(|| self.control.requests.token());
         let Some(response) = elsewhere
-            .forward(request, node, self.ending.child_token())
+            .forward(request, node, self.control.sessions.child_token())
             .await
         else {
             return session_not_found();
@@ -301,44 +305,87 @@ impl Endpoint {
         }
     }
 
+    /// A POST's main line: its body read within the limits, refused while
+    /// draining, answered by the direct path, refused at the door or at a
+    /// session cap, or handed to rmcp. A large request's permit goes with
+    /// its answer, which is when its copies are gone.
     async fn post(self: &Arc<Self>, request: Request) -> Response {
         let (parts, body) = request.into_parts();
         let client = self.client(&parts);
-        // A large request waits for a permit before its body is read (a
-        // waiting one holds none of its bytes; its client waits to send
-        // them); the permit goes with its answer, which is when its copies
-        // are gone.
-        let (body, permit) = match self.read_body(&parts.headers, body).await {
+        let (body, permit) = match self.bodies.read(&parts.headers, body).await {
             Ok(read) => read,
             Err(refused) => return refused,
         };
-        let sessionless = !parts.headers.contains_key(&mcp_headers::SESSION_ID);
-        if sessionless
-            && self.control.draining.is_cancelled()
-            && let Some(refused) = refused_while_draining(&body)
-        {
-            self.control.tallies.count(Protection::RefusedWhileDraining);
+        if let Some(refused) = self.refused_while_draining(&parts.headers, &body) {
             return refused;
         }
-        if let Some(answer) = self.direct(&parts, &body, permit.is_some()).await {
+        let post = Post {
+            parts: &parts,
+            body: &body,
+            large: permit.is_some(),
+            client,
+            sessions: &self.rmcp.sessions,
+            ending: &self.control.sessions,
+        };
+        if let Some(answer) = self.direct.answer(post).await {
             return holding_permit(answer, permit);
         }
         if let Some(refused) = self.door(&parts.headers, &body, permit.is_some()).await {
             return holding_permit(refused, permit);
         }
-        let declared_json = is_json(&parts.headers);
-        // Checked here first (peeking at the body only when a session would
-        // be refused) so a flood of initializes is refused without rmcp
-        // logging each one as an error.
-        if sessionless
-            && let Some(why) = self.sessions.refusal(client).await
-            && is_initialize(&body)
-        {
-            self.control.tallies.count(why);
-            return self.too_many_sessions(&body, why);
+        if let Some(refused) = self.at_session_cap(&parts.headers, &body, client).await {
+            return refused;
         }
+        let large = permit.is_some();
+        let response = self.by_rmcp(parts, body, large, client).await;
+        holding_permit(response, permit)
+    }
+
+    /// A session-less request's refusal while the gateway drains (new
+    /// sessions and session-less work wait for the next node).
+    fn refused_while_draining(&self, headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+        if headers.contains_key(&mcp_headers::SESSION_ID) || !self.control.draining.is_cancelled() {
+            return None;
+        }
+        let refused = refused_while_draining(body)?;
+        self.control.tallies.count(Protection::RefusedWhileDraining);
+        Some(refused)
+    }
+
+    /// An `initialize` refused at a session cap. Checked before rmcp
+    /// (peeking at the body only when a session would be refused) so a
+    /// flood of initializes is refused without rmcp logging each one as an
+    /// error.
+    async fn at_session_cap(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        client: Option<IpAddr>,
+    ) -> Option<Response> {
+        if headers.contains_key(&mcp_headers::SESSION_ID) {
+            return None;
+        }
+        let why = self.rmcp.sessions.refusal(client).await?;
+        if !is_initialize(body) {
+            return None;
+        }
+        self.control.tallies.count(why);
+        Some(self.too_many_sessions(body, why))
+    }
+
+    /// rmcp's answer, its status corrected: a session it refused at a cap
+    /// after all, and a body it could not parse as a JSON-RPC message (its
+    /// 415 with the content type right) is 400 with a JSON-RPC error.
+    async fn by_rmcp(
+        self: &Arc<Self>,
+        parts: Parts,
+        body: Bytes,
+        large: bool,
+        client: Option<IpAddr>,
+    ) -> Response {
+        let declared_json = is_json(&parts.headers);
         let request = Request::from_parts(parts, Body::from(body.clone()));
-        let (response, refused) = if permit.is_some() {
+        let (response, refused) = if large {
             // rmcp parses the body inside `handle`: a large one is parsed on
             // a blocking thread, so the network thread keeps serving others.
             let runtime = tokio::runtime::Handle::current();
@@ -356,12 +403,10 @@ impl Endpoint {
         if let Some(why) = refused {
             return self.too_many_sessions(&body, why);
         }
-        // With the content type right, rmcp's 415 means it could not parse
-        // the body as a JSON-RPC message.
         if declared_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
             return not_json_rpc(&body);
         }
-        holding_permit(response, permit)
+        response
     }
 
     /// rmcp's answer to `request` from `client`, and why [`CappedSessions`]
@@ -377,7 +422,7 @@ impl Endpoint {
         };
         OPENING
             .scope(opening, async {
-                let response = self.mcp.handle(request).await.map(Body::new);
+                let response = self.rmcp.server.handle(request).await.map(Body::new);
                 (response, OPENING.with(|opening| opening.refused.get()))
             })
             .await
@@ -387,65 +432,10 @@ impl Endpoint {
     /// error a client can show.
     fn too_many_sessions(&self, body: &[u8], why: Protection) -> Response {
         let limit = match why {
-            Protection::SessionRefusedAtClientQuota => self.sessions.per_client,
-            _ => self.sessions.max,
+            Protection::SessionRefusedAtClientQuota => self.rmcp.sessions.per_client,
+            _ => self.rmcp.sessions.max,
         };
         too_many_sessions(body, why.reason(), limit)
-    }
-
-    /// The answer to a call that takes the direct path (`direct.rs`); `None`
-    /// for every other request, which rmcp then handles. A cancellation of a
-    /// direct call cancels it (and goes on to rmcp, which ignores it).
-    async fn direct(&self, parts: &Parts, body: &Bytes, large: bool) -> Option<Response> {
-        let Some(id) = parts.headers.get(&mcp_headers::SESSION_ID) else {
-            return self.stateless(parts, body, large).await;
-        };
-        let id = id.to_str().ok()?;
-        let session = self.state.direct.session(id)?;
-        match read_body_as(body, large, posted::Posted::read).await? {
-            posted::Posted::Call(call)
-                if !self.state.serves_meta_tool(&call.name)
-                    && session.takes(&parts.headers)
-                    && self.hosts.check(&parts.uri, &parts.headers).is_ok()
-                    && self.sessions.has(id).await =>
-            {
-                let call = direct::Call::from(call);
-                self.sessions.touch(id, &session).await;
-                self.state.direct.taken();
-                let cancelled = self.ending.child_token();
-                let protocol = session.info().map(|info| info.protocol_version.clone());
-                let span = call.span(
-                    &parts.headers,
-                    Some(id),
-                    protocol.as_ref().map(rmcp::model::ProtocolVersion::as_str),
-                    self.client(parts),
-                );
-                let (answer, before) = session.answer(self.state.clone(), (call, span), cancelled);
-                Some(answer::direct(answer, before, self.keep_alive, Generation::Sessions).await)
-            }
-            posted::Posted::Cancelled(request) => {
-                session.cancel(&request);
-                None
-            }
-            posted::Posted::Call(_) | posted::Posted::Other => None,
-        }
-    }
-
-    /// The answer to a 2026-07-28 client's call that takes the direct path
-    /// (`direct.rs`); `None` for every other session-less request.
-    async fn stateless(&self, parts: &Parts, body: &Bytes, large: bool) -> Option<Response> {
-        let call = read_body_as(body, large, StatelessCall::read).await??;
-        let takes = !call.is_meta(&self.state)
-            && call.takes(&parts.headers)
-            && !self.state.current().promotes_headers(call.name())
-            && self.hosts.check(&parts.uri, &parts.headers).is_ok();
-        if !takes {
-            return None;
-        }
-        self.state.direct.taken();
-        let span = call.span(&parts.headers, self.client(parts));
-        let (answer, before) = call.answer(self.state.clone(), span, self.ending.child_token());
-        Some(answer::direct(answer, before, self.keep_alive, Generation::Stateless).await)
     }
 
     /// The answer to a call whose arguments the door refuses (`door.rs`),
@@ -469,11 +459,11 @@ impl Endpoint {
             .get(&mcp_headers::SESSION_ID)
             .and_then(|value| value.to_str().ok())
         {
-            Some(id) => self.sessions.has(id).await,
+            Some(id) => self.rmcp.sessions.has(id).await,
             // rmcp answers a DELETE without a session id itself (400).
             None => true,
         };
-        let response = self.mcp.handle(request).await;
+        let response = self.rmcp.server.handle(request).await;
         if response.status() == StatusCode::ACCEPTED {
             if !known {
                 return session_not_found();

@@ -37,7 +37,10 @@ use super::{
     rounds::{Rounds, Sealed, Waiting},
     state::GatewayState,
 };
-use crate::{CallOutcome, Failure, Forwarded, call::UpstreamRequest, session::DownstreamLink};
+use crate::{
+    CallOutcome, Failure, Forwarded, call::UpstreamRequest, generation::Generation,
+    session::DownstreamLink,
+};
 
 /// Rounds an upstream may ask for before the gateway gives up on it.
 const MAX_ROUNDS: usize = 10;
@@ -78,10 +81,7 @@ impl<'a> Answering<'a> {
         context: &'a RequestContext<RoleServer>,
         session: &'a Arc<DownstreamSession>,
     ) -> Self {
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| !version.has_initialize());
-        if modern {
+        if Generation::of_agreed(context.protocol_version().as_ref()) == Generation::Stateless {
             return Answering::InRounds {
                 origin: Origin::of(context),
                 gone: &context.ct,

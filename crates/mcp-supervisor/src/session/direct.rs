@@ -70,6 +70,7 @@ use crate::{
         answers, mcp_headers,
         request::{Outgoing, Stamp},
     },
+    generation::Generation,
     http::{PostOutgoing, SessionIds},
 };
 
@@ -150,10 +151,11 @@ pub(crate) struct DirectClient {
     /// The transport's parts, its headers with `MCP-Protocol-Version`.
     parts: DirectClientParts,
     /// A 2025 session (with `initialize`), whose requests carry its id.
-    legacy: bool,
+    /// A 2025 session's (plain calls only) or a 2026-07-28 one's (everything).
+    generation: Generation,
     /// What every 2026-07-28 request carries in `_meta` (protocol version,
     /// client info and capabilities), built once, and for tool calls,
-    /// which `http::outgoing` writes, encoded once.
+    /// which `codec::request` writes, encoded once.
     stamp: Option<(RequestMetaObject, Stamp)>,
     /// The stamp of the last downstream client whose capabilities a call
     /// carried: the session's, with that client's capabilities in place of
@@ -174,7 +176,7 @@ impl std::fmt::Debug for DirectClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // No URL, headers or token: any of them may carry a credential.
         f.debug_struct("DirectClient")
-            .field("legacy", &self.legacy)
+            .field("generation", &self.generation)
             .finish_non_exhaustive()
     }
 }
@@ -227,11 +229,11 @@ impl DirectClientParts {
             mcp_headers::PROTOCOL_VERSION,
             HeaderValue::from_str(version.as_str()).ok()?,
         );
-        let legacy = version.has_initialize();
+        let generation = Generation::of(version);
         // rmcp stamps its client context on 2026-07-28 requests only.
-        let stamp = match legacy {
-            true => None,
-            false => {
+        let stamp = match generation {
+            Generation::Sessions => None,
+            Generation::Stateless => {
                 let meta = RequestMetaObject::with_client_context(
                     version.clone(),
                     us.client_info.clone(),
@@ -243,7 +245,7 @@ impl DirectClientParts {
         };
         Some(DirectClient {
             parts: self,
-            legacy,
+            generation,
             stamp,
             client_stamp: Mutex::default(),
             next_id: AtomicI64::new(FIRST_ID),
@@ -310,7 +312,7 @@ impl DirectClient {
     /// Whether `request` is sent here: every request of a 2026-07-28
     /// session, a 2025 session's plain tool calls.
     pub(crate) fn takes(&self, request: &UpstreamRequest) -> bool {
-        if !self.legacy {
+        if !self.legacy() {
             return true;
         }
         let Some(tool) = request.tool() else {
@@ -331,9 +333,13 @@ impl DirectClient {
         )
     }
 
-    /// Whether the session has an `initialize` handshake (2025).
-    pub(crate) fn legacy(&self) -> bool {
-        self.legacy
+    /// The session's generation: a 2025 one has an `initialize` handshake.
+    pub(crate) fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    fn legacy(&self) -> bool {
+        self.generation == Generation::Sessions
     }
 
     /// Whether it stamps its requests with a client context (2026-07-28),
@@ -418,7 +424,9 @@ impl DirectClient {
         let message = Outgoing::request(request, id.clone(), stamp);
         let posted = self.post(message, session.clone(), headers.clone()).await;
         let mut answer = match posted {
-            Err(StreamableHttpError::SessionExpired) if self.legacy => return Err(Unsent::Expired),
+            Err(StreamableHttpError::SessionExpired) if self.legacy() => {
+                return Err(Unsent::Expired);
+            }
             Err(error) => Err(transport(error)),
             Ok(StreamableHttpPostResponse::Json(message, _)) => {
                 answer_of(message, &id).unwrap_or(Err(ServiceError::UnexpectedResponse))
@@ -430,7 +438,7 @@ impl DirectClient {
             Ok(_) => Err(ServiceError::UnexpectedResponse),
         };
         if let Ok(ServerResult::ListToolsResult(list)) = &mut answer
-            && !self.legacy
+            && !self.legacy()
         {
             self.keep_usable(&mut list.tools);
         }
@@ -460,7 +468,7 @@ impl DirectClient {
     /// The headers of `request`: the transport's, and for 2026-07-28 the
     /// SEP-2243 ones.
     fn headers(&self, request: &UpstreamRequest) -> HashMap<HeaderName, HeaderValue> {
-        if self.legacy {
+        if self.legacy() {
             return self.parts.headers.clone();
         }
         let schema = request.tool().and_then(|tool| {

@@ -25,6 +25,7 @@ use crate::{
     config::{HttpTransport, OAuthGrant, UpstreamAuth},
     failure::Phase,
     failure::{Failure, FailureKind},
+    generation::Generation,
     http::{
         HttpClients, HttpRecorder, OriginReuse, PROBE_PINGS, Ping, PlainLane, PostOutgoing,
         RecordingClient, Reuse, SessionIds, probe_verdict,
@@ -322,10 +323,10 @@ async fn timing_lag<F: Future>(work: F) -> (F::Output, Duration) {
 /// The cheapest request an upstream answers: `ping`, which protocol
 /// 2026-07-28 removed; `server/discover` there.
 fn probe_request(service: &RunningService<RoleClient, SessionHandler>) -> ClientRequest {
-    let modern = service
+    let version = service
         .peer_info()
-        .is_some_and(|info| !info.protocol_version.has_initialize());
-    if modern {
+        .map(|info| info.protocol_version.clone());
+    if Generation::of_agreed(version.as_ref()) == Generation::Stateless {
         ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams::default()))
     } else {
         ClientRequest::PingRequest(PingRequest::default())

@@ -18,6 +18,7 @@ mod classify;
 mod direct;
 pub mod handler;
 pub mod http;
+mod lanes;
 mod modern;
 pub mod relay;
 pub mod stdio;
@@ -46,19 +47,22 @@ pub use http::{open_http, shared_http_client};
 pub use relay::{Downstream, DownstreamLink};
 pub use stdio::{ChildGroup, open_stdio};
 
+use lanes::Lanes;
+
 use crate::{
     call::{NotAttached, ToolCall, UpstreamRequest},
     failure::Phase,
     failure::{Failure, FailureKind},
+    generation::Generation,
     http::{HttpRecorder, RecordingClient},
 };
 
 /// A live session. Dropping it cancels the rmcp service; prefer [`Session::close`].
 #[derive(Debug)]
 pub struct Session {
-    /// rmcp's client, which opened the session. A 2026-07-28 HTTP session
-    /// lets it go once open and sends everything itself (`direct`).
-    service: Option<RunningService<RoleClient, SessionHandler>>,
+    /// How its requests reach the upstream: rmcp's client, which opened
+    /// the session, the direct client, or both.
+    lanes: Lanes,
     /// What the upstream said of itself when the session opened.
     info: Option<Arc<ServerPeerInfo>>,
     /// Where the upstream's notifications and requests go (rmcp's client
@@ -75,8 +79,6 @@ pub struct Session {
     modern: Option<Arc<modern::Modern>>,
     /// An OAuth session's tokens (see [`crate::oauth::on_session`]).
     tokens: Option<crate::oauth::TokenFile>,
-    /// What an HTTP session sends without rmcp's client (see `direct`).
-    direct: Option<Arc<direct::DirectClient>>,
 }
 
 impl Session {
@@ -89,14 +91,13 @@ impl Session {
         let modern = modern::for_version(info.as_ref().map(|info| &info.protocol_version));
         Session {
             handler: service.service().clone(),
-            service: Some(service),
+            lanes: Lanes::Rmcp(service),
             info,
             recorder,
             child: None,
             ended,
             modern,
             tokens: None,
-            direct: None,
         }
     }
 
@@ -106,17 +107,20 @@ impl Session {
     /// (docs/DECISIONS.md #83).
     pub(crate) async fn sending_directly(mut self, parts: direct::DirectClientParts) -> Self {
         let us = rmcp::ClientHandler::get_info(&self.handler);
-        self.direct = parts
-            .for_version(self.protocol_version().as_ref(), &us)
-            .map(Arc::new);
-        if self.direct.as_ref().is_some_and(|lane| !lane.legacy()) {
+        let Some(direct) = parts.for_version(self.protocol_version().as_ref(), &us) else {
+            return self;
+        };
+        let Lanes::Rmcp(rmcp) = self.lanes else {
+            return self;
+        };
+        let (lanes, let_go) = Lanes::with_direct(rmcp, Arc::new(direct));
+        self.lanes = lanes;
+        if let Some(rmcp) = let_go {
             // rmcp's transport ends `ended` as it goes; the session goes on.
             self.ended = CancellationToken::new();
             // Bounded: a wind-down that takes longer goes on in the
             // background (there is nothing to tell a 2026-07-28 upstream).
-            if let Some(service) = self.service.take() {
-                let _ = tokio::time::timeout(WIND_DOWN_PATIENCE, service.cancel()).await;
-            }
+            let _ = tokio::time::timeout(WIND_DOWN_PATIENCE, rmcp.cancel()).await;
         }
         self
     }
@@ -137,14 +141,13 @@ impl Session {
         let modern = modern::for_version(info.as_ref().map(|info| &info.protocol_version));
         Session {
             handler: service.service().clone(),
-            service: Some(service),
+            lanes: Lanes::Rmcp(service),
             info,
             recorder: None,
             child: Some(child),
             ended,
             modern,
             tokens: None,
-            direct: None,
         }
     }
 
@@ -172,10 +175,11 @@ impl Session {
 
     async fn listen(&self, modern: &modern::Modern) {
         let capabilities = self.capabilities();
-        let through = match (&self.service, &self.direct) {
-            (Some(service), _) => modern::Through::Rmcp(service.peer().clone()),
-            (None, Some(lane)) => modern::Through::Lane(Arc::clone(lane)),
-            (None, None) => return,
+        let through = match &self.lanes {
+            Lanes::Rmcp(rmcp) | Lanes::Split { rmcp, .. } => {
+                modern::Through::Rmcp(rmcp.peer().clone())
+            }
+            Lanes::Direct(direct) => modern::Through::Lane(Arc::clone(direct)),
         };
         let listening = modern.listen(through, &capabilities, &self.handler);
         // Calls work without it; only announcements are missed (until the next
@@ -220,7 +224,7 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let mut options = PeerRequestOptions::no_options();
-        let direct = self.direct.as_ref().filter(|s| s.takes(&request));
+        let direct = self.lanes.direct_for(&request);
         if let Some(modern) = &self.modern {
             if let Some(answer) = self.held_here(modern, &request).await {
                 return Ok(answer);
@@ -286,7 +290,7 @@ impl Session {
                 });
             }
         };
-        let Some(service) = &self.service else {
+        let Some(service) = self.lanes.rmcp() else {
             return Err(self.send_failure(&ServiceError::TransportClosed));
         };
         let peer = service.peer();
@@ -335,7 +339,7 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let method = method_of(&request);
-        let legacy = direct.legacy();
+        let legacy = direct.generation() == Generation::Sessions;
         // Kept to hand to rmcp if the 2025 session turns out forgotten (no
         // `options` to keep: only 2026-07-28 requests carry extra `_meta`).
         let again = legacy.then(|| request.clone());
@@ -424,7 +428,7 @@ impl Session {
     /// background: the caller answers now).
     fn cancel_request(&self, id: rmcp::model::RequestId, reason: &str) {
         // Only a 2025 session, which keeps rmcp's client, is told.
-        let Some(service) = &self.service else {
+        let Some(service) = self.lanes.rmcp() else {
             return;
         };
         let peer = service.peer().clone();
@@ -536,7 +540,7 @@ impl Session {
         };
         match tokio::time::timeout_at(deadline, listing).await {
             Ok(Ok(surface)) => {
-                if let Some(direct) = &self.direct {
+                if let Some(direct) = self.lanes.direct() {
                     direct.listed(&surface.tools);
                 }
                 Ok(surface)
@@ -559,10 +563,10 @@ impl Session {
     where
         F: Future<Output = Result<Vec<T>, ServiceError>>,
     {
-        if let Some(service) = &self.service {
+        if let Some(service) = self.lanes.rmcp() {
             return rmcp(service.peer().clone()).await;
         }
-        let Some(lane) = &self.direct else {
+        let Some(lane) = self.lanes.direct() else {
             return Err(ServiceError::TransportClosed);
         };
         let mut items = Vec::new();
@@ -599,7 +603,7 @@ impl Session {
     /// upstream fails: a supervisor must see every failure, and the gateway
     /// keeps its own last good catalog.
     pub(crate) async fn disable_response_cache(&self) {
-        if let Some(service) = &self.service {
+        if let Some(service) = self.lanes.rmcp() {
             service
                 .peer()
                 .set_response_cache_config(ClientCacheConfig::disabled())
@@ -609,7 +613,7 @@ impl Session {
 
     /// Whether the session's service loop has ended (stream closed, child exited).
     pub fn is_closed(&self) -> bool {
-        match &self.service {
+        match self.lanes.rmcp() {
             Some(service) => service.is_transport_closed(),
             None => self.ended.is_cancelled(),
         }
@@ -631,7 +635,7 @@ impl Session {
     /// transport in the background (for a child: close stdin, SIGTERM, kill).
     /// Requests still in flight on it fail promptly instead of hanging.
     pub fn cancel(&self) {
-        let ending = match &self.service {
+        let ending = match self.lanes.rmcp() {
             Some(service) => service.cancellation_token(),
             // Nothing to send on the way out: the listen stream closes
             // with the session.
@@ -668,7 +672,7 @@ impl Session {
         self.ended.cancel();
         // The result only says how the loop ended; there is nothing left to do
         // with it, and a hung upstream is cut off by the timeout.
-        if let Some(service) = &mut self.service {
+        if let Some(service) = self.lanes.rmcp_mut() {
             let _ = service.close_with_timeout(grace).await;
         }
         // A grandchild, or a child that outlived `grace` (ignoring stdin EOF

@@ -27,7 +27,7 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::events::ListKind;
+use crate::{events::ListKind, generation::Generation};
 
 use super::{
     direct::{DirectClient, Listening},
@@ -324,7 +324,5 @@ fn event_of(notification: ServerNotification) -> Option<SessionEvent> {
 
 /// The `Modern` state of a session that speaks 2026-07-28, if it does.
 pub(crate) fn for_version(version: Option<&rmcp::model::ProtocolVersion>) -> Option<Arc<Modern>> {
-    version
-        .is_some_and(|version| !version.has_initialize())
-        .then(Arc::default)
+    (Generation::of_agreed(version) == Generation::Stateless).then(Arc::default)
 }

@@ -7,7 +7,7 @@ use futures::FutureExt;
 use rmcp::model::{ProgressToken, RequestId, ServerResult};
 
 use super::{tests::text as body_of, *};
-use crate::gateway::direct::Generation;
+use crate::generation::Generation;
 
 const SESSIONS: Generation = Generation::Sessions;
 

@@ -11,9 +11,14 @@ use axum::{
 };
 use bytes::BytesMut;
 use futures::StreamExt;
-use tokio::{sync::OwnedSemaphorePermit, time::Instant};
+use std::{sync::Arc, time::Duration};
 
-use super::{Endpoint, LARGE_BODY_BYTES, refusals::payload_too_large};
+use tokio::{
+    sync::{OwnedSemaphorePermit, Semaphore},
+    time::Instant,
+};
+
+use super::{LARGE_BODY_BYTES, refusals::payload_too_large};
 use crate::heavy;
 
 /// `response`, keeping a large request's `permit` until its body is sent.
@@ -27,7 +32,7 @@ pub(super) fn holding_permit(response: Response, permit: Option<OwnedSemaphorePe
 /// `read(body)`, on a blocking thread for a large body (parsing one takes
 /// long enough to hold up every other request on this thread); `None` if
 /// the runtime is shutting down.
-pub(super) async fn read_body_as<T: Send + 'static>(
+pub(in crate::gateway) async fn read_body_as<T: Send + 'static>(
     body: &Bytes,
     large: bool,
     read: fn(&[u8]) -> T,
@@ -76,18 +81,28 @@ impl<B: http_body::Body, G> http_body::Body for Holding<B, G> {
     }
 }
 
-impl Endpoint {
+/// A POST's body, read within its limits (see [`Bodies::read`]).
+pub(super) struct Bodies {
+    /// Permits for large requests in progress ([`LARGE_AT_ONCE`](super::LARGE_AT_ONCE)).
+    pub(super) large: Arc<Semaphore>,
+    /// `body_timeout`.
+    pub(super) timeout: Duration,
+    /// `max_body_bytes`.
+    pub(super) max_bytes: usize,
+}
+
+impl Bodies {
     /// The whole body, within `body_timeout` and `max_body_bytes`, and the
     /// permit a large one holds. A body declared large waits for its permit
     /// before it is read; one without a length, once it has reached
     /// [`LARGE_BODY_BYTES`]. Time spent waiting for a permit is ours, not
     /// the client's: it does not count toward `body_timeout`.
-    pub(super) async fn read_body(
+    pub(super) async fn read(
         &self,
         headers: &HeaderMap,
         body: Body,
     ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), Response> {
-        let limit = self.max_body_bytes;
+        let limit = self.max_bytes;
         let declared = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|value| value.to_str().ok())
@@ -99,7 +114,7 @@ impl Endpoint {
         if declared.is_some_and(|length| length >= LARGE_BODY_BYTES as u64) {
             permit = Some(self.large_permit().await?);
         }
-        let mut deadline = Instant::now() + self.body_timeout;
+        let mut deadline = Instant::now() + self.timeout;
         let mut chunks = body.into_data_stream();
         let mut collected = BytesMut::new();
         loop {
@@ -139,7 +154,7 @@ impl Endpoint {
     /// `Retry-After`.
     async fn large_permit(&self) -> Result<OwnedSemaphorePermit, Response> {
         let permit = self.large.clone().acquire_owned();
-        match tokio::time::timeout(self.body_timeout, permit).await {
+        match tokio::time::timeout(self.timeout, permit).await {
             Ok(permit) => Ok(permit.expect("the large-request semaphore is never closed")),
             Err(_) => {
                 let mut busy = (
