@@ -5,7 +5,7 @@
 //! The gateway carries a call's arguments as the client wrote them
 //! (`crate::call::Arguments`), and each later reader reads them again: serde_json
 //! for rmcp's client, the `Mcp-Param-*` headers and a span's captured
-//! content; the upstream's own parser for the bytes the HTTP lane sends.
+//! content; the upstream's own parser for the bytes the direct client sends.
 //! RFC 8259 admits JSON that those readers refuse, or read differently. A
 //! refusal after admission used to be taken for the upstream's failure
 //! (retried, the session disposed, the connection parked for everyone), so

@@ -1,7 +1,7 @@
 //! The MCP headers of streamable HTTP, spelled once: the session id, the
 //! protocol version, and SEP-2243's standard headers (`Mcp-Method`,
 //! `Mcp-Name`, and `Mcp-Param-*` for the arguments a tool's input schema
-//! marks with `x-mcp-header`). Both sides use them: the upstream lane
+//! marks with `x-mcp-header`). Both sides use them: the direct client
 //! (`session/direct.rs`) stamps them, the gateway's direct path
 //! (`gateway/direct.rs`) checks them.
 

@@ -30,14 +30,14 @@ use crate::{
 #[derive(Clone)]
 pub(crate) enum Outgoing {
     /// A `tools/call`, written by us.
-    Call(Call),
+    Call(CallMessage),
     /// Anything else, written by rmcp.
     Other(ClientJsonRpcMessage),
 }
 
 /// A `tools/call` as request `id`, with the session's [`Stamp`] (2026-07-28).
 #[derive(Clone)]
-pub(crate) struct Call {
+pub(crate) struct CallMessage {
     id: RequestId,
     call: ToolCall,
     stamp: Option<Stamp>,
@@ -47,7 +47,7 @@ impl Outgoing {
     /// `request` as request `id`; a call with the session's `stamp`.
     pub(crate) fn request(request: UpstreamRequest, id: RequestId, stamp: Option<Stamp>) -> Self {
         match request {
-            UpstreamRequest::Call(call) => Outgoing::Call(Call { id, call, stamp }),
+            UpstreamRequest::Call(call) => Outgoing::Call(CallMessage { id, call, stamp }),
             UpstreamRequest::Relayed(request) => Outgoing::Other(ClientJsonRpcMessage::request(
                 Arc::unwrap_or_clone(request),
                 id,
@@ -156,7 +156,7 @@ fn raw<W: io::Write>(writer: &mut W, bytes: &[u8]) -> serde_json::Result<()> {
     writer.write_all(bytes).map_err(serde_json::Error::io)
 }
 
-impl Call {
+impl CallMessage {
     /// `{"jsonrpc":"2.0","id":…,"method":"tools/call","params":…}`, the
     /// params written field by field: `_meta` (the call's map, then the
     /// stamp's entries the map does not hold, as encoded), `name`,

@@ -93,7 +93,7 @@ use crate::{
 
 /// A plain `tools/call`, as the direct path answers it.
 #[derive(Debug)]
-pub(super) struct Call {
+pub(super) struct PlainCall {
     id: RequestId,
     /// In the client's names; its arguments as the client sent them (an
     /// object), never parsed here.
@@ -104,7 +104,7 @@ pub(super) struct Call {
     trace: Option<Box<TraceFields>>,
 }
 
-impl From<PostedCall> for Call {
+impl From<PostedCall> for PlainCall {
     fn from(posted: PostedCall) -> Self {
         let PostedCall {
             id,
@@ -113,7 +113,7 @@ impl From<PostedCall> for Call {
             progress,
             trace,
         } = posted;
-        Call {
+        PlainCall {
             id,
             tool: ToolCall::new(name, arguments.map(Arguments::from).unwrap_or_default()),
             progress,
@@ -122,7 +122,7 @@ impl From<PostedCall> for Call {
     }
 }
 
-impl Call {
+impl PlainCall {
     /// Its SERVER span, parented by its `_meta` or `headers`.
     pub(super) fn span(
         &self,
@@ -156,11 +156,11 @@ impl DirectSession {
     pub(super) fn answer(
         self: Arc<Self>,
         state: Arc<GatewayState>,
-        (call, span): (Call, ServerSpan),
+        (call, span): (PlainCall, ServerSpan),
         cancelled: CancellationToken,
     ) -> (BoxFuture<'static, Option<ServerJsonRpcMessage>>, Before) {
         let (before, messages) = Before::channel();
-        let Call {
+        let PlainCall {
             id,
             tool,
             progress,
@@ -214,7 +214,7 @@ impl DirectSession {
 /// context in `_meta` (see the module doc).
 #[derive(Debug)]
 pub(super) struct StatelessCall {
-    call: Call,
+    call: PlainCall,
     capabilities: ClientCapabilities,
     log_level: Option<LoggingLevel>,
 }
@@ -222,7 +222,7 @@ pub(super) struct StatelessCall {
 impl From<posted::StatelessCall> for StatelessCall {
     fn from(posted: posted::StatelessCall) -> Self {
         StatelessCall {
-            call: Call::from(posted.call),
+            call: PlainCall::from(posted.call),
             capabilities: posted.capabilities,
             log_level: posted.log_level,
         }
@@ -281,7 +281,7 @@ impl StatelessCall {
     /// answer. An upstream's question makes the answer `input_required`, as
     /// through rmcp (`mrtr`); the client's retry with its answers goes to
     /// rmcp, which hands them over.
-    /// Its SERVER span (see [`Call::span`]).
+    /// Its SERVER span (see [`PlainCall::span`]).
     pub(super) fn span(&self, headers: &HeaderMap, client: Option<std::net::IpAddr>) -> ServerSpan {
         self.call.span(
             headers,
@@ -300,7 +300,7 @@ impl StatelessCall {
         let (before, messages) = Before::channel();
         let StatelessCall {
             call:
-                Call {
+                PlainCall {
                     id,
                     tool,
                     progress,

@@ -216,7 +216,7 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
         && let Some(elsewhere) = &endpoint.elsewhere
         && let Some(node) = elsewhere.holder(request.headers())
     {
-        return Box::pin(endpoint.forward(elsewhere, request, &node)).await;
+        return Box::pin(endpoint.to_node(elsewhere, request, &node)).await;
     }
     // The session's request keeps it busy until its response is sent.
     let in_use = request
@@ -289,7 +289,7 @@ impl Endpoint {
     /// `request`, for a session `node` holds, answered there; as an unknown
     /// session when `node` cannot be reached. A POST counts as in progress
     /// here too until its answer is sent, so a drain waits for it.
-    async fn forward(&self, elsewhere: &Elsewhere, request: Request, node: &str) -> Response {
+    async fn to_node(&self, elsewhere: &Elsewhere, request: Request, node: &str) -> Response {
         let in_progress = (request.method() == Method::POST && !opens_a_stream(request.headers()))
             .then(|| self.control.requests.token());
         let Some(response) = elsewhere

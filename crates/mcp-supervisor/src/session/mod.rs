@@ -15,10 +15,10 @@
 //! - [`stdio`]: starting a child process and building a session over its stdio.
 
 mod classify;
+mod clients;
 mod direct;
 pub mod handler;
 pub mod http;
-mod lanes;
 mod modern;
 pub mod relay;
 pub mod stdio;
@@ -47,7 +47,7 @@ pub use http::{open_http, shared_http_client};
 pub use relay::{Downstream, DownstreamLink};
 pub use stdio::{ChildGroup, open_stdio};
 
-use lanes::Lanes;
+use clients::Clients;
 
 use crate::{
     call::{NotAttached, ToolCall, UpstreamRequest},
@@ -62,7 +62,7 @@ use crate::{
 pub struct Session {
     /// How its requests reach the upstream: rmcp's client, which opened
     /// the session, the direct client, or both.
-    lanes: Lanes,
+    clients: Clients,
     /// What the upstream said of itself when the session opened.
     info: Option<Arc<ServerPeerInfo>>,
     /// Where the upstream's notifications and requests go (rmcp's client
@@ -91,7 +91,7 @@ impl Session {
         let modern = modern::for_version(info.as_ref().map(|info| &info.protocol_version));
         Session {
             handler: service.service().clone(),
-            lanes: Lanes::Rmcp(service),
+            clients: Clients::Rmcp(service),
             info,
             recorder,
             child: None,
@@ -110,11 +110,11 @@ impl Session {
         let Some(direct) = parts.for_version(self.protocol_version().as_ref(), &us) else {
             return self;
         };
-        let Lanes::Rmcp(rmcp) = self.lanes else {
+        let Clients::Rmcp(rmcp) = self.clients else {
             return self;
         };
-        let (lanes, let_go) = Lanes::with_direct(rmcp, Arc::new(direct));
-        self.lanes = lanes;
+        let (clients, let_go) = Clients::with_direct(rmcp, Arc::new(direct));
+        self.clients = clients;
         if let Some(rmcp) = let_go {
             // rmcp's transport ends `ended` as it goes; the session goes on.
             self.ended = CancellationToken::new();
@@ -141,7 +141,7 @@ impl Session {
         let modern = modern::for_version(info.as_ref().map(|info| &info.protocol_version));
         Session {
             handler: service.service().clone(),
-            lanes: Lanes::Rmcp(service),
+            clients: Clients::Rmcp(service),
             info,
             recorder: None,
             child: Some(child),
@@ -175,11 +175,11 @@ impl Session {
 
     async fn listen(&self, modern: &modern::Modern) {
         let capabilities = self.capabilities();
-        let through = match &self.lanes {
-            Lanes::Rmcp(rmcp) | Lanes::Split { rmcp, .. } => {
+        let through = match &self.clients {
+            Clients::Rmcp(rmcp) | Clients::Split { rmcp, .. } => {
                 modern::Through::Rmcp(rmcp.peer().clone())
             }
-            Lanes::Direct(direct) => modern::Through::Lane(Arc::clone(direct)),
+            Clients::Direct(direct) => modern::Through::Lane(Arc::clone(direct)),
         };
         let listening = modern.listen(through, &capabilities, &self.handler);
         // Calls work without it; only announcements are missed (until the next
@@ -224,7 +224,7 @@ impl Session {
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
         let mut options = PeerRequestOptions::no_options();
-        let direct = self.lanes.direct_for(&request);
+        let direct = self.clients.direct_for(&request);
         if let Some(modern) = &self.modern {
             if let Some(answer) = self.held_here(modern, &request).await {
                 return Ok(answer);
@@ -290,7 +290,7 @@ impl Session {
                 });
             }
         };
-        let Some(service) = self.lanes.rmcp() else {
+        let Some(service) = self.clients.rmcp() else {
             return Err(self.send_failure(&ServiceError::TransportClosed));
         };
         let peer = service.peer();
@@ -428,7 +428,7 @@ impl Session {
     /// background: the caller answers now).
     fn cancel_request(&self, id: rmcp::model::RequestId, reason: &str) {
         // Only a 2025 session, which keeps rmcp's client, is told.
-        let Some(service) = self.lanes.rmcp() else {
+        let Some(service) = self.clients.rmcp() else {
             return;
         };
         let peer = service.peer().clone();
@@ -540,7 +540,7 @@ impl Session {
         };
         match tokio::time::timeout_at(deadline, listing).await {
             Ok(Ok(surface)) => {
-                if let Some(direct) = self.lanes.direct() {
+                if let Some(direct) = self.clients.direct() {
                     direct.listed(&surface.tools);
                 }
                 Ok(surface)
@@ -563,10 +563,10 @@ impl Session {
     where
         F: Future<Output = Result<Vec<T>, ServiceError>>,
     {
-        if let Some(service) = self.lanes.rmcp() {
+        if let Some(service) = self.clients.rmcp() {
             return rmcp(service.peer().clone()).await;
         }
-        let Some(lane) = self.lanes.direct() else {
+        let Some(lane) = self.clients.direct() else {
             return Err(ServiceError::TransportClosed);
         };
         let mut items = Vec::new();
@@ -603,7 +603,7 @@ impl Session {
     /// upstream fails: a supervisor must see every failure, and the gateway
     /// keeps its own last good catalog.
     pub(crate) async fn disable_response_cache(&self) {
-        if let Some(service) = self.lanes.rmcp() {
+        if let Some(service) = self.clients.rmcp() {
             service
                 .peer()
                 .set_response_cache_config(ClientCacheConfig::disabled())
@@ -613,7 +613,7 @@ impl Session {
 
     /// Whether the session's service loop has ended (stream closed, child exited).
     pub fn is_closed(&self) -> bool {
-        match self.lanes.rmcp() {
+        match self.clients.rmcp() {
             Some(service) => service.is_transport_closed(),
             None => self.ended.is_cancelled(),
         }
@@ -635,7 +635,7 @@ impl Session {
     /// transport in the background (for a child: close stdin, SIGTERM, kill).
     /// Requests still in flight on it fail promptly instead of hanging.
     pub fn cancel(&self) {
-        let ending = match self.lanes.rmcp() {
+        let ending = match self.clients.rmcp() {
             Some(service) => service.cancellation_token(),
             // Nothing to send on the way out: the listen stream closes
             // with the session.
@@ -672,7 +672,7 @@ impl Session {
         self.ended.cancel();
         // The result only says how the loop ended; there is nothing left to do
         // with it, and a hung upstream is cut off by the timeout.
-        if let Some(service) = self.lanes.rmcp_mut() {
+        if let Some(service) = self.clients.rmcp_mut() {
             let _ = service.close_with_timeout(grace).await;
         }
         // A grandchild, or a child that outlived `grace` (ignoring stdin EOF

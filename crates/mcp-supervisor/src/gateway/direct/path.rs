@@ -10,7 +10,7 @@ use axum::{body::Bytes, http::request::Parts, response::Response};
 use rmcp::model::ProtocolVersion;
 use tokio_util::sync::CancellationToken;
 
-use super::{Call, StatelessCall};
+use super::{PlainCall, StatelessCall};
 use crate::{
     codec::{mcp_headers, posted},
     gateway::{answer, http::read_body_as, sessions::CappedSessions, state::GatewayState},
@@ -68,7 +68,7 @@ impl DirectPath {
                     && session.takes(&post.parts.headers)
                     && post.sessions.has(id).await =>
             {
-                let call = Call::from(call);
+                let call = PlainCall::from(call);
                 post.sessions.touch(id, &session).await;
                 self.state.direct.taken();
                 let protocol = session.info().map(|info| info.protocol_version.clone());

@@ -14,7 +14,7 @@ pub(super) type RmcpClient = RunningService<RoleClient, SessionHandler>;
 
 /// The lanes a session sends on; each variant is one valid combination.
 #[derive(Debug)]
-pub(super) enum Lanes {
+pub(super) enum Clients {
     /// rmcp's client sends every request: a stdio session, or an HTTP one
     /// not (yet) given a direct client.
     Rmcp(RmcpClient),
@@ -31,39 +31,39 @@ pub(super) enum Lanes {
     Direct(Arc<DirectClient>),
 }
 
-impl Lanes {
+impl Clients {
     /// `rmcp` joined by `direct`, as its generation has them. rmcp's client
     /// is handed back when it is let go.
     pub(super) fn with_direct(
         rmcp: RmcpClient,
         direct: Arc<DirectClient>,
-    ) -> (Lanes, Option<RmcpClient>) {
+    ) -> (Clients, Option<RmcpClient>) {
         match direct.generation() {
-            Generation::Sessions => (Lanes::Split { rmcp, direct }, None),
-            Generation::Stateless => (Lanes::Direct(direct), Some(rmcp)),
+            Generation::Sessions => (Clients::Split { rmcp, direct }, None),
+            Generation::Stateless => (Clients::Direct(direct), Some(rmcp)),
         }
     }
 
     /// rmcp's client, while the session has it.
     pub(super) fn rmcp(&self) -> Option<&RmcpClient> {
         match self {
-            Lanes::Rmcp(rmcp) | Lanes::Split { rmcp, .. } => Some(rmcp),
-            Lanes::Direct(_) => None,
+            Clients::Rmcp(rmcp) | Clients::Split { rmcp, .. } => Some(rmcp),
+            Clients::Direct(_) => None,
         }
     }
 
     pub(super) fn rmcp_mut(&mut self) -> Option<&mut RmcpClient> {
         match self {
-            Lanes::Rmcp(rmcp) | Lanes::Split { rmcp, .. } => Some(rmcp),
-            Lanes::Direct(_) => None,
+            Clients::Rmcp(rmcp) | Clients::Split { rmcp, .. } => Some(rmcp),
+            Clients::Direct(_) => None,
         }
     }
 
     /// The direct client, if the session has one.
     pub(super) fn direct(&self) -> Option<&Arc<DirectClient>> {
         match self {
-            Lanes::Rmcp(_) => None,
-            Lanes::Split { direct, .. } | Lanes::Direct(direct) => Some(direct),
+            Clients::Rmcp(_) => None,
+            Clients::Split { direct, .. } | Clients::Direct(direct) => Some(direct),
         }
     }
 
