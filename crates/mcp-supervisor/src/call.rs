@@ -33,8 +33,31 @@ pub enum UpstreamRequest {
     /// A `tools/call`.
     Call(ToolCall),
     /// Any other request (`resources/read`, `prompts/get`, …), as rmcp types
-    /// it; shared, as an attempt or input round sends it again.
-    Relayed(Arc<ClientRequest>),
+    /// it.
+    Relayed(Relayed),
+}
+
+/// A request other than a `tools/call`, as rmcp types it; shared, as an
+/// attempt or input round sends it again. Made only by
+/// [`UpstreamRequest::from`], which makes every call a [`ToolCall`]: no
+/// call reaches a connection without its rules (the allowlist, the
+/// catalog, its retry rule).
+#[derive(Debug, Clone)]
+pub struct Relayed(Arc<ClientRequest>);
+
+impl Relayed {
+    pub fn request(&self) -> &ClientRequest {
+        &self.0
+    }
+
+    /// To change (copied first if another attempt still holds it).
+    fn make_mut(&mut self) -> &mut ClientRequest {
+        Arc::make_mut(&mut self.0)
+    }
+
+    pub(crate) fn into_request(self) -> ClientRequest {
+        Arc::unwrap_or_clone(self.0)
+    }
 }
 
 /// A `tools/call`: what is sent upstream, in the upstream's names.
@@ -45,7 +68,8 @@ pub struct ToolCall {
     pub arguments: Arguments,
     /// Its `_meta`: what the caller sets, then what each attempt adds (a
     /// progress token, trace context). A 2026-07-28 session's client
-    /// context fills in the keys it does not hold (`codec::request`).
+    /// context, written as encoded once (`codec::request`), wins over what
+    /// it held before the session stamped it, as rmcp merges them.
     pub meta: Option<RequestMetaObject>,
     /// The answers to an upstream's last input round, and the state it
     /// asked to be sent back (a multi-round call, SEP-2322).
@@ -167,9 +191,16 @@ impl From<Option<JsonObject>> for Arguments {
 }
 
 impl Drop for Arguments {
+    /// Heavy arguments are freed on a blocking thread, by whichever holder
+    /// lets them go last (the others only count down).
     fn drop(&mut self) {
-        if let Held::Parsed { heavy: true, .. } = self.0 {
-            drop_off_thread(std::mem::take(&mut self.0));
+        if let Held::Parsed {
+            object,
+            heavy: true,
+        } = std::mem::take(&mut self.0)
+            && let Some(last) = Arc::into_inner(object)
+        {
+            drop_off_thread(last);
         }
     }
 }
@@ -245,7 +276,7 @@ impl From<ClientRequest> for UpstreamRequest {
                 }
                 UpstreamRequest::Call(call)
             }
-            other => UpstreamRequest::Relayed(Arc::new(other)),
+            other => UpstreamRequest::Relayed(Relayed(Arc::new(other))),
         }
     }
 }
@@ -254,7 +285,7 @@ impl From<Arc<ClientRequest>> for UpstreamRequest {
     fn from(request: Arc<ClientRequest>) -> Self {
         match request.as_ref() {
             ClientRequest::CallToolRequest(_) => Arc::unwrap_or_clone(request).into(),
-            _ => UpstreamRequest::Relayed(request),
+            _ => UpstreamRequest::Relayed(Relayed(request)),
         }
     }
 }
@@ -264,7 +295,7 @@ impl UpstreamRequest {
     pub fn method(&self) -> &str {
         match self {
             UpstreamRequest::Call(_) => "tools/call",
-            UpstreamRequest::Relayed(request) => request.method(),
+            UpstreamRequest::Relayed(request) => request.request().method(),
         }
     }
 
@@ -288,7 +319,7 @@ impl UpstreamRequest {
     pub fn relayed(&self) -> Option<&ClientRequest> {
         match self {
             UpstreamRequest::Call(_) => None,
-            UpstreamRequest::Relayed(request) => Some(request),
+            UpstreamRequest::Relayed(request) => Some(request.request()),
         }
     }
 
@@ -297,7 +328,7 @@ impl UpstreamRequest {
     pub(crate) fn meta_mut(&mut self) -> &mut RequestMetaObject {
         match self {
             UpstreamRequest::Call(call) => call.meta.get_or_insert_default(),
-            UpstreamRequest::Relayed(request) => Arc::make_mut(request).get_meta_mut(),
+            UpstreamRequest::Relayed(request) => request.make_mut().get_meta_mut(),
         }
     }
 
@@ -314,11 +345,11 @@ impl UpstreamRequest {
             }
             UpstreamRequest::Relayed(request)
                 if matches!(
-                    request.as_ref(),
+                    request.request(),
                     ClientRequest::GetPromptRequest(_) | ClientRequest::ReadResourceRequest(_)
                 ) =>
             {
-                match Arc::make_mut(request) {
+                match request.make_mut() {
                     ClientRequest::GetPromptRequest(get) => Some((
                         &mut get.params.input_responses,
                         &mut get.params.request_state,
@@ -352,7 +383,7 @@ impl UpstreamRequest {
             UpstreamRequest::Call(call) => Ok(ClientRequest::CallToolRequest(
                 CallToolRequest::new(call.into_params().await?),
             )),
-            UpstreamRequest::Relayed(request) => Ok(Arc::unwrap_or_clone(request)),
+            UpstreamRequest::Relayed(request) => Ok(request.into_request()),
         }
     }
 }

@@ -148,3 +148,53 @@ fn an_rmcp_call_becomes_one_tool_call() {
     );
     assert_eq!(ours.arguments.json(), r#"{"q":"x"}"#);
 }
+
+/// Every `tools/call` becomes a [`ToolCall`], however it comes (whole, or
+/// shared): none is relayed past the rules a call must pass.
+#[test]
+fn every_call_is_a_tool_call() {
+    let call =
+        || ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new("t")));
+    for request in [
+        UpstreamRequest::from(call()),
+        UpstreamRequest::from(Arc::new(call())),
+    ] {
+        assert_eq!(request.tool(), Some("t"));
+        assert!(request.relayed().is_none());
+    }
+    let ping = UpstreamRequest::from(Arc::new(ClientRequest::PingRequest(PingRequest::default())));
+    assert_eq!(ping.tool(), None);
+    assert_eq!(ping.method(), "ping");
+}
+
+/// Heavy arguments are freed on a blocking thread by their last holder
+/// only: the other holders' drops start nothing.
+#[test]
+fn heavy_arguments_are_freed_off_the_thread_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let started = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&started);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .on_thread_start(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let heavy = Arguments::from(object(values(HEAVY_VALUES + 1)));
+        let copies: Vec<Arguments> = (0..5).map(|_| heavy.clone()).collect();
+        drop(copies);
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            0,
+            "a holder that was not the last started a thread"
+        );
+        drop(heavy);
+    });
+    drop(runtime);
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        1,
+        "the last holder frees them on a blocking thread"
+    );
+}

@@ -70,9 +70,10 @@ pub(crate) fn request_headers(
             )),
             Some(&*call.name),
         ),
-        UpstreamRequest::Relayed(request) => {
-            (HeaderValue::from_str(request.method()), name_of(request))
-        }
+        UpstreamRequest::Relayed(request) => (
+            HeaderValue::from_str(request.request().method()),
+            name_of(request.request()),
+        ),
     };
     if let Ok(method) = method {
         headers.push((METHOD, method));

@@ -48,10 +48,9 @@ impl Outgoing {
     pub(crate) fn request(request: UpstreamRequest, id: RequestId, stamp: Option<Stamp>) -> Self {
         match request {
             UpstreamRequest::Call(call) => Outgoing::Call(CallMessage { id, call, stamp }),
-            UpstreamRequest::Relayed(request) => Outgoing::Other(ClientJsonRpcMessage::request(
-                Arc::unwrap_or_clone(request),
-                id,
-            )),
+            UpstreamRequest::Relayed(request) => {
+                Outgoing::Other(ClientJsonRpcMessage::request(request.into_request(), id))
+            }
         }
     }
 
@@ -140,6 +139,14 @@ impl Stamp {
 
     fn keys(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(key, _)| key.as_str())
+    }
+
+    /// Takes its keys out of `meta`, where it wins over what a call held
+    /// before it was stamped (as rmcp's client merges its context).
+    pub(crate) fn clear_from(&self, meta: &mut JsonObject) {
+        for key in self.keys() {
+            meta.remove(key);
+        }
     }
 }
 

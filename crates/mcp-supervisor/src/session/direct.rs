@@ -367,6 +367,13 @@ impl DirectClient {
                 (UpstreamRequest::Call(_), Some(client)) => self.client_stamp(stamp, client),
                 _ => None,
             };
+            // The context wins over what the call held before (as rmcp's
+            // client merges it), and loses to what is added below.
+            if let (Some(encoded), UpstreamRequest::Call(call)) = (&encoded, &mut *request)
+                && let Some(meta) = &mut call.meta
+            {
+                encoded.clear_from(&mut meta.0.0);
+            }
             // Anything else, or a client's stamp that could not be encoded:
             // as rmcp's client puts them.
             if encoded.is_none() {

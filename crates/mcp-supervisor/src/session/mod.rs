@@ -728,7 +728,7 @@ fn method_of(request: &UpstreamRequest) -> Cow<'static, str> {
         UpstreamRequest::Call(_) => {
             Cow::Borrowed(<rmcp::model::CallToolRequestMethod as rmcp::model::ConstString>::VALUE)
         }
-        UpstreamRequest::Relayed(other) => Cow::Owned(other.method().to_owned()),
+        UpstreamRequest::Relayed(other) => Cow::Owned(other.request().method().to_owned()),
     }
 }
 

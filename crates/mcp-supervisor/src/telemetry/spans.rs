@@ -169,7 +169,7 @@ impl<'a> Target<'a> {
     pub(crate) fn of(request: &'a UpstreamRequest) -> Self {
         match request {
             UpstreamRequest::Call(call) => Target::Tool(&call.name),
-            UpstreamRequest::Relayed(relayed) => match relayed.as_ref() {
+            UpstreamRequest::Relayed(relayed) => match relayed.request() {
                 ClientRequest::GetPromptRequest(get) => Target::Prompt(&get.params.name),
                 _ => Target::None,
             },

@@ -238,6 +238,49 @@ async fn a_call_goes_out_as_rmcp_sends_it_and_its_json_answer_comes_back() {
     assert_eq!(lane.next_id().0, NumberOrString::Number(FIRST_ID + 1));
 }
 
+/// The session's client context wins over what a call's own `_meta` held
+/// (as rmcp's client merges it), and loses to what the send adds: the
+/// progress token, and the caller's extra entries.
+#[tokio::test]
+async fn the_context_wins_over_a_calls_own_meta_and_loses_to_what_is_added() {
+    let (lane, upstream) = lane(Script::Json).await;
+    let (id, token) = lane.next_id();
+    let mut call = ToolCall::new("echo", Arguments::default());
+    call.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(
+        json!({
+            "io.modelcontextprotocol/clientInfo": "the call's own loses",
+            "own": 1,
+            "progressToken": "replaced",
+        })
+        .as_object()
+        .cloned()
+        .unwrap(),
+    )));
+    let mut extra = rmcp::model::RequestMetaObject::new();
+    extra
+        .0
+        .0
+        .insert("io.modelcontextprotocol/logLevel".into(), json!("debug"));
+    let mut request = UpstreamRequest::from(call);
+    let stamp = lane.stamp(&mut request, Some(extra), token, None);
+    assert!(
+        stamp.is_some(),
+        "a 2026-07-28 call's context is encoded once"
+    );
+    lane.send(request, stamp, id, &SessionHandler::default())
+        .await
+        .unwrap();
+    let seen = upstream.seen.lock().unwrap();
+    let meta = &seen.posts[0].1["params"]["_meta"];
+    assert!(
+        meta["io.modelcontextprotocol/clientInfo"].is_object(),
+        "{meta}"
+    );
+    assert_eq!(meta["own"], 1);
+    assert_eq!(meta["io.modelcontextprotocol/logLevel"], "debug");
+    assert!(meta["progressToken"].is_number(), "{meta}");
+}
+
 /// A call made for a downstream client carries that client's
 /// capabilities in place of ours, the rest of the context as ever; the
 /// next client's calls carry its own.
