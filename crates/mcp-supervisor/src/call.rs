@@ -281,15 +281,6 @@ impl From<ClientRequest> for UpstreamRequest {
     }
 }
 
-impl From<Arc<ClientRequest>> for UpstreamRequest {
-    fn from(request: Arc<ClientRequest>) -> Self {
-        match request.as_ref() {
-            ClientRequest::CallToolRequest(_) => Arc::unwrap_or_clone(request).into(),
-            _ => UpstreamRequest::Relayed(Relayed(request)),
-        }
-    }
-}
-
 impl UpstreamRequest {
     /// Its JSON-RPC method.
     pub fn method(&self) -> &str {

@@ -316,7 +316,7 @@ impl Endpoint {
             Ok(read) => read,
             Err(refused) => return refused,
         };
-        if let Some(refused) = self.refused_while_draining(&parts.headers, &body) {
+        if let Some(refused) = self.draining_refusal(&parts.headers, &body) {
             return refused;
         }
         let post = Post {
@@ -343,7 +343,7 @@ impl Endpoint {
 
     /// A session-less request's refusal while the gateway drains (new
     /// sessions and session-less work wait for the next node).
-    fn refused_while_draining(&self, headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+    fn draining_refusal(&self, headers: &HeaderMap, body: &[u8]) -> Option<Response> {
         if headers.contains_key(&mcp_headers::SESSION_ID) || !self.control.draining.is_cancelled() {
             return None;
         }

@@ -323,10 +323,10 @@ async fn timing_lag<F: Future>(work: F) -> (F::Output, Duration) {
 /// The cheapest request an upstream answers: `ping`, which protocol
 /// 2026-07-28 removed; `server/discover` there.
 fn probe_request(service: &RunningService<RoleClient, SessionHandler>) -> ClientRequest {
-    let version = service
+    let stateless = service
         .peer_info()
-        .map(|info| info.protocol_version.clone());
-    if Generation::of_agreed(version.as_ref()) == Generation::Stateless {
+        .is_some_and(|info| Generation::of(&info.protocol_version) == Generation::Stateless);
+    if stateless {
         ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams::default()))
     } else {
         ClientRequest::PingRequest(PingRequest::default())
