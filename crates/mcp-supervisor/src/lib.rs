@@ -6,6 +6,8 @@
 //! call comes back as a value.
 //!
 //! # Layout
+//! - [`access`]: who is calling ([`access::Caller`]) and the one decision of what
+//!   each caller may use ([`access::Rules::decide`]), from the `[[access]]` rules.
 //! - [`admin`]: the admin HTTP API (`/status`, `/metrics`, reset, reload) over the registry.
 //! - [`call`]: a request on its way upstream in our own types ([`call::ToolCall`],
 //!   its [`call::Arguments`]), from the gateway's door to the upstream's socket.
@@ -34,6 +36,7 @@
 //!   context in `_meta` and headers.
 //! - [`tallies`]: the gateway's evictions and refusals, by limit.
 
+pub mod access;
 pub mod admin;
 pub mod call;
 mod codec;

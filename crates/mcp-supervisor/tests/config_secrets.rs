@@ -54,7 +54,17 @@ fn planted_config() -> (tempfile::TempDir, Config) {
 fn planted_secrets_are_really_loaded() {
     // Guards the other tests: if loading dropped the canary they would pass vacuously.
     let (_dir, config) = planted_config();
-    assert_eq!(config.gateway.auth.as_ref().unwrap().expose(), CANARY);
+    assert_eq!(
+        config
+            .gateway
+            .auth
+            .as_ref()
+            .unwrap()
+            .bearer()
+            .unwrap()
+            .expose(),
+        CANARY
+    );
     for name in ["by-env", "by-file"] {
         match &config.connection(name).unwrap().transport {
             Transport::Http(h) => assert_eq!(

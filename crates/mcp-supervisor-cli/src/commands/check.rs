@@ -15,6 +15,9 @@ use crate::exit::Exit;
 pub(crate) fn run(path: &Path, connect: bool) -> Result<(), Exit> {
     let config = load(path)?;
     println!("{}: ok", path.display());
+    for warning in &config.warnings {
+        println!("warning: {warning}");
+    }
     print!("{}", summary(&config));
     if !connect {
         return Ok(());

@@ -119,8 +119,13 @@ async fn serve(source: ConfigSource, config: Config, stdio: bool) -> Result<(), 
         }
         None => None,
     };
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
     let registry = Registry::new(config.clone()).start();
-    let state = GatewayState::start(&registry, &config.gateway).await;
+    let state = GatewayState::start(&registry, &config)
+        .await
+        .map_err(|error| Exit::Failed(format!("cannot open the audit log: {error}")))?;
     if telemetry.is_some() {
         let lifecycle = mcp_supervisor::telemetry::LifecycleSpans.start();
         let _ = registry.send(Subscribe(lifecycle.recipient())).await;

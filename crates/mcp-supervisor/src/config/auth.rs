@@ -88,6 +88,19 @@ impl Validator<'_> {
                 ));
             }
         }
+        for (name, present) in [
+            ("issuer", raw.issuer.is_some()),
+            ("groups_claim", raw.groups_claim.is_some()),
+            ("leeway", raw.leeway.is_some()),
+        ] {
+            if present {
+                return Err(self.invalid(
+                    &key.key(name),
+                    "only valid for the gateway's own auth (its callers' tokens), not a \
+                     connection's",
+                ));
+            }
+        }
         let grant = match raw.grant.as_deref() {
             None => OAuthGrant::default(),
             Some(name) => OAuthGrant::parse(name).ok_or_else(|| {
@@ -180,6 +193,9 @@ impl Validator<'_> {
             ("scopes", raw.scopes.is_some()),
             ("grant", raw.grant.is_some()),
             ("authorization_server", raw.authorization_server.is_some()),
+            ("issuer", raw.issuer.is_some()),
+            ("groups_claim", raw.groups_claim.is_some()),
+            ("leeway", raw.leeway.is_some()),
         ] {
             if present {
                 return Err(self.invalid(&key.key(name), "only valid for kind = \"oauth\""));

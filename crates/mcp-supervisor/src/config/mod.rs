@@ -33,11 +33,12 @@ use std::path::Path;
 pub use error::{ConfigError, Location};
 pub use import::{ImportError, import_mcp_servers};
 pub use model::{
-    AdminSettings, BearerToken, CAPTURE_MAX_BYTES, Choice, Config, ConnectionConfig,
-    DEFAULT_FLEET_NAMESPACE, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW,
-    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, Expose, FleetKey, FleetSettings,
-    ForwardedHeader, GatewaySettings, HttpTransport, OAuthGrant, OAuthSettings, OtlpProtocol,
-    Password, Prefix, QuarantineSettings, RestartBudget, RetryCalls, SampleRatio, StdioTransport,
+    AdminSettings, ApiKey, AuditLog, BearerToken, CAPTURE_MAX_BYTES, CallerAuth, Choice, Config,
+    ConnectionConfig, DEFAULT_FLEET_NAMESPACE, DEFAULT_GROUPS_CLAIM, DEFAULT_LEEWAY,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_CONCURRENT_CALLS,
+    DEFAULT_MAX_QUEUED_CALLS, Expose, FleetKey, FleetSettings, ForwardedHeader, GatewaySettings,
+    HttpTransport, IntrospectionClient, OAuthGrant, OAuthSettings, OtlpProtocol, Password, Prefix,
+    QuarantineSettings, ResourceServer, RestartBudget, RetryCalls, SampleRatio, StdioTransport,
     SupervisorSettings, TelemetrySettings, Transport, UpstreamAuth, UpstreamProtocol,
 };
 pub use summary::summary;
@@ -64,7 +65,7 @@ impl Config {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let raw = parse::parse(text, origin)?;
-        validate::Validator::new(origin, env).config(raw)
+        validate::Validator::new(origin, text, env).config(raw)
     }
 }
 

@@ -16,11 +16,13 @@
 //! - `listeners`: `[gateway]` and `[admin]`, the two HTTP servers.
 //! - `connection`: `[connections.NAME]` and its http or stdio transport.
 //! - `auth`: bearer tokens and an http connection's OAuth settings.
+//! - `callers`: who may call the gateway (its auth, keys, audit log).
 //! - `fleet`: `[fleet]`, with the fleet's key and the store's password.
 //! - `telemetry`: `[telemetry]`, the OTLP export.
 //! - `redact`: what `Debug` shows of secrets and URLs.
 
 mod auth;
+mod callers;
 mod connection;
 mod fleet;
 mod listeners;
@@ -30,6 +32,10 @@ mod telemetry;
 
 pub use self::{
     auth::{BearerToken, OAuthGrant, OAuthSettings, UpstreamAuth},
+    callers::{
+        ApiKey, AuditLog, CallerAuth, DEFAULT_GROUPS_CLAIM, DEFAULT_LEEWAY, IntrospectionClient,
+        ResourceServer,
+    },
     connection::{
         ConnectionConfig, DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, HttpTransport,
         RetryCalls, StdioTransport, Transport, UpstreamProtocol,
@@ -61,6 +67,12 @@ pub struct Config {
     /// `[telemetry]`: spans and metrics exported over OTLP
     /// (docs/OBSERVABILITY.md). `None`: nothing is exported.
     pub telemetry: Option<TelemetrySettings>,
+    /// `[[access]]`: what each caller may use (docs/SECURITY.md). Empty:
+    /// every caller may use everything.
+    pub access: crate::access::Rules,
+    /// What is allowed but probably not meant (a rule no caller reaches),
+    /// each a line naming the key and where it is in the file.
+    pub warnings: Vec<String>,
 }
 
 impl Config {

@@ -50,6 +50,11 @@ fn shape_error(
     let mut key = KeyPath::root();
     let mut last_key = None;
     for segment in error.path() {
+        // A `toml::Spanned` value (an `[[access]]` rule) is a map of its
+        // own to serde: not a key of the file.
+        if matches!(segment, Segment::Map { key } if key.starts_with("$__serde_spanned_private")) {
+            continue;
+        }
         last_key = match segment {
             Segment::Map { key: k } => Some(k.as_str()),
             _ => None,

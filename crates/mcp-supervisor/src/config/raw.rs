@@ -25,6 +25,25 @@ pub(crate) struct RawConfig {
     pub(crate) connections: Option<BTreeMap<String, RawConnection>>,
     pub(crate) fleet: Option<RawFleet>,
     pub(crate) telemetry: Option<RawTelemetry>,
+    /// Spanned, so a rule's problem names its line.
+    pub(crate) access: Option<Vec<toml::Spanned<RawAccess>>>,
+}
+
+/// `[[access]]`: one rule.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawAccess {
+    pub(crate) who: Option<Vec<String>>,
+    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) deny: Option<Vec<String>>,
+}
+
+/// `[gateway.keys.NAME]`: a machine client's key, by its hash.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawKey {
+    pub(crate) sha256: Option<String>,
+    pub(crate) groups: Option<Vec<String>>,
 }
 
 /// `[telemetry]`.
@@ -123,6 +142,9 @@ pub(crate) struct RawGateway {
     pub(crate) session_idle_timeout: Option<String>,
     pub(crate) trusted_proxies: Option<Vec<String>>,
     pub(crate) forwarded_header: Option<String>,
+    pub(crate) public_url: Option<String>,
+    pub(crate) keys: Option<BTreeMap<String, RawKey>>,
+    pub(crate) audit_log: Option<String>,
 }
 
 /// `[admin]`.
@@ -158,6 +180,10 @@ pub(crate) struct RawAuth {
     pub(crate) scopes: Option<Vec<String>>,
     pub(crate) grant: Option<String>,
     pub(crate) authorization_server: Option<String>,
+    // kind = "oauth" of the gateway.
+    pub(crate) issuer: Option<String>,
+    pub(crate) groups_claim: Option<String>,
+    pub(crate) leeway: Option<String>,
 }
 
 /// `[connections.NAME]`: the keys of both transports, all optional; which ones are

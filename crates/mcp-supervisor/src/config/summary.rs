@@ -7,7 +7,9 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Choice, Config, ConnectionConfig, Transport, UpstreamProtocol, redact_url};
+use super::model::{
+    CallerAuth, Choice, Config, ConnectionConfig, Transport, UpstreamProtocol, redact_url,
+};
 
 /// One line for the gateway, one for admin, then one per connection in name
 /// order. Deterministic: the same config always gives the same text.
@@ -23,12 +25,29 @@ pub fn summary(config: &Config) -> String {
         g.path,
         g.expose.as_str(),
         g.prefix.as_str(),
-        if g.auth.is_some() { "bearer" } else { "none" },
+        match &g.auth {
+            None => "none",
+            Some(CallerAuth::Bearer(_)) => "bearer",
+            Some(CallerAuth::OAuth(_)) => "oauth",
+        },
         g.allowed_hosts.join(","),
         g.max_body_bytes,
         g.max_connections,
         g.max_sessions,
     );
+    if !g.keys.is_empty() || !config.access.is_open() {
+        let keys: Vec<&str> = g.keys.iter().map(|key| key.name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "access   keys={} rules={}",
+            if keys.is_empty() {
+                "none".to_owned()
+            } else {
+                keys.join(",")
+            },
+            config.access.rules().len(),
+        );
+    }
     let a = &config.admin;
     let _ = writeln!(
         out,

@@ -1,7 +1,9 @@
 //! Loading whole documents, one submodule per topic: `defaults`, `secrets`,
-//! `errors`, `import`, `summary`, `oauth`, `fleet` and `telemetry`. The
+//! `errors`, `import`, `summary`, `oauth`, `fleet`, `telemetry` and
+//! `access` (the gateway's callers and their rules). The
 //! helpers they share are here.
 
+mod access;
 mod defaults;
 mod errors;
 mod fleet;

@@ -10,6 +10,7 @@
 //! are read in `config::telemetry` and `config::auth`. The checks every table
 //! shares (durations, counts, choices, paths) are here.
 
+mod callers;
 mod connection;
 mod fleet;
 mod listeners;
@@ -33,6 +34,8 @@ const MAX_ATTEMPTS: u32 = 100;
 pub(crate) struct Validator<'a> {
     /// Named in every error.
     pub(crate) file: &'a Path,
+    /// The file's text: where a spanned value is, for its errors.
+    pub(crate) text: &'a str,
     /// Base for relative `token_file` and `cwd` paths: the file's directory.
     pub(crate) base_dir: PathBuf,
     /// Environment lookup for `token_env`.
@@ -40,13 +43,18 @@ pub(crate) struct Validator<'a> {
 }
 
 impl<'a> Validator<'a> {
-    pub(crate) fn new(file: &'a Path, env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn new(
+        file: &'a Path,
+        text: &'a str,
+        env: &'a dyn Fn(&str) -> Option<String>,
+    ) -> Self {
         let base_dir = match file.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
         };
         Self {
             file,
+            text,
             base_dir,
             env,
         }
@@ -102,6 +110,12 @@ impl<'a> Validator<'a> {
             Some(telemetry) => self.telemetry(&root.key("telemetry"), telemetry)?,
             None => None,
         };
+        let (access, warnings) = self.access(
+            &root.key("access"),
+            raw.access.unwrap_or_default(),
+            &connections,
+            gateway.prefix,
+        )?;
         Ok(Config {
             supervisor,
             gateway,
@@ -109,6 +123,8 @@ impl<'a> Validator<'a> {
             connections,
             fleet,
             telemetry,
+            access,
+            warnings,
         })
     }
 

@@ -79,6 +79,7 @@ use super::{
     tool_call,
 };
 use crate::{
+    access::Caller,
     call::{Arguments, ToolCall},
     codec::{
         mcp_headers,
@@ -156,7 +157,7 @@ impl DirectSession {
     pub(super) fn answer(
         self: Arc<Self>,
         state: Arc<GatewayState>,
-        (call, span): (PlainCall, ServerSpan),
+        (call, span, caller): (PlainCall, ServerSpan, Arc<Caller>),
         cancelled: CancellationToken,
     ) -> (BoxFuture<'static, Option<ServerJsonRpcMessage>>, Before) {
         let (before, messages) = Before::channel();
@@ -176,8 +177,7 @@ impl DirectSession {
             let answered = span
                 .run(self.respond(
                     &state,
-                    id.clone(),
-                    tool,
+                    (id.clone(), tool, &caller),
                     progress,
                     before,
                     cancelled.clone(),
@@ -192,8 +192,7 @@ impl DirectSession {
     async fn respond(
         &self,
         state: &Arc<GatewayState>,
-        id: RequestId,
-        tool: ToolCall,
+        (id, tool, caller): (RequestId, ToolCall, &Caller),
         progress: Option<ProgressToken>,
         before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
         cancelled: CancellationToken,
@@ -202,7 +201,7 @@ impl DirectSession {
         let answering = Answering::OnSession(Box::new(move |connection| {
             DownstreamRequest::direct(downstream, id, connection, cancelled, progress, before)
         }));
-        let response = tool_call::answer(state, tool, answering).await;
+        let response = tool_call::answer(state, tool, answering, caller).await;
         let tasks = self
             .info()
             .is_some_and(|info| info.capabilities.supports_tasks());
@@ -294,7 +293,7 @@ impl StatelessCall {
     pub(super) fn answer(
         self,
         state: Arc<GatewayState>,
-        span: ServerSpan,
+        (span, caller): (ServerSpan, Arc<Caller>),
         gone: CancellationToken,
     ) -> (BoxFuture<'static, Option<ServerJsonRpcMessage>>, Before) {
         let (before, messages) = Before::channel();
@@ -320,6 +319,7 @@ impl StatelessCall {
                         origin,
                         gone: &gone,
                     },
+                    &caller,
                 ))
                 .await;
             let answered = Generation::Stateless.shape(response, tasks);

@@ -85,6 +85,8 @@ pub struct Directory {
     pub capabilities: ServerCapabilities,
     /// Names two connections both expose; the first connection's wins.
     pub clashes: Vec<Clash>,
+    /// How the names were exposed.
+    pub naming: Naming,
     tool_routes: HashMap<String, Target>,
     /// Exposed tools whose input schema marks arguments for `Mcp-Param-*`
     /// headers (SEP-2243), which rmcp's server checks on a call.
@@ -107,7 +109,10 @@ impl Directory {
     /// `listChanged` wherever offered, because connections coming and going
     /// change the lists too; resource `subscribe` when any upstream offers it.
     pub fn build(naming: Naming, catalogs: &[Arc<Catalog>]) -> Directory {
-        let mut directory = Directory::default();
+        let mut directory = Directory {
+            naming,
+            ..Directory::default()
+        };
         let shared_uris = shared(catalogs, |catalog| {
             catalog.resources.iter().map(|r| r.uri.as_str()).collect()
         });

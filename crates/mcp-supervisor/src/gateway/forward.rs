@@ -24,22 +24,28 @@ impl ListChangedForwarder {
 }
 
 impl GatewayState {
-    /// A gateway's shared state over `registry`, with `settings`' view of
-    /// it, and its [`ListChangedForwarder`] subscribed to the registry (so
-    /// what upstreams announce reaches the gateway's clients): how every
-    /// server of the gateway starts, over HTTP or stdio.
+    /// A gateway's shared state over `registry`, with `config`'s view of
+    /// it (`[gateway]`) and its access rules and audit log, and its
+    /// [`ListChangedForwarder`] subscribed to the registry (so what
+    /// upstreams announce reaches the gateway's clients): how every server
+    /// of the gateway starts, over HTTP or stdio. Fails only when the audit
+    /// log cannot be opened.
     pub async fn start(
         registry: &actix::Addr<crate::registry::Registry>,
-        settings: &crate::config::GatewaySettings,
-    ) -> Arc<GatewayState> {
-        let state = GatewayState::new(registry.clone(), settings.expose, settings.prefix);
+        config: &crate::config::Config,
+    ) -> std::io::Result<Arc<GatewayState>> {
+        let settings = &config.gateway;
+        let audit = super::audit::Audit::open(settings.audit_log.as_ref())?;
+        let rights = super::rights::Rights::new(config.access.clone(), audit);
+        let state =
+            GatewayState::with_rights(registry.clone(), settings.expose, settings.prefix, rights);
         let forwarder = ListChangedForwarder::new(state.clone()).start();
         // A registry gone answers nothing: the gateway then serves nothing
         // either, which its callers learn from the registry itself.
         let _ = registry
             .send(crate::registry::Subscribe(forwarder.recipient()))
             .await;
-        state
+        Ok(state)
     }
 }
 

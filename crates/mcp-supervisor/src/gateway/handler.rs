@@ -50,11 +50,16 @@ use super::{
     downstream::{DownstreamRequest, DownstreamSession},
     mrtr::{self, Answering, Exchange},
     paging,
+    rights::{Use, caller_of},
     state::GatewayState,
     tool_call, traced,
 };
 use crate::{
-    Forwarded, codec::mcp_headers, generation::Generation, meta,
+    Forwarded,
+    access::{Item, Kind},
+    codec::mcp_headers,
+    generation::Generation,
+    meta,
     telemetry::spans::Target as SpanTarget,
 };
 
@@ -311,10 +316,21 @@ impl ServerHandler for GatewayHandler {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let directory = self.state.listing(cursor(&request)).await;
-        let (page, next) = paging::page("prompts", &directory.prompts, cursor(&request))?;
+        let prompts = self.state.rights.visible(
+            &caller_of(&context),
+            Kind::Prompt,
+            &directory.prompts,
+            |prompt| &prompt.name,
+            |name| {
+                directory
+                    .prompt(name)
+                    .map(|target| target.connection.clone())
+            },
+        );
+        let (page, next) = paging::page("prompts", &prompts, cursor(&request))?;
         let mut result = ListPromptsResult::with_all_items(page);
         result.next_cursor = next;
         Ok(result)
@@ -336,10 +352,17 @@ impl ServerHandler for GatewayHandler {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let directory = self.state.listing(cursor(&request)).await;
-        let (page, next) = paging::page("resources", &directory.resources, cursor(&request))?;
+        let resources = self.state.rights.visible(
+            &caller_of(&context),
+            Kind::Resource,
+            &directory.resources,
+            |resource| &resource.uri,
+            |uri| directory.resource(uri).map(|target| target.connection),
+        );
+        let (page, next) = paging::page("resources", &resources, cursor(&request))?;
         let mut result = ListResourcesResult::with_all_items(page);
         result.next_cursor = next;
         Ok(result)
@@ -348,14 +371,21 @@ impl ServerHandler for GatewayHandler {
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let directory = self.state.listing(cursor(&request)).await;
-        let (page, next) = paging::page(
-            "resources/templates",
+        let templates = self.state.rights.visible(
+            &caller_of(&context),
+            Kind::Resource,
             &directory.templates,
-            cursor(&request),
-        )?;
+            |template| &template.uri_template,
+            |uri| {
+                directory
+                    .template(uri)
+                    .map(|target| target.connection.clone())
+            },
+        );
+        let (page, next) = paging::page("resources/templates", &templates, cursor(&request))?;
         let mut result = ListResourceTemplatesResult::with_all_items(page);
         result.next_cursor = next;
         Ok(result)
@@ -378,14 +408,22 @@ impl ServerHandler for GatewayHandler {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let exposed = request.uri;
-        let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
-            return Err(unknown_resource(&exposed));
-        };
+        let caller = caller_of(&context);
+        let (target, used) = self
+            .routed(
+                &caller,
+                SubscribeRequestMethod::VALUE,
+                Kind::Resource,
+                &exposed,
+                |d| d.resource(&exposed),
+            )
+            .await
+            .ok_or_else(|| unknown_resource(&exposed))?;
         let forwarded = self.state.subscribe(&self.session, &exposed, &target).await;
-        answer(forwarded, |_| Some(()))
+        ended(used, answer(forwarded, |_| Some(())))
     }
 
     async fn unsubscribe(
@@ -393,6 +431,8 @@ impl ServerHandler for GatewayHandler {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // Ending a subscription is not a use: a session may always drop
+        // what it holds (it could subscribe only to what it may use).
         let exposed = request.uri;
         let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
             return Err(unknown_resource(&exposed));
@@ -485,12 +525,18 @@ impl GatewayHandler {
     async fn serve_list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = Vec::new();
         if self.state.namespaced() {
             let directory = self.state.listing(cursor(&request)).await;
-            tools.extend(directory.tools.iter().cloned());
+            tools = self.state.rights.visible(
+                &caller_of(&context),
+                Kind::Tool,
+                &directory.tools,
+                |tool| &tool.name,
+                |name| directory.tool(name).map(|target| target.connection.clone()),
+            );
         }
         if self.state.meta() {
             tools.extend(meta::definitions());
@@ -506,13 +552,16 @@ impl GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let caller = caller_of(&context);
         if self.state.serves_meta_tool(&request.name) {
+            let caller = caller.clone();
             let name = request.name.to_string();
-            let result = meta::call(&self.state.registry, &name, request.arguments).await;
+            let sees = self.state.rights.sees(caller, self.state.current());
+            let result = meta::call_as(&self.state.registry, &name, request.arguments, &sees).await;
             return Ok(downstream(result));
         }
         let answering = Answering::of(&context, &self.session);
-        tool_call::answer(&self.state, request.into(), answering).await
+        tool_call::answer(&self.state, request.into(), answering, &caller).await
     }
 
     async fn serve_get_prompt(
@@ -521,25 +570,39 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let name = request.name.clone();
-        let Some(target) = self.state.route(|d| d.prompt(&name).cloned()).await else {
-            return Err(unknown_prompt(&name));
-        };
+        let caller = caller_of(&context);
+        let (target, used) = self
+            .routed(
+                &caller,
+                GetPromptRequestMethod::VALUE,
+                Kind::Prompt,
+                &name,
+                |d| d.prompt(&name).cloned(),
+            )
+            .await
+            .ok_or_else(|| unknown_prompt(&name))?;
         let mut params = request;
         params.name = target.name.clone();
         params.meta = None;
         let get = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         let answering = Answering::of(&context, &self.session);
-        let forwarded = match mrtr::exchange(&self.state, &target, get.into(), answering).await? {
-            Exchange::Done(forwarded) => forwarded,
-            Exchange::InputRequired(asked) => return Ok(GetPromptResponse::InputRequired(asked)),
+        let got = async {
+            let forwarded =
+                match mrtr::exchange(&self.state, &target, get.into(), answering).await? {
+                    Exchange::Done(forwarded) => forwarded,
+                    Exchange::InputRequired(asked) => {
+                        return Ok(GetPromptResponse::InputRequired(asked));
+                    }
+                };
+            answer(forwarded, |result| match result {
+                ServerResult::GetPromptResult(mut result) => {
+                    complete(&mut result.result_type);
+                    Some(GetPromptResponse::Complete(result))
+                }
+                _ => None,
+            })
         };
-        answer(forwarded, |result| match result {
-            ServerResult::GetPromptResult(mut result) => {
-                complete(&mut result.result_type);
-                Some(GetPromptResponse::Complete(result))
-            }
-            _ => None,
-        })
+        ended(used, got.await)
     }
 
     async fn serve_read_resource(
@@ -548,9 +611,17 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let exposed = request.uri.clone();
-        let Some(target) = self.state.route(|d| d.resource(&exposed)).await else {
-            return Err(unknown_resource(&exposed));
-        };
+        let caller = caller_of(&context);
+        let (target, used) = self
+            .routed(
+                &caller,
+                ReadResourceRequestMethod::VALUE,
+                Kind::Resource,
+                &exposed,
+                |d| d.resource(&exposed),
+            )
+            .await
+            .ok_or_else(|| unknown_resource(&exposed))?;
         let mut params = request;
         params.uri = target.name.clone();
         params.meta = None;
@@ -558,36 +629,40 @@ impl GatewayHandler {
         let legacy_client =
             Generation::of_agreed(context.protocol_version().as_ref()) == Generation::Sessions;
         let answering = Answering::of(&context, &self.session);
-        let forwarded = match mrtr::exchange(&self.state, &target, read.into(), answering).await? {
-            // A missing resource is -32002 for a 2025 client (rmcp turns it
-            // into -32602 for a 2026 one; a 2026 upstream sends -32602).
-            Exchange::Done(Forwarded::Error(mut error))
-                if legacy_client && is_resource_not_found(&error) =>
-            {
-                error.code = ErrorCode::RESOURCE_NOT_FOUND;
-                return Err(error);
-            }
-            Exchange::Done(forwarded) => forwarded,
-            Exchange::InputRequired(asked) => {
-                return Ok(ReadResourceResponse::InputRequired(asked));
-            }
-        };
-        answer(forwarded, |result| match result {
-            ServerResult::ReadResourceResult(mut result) => {
-                complete(&mut result.result_type);
-                // Contents name the URI the client asked for.
-                for contents in &mut result.contents {
-                    if let ResourceContents::TextResourceContents { uri, .. }
-                    | ResourceContents::BlobResourceContents { uri, .. } = contents
-                        && *uri == target.name
+        let read = async {
+            let forwarded =
+                match mrtr::exchange(&self.state, &target, read.into(), answering).await? {
+                    // A missing resource is -32002 for a 2025 client (rmcp turns it
+                    // into -32602 for a 2026 one; a 2026 upstream sends -32602).
+                    Exchange::Done(Forwarded::Error(mut error))
+                        if legacy_client && is_resource_not_found(&error) =>
                     {
-                        uri.clone_from(&exposed);
+                        error.code = ErrorCode::RESOURCE_NOT_FOUND;
+                        return Err(error);
                     }
+                    Exchange::Done(forwarded) => forwarded,
+                    Exchange::InputRequired(asked) => {
+                        return Ok(ReadResourceResponse::InputRequired(asked));
+                    }
+                };
+            answer(forwarded, |result| match result {
+                ServerResult::ReadResourceResult(mut result) => {
+                    complete(&mut result.result_type);
+                    // Contents name the URI the client asked for.
+                    for contents in &mut result.contents {
+                        if let ResourceContents::TextResourceContents { uri, .. }
+                        | ResourceContents::BlobResourceContents { uri, .. } = contents
+                            && *uri == target.name
+                        {
+                            uri.clone_from(&exposed);
+                        }
+                    }
+                    Some(ReadResourceResponse::Complete(result))
                 }
-                Some(ReadResourceResponse::Complete(result))
-            }
-            _ => None,
-        })
+                _ => None,
+            })
+        };
+        ended(used, read.await)
     }
 
     async fn serve_complete(
@@ -597,23 +672,30 @@ impl GatewayHandler {
     ) -> Result<CompleteResult, ErrorData> {
         let mut params = request;
         params.meta = None;
-        let target = match &mut params.r#ref {
+        let caller = caller_of(&context);
+        let method = CompleteRequestMethod::VALUE;
+        let (target, used) = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
                 let name = prompt.name.clone();
-                let target = self.state.route(|d| d.prompt(&name).cloned()).await;
-                let target = target.ok_or_else(|| unknown_prompt(&name))?;
+                let routed = self
+                    .routed(&caller, method, Kind::Prompt, &name, |d| {
+                        d.prompt(&name).cloned()
+                    })
+                    .await;
+                let (target, used) = routed.ok_or_else(|| unknown_prompt(&name))?;
                 prompt.name = target.name.clone();
-                target
+                (target, used)
             }
             Reference::Resource(resource) => {
                 let uri = resource.uri.clone();
-                let target = self
-                    .state
-                    .route(|d| d.template(&uri).cloned().or_else(|| d.resource(&uri)))
+                let routed = self
+                    .routed(&caller, method, Kind::Resource, &uri, |d| {
+                        d.template(&uri).cloned().or_else(|| d.resource(&uri))
+                    })
                     .await;
-                let target = target.ok_or_else(|| unknown_resource(&uri))?;
+                let (target, used) = routed.ok_or_else(|| unknown_resource(&uri))?;
                 resource.uri = target.name.clone();
-                target
+                (target, used)
             }
             _ => {
                 return Err(ErrorData::invalid_params(
@@ -623,7 +705,7 @@ impl GatewayHandler {
             }
         };
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-        answer(
+        let completed = answer(
             self.forward(&target, request, &context).await,
             |result| match result {
                 ServerResult::CompleteResult(mut result) => {
@@ -632,7 +714,29 @@ impl GatewayHandler {
                 }
                 _ => None,
             },
-        )
+        );
+        ended(used, completed)
+    }
+
+    /// Where the exposed `name` (a `kind`) goes, routed with `find`, and
+    /// its use decided for `caller`; `None` for a name the gateway does not
+    /// expose and for one `caller` may not use (answered alike).
+    async fn routed<'a>(
+        &'a self,
+        caller: &'a crate::access::Caller,
+        method: &'a str,
+        kind: Kind,
+        name: &str,
+        find: impl Fn(&Directory) -> Option<Target>,
+    ) -> Option<(Target, Use<'a>)> {
+        let target = self.state.route(find).await?;
+        let item = Item {
+            kind,
+            name,
+            connection: &target.connection,
+        };
+        let used = self.state.rights.decide(caller, method, item);
+        used.allowed().then_some((target, used))
     }
 
     /// Sends a `tasks/*` request to the connection that runs its task.
@@ -654,6 +758,12 @@ impl GatewayHandler {
         };
         answer(self.forward(&target, request, context).await, Some)
     }
+}
+
+/// `result`, its use recorded as `ok` or `error`.
+fn ended<T>(used: Use<'_>, result: Result<T, ErrorData>) -> Result<T, ErrorData> {
+    used.end(if result.is_ok() { "ok" } else { "error" });
+    result
 }
 
 fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {

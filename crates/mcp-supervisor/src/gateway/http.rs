@@ -60,7 +60,7 @@ use axum::{
     extract::{Request, State},
     http::{HeaderMap, Method, StatusCode, request::Parts},
     response::{IntoResponse, Response},
-    routing::any,
+    routing::{any, get},
 };
 use rmcp::{
     model::{ConstString, SubscriptionsListenRequestMethod},
@@ -79,6 +79,7 @@ use refusals::{
 
 use super::{
     answer,
+    callers::{Callers, METADATA_PATH},
     direct::{DirectPath, Post},
     door,
     elsewhere::Elsewhere,
@@ -90,11 +91,11 @@ use super::{
 };
 use crate::{
     codec::mcp_headers,
-    config::{BearerToken, FleetSettings, GatewaySettings},
+    config::{FleetSettings, GatewaySettings},
     generation::Generation,
     listener::{
         self, Peer, Port, Server,
-        guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
+        guard::{AllowedHosts, is_json, unauthorized},
         tallies::Protection,
     },
 };
@@ -113,8 +114,8 @@ pub const LARGE_AT_ONCE: usize = 2;
 /// `Arc`: nothing is copied per request), by the steps of a request's main
 /// line (`mcp_endpoint`, [`Endpoint::post`]).
 struct Endpoint {
-    /// Who may come in without a fleet node's voucher: the bearer token.
-    token: Option<Arc<BearerToken>>,
+    /// Who may come in without a fleet node's voucher, and as whom.
+    callers: Callers,
     /// In a fleet: the sessions other nodes hold, reached by forwarding,
     /// and the vouchers of the nodes that forward here.
     elsewhere: Option<Elsewhere>,
@@ -174,7 +175,7 @@ pub async fn serve_http(
         config,
     );
     let endpoint = Endpoint {
-        token: settings.auth.clone().map(Arc::new),
+        callers: Callers::new(settings),
         elsewhere,
         proxies: listener::forwarded::Proxies::new(settings),
         bodies: Bodies {
@@ -191,6 +192,11 @@ pub async fn serve_http(
     };
     let router = Router::new()
         .route(&settings.path, any(mcp_endpoint))
+        .route(METADATA_PATH, get(resource_metadata))
+        .route(
+            &format!("{METADATA_PATH}{}", settings.path.trim_end_matches('/')),
+            get(resource_metadata),
+        )
         .with_state(Arc::new(endpoint));
     let server = Server {
         port: Port::Gateway,
@@ -206,8 +212,17 @@ pub async fn serve_http(
     listener::serve(listener, router, server, shutdown.accepting.clone()).await
 }
 
+/// The gateway's protected-resource metadata (RFC 9728); 404 when it
+/// takes no access tokens.
+async fn resource_metadata(State(endpoint): State<Arc<Endpoint>>) -> Response {
+    endpoint
+        .callers
+        .metadata()
+        .unwrap_or_else(|| StatusCode::NOT_FOUND.into_response())
+}
+
 async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
-    let (request, forwarded) = match endpoint.admit(request) {
+    let (request, forwarded) = match endpoint.admit(request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -255,10 +270,12 @@ fn opens_a_stream(headers: &HeaderMap) -> bool {
 impl Endpoint {
     /// `request` if its caller may come in, and whether another node of
     /// the fleet forwarded it here: with that node's voucher, which stands
-    /// for the bearer token it checked (a forwarded request carries no
-    /// credentials, `vouch.rs`), or with the token. A request marked as
-    /// forwarded without a valid voucher is refused, whatever it carries.
-    fn admit(&self, mut request: Request) -> Result<(Request, bool), Response> {
+    /// for the caller it identified (a forwarded request carries no
+    /// credentials, `vouch.rs`), or with its own credentials. A request
+    /// marked as forwarded without a valid voucher is refused, whatever it
+    /// carries. The caller goes into the request's extensions, for every
+    /// step after this one.
+    async fn admit(&self, mut request: Request) -> Result<(Request, bool), Response> {
         let forwarded = request.headers().contains_key(&FORWARDED)
             && match &self.elsewhere {
                 Some(elsewhere) => {
@@ -277,11 +294,13 @@ impl Endpoint {
                     false
                 }
             };
-        if !forwarded
-            && let Some(token) = &self.token
-            && !bearer_matches(request.headers(), token)
-        {
-            return Err(unauthorized("missing or invalid bearer token"));
+        if !forwarded {
+            let caller = self
+                .callers
+                .identify(request.headers())
+                .await
+                .map_err(|why| self.callers.refusal(&why))?;
+            request.extensions_mut().insert(caller);
         }
         Ok((request, forwarded))
     }

@@ -15,7 +15,8 @@
 //!   generations, and `rounds`, their bookkeeping (sealed states, requests
 //!   waiting for a client's answers);
 //! - [`handler`]: the rmcp `ServerHandler`;
-//! - [`http`]: the HTTP endpoint with bearer auth, Host allowlist, body limit;
+//! - [`http`]: the HTTP endpoint with its callers' credentials (`callers`:
+//!   the bearer, keys, access tokens), Host allowlist, body limit;
 //! - `session_ids` and `elsewhere`: in a fleet, session ids that name their
 //!   node, and the forwarding of a request to the node holding its session,
 //!   with `vouch`, the forwarding node's word for the caller instead of its
@@ -30,6 +31,8 @@
 //!   updates, logs) to downstream sessions.
 
 mod answer;
+mod audit;
+mod callers;
 mod direct;
 mod direct_sessions;
 pub mod directory;
@@ -42,6 +45,7 @@ pub mod http;
 mod mrtr;
 pub mod naming;
 pub mod paging;
+mod rights;
 mod rounds;
 mod session_ids;
 mod sessions;

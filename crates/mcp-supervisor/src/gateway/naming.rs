@@ -11,6 +11,13 @@ pub struct Naming {
     prefixed: bool,
 }
 
+/// As `prefix = "always"`, the default.
+impl Default for Naming {
+    fn default() -> Self {
+        Naming { prefixed: true }
+    }
+}
+
 impl Naming {
     /// `prefix` resolved for `connections` configured connections: `auto`
     /// prefixes unless exactly one is configured.

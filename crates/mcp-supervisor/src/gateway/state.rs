@@ -94,6 +94,8 @@ pub struct GatewayState {
     tasks: Mutex<HashMap<String, (String, std::time::Instant)>>,
     /// Sessions whose plain calls the HTTP endpoint answers itself.
     pub(super) direct: super::direct_sessions::DirectCalls,
+    /// What each caller may use, and the record of it.
+    pub(super) rights: super::rights::Rights,
 }
 
 #[derive(Debug, Default)]
@@ -111,7 +113,17 @@ struct View {
 }
 
 impl GatewayState {
+    /// A gateway's state where every caller may use everything.
     pub fn new(registry: Addr<Registry>, expose: Expose, prefix: Prefix) -> Arc<Self> {
+        Self::with_rights(registry, expose, prefix, Default::default())
+    }
+
+    pub(super) fn with_rights(
+        registry: Addr<Registry>,
+        expose: Expose,
+        prefix: Prefix,
+        rights: super::rights::Rights,
+    ) -> Arc<Self> {
         Arc::new(GatewayState {
             registry,
             routes: tokio::sync::OnceCell::new(),
@@ -125,6 +137,7 @@ impl GatewayState {
             rounds: Default::default(),
             tasks: Mutex::new(HashMap::new()),
             direct: Default::default(),
+            rights,
         })
     }
 

@@ -8,40 +8,51 @@ use std::sync::Arc;
 
 use rmcp::{
     ErrorData,
-    model::{CallToolResponse, ServerResult},
+    model::{CallToolRequestMethod, CallToolResponse, ConstString, ServerResult},
 };
 
 use super::{
     directory::Target,
     handler::{tool_result, unknown_tool},
     mrtr::{self, Answering, Exchange},
+    rights::Use,
     state::GatewayState,
 };
 use crate::{
     Forwarded,
+    access::{Caller, Item},
     call::{ToolCall, UpstreamRequest},
 };
 
-/// The answer to `call` (in the client's names), the upstream's questions
-/// answered the client's way; -32602 for a tool the gateway does not
-/// expose.
+/// `caller`'s answer to `call` (in the client's names), the upstream's
+/// questions answered the client's way; -32602 for a tool the gateway does
+/// not expose, and for one `caller` may not use (alike: a hidden tool is
+/// not there). The use is recorded in the audit log with its outcome.
 pub(super) async fn answer(
     state: &Arc<GatewayState>,
     call: ToolCall,
     answering: Answering<'_>,
+    caller: &Caller,
 ) -> Result<CallToolResponse, ErrorData> {
-    let (target, request) = upstream_call(state, call).await?;
-    let exchange = mrtr::exchange(state, &target, request, answering).await?;
-    call_response(state, &target, exchange)
+    let (target, request, used) = upstream_call(state, call, caller).await?;
+    let answered = async {
+        let exchange = mrtr::exchange(state, &target, request, answering).await?;
+        call_response(state, &target, exchange)
+    }
+    .await;
+    used.end(outcome(&answered));
+    answered
 }
 
 /// A call of an upstream's tool (not a meta-tool), in the client's names:
-/// where it goes, and the call to send there in the upstream's; -32602 for
-/// a tool the gateway does not expose.
-async fn upstream_call(
-    state: &Arc<GatewayState>,
+/// where it goes, the call to send there in the upstream's, and its use
+/// decided; -32602 for a tool the gateway does not expose or `caller` may
+/// not use.
+async fn upstream_call<'a>(
+    state: &'a Arc<GatewayState>,
     mut call: ToolCall,
-) -> Result<(Target, UpstreamRequest), ErrorData> {
+    caller: &'a Caller,
+) -> Result<(Target, UpstreamRequest, Use<'a>), ErrorData> {
     if !state.namespaced() {
         return Err(unknown_tool(&call.name));
     }
@@ -49,9 +60,28 @@ async fn upstream_call(
     let Some(target) = state.route(|d| d.tool(name).cloned()).await else {
         return Err(unknown_tool(name));
     };
+    let used = state.rights.decide(
+        caller,
+        CallToolRequestMethod::VALUE,
+        Item::tool(&target.connection, name),
+    );
+    if !used.allowed() {
+        return Err(unknown_tool(name));
+    }
     call.name = target.name.clone().into();
     call.meta = None;
-    Ok((target, call.into()))
+    Ok((target, call.into(), used))
+}
+
+/// What came of a call, for the audit log.
+fn outcome(answered: &Result<CallToolResponse, ErrorData>) -> &'static str {
+    match answered {
+        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "tool_error",
+        Ok(CallToolResponse::InputRequired(_)) => "input_required",
+        Ok(CallToolResponse::Task(_)) => "task",
+        Ok(_) => "ok",
+        Err(_) => "error",
+    }
 }
 
 /// The answer to a call of `target` once its round is over.

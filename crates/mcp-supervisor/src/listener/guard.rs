@@ -20,14 +20,18 @@ use crate::config::BearerToken;
 /// does not reveal how many leading bytes were right. Two `Authorization`
 /// headers are ambiguous and match nothing, whatever they hold.
 pub(crate) fn bearer_matches(headers: &HeaderMap, token: &BearerToken) -> bool {
+    presented_bearer(headers)
+        .is_some_and(|presented| presented.as_bytes().ct_eq(token.expose().as_bytes()).into())
+}
+
+/// The credential of a request's one `Authorization: Bearer` header;
+/// `None` without one, with two, or with another scheme.
+pub(crate) fn presented_bearer(headers: &HeaderMap) -> Option<&str> {
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let (Some(value), None) = (values.next(), values.next()) else {
-        return false;
+        return None;
     };
-    let Some(presented) = value.to_str().ok().and_then(bearer_credentials) else {
-        return false;
-    };
-    presented.as_bytes().ct_eq(token.expose().as_bytes()).into()
+    value.to_str().ok().and_then(bearer_credentials)
 }
 
 /// The token of `Bearer <token>`: the scheme, one or more spaces, the token

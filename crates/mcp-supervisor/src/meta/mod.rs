@@ -106,19 +106,61 @@ fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
     Arc::new(object)
 }
 
-/// Runs one meta-tool. Unknown names and bad arguments are error results.
+/// What the caller of a meta-tool may see and use, by upstream names: the
+/// gateway's access rules (docs/SECURITY.md). What it may not is, to the
+/// meta-tools, not there: a connection it reaches nothing of is unknown,
+/// and a tool it may not use is not found, described or called.
+pub trait Sees: Send + Sync {
+    /// Whether anything of `connection` is the caller's to use.
+    fn connection(&self, connection: &str) -> bool;
+    fn tool(&self, connection: &str, tool: &str) -> bool;
+    fn prompt(&self, connection: &str, prompt: &str) -> bool;
+    fn resource(&self, connection: &str, uri: &str) -> bool;
+}
+
+/// A caller who may see and use everything (no access rules).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Everything;
+
+impl Sees for Everything {
+    fn connection(&self, _: &str) -> bool {
+        true
+    }
+    fn tool(&self, _: &str, _: &str) -> bool {
+        true
+    }
+    fn prompt(&self, _: &str, _: &str) -> bool {
+        true
+    }
+    fn resource(&self, _: &str, _: &str) -> bool {
+        true
+    }
+}
+
+/// Runs one meta-tool for a caller who may use everything. Unknown names
+/// and bad arguments are error results.
 pub async fn call(
     registry: &Addr<Registry>,
     tool: &str,
     arguments: Option<JsonObject>,
 ) -> CallToolResult {
+    call_as(registry, tool, arguments, &Everything).await
+}
+
+/// Runs one meta-tool for a caller who `sees` what it may (see [`call`]).
+pub async fn call_as(
+    registry: &Addr<Registry>,
+    tool: &str,
+    arguments: Option<JsonObject>,
+    sees: &dyn Sees,
+) -> CallToolResult {
     let arguments = arguments.unwrap_or_default();
     let answer = match tool {
-        LIST_MCPS => list_mcps(registry).await,
-        SEARCH_MCP_TOOLS => search_mcp_tools(registry, &arguments).await,
-        GET_MCP_TOOL_SCHEMA => get_mcp_tool_schema(registry, &arguments).await,
-        DESCRIBE_MCP => describe_mcp(registry, &arguments).await,
-        CALL_MCP => return call_mcp(registry, &arguments).await,
+        LIST_MCPS => list_mcps(registry, sees).await,
+        SEARCH_MCP_TOOLS => search_mcp_tools(registry, &arguments, sees).await,
+        GET_MCP_TOOL_SCHEMA => get_mcp_tool_schema(registry, &arguments, sees).await,
+        DESCRIBE_MCP => describe_mcp(registry, &arguments, sees).await,
+        CALL_MCP => return call_mcp(registry, &arguments, sees).await,
         other => Err(format!("Unknown meta-tool '{other}'.")),
     };
     match answer {
@@ -148,8 +190,9 @@ fn string_arg<'a>(arguments: &'a JsonObject, key: &str) -> Result<&'a str, Strin
         .ok_or_else(|| format!("Missing required string argument '{key}'."))
 }
 
-async fn list_mcps(registry: &Addr<Registry>) -> Result<Value, String> {
-    let connections = registry.send(ListConnections).await.map_err(stopped)?;
+async fn list_mcps(registry: &Addr<Registry>, sees: &dyn Sees) -> Result<Value, String> {
+    let mut connections = registry.send(ListConnections).await.map_err(stopped)?;
+    connections.retain(|summary| sees.connection(&summary.name));
     // Start (or join) every catalog load, but wait only a short bound.
     let loads = connections.iter().map(|summary| {
         let load = registry.send(ListTools {
@@ -157,14 +200,21 @@ async fn list_mcps(registry: &Addr<Registry>) -> Result<Value, String> {
         });
         async move {
             match tokio::time::timeout(CATALOG_WAIT, load).await {
-                Ok(Ok(Ok(catalog))) => Some(catalog.len()),
+                Ok(Ok(Ok(catalog))) => Some(
+                    catalog
+                        .tools
+                        .iter()
+                        .filter(|tool| sees.tool(&catalog.connection, &tool.name))
+                        .count(),
+                ),
                 _ => None,
             }
         }
     });
     let counts = futures::future::join_all(loads).await;
     // States after the loads: a connection that just connected shows `ready`.
-    let connections = registry.send(ListConnections).await.map_err(stopped)?;
+    let mut connections = registry.send(ListConnections).await.map_err(stopped)?;
+    connections.retain(|summary| sees.connection(&summary.name));
     let rows: Vec<Value> = connections
         .into_iter()
         .zip(counts)
@@ -190,10 +240,15 @@ async fn list_mcps(registry: &Addr<Registry>) -> Result<Value, String> {
     Ok(json!({ "connections": rows }))
 }
 
-/// `Ok` if `connection` is configured; otherwise the message naming those
-/// that are.
-async fn known_connection(registry: &Addr<Registry>, connection: &str) -> Result<(), String> {
-    let known = registry.send(ListConnections).await.map_err(stopped)?;
+/// `Ok` if `connection` is configured and the caller `sees` it; otherwise
+/// the message naming those that are.
+async fn known_connection(
+    registry: &Addr<Registry>,
+    connection: &str,
+    sees: &dyn Sees,
+) -> Result<(), String> {
+    let mut known = registry.send(ListConnections).await.map_err(stopped)?;
+    known.retain(|summary| sees.connection(&summary.name));
     if known.iter().any(|summary| summary.name == connection) {
         return Ok(());
     }
@@ -204,8 +259,9 @@ async fn known_connection(registry: &Addr<Registry>, connection: &str) -> Result
 async fn catalog(
     registry: &Addr<Registry>,
     connection: &str,
+    sees: &dyn Sees,
 ) -> Result<Arc<crate::registry::Catalog>, String> {
-    known_connection(registry, connection).await?;
+    known_connection(registry, connection, sees).await?;
     registry
         .send(ListTools {
             connection: connection.to_owned(),
@@ -218,12 +274,14 @@ async fn catalog(
 async fn search_mcp_tools(
     registry: &Addr<Registry>,
     arguments: &JsonObject,
+    sees: &dyn Sees,
 ) -> Result<Value, String> {
     let connection = string_arg(arguments, "connection")?;
     let query = string_arg(arguments, "query")?;
     let limit = arguments.get("limit").and_then(Value::as_i64);
-    let catalog = catalog(registry, connection).await?;
-    let matches: Vec<Value> = search::search(&catalog.tools, query, limit)
+    let catalog = catalog(registry, connection, sees).await?;
+    let tools = visible_tools(&catalog, sees);
+    let matches: Vec<Value> = search::search(&tools, query, limit)
         .into_iter()
         .map(|tool| json!({"name": tool.name, "description": tool.description}))
         .collect();
@@ -233,12 +291,14 @@ async fn search_mcp_tools(
 async fn get_mcp_tool_schema(
     registry: &Addr<Registry>,
     arguments: &JsonObject,
+    sees: &dyn Sees,
 ) -> Result<Value, String> {
     let connection = string_arg(arguments, "connection")?;
     let tool_name = string_arg(arguments, "tool")?;
-    let catalog = catalog(registry, connection).await?;
+    let catalog = catalog(registry, connection, sees).await?;
     let tool = catalog
         .tool(tool_name)
+        .filter(|tool| sees.tool(connection, &tool.name))
         .ok_or_else(|| unknown_tool(connection, tool_name))?;
     Ok(json!({
         "connection": connection,
@@ -249,9 +309,13 @@ async fn get_mcp_tool_schema(
     }))
 }
 
-async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Result<Value, String> {
+async fn describe_mcp(
+    registry: &Addr<Registry>,
+    arguments: &JsonObject,
+    sees: &dyn Sees,
+) -> Result<Value, String> {
     let connection = string_arg(arguments, "connection")?;
-    let catalog = catalog(registry, connection).await?;
+    let catalog = catalog(registry, connection, sees).await?;
     let summary = registry
         .send(ListConnections)
         .await
@@ -261,6 +325,7 @@ async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Resu
     let tools: Vec<Value> = catalog
         .tools
         .iter()
+        .filter(|tool| sees.tool(connection, &tool.name))
         .map(|tool| json!({"name": tool.name, "description": tool.description}))
         .collect();
     // Prompts and resources are used with the MCP methods (prompts/get,
@@ -268,6 +333,7 @@ async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Resu
     let prompts: Vec<Value> = catalog
         .prompts
         .iter()
+        .filter(|prompt| sees.prompt(connection, &prompt.name))
         .map(|prompt| {
             let arguments: Vec<&str> = prompt
                 .arguments
@@ -281,10 +347,11 @@ async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Resu
     let resources: Vec<Value> = catalog
         .resources
         .iter()
+        .filter(|resource| sees.resource(connection, &resource.uri))
         .map(|resource| {
             json!({"uri": resource.uri, "name": resource.name, "description": resource.description})
         })
-        .chain(catalog.templates.iter().map(|template| {
+        .chain(catalog.templates.iter().filter(|template| sees.resource(connection, &template.uri_template)).map(|template| {
             json!({"uriTemplate": template.uri_template, "name": template.name, "description": template.description})
         }))
         .collect();
@@ -298,6 +365,16 @@ async fn describe_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> Resu
     }))
 }
 
+/// The tools of `catalog` the caller `sees`.
+fn visible_tools(catalog: &crate::registry::Catalog, sees: &dyn Sees) -> Vec<Tool> {
+    catalog
+        .tools
+        .iter()
+        .filter(|tool| sees.tool(&catalog.connection, &tool.name))
+        .cloned()
+        .collect()
+}
+
 fn unknown_tool(connection: &str, tool: &str) -> String {
     format!(
         "Unknown tool '{tool}' on MCP connection '{connection}'. Call search_mcp_tools, then \
@@ -305,7 +382,11 @@ fn unknown_tool(connection: &str, tool: &str) -> String {
     )
 }
 
-async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallToolResult {
+async fn call_mcp(
+    registry: &Addr<Registry>,
+    arguments: &JsonObject,
+    sees: &dyn Sees,
+) -> CallToolResult {
     let (connection, tool) = match (
         string_arg(arguments, "connection"),
         string_arg(arguments, "tool"),
@@ -313,11 +394,20 @@ async fn call_mcp(registry: &Addr<Registry>, arguments: &JsonObject) -> CallTool
         (Ok(connection), Ok(tool)) => (connection, tool),
         (Err(message), _) | (_, Err(message)) => return error(message),
     };
+    // A tool the caller may not use is answered as one its connection does
+    // not have, and a connection it reaches nothing of as one not
+    // configured: what it may not use is not there.
+    if !sees.tool(connection, tool) {
+        return error(match known_connection(registry, connection, sees).await {
+            Ok(()) => unknown_tool(connection, tool),
+            Err(message) => message,
+        });
+    }
     let tool_arguments = match tool_arguments(arguments.get("arguments")) {
         Ok(tool_arguments) => tool_arguments,
         // An unknown connection is the first thing wrong with the call.
         Err(why) => {
-            return error(match known_connection(registry, connection).await {
+            return error(match known_connection(registry, connection, sees).await {
                 Ok(()) => invalid_arguments(connection, tool, why),
                 Err(message) => message,
             });

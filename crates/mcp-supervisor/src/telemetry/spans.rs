@@ -63,6 +63,13 @@ impl TraceParent {
         TraceParent(has_span(&attached).then_some(attached))
     }
 
+    /// The trace's id in hex, when there is a trace.
+    pub(crate) fn trace_id(&self) -> Option<String> {
+        use opentelemetry::trace::TraceContextExt as _;
+        let context = self.0.as_ref()?;
+        Some(context.span().span_context().trace_id().to_string())
+    }
+
     /// The connection refused the request without sending it: its state and
     /// the decision that stands, on the parent span.
     pub(crate) fn refused(

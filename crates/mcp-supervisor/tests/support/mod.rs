@@ -433,7 +433,9 @@ impl ServedGateway {
         use mcp_supervisor::gateway::{GatewayState, serve_http};
 
         let registry = Registry::new(config.clone()).start();
-        let state = GatewayState::start(&registry, &config.gateway).await;
+        let state = GatewayState::start(&registry, &config)
+            .await
+            .expect("the audit log opens");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!(
             "http://{}{}",

@@ -5,7 +5,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use super::{BearerToken, Choice};
+use super::{ApiKey, AuditLog, BearerToken, CallerAuth, Choice};
 
 /// `[gateway]`: the MCP server the long-lived process exposes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,8 +18,16 @@ pub struct GatewaySettings {
     pub expose: Expose,
     /// Whether upstream names get a `{connection}__` prefix.
     pub prefix: Prefix,
-    /// Downstream bearer token; `None` means no auth.
-    pub auth: Option<BearerToken>,
+    /// How callers prove who they are besides `keys`; `None` with no keys
+    /// means the gateway asks for no credentials.
+    pub auth: Option<CallerAuth>,
+    /// Per-client API keys, accepted beside `auth`.
+    pub keys: Vec<ApiKey>,
+    /// The gateway's MCP endpoint as its clients reach it: the resource
+    /// identifier access tokens must be minted for (RFC 8707, RFC 9728).
+    pub public_url: Option<String>,
+    /// Where each access decision is recorded; `None`: nowhere.
+    pub audit_log: Option<AuditLog>,
     /// Accepted `Host` header names (DNS-rebinding protection), lowercased,
     /// without port; never empty.
     pub allowed_hosts: Vec<String>,
@@ -75,6 +83,9 @@ impl Default for GatewaySettings {
             expose: Expose::Namespaced,
             prefix: Prefix::Always,
             auth: None,
+            keys: Vec::new(),
+            public_url: None,
+            audit_log: None,
             allowed_hosts: loopback_hosts(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             header_timeout: Duration::from_secs(10),

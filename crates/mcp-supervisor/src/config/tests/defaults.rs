@@ -148,7 +148,12 @@ fn gateway_and_admin_settings() {
     assert_eq!(config.gateway.allowed_hosts, ["example.com"]);
     assert_eq!(config.gateway.max_body_bytes, 1024);
     assert_eq!(
-        config.gateway.auth.as_ref().map(BearerToken::expose),
+        config
+            .gateway
+            .auth
+            .as_ref()
+            .and_then(CallerAuth::bearer)
+            .map(BearerToken::expose),
         Some("t0k")
     );
     assert_eq!(config.admin.listen.to_string(), "127.0.0.1:0");

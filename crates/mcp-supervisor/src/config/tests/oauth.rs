@@ -125,8 +125,7 @@ fn oauth_keys_are_checked_with_the_key_named() {
         .unwrap_err()
         .to_string();
     assert!(
-        gateway.contains("gateway.auth.kind")
-            && gateway.contains("for connections to upstream servers"),
+        gateway.contains("gateway.auth.issuer") && gateway.contains("missing required key"),
         "{gateway}"
     );
     // No HOME, no XDG_STATE_HOME, no state_dir: nowhere to keep tokens.

@@ -69,7 +69,12 @@ fn relative_token_file_and_cwd_resolve_against_the_config_directory() {
     .unwrap();
     // Exactly one trailing newline is trimmed.
     assert_eq!(
-        config.gateway.auth.as_ref().map(BearerToken::expose),
+        config
+            .gateway
+            .auth
+            .as_ref()
+            .and_then(CallerAuth::bearer)
+            .map(BearerToken::expose),
         Some("file-token")
     );
     assert_eq!(
@@ -95,7 +100,17 @@ fn token_file_trims_crlf_but_refuses_inner_whitespace() {
             &no_env,
         )
     };
-    assert_eq!(load("crlf").unwrap().gateway.auth.unwrap().expose(), "tok");
+    assert_eq!(
+        load("crlf")
+            .unwrap()
+            .gateway
+            .auth
+            .unwrap()
+            .bearer()
+            .unwrap()
+            .expose(),
+        "tok"
+    );
     let err = load("two").unwrap_err().to_string();
     assert!(
         err.contains("gateway.auth.token_file: the token contains whitespace"),

@@ -5,7 +5,8 @@ use super::Validator;
 use crate::config::error::ConfigError;
 use crate::config::keypath::KeyPath;
 use crate::config::model::{
-    AdminSettings, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS_PER_CLIENT, GatewaySettings,
+    AdminSettings, CallerAuth, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    GatewaySettings,
 };
 use crate::config::raw::{RawAdmin, RawGateway};
 use crate::config::values;
@@ -40,7 +41,26 @@ impl Validator<'_> {
         let prefix = self.choice(&key.key("prefix"), raw.prefix.as_deref(), d.prefix)?;
         let auth = raw
             .auth
-            .map(|auth| self.bearer(&key.key("auth"), auth))
+            .map(|auth| self.caller_auth(&key.key("auth"), auth))
+            .transpose()?;
+        let keys = self.keys(&key.key("keys"), raw.keys.unwrap_or_default())?;
+        let public_url = match raw.public_url {
+            Some(url) => {
+                self.check(&key.key("public_url"), values::http_url(&url))?;
+                Some(url)
+            }
+            None => None,
+        };
+        if matches!(auth, Some(CallerAuth::OAuth(_))) && public_url.is_none() {
+            return Err(self.invalid(
+                &key.key("public_url"),
+                "kind = \"oauth\" needs the gateway's public_url: the resource its clients' \
+                 tokens are minted for (RFC 8707), as they reach it",
+            ));
+        }
+        let audit_log = raw
+            .audit_log
+            .map(|log| self.audit_log(&key.key("audit_log"), log))
             .transpose()?;
         let allowed_hosts = match raw.allowed_hosts {
             Some(hosts) => self.allowed_hosts(&key.key("allowed_hosts"), hosts)?,
@@ -78,6 +98,9 @@ impl Validator<'_> {
             expose,
             prefix,
             auth,
+            keys,
+            public_url,
+            audit_log,
             allowed_hosts,
             max_body_bytes,
             header_timeout: self.duration(

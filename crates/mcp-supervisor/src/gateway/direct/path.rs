@@ -13,7 +13,10 @@ use tokio_util::sync::CancellationToken;
 use super::{PlainCall, StatelessCall};
 use crate::{
     codec::{mcp_headers, posted},
-    gateway::{answer, http::read_body_as, sessions::CappedSessions, state::GatewayState},
+    gateway::{
+        answer, http::read_body_as, rights::caller_in, sessions::CappedSessions,
+        state::GatewayState,
+    },
     generation::Generation,
     listener::guard::AllowedHosts,
 };
@@ -79,7 +82,9 @@ impl DirectPath {
                     post.client,
                 );
                 let cancelled = post.ending.child_token();
-                let (answer, before) = session.answer(self.state.clone(), (call, span), cancelled);
+                let caller = caller_in(&post.parts.extensions);
+                let (answer, before) =
+                    session.answer(self.state.clone(), (call, span, caller), cancelled);
                 Some(answer::direct(answer, before, self.keep_alive, Generation::Sessions).await)
             }
             posted::Posted::Cancelled(request) => {
@@ -102,7 +107,8 @@ impl DirectPath {
         self.state.direct.taken();
         let span = call.span(&post.parts.headers, post.client);
         let gone = post.ending.child_token();
-        let (answer, before) = call.answer(self.state.clone(), span, gone);
+        let caller = caller_in(&post.parts.extensions);
+        let (answer, before) = call.answer(self.state.clone(), (span, caller), gone);
         Some(answer::direct(answer, before, self.keep_alive, Generation::Stateless).await)
     }
 

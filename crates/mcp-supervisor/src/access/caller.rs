@@ -1,0 +1,100 @@
+//! The caller of a request: who it is, as far as the gateway could tell.
+
+use std::sync::{Arc, LazyLock};
+
+use serde::{Deserialize, Serialize};
+
+/// How a caller was recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// The gateway asks for no credentials: anyone who reaches it.
+    Open,
+    /// The gateway's one shared bearer token: whoever holds it.
+    Bearer,
+    /// A per-client API key (`[gateway.keys.NAME]`): the key's name is the
+    /// client.
+    Key,
+    /// An access token of the configured issuer (a JWT, or an opaque token
+    /// introspected).
+    Token,
+    /// The process on the other end of the stdio gateway.
+    Local,
+}
+
+impl Via {
+    /// The name used in audit records, spans and the dashboard.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Open => "open",
+            Via::Bearer => "bearer",
+            Via::Key => "key",
+            Via::Token => "token",
+            Via::Local => "local",
+        }
+    }
+}
+
+/// Who is calling: what the access rules match on ([`crate::access::Who`]).
+/// Holds no credential: a caller may be logged, shown and forwarded as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    pub via: Via,
+    /// The user (a token's `sub` when it names a person, not a client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The client: a key's name, a token's `client_id` (or `azp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// Groups: a key's, or the token's groups claim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// The scopes a token was granted (none for a key).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+}
+
+impl Caller {
+    /// A caller known only by how it came in.
+    pub fn anonymous(via: Via) -> Self {
+        Caller {
+            via,
+            user: None,
+            client: None,
+            groups: Vec::new(),
+            scopes: Vec::new(),
+        }
+    }
+
+    /// The caller of a gateway that asks for no credentials, shared.
+    pub fn open() -> Arc<Caller> {
+        static OPEN: LazyLock<Arc<Caller>> =
+            LazyLock::new(|| Arc::new(Caller::anonymous(Via::Open)));
+        OPEN.clone()
+    }
+
+    /// The holder of the gateway's shared bearer token, shared.
+    pub fn bearer() -> Arc<Caller> {
+        static BEARER: LazyLock<Arc<Caller>> =
+            LazyLock::new(|| Arc::new(Caller::anonymous(Via::Bearer)));
+        BEARER.clone()
+    }
+
+    /// The process on the other end of the stdio gateway, shared.
+    pub fn local() -> Arc<Caller> {
+        static LOCAL: LazyLock<Arc<Caller>> =
+            LazyLock::new(|| Arc::new(Caller::anonymous(Via::Local)));
+        LOCAL.clone()
+    }
+
+    /// What names this caller for a per-client quota: the user, else the
+    /// client; `None` when the credentials name nobody (open, the shared
+    /// bearer, stdio), where the peer's address is all there is.
+    pub fn principal(&self) -> Option<String> {
+        match (&self.user, &self.client) {
+            (Some(user), _) => Some(format!("user:{user}")),
+            (None, Some(client)) => Some(format!("client:{client}")),
+            (None, None) => None,
+        }
+    }
+}

@@ -1,0 +1,418 @@
+//! Access tokens of the configured issuer (the gateway as an OAuth 2.1
+//! resource server, MCP authorization 2025-11-25).
+//!
+//! A JWT is checked against the issuer's keys: its algorithm one of the
+//! asymmetric ones ([`ALGORITHMS`]: never `none`, never an HMAC, so a
+//! public key cannot be used as a shared secret), its `kid` one of the
+//! issuer's keys, `iss` exactly the issuer, `aud` containing the gateway's
+//! own resource URL (RFC 8707: a token minted for another server is
+//! refused), `exp` and `nbf` within the leeway, and the required scopes.
+//! The keys come from the issuer's metadata (RFC 8414, else OpenID
+//! discovery) and are fetched again for an unknown `kid` at most once per
+//! [`REFETCH_INTERVAL`] (a flood of made-up `kid`s costs the issuer one
+//! request), and when older than [`KEYS_MAX_AGE`].
+//!
+//! A token that is not a JWT is introspected (RFC 7662) when the gateway
+//! has its own client at the issuer. Either way a token found good is
+//! remembered (by its SHA-256) until it expires, at most [`REMEMBERED`] at
+//! once: the next request with it costs a hash, not a signature check.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use jsonwebtoken::{
+    Algorithm, DecodingKey, Validation, decode, decode_header,
+    jwk::{Jwk, JwkSet},
+};
+use secrecy::ExposeSecret;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
+
+use super::Refused;
+use crate::{
+    access::{Caller, Via},
+    config::ResourceServer,
+};
+
+/// The signature algorithms taken: asymmetric only.
+pub(super) const ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// An unknown `kid` fetches the keys again at most this often.
+pub(super) const REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+/// Keys older than this are fetched again on their next use.
+const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// Tokens found good, remembered at most.
+const REMEMBERED: usize = 16_384;
+/// How long a request to the issuer may take.
+const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The issuer's access tokens, as the gateway checks them.
+pub(in crate::gateway) struct Tokens {
+    server: ResourceServer,
+    /// The gateway's resource URL: what a token's `aud` must contain.
+    resource: String,
+    http: reqwest::Client,
+    endpoints: OnceCell<Endpoints>,
+    keys: tokio::sync::Mutex<Keys>,
+    good: Mutex<Good>,
+}
+
+/// Tokens found good: SHA-256 → the caller and when it expires (Unix
+/// seconds).
+type Good = HashMap<[u8; 32], (Arc<Caller>, u64)>;
+
+/// What the issuer's metadata names.
+#[derive(Debug, Deserialize)]
+struct Endpoints {
+    issuer: String,
+    jwks_uri: Option<String>,
+    introspection_endpoint: Option<String>,
+}
+
+#[derive(Default)]
+struct Keys {
+    by_kid: HashMap<String, Arc<(Jwk, DecodingKey)>>,
+    fetched: Option<Instant>,
+    /// When an unknown `kid` last made the keys be fetched.
+    refetched: Option<Instant>,
+}
+
+impl Tokens {
+    pub(in crate::gateway) fn new(server: ResourceServer, resource: String) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(ISSUER_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("a client with a timeout builds");
+        Tokens {
+            server,
+            resource,
+            http,
+            endpoints: OnceCell::new(),
+            keys: tokio::sync::Mutex::default(),
+            good: Mutex::default(),
+        }
+    }
+
+    pub(super) fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    pub(super) fn issuer(&self) -> &str {
+        &self.server.issuer
+    }
+
+    pub(super) fn scopes(&self) -> &[String] {
+        &self.server.scopes
+    }
+
+    /// Where the gateway's protected-resource metadata is: the well-known
+    /// path inserted before the resource URL's path (RFC 9728 §3.1).
+    pub(super) fn metadata_url(&self) -> String {
+        match url::Url::parse(&self.resource) {
+            Ok(url) => format!(
+                "{}{}{}",
+                url.origin().ascii_serialization(),
+                super::METADATA_PATH,
+                url.path().trim_end_matches('/')
+            ),
+            Err(_) => super::METADATA_PATH.to_owned(),
+        }
+    }
+
+    /// The caller `token` stands for.
+    pub(super) async fn caller(&self, token: &str) -> Result<Arc<Caller>, Refused> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = unix_now();
+        if let Some((caller, expires)) = self.good().get(&digest)
+            && *expires > now
+        {
+            return Ok(caller.clone());
+        }
+        let claims = if token.split('.').count() == 3 {
+            self.verified(token).await?
+        } else {
+            self.introspected(token).await?
+        };
+        let (caller, expires) = self.read(&claims)?;
+        let caller = Arc::new(caller);
+        let mut good = self.good();
+        if good.len() >= REMEMBERED {
+            good.retain(|_, (_, expires)| *expires > now);
+            if good.len() >= REMEMBERED {
+                good.clear();
+            }
+        }
+        good.insert(digest, (caller.clone(), expires));
+        Ok(caller)
+    }
+
+    fn good(&self) -> std::sync::MutexGuard<'_, Good> {
+        self.good.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A JWT's claims, once its signature and claims are checked.
+    async fn verified(&self, token: &str) -> Result<Map<String, Value>, Refused> {
+        let header = decode_header(token).map_err(|_| Refused::Invalid("not a readable JWT"))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(Refused::Invalid("the token's algorithm is not accepted"));
+        }
+        let kid = header
+            .kid
+            .ok_or(Refused::Invalid("the token names no key (kid)"))?;
+        let key = self.key(&kid).await?;
+        if let Some(alg) = key.0.common.key_algorithm
+            && alg.to_string() != format!("{:?}", header.alg)
+        {
+            return Err(Refused::Invalid("the token's algorithm is not its key's"));
+        }
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.server.issuer]);
+        validation.set_audience(&[&self.resource]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = self.server.leeway.as_secs();
+        validation.validate_nbf = true;
+        decode::<Map<String, Value>>(token, &key.1, &validation)
+            .map(|data| data.claims)
+            .map_err(|error| Refused::Invalid(why(error.kind())))
+    }
+
+    /// The key `kid` of the issuer, fetching the keys when they are old,
+    /// or when `kid` is unknown and they were not fetched for that lately.
+    async fn key(&self, kid: &str) -> Result<Arc<(Jwk, DecodingKey)>, Refused> {
+        let mut keys = self.keys.lock().await;
+        let stale = keys
+            .fetched
+            .is_none_or(|fetched| fetched.elapsed() >= KEYS_MAX_AGE);
+        if stale {
+            self.fetch_keys(&mut keys).await?;
+        }
+        if let Some(key) = keys.by_kid.get(kid) {
+            return Ok(key.clone());
+        }
+        let may_refetch = !stale
+            && keys
+                .refetched
+                .is_none_or(|refetched| refetched.elapsed() >= REFETCH_INTERVAL);
+        if may_refetch {
+            keys.refetched = Some(Instant::now());
+            self.fetch_keys(&mut keys).await?;
+            if let Some(key) = keys.by_kid.get(kid) {
+                return Ok(key.clone());
+            }
+        }
+        Err(Refused::Invalid(
+            "the token's key (kid) is not one of the issuer's",
+        ))
+    }
+
+    async fn fetch_keys(&self, keys: &mut Keys) -> Result<(), Refused> {
+        let endpoints = self.endpoints().await?;
+        let uri = endpoints
+            .jwks_uri
+            .as_deref()
+            .ok_or(Refused::Invalid("the issuer publishes no keys (jwks_uri)"))?;
+        let set: JwkSet = self.get_json(uri).await?;
+        keys.by_kid = set
+            .keys
+            .into_iter()
+            .filter_map(|jwk| {
+                let kid = jwk.common.key_id.clone()?;
+                let key = DecodingKey::from_jwk(&jwk).ok()?;
+                Some((kid, Arc::new((jwk, key))))
+            })
+            .collect();
+        keys.fetched = Some(Instant::now());
+        Ok(())
+    }
+
+    /// The issuer's metadata, fetched once: RFC 8414's well-known path
+    /// (inserted before the issuer's path), else OpenID discovery's. Its
+    /// `issuer` must be the configured one exactly.
+    async fn endpoints(&self) -> Result<&Endpoints, Refused> {
+        self.endpoints
+            .get_or_try_init(|| async {
+                let issuer = url::Url::parse(&self.server.issuer)
+                    .map_err(|_| Refused::IssuerUnavailable)?;
+                let origin = issuer.origin().ascii_serialization();
+                let path = issuer.path().trim_end_matches('/');
+                let oauth = format!("{origin}/.well-known/oauth-authorization-server{path}");
+                let openid = format!(
+                    "{}/.well-known/openid-configuration",
+                    self.server.issuer.trim_end_matches('/')
+                );
+                let endpoints: Endpoints = match self.get_json(&oauth).await {
+                    Ok(endpoints) => endpoints,
+                    Err(_) => self.get_json(&openid).await?,
+                };
+                if endpoints.issuer != self.server.issuer {
+                    tracing::warn!(
+                        configured = %self.server.issuer,
+                        published = %endpoints.issuer,
+                        "the authorization server's metadata names another issuer; no token is taken"
+                    );
+                    return Err(Refused::IssuerUnavailable);
+                }
+                Ok(endpoints)
+            })
+            .await
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, Refused> {
+        let response = self.http.get(url).send().await.map_err(|error| {
+            tracing::warn!(%url, error = %error.without_url(), "the authorization server could not be reached");
+            Refused::IssuerUnavailable
+        })?;
+        if !response.status().is_success() {
+            tracing::debug!(%url, status = %response.status(), "the authorization server refused a metadata request");
+            return Err(Refused::IssuerUnavailable);
+        }
+        response
+            .json()
+            .await
+            .map_err(|_| Refused::IssuerUnavailable)
+    }
+
+    /// An opaque token's claims, from the issuer's introspection endpoint.
+    async fn introspected(&self, token: &str) -> Result<Map<String, Value>, Refused> {
+        let Some(client) = &self.server.introspection else {
+            return Err(Refused::Invalid(
+                "not a JWT, and this gateway introspects no tokens",
+            ));
+        };
+        let endpoint = self
+            .endpoints()
+            .await?
+            .introspection_endpoint
+            .as_deref()
+            .ok_or(Refused::IssuerUnavailable)?;
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", token)
+            .append_pair("token_type_hint", "access_token")
+            .finish();
+        let response = self
+            .http
+            .post(endpoint)
+            .basic_auth(
+                &client.client_id,
+                Some(client.client_secret.expose_secret()),
+            )
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(form)
+            .send()
+            .await
+            .map_err(|_| Refused::IssuerUnavailable)?;
+        if !response.status().is_success() {
+            return Err(Refused::IssuerUnavailable);
+        }
+        let claims: Map<String, Value> = response
+            .json()
+            .await
+            .map_err(|_| Refused::IssuerUnavailable)?;
+        if claims.get("active") != Some(&Value::Bool(true)) {
+            return Err(Refused::Invalid("the token is not active"));
+        }
+        if claims.get("iss").and_then(Value::as_str) != Some(self.server.issuer.as_str()) {
+            return Err(Refused::Invalid("the token is another issuer's"));
+        }
+        if !audience_contains(claims.get("aud"), &self.resource) {
+            return Err(Refused::Invalid("the token is for another resource"));
+        }
+        Ok(claims)
+    }
+
+    /// The caller a good token's claims name, and when the token expires.
+    fn read(&self, claims: &Map<String, Value>) -> Result<(Caller, u64), Refused> {
+        let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+        let words = |value: Option<&Value>| -> Vec<String> {
+            match value {
+                Some(Value::String(text)) => text.split_whitespace().map(str::to_owned).collect(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        let scopes = match claims.get("scope") {
+            Some(scope) => words(Some(scope)),
+            None => words(claims.get("scp")),
+        };
+        if !self
+            .server
+            .scopes
+            .iter()
+            .all(|needed| scopes.contains(needed))
+        {
+            return Err(Refused::InsufficientScope);
+        }
+        let client = text("client_id").or_else(|| text("azp"));
+        // A client's own token (client credentials) names the client as its
+        // subject: that is a client, not a user.
+        let user = text("sub").filter(|sub| Some(sub) != client.as_ref());
+        let expires = claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .ok_or(Refused::Invalid("the token has no expiry"))?;
+        Ok((
+            Caller {
+                via: Via::Token,
+                user,
+                client,
+                groups: words(claims.get(&self.server.groups_claim)),
+                scopes,
+            },
+            expires,
+        ))
+    }
+}
+
+fn audience_contains(aud: Option<&Value>, resource: &str) -> bool {
+    match aud {
+        Some(Value::String(aud)) => aud == resource,
+        Some(Value::Array(auds)) => auds.iter().any(|aud| aud.as_str() == Some(resource)),
+        _ => false,
+    }
+}
+
+/// A JWT check's failure, said without the token.
+fn why(kind: &jsonwebtoken::errors::ErrorKind) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind;
+    match kind {
+        ErrorKind::ExpiredSignature => "the token has expired",
+        ErrorKind::ImmatureSignature => "the token is not valid yet",
+        ErrorKind::InvalidIssuer => "the token is another issuer's",
+        ErrorKind::InvalidAudience => "the token is for another resource",
+        ErrorKind::InvalidSignature => "the token's signature does not verify",
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
+            "the token's algorithm is not its key's"
+        }
+        ErrorKind::MissingRequiredClaim(_) => "the token lacks a required claim (exp, iss, aud)",
+        _ => "not a valid access token",
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}

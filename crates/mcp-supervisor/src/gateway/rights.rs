@@ -1,0 +1,234 @@
+//! The gateway's side of the access rules: the caller of a request, the
+//! one decision asked of [`crate::access::Rules`] by every way that reveals
+//! or uses something, and its record in the audit log
+//! (docs/SECURITY.md, "What each caller may use").
+//!
+//! Something a caller may not use is, to that caller, not there: left out
+//! of its lists, and its use answered exactly as an unknown one's.
+
+use std::{sync::Arc, time::Instant};
+
+use rmcp::{RoleServer, service::RequestContext};
+
+use super::{
+    audit::{Audit, Record},
+    directory::Directory,
+};
+use crate::access::{Caller, Decision, Item, Kind, Rules};
+
+/// The rules and the audit log, shared by every request.
+#[derive(Debug, Default)]
+pub(super) struct Rights {
+    rules: Rules,
+    audit: Audit,
+}
+
+impl Rights {
+    pub(super) fn new(rules: Rules, audit: Audit) -> Self {
+        Rights { rules, audit }
+    }
+
+    /// Whether every caller may use everything (no rule), so lists need
+    /// no filtering.
+    pub(super) fn is_open(&self) -> bool {
+        self.rules.is_open()
+    }
+
+    /// Whether `caller` may see and use `item` (for lists: not recorded).
+    pub(super) fn may(&self, caller: &Caller, item: Item<'_>) -> bool {
+        self.rules.allows(caller, item)
+    }
+
+    /// Whether `caller` may use anything of `connection` at all: something
+    /// of it `directory` lists is allowed (for the meta-tools' view of
+    /// connections).
+    pub(super) fn reaches(&self, caller: &Caller, directory: &Directory, connection: &str) -> bool {
+        if self.is_open() {
+            return true;
+        }
+        let named = |kind: Kind, name: &str| {
+            let target = match kind {
+                Kind::Tool => directory.tool(name).cloned(),
+                Kind::Prompt => directory.prompt(name).cloned(),
+                _ => directory.resource(name),
+            };
+            target.is_some_and(|target| target.connection == connection)
+        };
+        directory.tools.iter().any(|tool| {
+            named(Kind::Tool, &tool.name) && self.may(caller, Item::tool(connection, &tool.name))
+        }) || directory.prompts.iter().any(|prompt| {
+            named(Kind::Prompt, &prompt.name)
+                && self.may(caller, Item::prompt(connection, &prompt.name))
+        }) || directory.resources.iter().any(|resource| {
+            named(Kind::Resource, &resource.uri)
+                && self.may(caller, Item::resource(connection, &resource.uri))
+        })
+    }
+
+    /// The decision for `caller`'s `method` on `item`, to be ended with
+    /// its outcome ([`Use::end`]); a denial is recorded at once.
+    pub(super) fn decide<'a>(
+        &'a self,
+        caller: &'a Caller,
+        method: &'a str,
+        item: Item<'_>,
+    ) -> Use<'a> {
+        let decision = self.rules.decide(caller, item);
+        let record = self
+            .audit
+            .is_on()
+            .then(|| Record::new(caller, method, item.name, Some(item.connection), decision));
+        if !decision.allowed
+            && let Some(record) = &record
+        {
+            self.audit.write(record);
+        }
+        Use {
+            audit: &self.audit,
+            decision,
+            record,
+            since: Instant::now(),
+        }
+    }
+}
+
+/// One decided use, until its outcome is recorded.
+#[must_use = "a use is recorded when it ends"]
+pub(super) struct Use<'a> {
+    audit: &'a Audit,
+    decision: Decision,
+    record: Option<Record<'a>>,
+    since: Instant,
+}
+
+impl Use<'_> {
+    pub(super) fn allowed(&self) -> bool {
+        self.decision.allowed
+    }
+
+    /// Records what came of an allowed use (`outcome`: `ok`, `tool_error`,
+    /// `error`, `input_required`).
+    pub(super) fn end(self, outcome: &str) {
+        if self.decision.allowed
+            && let Some(record) = self.record
+        {
+            self.audit
+                .write(&record.ended(outcome, self.since.elapsed()));
+        }
+    }
+}
+
+/// The caller of the request `context` serves: the one the HTTP endpoint
+/// identified (`callers.rs`), or, over stdio, the local process.
+pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Arc<Caller> {
+    match context.extensions.get::<axum::http::request::Parts>() {
+        Some(parts) => caller_in(&parts.extensions),
+        None => Caller::local(),
+    }
+}
+
+/// The caller the HTTP endpoint put in a request's `extensions`; one
+/// that holds none (it cannot be: every request is identified first) is
+/// nobody in particular.
+pub(super) fn caller_in(extensions: &axum::http::Extensions) -> Arc<Caller> {
+    extensions
+        .get::<Arc<Caller>>()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(Caller::anonymous(crate::access::Via::Open)))
+}
+
+impl Rights {
+    /// The items of a list `caller` may see: all of them when no rule
+    /// exists; else those whose connection `route` finds and the rules
+    /// allow as `kind`.
+    pub(super) fn visible<T: Clone>(
+        &self,
+        caller: &Caller,
+        kind: Kind,
+        items: &[T],
+        name: impl Fn(&T) -> &str,
+        route: impl Fn(&str) -> Option<String>,
+    ) -> Vec<T> {
+        if self.is_open() {
+            return items.to_vec();
+        }
+        items
+            .iter()
+            .filter(|item| {
+                let name = name(item);
+                route(name).is_some_and(|connection| {
+                    self.may(
+                        caller,
+                        Item {
+                            kind,
+                            name,
+                            connection: &connection,
+                        },
+                    )
+                })
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+impl Rights {
+    /// What `caller` may see of `directory` through the meta-tools.
+    pub(super) fn sees(&self, caller: Arc<Caller>, directory: Arc<Directory>) -> Sees<'_> {
+        Sees {
+            rights: self,
+            caller,
+            directory,
+        }
+    }
+}
+
+/// A caller's view for the meta-tools, which name things as the upstreams
+/// do: each is judged by the name the gateway exposes it under.
+pub(super) struct Sees<'a> {
+    rights: &'a Rights,
+    caller: Arc<Caller>,
+    directory: Arc<Directory>,
+}
+
+impl Sees<'_> {
+    fn named(&self, kind: Kind, connection: &str, name: &str) -> bool {
+        let exposed = self.directory.naming.exposed(connection, name);
+        self.rights.may(
+            &self.caller,
+            Item {
+                kind,
+                name: &exposed,
+                connection,
+            },
+        )
+    }
+}
+
+impl crate::meta::Sees for Sees<'_> {
+    fn connection(&self, connection: &str) -> bool {
+        self.rights
+            .reaches(&self.caller, &self.directory, connection)
+    }
+
+    fn tool(&self, connection: &str, tool: &str) -> bool {
+        self.rights.is_open() || self.named(Kind::Tool, connection, tool)
+    }
+
+    fn prompt(&self, connection: &str, prompt: &str) -> bool {
+        self.rights.is_open() || self.named(Kind::Prompt, connection, prompt)
+    }
+
+    fn resource(&self, connection: &str, uri: &str) -> bool {
+        if self.rights.is_open() {
+            return true;
+        }
+        // A URI two connections serve is exposed in its prefixed form.
+        let exposed = match self.directory.resource(uri) {
+            Some(target) if target.connection == connection => uri.to_owned(),
+            _ => super::naming::prefixed_uri(connection, uri),
+        };
+        self.rights
+            .may(&self.caller, Item::resource(connection, &exposed))
+    }
+}
