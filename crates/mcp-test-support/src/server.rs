@@ -184,6 +184,8 @@ struct ControlInner {
     /// The trace context of every `tools/call` that reached the handler.
     /// The arguments of the last [`SEEN_ARGUMENTS`] HTTP calls, as sent.
     seen_arguments: Mutex<std::collections::VecDeque<String>>,
+    /// Every distinct `Authorization` header value the server was sent.
+    seen_authorizations: Mutex<std::collections::BTreeSet<String>>,
     /// The last [`SEEN_TRACES`] calls' trace context.
     seen_traces: Mutex<std::collections::VecDeque<SeenTrace>>,
 }
@@ -241,6 +243,7 @@ impl ServerControl {
                 },
                 seen_traces: Mutex::new(std::collections::VecDeque::new()),
                 seen_arguments: Mutex::new(std::collections::VecDeque::new()),
+                seen_authorizations: Mutex::default(),
             }),
         }
     }
@@ -321,6 +324,20 @@ impl ServerControl {
     /// of [`SEEN_ARGUMENTS_MAX_BYTES`] or more are not kept.
     pub fn seen_arguments(&self) -> Vec<String> {
         lock(&self.inner.seen_arguments).iter().cloned().collect()
+    }
+
+    /// Every distinct `Authorization` header value the server was sent
+    /// (what a caller's credentials must never be among, when the gateway
+    /// is between).
+    pub fn seen_authorizations(&self) -> Vec<String> {
+        lock(&self.inner.seen_authorizations).iter().cloned().collect()
+    }
+
+    pub(crate) fn saw_authorization(&self, value: &str) {
+        let mut seen = lock(&self.inner.seen_authorizations);
+        if !seen.contains(value) {
+            seen.insert(value.to_owned());
+        }
     }
 
     pub(crate) fn saw_arguments(&self, raw: &str) {

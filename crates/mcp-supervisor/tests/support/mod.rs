@@ -481,6 +481,17 @@ impl ServedGateway {
         handler: H,
         lifecycle: rmcp::service::ClientLifecycleMode,
     ) -> rmcp::service::RunningService<rmcp::service::RoleClient, H> {
+        self.connect_as(handler, lifecycle, None).await
+    }
+
+    /// Like [`ServedGateway::connect_with`], presenting `bearer` (a key, a
+    /// token) in `Authorization: Bearer` on every request.
+    pub async fn connect_as<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+        lifecycle: rmcp::service::ClientLifecycleMode,
+        bearer: Option<&str>,
+    ) -> rmcp::service::RunningService<rmcp::service::RoleClient, H> {
         use rmcp::{
             service::ClientServiceExt,
             transport::{
@@ -494,7 +505,11 @@ impl ServedGateway {
                 mcp_supervisor::session::shared_http_client(),
                 HttpRecorder::default(),
             ),
-            StreamableHttpClientTransportConfig::with_uri(self.url.as_str()),
+            match bearer {
+                Some(bearer) => StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
+                    .auth_header(bearer),
+                None => StreamableHttpClientTransportConfig::with_uri(self.url.as_str()),
+            },
         );
         handler
             .serve_with_lifecycle(transport, lifecycle)
