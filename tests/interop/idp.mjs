@@ -41,7 +41,8 @@
 //   `groups`, with `act` naming the exchanging client;
 // - test controls: POST /test/rotate signs from then on with a new RSA key
 //   (the JWKS keeps serving the old ones after it) and answers {"kid": ...};
-//   POST /test/user?id=<id> sets the default user.
+//   POST /test/user?id=<id> sets the default user; GET /test/requests counts
+//   the requests served by path.
 //
 // Keys are generated at start, nothing is written to disk. Quiet unless
 // IDP_DEBUG is set (then the provider's notices, server errors and refused
@@ -375,9 +376,16 @@ function json(res, status, body) {
     res.end(JSON.stringify(body));
 }
 
+// Requests served, by path (GET /test/requests answers them): how often a
+// resource server fetched the keys or the metadata.
+const requests = {};
+
 const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
-    if (req.method === 'POST' && url.pathname === '/test/rotate') {
+    requests[url.pathname] = (requests[url.pathname] ?? 0) + 1;
+    if (req.method === 'GET' && url.pathname === '/test/requests') {
+        json(res, 200, requests);
+    } else if (req.method === 'POST' && url.pathname === '/test/rotate') {
         keys.unshift(newKey());
         current = build(current.provider.issuer);
         json(res, 200, { kid: keys[0].kid });

@@ -40,8 +40,12 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    let a = TestServer::start(TestServerOptions::default()).await.unwrap();
-    let b = TestServer::start(TestServerOptions::default()).await.unwrap();
+    let a = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
+    let b = TestServer::start(TestServerOptions::default())
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
     let toml = format!(
@@ -109,7 +113,11 @@ async fn tool_names(client: &Client) -> Vec<String> {
     names
 }
 
-async fn call(client: &Client, name: &str, arguments: Value) -> Result<String, (ErrorCode, String)> {
+async fn call(
+    client: &Client,
+    name: &str,
+    arguments: Value,
+) -> Result<String, (ErrorCode, String)> {
     let mut call = CallToolRequestParams::new(name.to_owned());
     call.arguments = arguments.as_object().cloned();
     match client.call_tool(call).await {
@@ -121,7 +129,10 @@ async fn call(client: &Client, name: &str, arguments: Value) -> Result<String, (
 
 /// What the gateway answers of `name` with the name itself taken out, so
 /// a hidden name's answer can be compared with an unknown one's.
-fn unnamed(answer: Result<String, (ErrorCode, String)>, name: &str) -> Result<String, (ErrorCode, String)> {
+fn unnamed(
+    answer: Result<String, (ErrorCode, String)>,
+    name: &str,
+) -> Result<String, (ErrorCode, String)> {
     answer.map_err(|(code, message)| (code, message.replace(name, "NAME")))
 }
 
@@ -153,8 +164,14 @@ fn a_reader_lists_only_what_the_rules_allow_and_reaches_nothing_else() {
             let echoed = call(&reader, "a__echo", json!({"text": SECRET_ARGUMENT})).await;
             assert_eq!(echoed, Ok(SECRET_ARGUMENT.to_owned()));
             // Hidden tools are answered as unknown ones, by either path.
-            let unknown = unnamed(call(&reader, "zz__echo", json!({"text": "x"})).await, "zz__echo");
-            assert!(matches!(&unknown, Err((code, _)) if *code == ErrorCode::INVALID_PARAMS), "{unknown:?}");
+            let unknown = unnamed(
+                call(&reader, "zz__echo", json!({"text": "x"})).await,
+                "zz__echo",
+            );
+            assert!(
+                matches!(&unknown, Err((code, _)) if *code == ErrorCode::INVALID_PARAMS),
+                "{unknown:?}"
+            );
             for hidden in ["b__echo", "a__fail", "a__sleep"] {
                 let answer = unnamed(call(&reader, hidden, json!({"text": "x"})).await, hidden);
                 assert_eq!(answer, unknown, "{hidden}");
@@ -172,10 +189,8 @@ fn the_meta_tools_find_describe_and_call_only_what_the_caller_may_use() {
     run(|| async {
         let setup = setup().await;
         let reader = client(&setup.gateway, READER_KEY, session()).await;
-        let listed: Value = serde_json::from_str(
-            &call(&reader, "list_mcps", json!({})).await.unwrap(),
-        )
-        .unwrap();
+        let listed: Value =
+            serde_json::from_str(&call(&reader, "list_mcps", json!({})).await.unwrap()).unwrap();
         let names: Vec<&str> = listed["connections"]
             .as_array()
             .unwrap()
@@ -184,36 +199,80 @@ fn the_meta_tools_find_describe_and_call_only_what_the_caller_may_use() {
             .collect();
         assert_eq!(names, ["a"], "{listed}");
         assert_eq!(listed["connections"][0]["tool_count"], 2, "{listed}");
-        let found = call(&reader, "search_mcp_tools", json!({"connection": "a", "query": "fail sleep echo"}))
+        let found = call(
+            &reader,
+            "search_mcp_tools",
+            json!({"connection": "a", "query": "fail sleep echo"}),
+        )
+        .await
+        .unwrap();
+        assert!(
+            found.contains("echo") && !found.contains("\"fail\"") && !found.contains("\"sleep\""),
+            "{found}"
+        );
+        let described = call(&reader, "describe_mcp", json!({"connection": "a"}))
             .await
             .unwrap();
-        assert!(found.contains("echo") && !found.contains("\"fail\"") && !found.contains("\"sleep\""), "{found}");
-        let described = call(&reader, "describe_mcp", json!({"connection": "a"})).await.unwrap();
         assert!(!described.contains("\"fail\""), "{described}");
         // A connection the reader reaches nothing of is unknown; a tool it
         // may not use is one its connection does not have.
-        let of_b = call(&reader, "describe_mcp", json!({"connection": "b"})).await.unwrap();
-        let of_nothing = call(&reader, "describe_mcp", json!({"connection": "zz"})).await.unwrap();
-        assert_eq!(of_b.replace("'b'", "'X'"), of_nothing.replace("'zz'", "'X'"));
-        let hidden = call(&reader, "call_mcp", json!({"connection": "a", "tool": "fail", "arguments": {"message": "m"}}))
+        let of_b = call(&reader, "describe_mcp", json!({"connection": "b"}))
             .await
             .unwrap();
-        let unknown = call(&reader, "call_mcp", json!({"connection": "a", "tool": "nope", "arguments": {}}))
+        let of_nothing = call(&reader, "describe_mcp", json!({"connection": "zz"}))
             .await
             .unwrap();
-        assert_eq!(hidden.replace("'fail'", "'X'"), unknown.replace("'nope'", "'X'"));
-        let schema = call(&reader, "get_mcp_tool_schema", json!({"connection": "a", "tool": "fail"})).await.unwrap();
+        assert_eq!(
+            of_b.replace("'b'", "'X'"),
+            of_nothing.replace("'zz'", "'X'")
+        );
+        let hidden = call(
+            &reader,
+            "call_mcp",
+            json!({"connection": "a", "tool": "fail", "arguments": {"message": "m"}}),
+        )
+        .await
+        .unwrap();
+        let unknown = call(
+            &reader,
+            "call_mcp",
+            json!({"connection": "a", "tool": "nope", "arguments": {}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            hidden.replace("'fail'", "'X'"),
+            unknown.replace("'nope'", "'X'")
+        );
+        let schema = call(
+            &reader,
+            "get_mcp_tool_schema",
+            json!({"connection": "a", "tool": "fail"}),
+        )
+        .await
+        .unwrap();
         assert!(schema.contains("Unknown tool 'fail'"), "{schema}");
-        let through_b = call(&reader, "call_mcp", json!({"connection": "b", "tool": "echo", "arguments": {"text": "x"}}))
-            .await
-            .unwrap();
-        assert!(through_b.contains("'b'") && !through_b.contains('x'), "{through_b}");
+        let through_b = call(
+            &reader,
+            "call_mcp",
+            json!({"connection": "b", "tool": "echo", "arguments": {"text": "x"}}),
+        )
+        .await
+        .unwrap();
+        assert!(
+            through_b.contains("'b'") && !through_b.contains('x'),
+            "{through_b}"
+        );
         assert_eq!(setup.upstreams.0.tool_calls("fail"), 0);
         assert_eq!(setup.upstreams.1.tool_calls("echo"), 0);
         // What it may use, it may call through call_mcp too.
-        let echoed = call(&reader, "call_mcp", json!({"connection": "a", "tool": "echo", "arguments": {"text": "hey"}}))
-            .await
-            .unwrap();
+        let echoed = call(
+            &reader,
+            "call_mcp",
+            json!({"connection": "a", "tool": "echo", "arguments": {"text": "hey"}}),
+        )
+        .await
+        .unwrap();
         assert_eq!(echoed, "hey");
     });
 }
@@ -230,7 +289,10 @@ fn prompts_and_resources_follow_the_same_rules() {
             .into_iter()
             .map(|prompt| prompt.name)
             .collect();
-        assert!(prompts.iter().all(|name| name.starts_with("a__")) && !prompts.is_empty(), "{prompts:?}");
+        assert!(
+            prompts.iter().all(|name| name.starts_with("a__")) && !prompts.is_empty(),
+            "{prompts:?}"
+        );
         let hidden = reader
             .get_prompt(GetPromptRequestParams::new("b__greet"))
             .await
@@ -241,7 +303,10 @@ fn prompts_and_resources_follow_the_same_rules() {
             .await
             .unwrap_err()
             .to_string();
-        assert_eq!(hidden.replace("b__greet", "X"), unknown.replace("zz__greet", "X"));
+        assert_eq!(
+            hidden.replace("b__greet", "X"),
+            unknown.replace("zz__greet", "X")
+        );
         // Both upstreams serve the same resources: exposed prefixed, and b's
         // are denied.
         let resources: Vec<String> = reader
@@ -251,7 +316,13 @@ fn prompts_and_resources_follow_the_same_rules() {
             .into_iter()
             .map(|resource| resource.uri)
             .collect();
-        assert!(!resources.is_empty() && resources.iter().all(|uri| !uri.starts_with("mcp-supervisor://b/")), "{resources:?}");
+        assert!(
+            !resources.is_empty()
+                && resources
+                    .iter()
+                    .all(|uri| !uri.starts_with("mcp-supervisor://b/")),
+            "{resources:?}"
+        );
         let denied = resources[0].replace("mcp-supervisor://a/", "mcp-supervisor://b/");
         let read = reader
             .read_resource(ReadResourceRequestParams::new(denied.clone()))
@@ -263,7 +334,10 @@ fn prompts_and_resources_follow_the_same_rules() {
             .await
             .unwrap_err()
             .to_string();
-        assert_eq!(read.replace(&denied, "X"), missing.replace("file:///nowhere", "X"));
+        assert_eq!(
+            read.replace(&denied, "X"),
+            missing.replace("file:///nowhere", "X")
+        );
         reader
             .read_resource(ReadResourceRequestParams::new(resources[0].clone()))
             .await
@@ -277,10 +351,20 @@ fn an_admin_uses_every_connection_but_what_its_rule_denies() {
         let setup = setup().await;
         let admin = client(&setup.gateway, ADMIN_KEY, session()).await;
         let names = tool_names(&admin).await;
-        assert!(names.contains(&"b__echo".to_owned()) && names.contains(&"a__fail".to_owned()), "{names:?}");
+        assert!(
+            names.contains(&"b__echo".to_owned()) && names.contains(&"a__fail".to_owned()),
+            "{names:?}"
+        );
         assert!(!names.contains(&"b__fail".to_owned()), "{names:?}");
-        assert_eq!(call(&admin, "b__echo", json!({"text": "hi"})).await, Ok("hi".to_owned()));
-        assert!(call(&admin, "b__fail", json!({"message": "m"})).await.is_err());
+        assert_eq!(
+            call(&admin, "b__echo", json!({"text": "hi"})).await,
+            Ok("hi".to_owned())
+        );
+        assert!(
+            call(&admin, "b__fail", json!({"message": "m"}))
+                .await
+                .is_err()
+        );
     });
 }
 
@@ -302,7 +386,10 @@ fn a_request_without_a_known_key_is_refused_and_no_credential_reaches_an_upstrea
             }
             let response = request.send().await.unwrap();
             assert_eq!(response.status(), 401, "{authorization:?}");
-            let challenge = response.headers()["www-authenticate"].to_str().unwrap().to_owned();
+            let challenge = response.headers()["www-authenticate"]
+                .to_str()
+                .unwrap()
+                .to_owned();
             assert!(challenge.starts_with("Bearer "), "{challenge}");
         }
         let reader = client(&setup.gateway, READER_KEY, session()).await;
@@ -329,7 +416,10 @@ fn the_audit_log_has_a_line_per_decided_use_and_never_an_argument_or_key() {
         let _ = call(&reader, "a__add", json!({"a": 1, "b": "not a number"})).await;
         let text = std::fs::read_to_string(&setup.audit).unwrap();
         assert!(!text.contains("CANARY"), "{text}");
-        let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
         assert_eq!(lines.len(), 3, "{text}");
         let allowed = &lines[0];
         assert_eq!(allowed["decision"], "allow");

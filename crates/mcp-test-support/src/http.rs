@@ -437,7 +437,9 @@ fn raw_arguments(body: &[u8]) -> Option<&str> {
 /// The fault layer in front of rmcp.
 async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Response {
     for value in request.headers().get_all(axum::http::header::AUTHORIZATION) {
-        state.control.saw_authorization(&String::from_utf8_lossy(value.as_bytes()));
+        state
+            .control
+            .saw_authorization(&String::from_utf8_lossy(value.as_bytes()));
     }
     if request.method() != Method::POST {
         // SSE GET / session DELETE: never faulted, only authenticated.

@@ -287,6 +287,19 @@ impl Idp {
             .to_owned()
     }
 
+    /// How many requests the IdP served at `path` so far (its JWKS, its
+    /// metadata: what a resource server fetched).
+    pub async fn requests(&self, path: &str) -> u64 {
+        let counts: Value = reqwest::get(self.url("/test/requests"))
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .unwrap_or_else(|error| panic!("the IdP's request counts: {error}"))
+            .json()
+            .await
+            .unwrap_or_else(|error| panic!("the IdP's request counts: {error}"));
+        counts[path].as_u64().unwrap_or(0)
+    }
+
     /// Who logs in from now on when an authorization request has no
     /// `login_hint`.
     pub async fn set_default_user(&self, id: &str) {

@@ -330,7 +330,10 @@ impl ServerControl {
     /// (what a caller's credentials must never be among, when the gateway
     /// is between).
     pub fn seen_authorizations(&self) -> Vec<String> {
-        lock(&self.inner.seen_authorizations).iter().cloned().collect()
+        lock(&self.inner.seen_authorizations)
+            .iter()
+            .cloned()
+            .collect()
     }
 
     pub(crate) fn saw_authorization(&self, value: &str) {
