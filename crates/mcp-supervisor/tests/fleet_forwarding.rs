@@ -48,29 +48,33 @@ fn session_id(node: &str) -> String {
 
 /// `from`'s voucher for a request forwarded to `to` at `at_ms`.
 fn voucher(from: &str, to: &str, at_ms: u128, method: &str, session: &str) -> String {
-    voucher_with(from, to, at_ms, &rand::random(), method, session)
+    voucher_with(from, to, at_ms, &rand::random(), (method, session, ""))
 }
 
-/// `from`'s voucher with `nonce` (docs/FLEET.md).
+/// `from`'s voucher with `nonce` (docs/FLEET.md), covering the
+/// `mcp-supervisor-caller` value `caller` (empty: none).
 fn voucher_with(
     from: &str,
     to: &str,
     at_ms: u128,
     nonce: &[u8; 12],
-    method: &str,
-    session: &str,
+    (method, session, caller): (&str, &str, &str),
 ) -> String {
     let key = hmac(&KEY, &[b"mcp-supervisor/forwarded-requests/v1\0t"]);
     let at = at_ms.to_string();
-    let mut parts: Vec<Vec<u8>> = Vec::new();
-    for part in [
+    let mut covered: Vec<&[u8]> = vec![
         from.as_bytes(),
         to.as_bytes(),
         at.as_bytes(),
         nonce,
         method.as_bytes(),
         session.as_bytes(),
-    ] {
+    ];
+    if !caller.is_empty() {
+        covered.push(caller.as_bytes());
+    }
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    for part in covered {
         parts.push((part.len() as u64).to_be_bytes().to_vec());
         parts.push(part.to_vec());
     }
@@ -117,11 +121,18 @@ async fn capture() -> (String, Seen) {
 /// Node "one": a gateway with `[gateway] auth` (the canary) and `[fleet]`
 /// on `redis`, with connection `a` to `upstream`.
 async fn node_one(redis: &RedisServer, upstream: &TestServer) -> ServedGateway {
+    let gateway = format!("[gateway]\nauth = {{ kind = \"bearer\", token = \"{CANARY}\" }}\n");
+    node_one_with(redis, upstream, &gateway).await
+}
+
+/// Node one of a fleet in Redis, with `gateway` (its `[gateway]` table and
+/// any rules).
+async fn node_one_with(redis: &RedisServer, upstream: &TestServer, gateway: &str) -> ServedGateway {
     let key = tempfile::NamedTempFile::new().unwrap();
     let key_b64 = base64::engine::general_purpose::STANDARD.encode(KEY);
     std::fs::write(key.path(), format!("{key_b64}\n")).unwrap();
     let toml = format!(
-        "[gateway]\nauth = {{ kind = \"bearer\", token = \"{CANARY}\" }}\n\
+        "{gateway}\
          [fleet]\nredis = \"{}\"\nnode = \"one\"\nnamespace = \"t\"\nkey_file = {}\n{}",
         redis.url(),
         toml_string(&key.path().to_string_lossy()),
@@ -202,9 +213,13 @@ fn a_forwarded_request_carries_a_voucher_and_never_the_bearer() {
         let (from_at, nonce) = from_at_nonce.rsplit_once('.').unwrap();
         let at: u128 = from_at.strip_prefix("one.").unwrap().parse().unwrap();
         let nonce: [u8; 12] = URL_SAFE_NO_PAD.decode(nonce).unwrap().try_into().unwrap();
+        let caller = forwarded["mcp-supervisor-caller"].to_str().unwrap();
+        let named: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(caller).unwrap()).unwrap();
+        assert_eq!(named, json!({"via": "bearer"}), "the bearer names nobody");
         assert_eq!(
             mark,
-            voucher_with("one", "two", at, &nonce, "POST", &theirs),
+            voucher_with("one", "two", at, &nonce, ("POST", &theirs, caller)),
             "the documented voucher"
         );
         // Without the bearer, nothing is forwarded.
@@ -314,5 +329,134 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
         }
         assert_eq!(tallies.get(Protection::ForgedForwarding), 14);
         assert_eq!(tallies.get(Protection::ForwardedIn), 1);
+    });
+}
+
+/// Node one with a reader's key, rules, and a session the reader opened.
+const READER_KEY: &str = "reader-key-CANARY-2b7e";
+
+fn reader_rules() -> String {
+    use sha2::Digest as _;
+    let digest: String = Sha256::digest(READER_KEY.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!(
+        "[gateway]\n[gateway.keys.reader]\nsha256 = \"{digest}\"\ngroups = [\"readers\"]\n\
+         [[access]]\nwho = [\"group:readers\"]\nallow = [\"a__echo\"]\n\
+         [[access]]\nwho = [\"group:admins\"]\nallow = [\"connection:*\"]\n"
+    )
+}
+
+fn caller_value(caller: serde_json::Value) -> String {
+    URL_SAFE_NO_PAD.encode(caller.to_string())
+}
+
+/// The tools a `tools/list` on `session` lists, sent with `headers`.
+async fn listed(url: &str, session: &str, headers: &[(&str, String)]) -> (u16, Vec<String>) {
+    let mut request = post(
+        url,
+        session,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string(),
+    );
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let answer = request.send().await.unwrap();
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap();
+    let body = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap_or(&text);
+    let names = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|message| {
+            message["result"]["tools"].as_array().map(|tools| {
+                tools
+                    .iter()
+                    .map(|tool| tool["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    (status, names)
+}
+
+#[test]
+fn a_forwarded_requests_caller_is_the_one_vouched_for_and_no_client_can_name_itself() {
+    run(|| async {
+        let redis = RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let one = node_one_with(&redis, &upstream, &reader_rules()).await;
+        let bearer = ("authorization", format!("Bearer {READER_KEY}"));
+        let initialize = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}},
+        });
+        let opened = http()
+            .post(&one.url)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header(bearer.0, &bearer.1)
+            .body(initialize.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(opened.status(), 200);
+        let ours = opened.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let initialized =
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        post(&one.url, &ours, initialized)
+            .header(bearer.0, &bearer.1)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            listed(&one.url, &ours, std::slice::from_ref(&bearer)).await,
+            (200, vec!["a__echo".to_owned()])
+        );
+
+        // A client naming itself an admin, with its own key: the header is
+        // not its to send, and it is still the reader.
+        let admin = caller_value(json!({"via": "key", "client": "root", "groups": ["admins"]}));
+        let claimed = listed(
+            &one.url,
+            &ours,
+            &[bearer.clone(), ("mcp-supervisor-caller", admin.clone())],
+        )
+        .await;
+        assert_eq!(claimed, (200, vec!["a__echo".to_owned()]));
+
+        // Node two vouching for the reader: the reader's view.
+        let reader = caller_value(json!({"via": "key", "client": "reader", "groups": ["readers"]}));
+        let at = now_ms();
+        let vouched = voucher_with("two", "one", at, &rand::random(), ("POST", &ours, &reader));
+        let forwarded = listed(
+            &one.url,
+            &ours,
+            &[
+                ("mcp-supervisor-forwarded", vouched),
+                ("mcp-supervisor-caller", reader.clone()),
+            ],
+        )
+        .await;
+        assert_eq!(forwarded, (200, vec!["a__echo".to_owned()]));
+
+        // The reader's voucher with an admin's caller put in its place, or
+        // with the caller taken off: refused.
+        let nonce = rand::random();
+        let for_reader = voucher_with("two", "one", now_ms(), &nonce, ("POST", &ours, &reader));
+        for swapped in [vec![("mcp-supervisor-caller", admin.clone())], vec![]] {
+            let mut headers = vec![("mcp-supervisor-forwarded", for_reader.clone())];
+            headers.extend(swapped);
+            assert_eq!(listed(&one.url, &ours, &headers).await.0, 401);
+        }
     });
 }

@@ -38,10 +38,12 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::{
+    rights::caller_in,
     session_ids::{Holder, SessionIds},
-    vouch::{FORWARDED, Forward, Vouchers},
+    vouch::{CALLER, FORWARDED, Forward, Vouchers, caller_header, caller_of_header},
 };
 use crate::{
+    access::{Caller, Via},
     codec::mcp_headers,
     registry::{FleetOverview, Registry},
 };
@@ -117,14 +119,18 @@ impl Elsewhere {
         }
     }
 
-    /// Whether a request marked as forwarded (`parts`) carries another
-    /// node's valid voucher for it. The mark is taken off either way, so a
-    /// request taken is handled here exactly as its client sent it (the
-    /// direct path, for one, takes no request with an `mcp-` header it
-    /// does not know).
-    pub(super) fn vouched(&self, request: &mut Request) -> bool {
-        let Some(voucher) = request.headers_mut().remove(&FORWARDED) else {
-            return false;
+    /// The caller of a request marked as forwarded, when it carries
+    /// another node's valid voucher for it (and the caller that node
+    /// identified: [`CALLER`]); `None` when it does not. The marks are
+    /// taken off either way, so a request taken is handled here exactly as
+    /// its client sent it (the direct path, for one, takes no request with
+    /// an `mcp-` header it does not know).
+    pub(super) fn vouched(&self, request: &mut Request) -> Option<Arc<Caller>> {
+        let voucher = request.headers_mut().remove(&FORWARDED)?;
+        let caller = request.headers_mut().remove(&CALLER);
+        let caller = match &caller {
+            Some(value) => value.to_str().ok()?,
+            None => "",
         };
         // Only a request of a session this node holds is forwarded here.
         let Some(session) = request
@@ -134,21 +140,25 @@ impl Elsewhere {
             .filter(|id| matches!(self.ids.holder(id), Holder::Here))
         else {
             tracing::debug!("a request marked as forwarded names no session of this node");
-            return false;
+            return None;
         };
         let forward = Forward {
             method: request.method(),
             session,
+            caller,
         };
-        match self
+        if let Err(forged) = self
             .vouchers
             .check(&voucher, forward, std::time::SystemTime::now())
         {
-            Ok(()) => true,
-            Err(forged) => {
-                tracing::debug!(?forged, "a request marked as forwarded was not vouched for");
-                false
-            }
+            tracing::debug!(?forged, "a request marked as forwarded was not vouched for");
+            return None;
+        }
+        // A node that sends no caller (one from before callers travelled)
+        // is vouched for, its caller nobody in particular.
+        match caller {
+            "" => Some(Arc::new(Caller::anonymous(Via::Open))),
+            caller => caller_of_header(caller).map(Arc::new),
         }
     }
 
@@ -178,14 +188,17 @@ impl Elsewhere {
             .get(&mcp_headers::SESSION_ID)
             .and_then(|id| id.to_str().ok())
             .unwrap_or_default();
+        let caller = caller_header(&caller_in(&parts.extensions));
         let forward = Forward {
             method: &parts.method,
             session,
+            caller: caller.to_str().expect("base64url is text"),
         };
         let voucher = self
             .vouchers
             .vouch(node, forward, std::time::SystemTime::now());
         headers.insert(FORWARDED, voucher);
+        headers.insert(CALLER, caller);
         let mut sending = self
             .client
             .request(parts.method, target(&base, &parts.uri))

@@ -87,7 +87,7 @@ use super::{
     session_ids::SessionIds,
     sessions::{CappedSessions, OPENING, Opening},
     state::GatewayState,
-    vouch::{FORWARDED, Vouchers},
+    vouch::{CALLER, FORWARDED, Vouchers},
 };
 use crate::{
     codec::mcp_headers,
@@ -276,32 +276,37 @@ impl Endpoint {
     /// carries. The caller goes into the request's extensions, for every
     /// step after this one.
     async fn admit(&self, mut request: Request) -> Result<(Request, bool), Response> {
-        let forwarded = request.headers().contains_key(&FORWARDED)
-            && match &self.elsewhere {
+        let vouched = if request.headers().contains_key(&FORWARDED) {
+            match &self.elsewhere {
                 Some(elsewhere) => {
-                    if !elsewhere.vouched(&mut request) {
+                    let Some(caller) = elsewhere.vouched(&mut request) else {
                         self.control.tallies.count(Protection::ForgedForwarding);
                         return Err(unauthorized(
                             "a request marked as forwarded by a node of this fleet without its voucher",
                         ));
-                    }
+                    };
                     self.control.tallies.count(Protection::ForwardedIn);
-                    true
+                    Some(caller)
                 }
                 // Outside a fleet the mark means nothing.
-                None => {
-                    request.headers_mut().remove(&FORWARDED);
-                    false
-                }
-            };
-        if !forwarded {
-            let caller = self
+                None => None,
+            }
+        } else {
+            None
+        };
+        // What only a node may say of a request, no client says.
+        request.headers_mut().remove(&FORWARDED);
+        request.headers_mut().remove(&CALLER);
+        let forwarded = vouched.is_some();
+        let caller = match vouched {
+            Some(caller) => caller,
+            None => self
                 .callers
                 .identify(request.headers())
                 .await
-                .map_err(|why| self.callers.refusal(&why))?;
-            request.extensions_mut().insert(caller);
-        }
+                .map_err(|why| self.callers.refusal(&why))?,
+        };
+        request.extensions_mut().insert(caller);
         Ok((request, forwarded))
     }
 

@@ -7,7 +7,8 @@
 //! `{from}.{at}.{nonce}.{mac}`, `at` the time in milliseconds, `nonce` 12
 //! random bytes and `mac` the first 16 bytes of HMAC-SHA256 over the two
 //! nodes' names, `at`, the nonce, the method and the session id (not the
-//! path: a proxy in front of the other node may change it), both in
+//! path: a proxy in front of the other node may change it) and the caller
+//! the forwarding node identified ([`CALLER`], when there is one), both in
 //! unpadded base64url, keyed from the fleet key and namespace. The holding
 //! node takes a request with a voucher that names it, is at most
 //! [`VALID_FOR`] old, whose MAC is right and that it has not taken before,
@@ -27,10 +28,26 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::config::FleetKey;
+use crate::{access::Caller, config::FleetKey};
 
 /// Marks a request one node forwarded to another, with its voucher.
 pub(super) const FORWARDED: HeaderName = HeaderName::from_static("mcp-supervisor-forwarded");
+
+/// The caller of a forwarded request, as the forwarding node identified it
+/// (its credentials stay there): the [`Caller`] as base64url JSON, covered
+/// by the voucher's MAC, so no client can name itself someone else.
+pub(super) const CALLER: HeaderName = HeaderName::from_static("mcp-supervisor-caller");
+
+/// `caller` as the value of [`CALLER`].
+pub(super) fn caller_header(caller: &Caller) -> HeaderValue {
+    let json = serde_json::to_vec(caller).expect("a caller serializes");
+    HeaderValue::from_str(&URL_SAFE_NO_PAD.encode(json)).expect("base64url is header-safe")
+}
+
+/// The caller a [`CALLER`] value names; `None` if it names none readably.
+pub(super) fn caller_of_header(value: &str) -> Option<Caller> {
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(value).ok()?).ok()
+}
 
 /// How far a voucher's time may be from the holder's clock: the forward
 /// takes milliseconds; the rest is the clocks' difference.
@@ -98,6 +115,9 @@ impl std::fmt::Debug for Vouchers {
 pub(super) struct Forward<'a> {
     pub(super) method: &'a Method,
     pub(super) session: &'a str,
+    /// Its [`CALLER`] value; empty for none (a node that sends none is
+    /// vouched for as before callers travelled).
+    pub(super) caller: &'a str,
 }
 
 impl Vouchers {
@@ -179,14 +199,21 @@ impl Vouchers {
         request: Forward<'_>,
     ) -> [u8; MAC_BYTES] {
         let mut mac = self.mac.clone();
-        for part in [
+        let at = at.to_string();
+        let mut parts: Vec<&[u8]> = vec![
             from.as_bytes(),
             to.as_bytes(),
-            at.to_string().as_bytes(),
+            at.as_bytes(),
             nonce,
             request.method.as_str().as_bytes(),
             request.session.as_bytes(),
-        ] {
+        ];
+        // A voucher without a caller reads as it did before callers
+        // travelled, so nodes of both kinds vouch for each other.
+        if !request.caller.is_empty() {
+            parts.push(request.caller.as_bytes());
+        }
+        for part in parts {
             // Each part's length first: no two lists of parts read alike.
             mac.update(&(part.len() as u64).to_be_bytes());
             mac.update(part);
@@ -224,6 +251,7 @@ mod tests {
     const POST: Forward<'static> = Forward {
         method: &Method::POST,
         session: "two.a.b",
+        caller: "",
     };
 
     fn at(ms: u64) -> SystemTime {
@@ -256,6 +284,10 @@ mod tests {
             },
             Forward {
                 session: "two.a.c",
+                ..post
+            },
+            Forward {
+                caller: "eyJ2aWEiOiJrZXkifQ",
                 ..post
             },
         ];
