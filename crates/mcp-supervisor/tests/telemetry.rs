@@ -84,7 +84,7 @@ async fn call_traced(
 
 /// The attribute names semantic-conventions-genai v0.1.0 `docs/gen-ai/mcp.md`
 /// gives MCP spans (docs/DECISIONS.md #98), with the general ones it links.
-const CONVENTION: [&str; 18] = [
+const CONVENTION: [&str; 20] = [
     "mcp.method.name",
     "mcp.session.id",
     "mcp.protocol.version",
@@ -103,6 +103,8 @@ const CONVENTION: [&str; 18] = [
     "server.address",
     "server.port",
     "client.address",
+    "user.id",
+    "user.roles",
 ];
 
 /// Every attribute is the convention's or under our own prefix: nothing
@@ -604,6 +606,50 @@ fn the_durations_go_out_as_the_conventions_histograms() {
                     ]
                 );
             }
+        });
+    });
+}
+
+/// A caller's identity is on its SERVER span: the client its key names,
+/// and its groups (never the key).
+#[test]
+fn a_callers_identity_is_on_its_server_span() {
+    in_own_process("a_callers_identity_is_on_its_server_span", || {
+        run(|| async {
+            const KEY: &str = "ops-key-CANARY-0c4d";
+            let hash: String = <sha2::Sha256 as sha2::Digest>::digest(KEY.as_bytes())
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect();
+            let keys = format!(
+                "\n[gateway.keys.ops-bot]\nsha256 = \"{hash}\"\ngroups = [\"ops\", \"ci\"]\n"
+            );
+            let (receiver, _upstream, config) = traced_setup("http/protobuf", &keys).await;
+            let gateway = ServedGateway::start(config).await;
+            let client = gateway
+                .connect_as(
+                    (),
+                    rmcp::service::ClientLifecycleMode::Initialize,
+                    Some(KEY),
+                )
+                .await;
+            let mut params = CallToolRequestParams::new("a__lookup")
+                .with_arguments(json!({"key": "k"}).as_object().cloned().unwrap());
+            params.set_traceparent(&traceparent(CLIENT_TRACE, CLIENT_SPAN));
+            client.call_tool(params).await.unwrap();
+            let spans = trace_of(&receiver, CLIENT_TRACE, 1).await;
+            let spans: Vec<_> = spans.iter().collect();
+            assert_named_by_the_convention(&spans);
+            let server = of_kind(&spans, SpanKind::Server)[0];
+            assert_eq!(server.str_attr("mcp_supervisor.client.id"), Some("ops-bot"));
+            assert_eq!(
+                server.str_attr("user.id"),
+                None,
+                "a key names a client, not a user"
+            );
+            let roles = format!("{:?}", server.attributes.get("user.roles"));
+            assert!(roles.contains("ops") && roles.contains("ci"), "{roles}");
+            assert!(!format!("{spans:?}").contains("CANARY"));
         });
     });
 }

@@ -124,13 +124,13 @@ impl From<PostedCall> for PlainCall {
 }
 
 impl PlainCall {
-    /// Its SERVER span, parented by its `_meta` or `headers`.
+    /// Its SERVER span, parented by its `_meta` or `headers`, from the
+    /// `client` address and `caller`.
     pub(super) fn span(
         &self,
         headers: &HeaderMap,
-        session: Option<&str>,
-        protocol: Option<&str>,
-        client: Option<std::net::IpAddr>,
+        (session, protocol): (Option<&str>, Option<&str>),
+        (client, caller): (Option<std::net::IpAddr>, &Caller),
     ) -> ServerSpan {
         ServerSpan::start(Served {
             method: "tools/call",
@@ -145,6 +145,7 @@ impl PlainCall {
             protocol,
             stdio: false,
             client,
+            caller: Some(caller),
         })
     }
 }
@@ -281,12 +282,15 @@ impl StatelessCall {
     /// through rmcp (`mrtr`); the client's retry with its answers goes to
     /// rmcp, which hands them over.
     /// Its SERVER span (see [`PlainCall::span`]).
-    pub(super) fn span(&self, headers: &HeaderMap, client: Option<std::net::IpAddr>) -> ServerSpan {
+    pub(super) fn span(
+        &self,
+        headers: &HeaderMap,
+        from: (Option<std::net::IpAddr>, &Caller),
+    ) -> ServerSpan {
         self.call.span(
             headers,
-            None,
-            Some(ProtocolVersion::V_2026_07_28.as_str()),
-            client,
+            (None, Some(ProtocolVersion::V_2026_07_28.as_str())),
+            from,
         )
     }
 

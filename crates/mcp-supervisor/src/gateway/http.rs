@@ -52,7 +52,7 @@ mod body;
 mod refusals;
 mod shutdown;
 
-use std::{io, net::IpAddr, sync::Arc};
+use std::{io, sync::Arc};
 
 use axum::{
     Router,
@@ -84,8 +84,9 @@ use super::{
     door,
     elsewhere::Elsewhere,
     handler::GatewayHandler,
+    rights::caller_in,
     session_ids::SessionIds,
-    sessions::{CappedSessions, OPENING, Opening},
+    sessions::{CappedSessions, Holder, OPENING, Opening},
     state::GatewayState,
     vouch::{CALLER, FORWARDED, Vouchers},
 };
@@ -357,11 +358,15 @@ impl Endpoint {
         if let Some(refused) = self.door(&parts.headers, &body, permit.is_some()).await {
             return holding_permit(refused, permit);
         }
-        if let Some(refused) = self.at_session_cap(&parts.headers, &body, client).await {
+        let holder = Holder::of(&caller_in(&parts.extensions), client);
+        if let Some(refused) = self
+            .at_session_cap(&parts.headers, &body, holder.clone())
+            .await
+        {
             return refused;
         }
         let large = permit.is_some();
-        let response = self.by_rmcp(parts, body, large, client).await;
+        let response = self.by_rmcp(parts, body, large, holder).await;
         holding_permit(response, permit)
     }
 
@@ -384,7 +389,7 @@ impl Endpoint {
         &self,
         headers: &HeaderMap,
         body: &[u8],
-        client: Option<IpAddr>,
+        client: Option<Holder>,
     ) -> Option<Response> {
         if headers.contains_key(&mcp_headers::SESSION_ID) {
             return None;
@@ -405,7 +410,7 @@ impl Endpoint {
         parts: Parts,
         body: Bytes,
         large: bool,
-        client: Option<IpAddr>,
+        client: Option<Holder>,
     ) -> Response {
         let declared_json = is_json(&parts.headers);
         let request = Request::from_parts(parts, Body::from(body.clone()));
@@ -438,7 +443,7 @@ impl Endpoint {
     async fn handle(
         &self,
         request: Request,
-        client: Option<IpAddr>,
+        client: Option<Holder>,
     ) -> (Response, Option<Protection>) {
         let opening = Opening {
             client,

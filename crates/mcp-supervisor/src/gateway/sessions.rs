@@ -12,9 +12,11 @@
 //!   (its client gets 404 on its next request and initializes again, as the
 //!   protocol allows); `initialize` is refused only when every session is
 //!   busy;
-//! - one client (one peer address) holds at most `max_sessions_per_client`:
-//!   its next session ends its own least recently used idle one, and is
-//!   refused only when all of its sessions are busy.
+//! - one client holds at most `max_sessions_per_client`: its next session
+//!   ends its own least recently used idle one, and is refused only when
+//!   all of its sessions are busy. A client is the user or client its
+//!   credentials name ([`Holder::Caller`]), else its peer address (the
+//!   shared bearer names nobody).
 //!
 //! Each eviction and refusal is counted in [`Tallies`].
 
@@ -42,6 +44,7 @@ use rmcp::{
 use tokio::time::Instant;
 
 use super::{direct_sessions::DirectSession, session_ids::SessionIds};
+use crate::access::Caller;
 use crate::listener::tallies::{Protection, Tallies};
 
 tokio::task_local! {
@@ -50,10 +53,29 @@ tokio::task_local! {
     pub(super) static OPENING: Opening;
 }
 
+/// Whose a session is, for the per-client quota.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Holder {
+    /// A caller its credentials name (`user:…`, `client:…`).
+    Caller(Arc<str>),
+    /// A peer address, when the credentials name nobody.
+    Address(IpAddr),
+}
+
+impl Holder {
+    /// Whose a session opened by `caller` from `address` is.
+    pub(super) fn of(caller: &Caller, address: Option<IpAddr>) -> Option<Holder> {
+        match caller.principal() {
+            Some(principal) => Some(Holder::Caller(principal.into())),
+            None => address.map(Holder::Address),
+        }
+    }
+}
+
 /// Who is opening a session, and why it was refused, if it was.
 #[derive(Debug, Default)]
 pub(super) struct Opening {
-    pub(super) client: Option<IpAddr>,
+    pub(super) client: Option<Holder>,
     pub(super) refused: std::cell::Cell<Option<Protection>>,
 }
 
@@ -62,8 +84,8 @@ pub(super) struct Opening {
 struct Use {
     /// Its id (the map's key, shared), for the guards.
     id: SessionId,
-    /// The peer address that opened it.
-    client: Option<IpAddr>,
+    /// Whose it is.
+    client: Option<Holder>,
     /// Its HTTP requests open now.
     open: usize,
     /// When its last request began or ended (or it was opened).
@@ -169,18 +191,18 @@ impl CappedSessions {
 
     /// Whether a new session from `client` would be refused now (every
     /// session it could replace is busy): the reason, if so.
-    pub(super) async fn refusal(&self, client: Option<IpAddr>) -> Option<Protection> {
-        match self.room(client).await {
+    pub(super) async fn refusal(&self, client: Option<Holder>) -> Option<Protection> {
+        match self.room(client.as_ref()).await {
             Room::Refuse(why) => Some(why),
             Room::Free | Room::Evict(..) => None,
         }
     }
 
     /// What admitting a session of `client` takes (see the module).
-    async fn room(&self, client: Option<IpAddr>) -> Room {
+    async fn room(&self, client: Option<&Holder>) -> Room {
         let live = self.local.sessions.read().await;
         let mut uses = lock(&self.uses);
-        let of_client = |session: &Use| client.is_some() && session.client == client;
+        let of_client = |session: &Use| client.is_some() && session.client.as_ref() == client;
         let at_quota = || uses.values().filter(|s| of_client(s)).count() >= self.per_client;
         if live.len() < self.max && !at_quota() {
             return Room::Free;
@@ -258,8 +280,11 @@ impl SessionManager for CappedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), SessionsError> {
         let _one_at_a_time = self.creating.lock().await;
-        let client = OPENING.try_with(|opening| opening.client).ok().flatten();
-        match self.room(client).await {
+        let client = OPENING
+            .try_with(|opening| opening.client.clone())
+            .ok()
+            .flatten();
+        match self.room(client.as_ref()).await {
             Room::Free => {}
             Room::Evict(id, why) => self.evict(&id, why).await,
             Room::Refuse(why) => {
@@ -355,8 +380,12 @@ impl SessionManager for CappedSessions {
 mod tests {
     use super::*;
 
-    const A: Option<IpAddr> = Some(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1)));
-    const B: Option<IpAddr> = Some(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2)));
+    const A: Option<Holder> = Some(Holder::Address(IpAddr::V4(std::net::Ipv4Addr::new(
+        10, 0, 0, 1,
+    ))));
+    const B: Option<Holder> = Some(Holder::Address(IpAddr::V4(std::net::Ipv4Addr::new(
+        10, 0, 0, 2,
+    ))));
 
     fn sessions(max: usize, per_client: usize) -> CappedSessions {
         CappedSessions::new(
@@ -371,7 +400,7 @@ mod tests {
     /// A session opened by `client`, as rmcp opens one for `initialize`.
     async fn open(
         sessions: &CappedSessions,
-        client: Option<IpAddr>,
+        client: Option<Holder>,
     ) -> Result<SessionId, Protection> {
         let opening = Opening {
             client,
@@ -385,6 +414,35 @@ mod tests {
                 }
             })
             .await
+    }
+
+    /// Two callers behind one address (a NAT, a proxy) each have their
+    /// own quota; the shared bearer's holders share the address's.
+    #[tokio::test(start_paused = true)]
+    async fn a_named_caller_has_its_own_quota_whatever_its_address() {
+        use crate::access::Via;
+        let address = Some(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 9)));
+        let named = |client: &str| Caller {
+            client: Some(client.to_owned()),
+            ..Caller::anonymous(Via::Key)
+        };
+        let (alice, bob) = (named("alice"), named("bob"));
+        assert_eq!(
+            Holder::of(&alice, address),
+            Some(Holder::Caller("client:alice".into()))
+        );
+        assert_eq!(
+            Holder::of(&Caller::anonymous(Via::Bearer), address),
+            address.map(Holder::Address)
+        );
+        let sessions = sessions(10, 1);
+        let first = open(&sessions, Holder::of(&alice, address)).await.unwrap();
+        let _busy = sessions.begin(&first).unwrap();
+        assert!(open(&sessions, Holder::of(&bob, address)).await.is_ok());
+        assert_eq!(
+            open(&sessions, Holder::of(&alice, address)).await,
+            Err(Protection::SessionRefusedAtClientQuota)
+        );
     }
 
     #[tokio::test(start_paused = true)]

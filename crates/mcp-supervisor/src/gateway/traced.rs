@@ -44,6 +44,13 @@ pub(super) fn span(
         protocol: protocol.as_ref().map(ProtocolVersion::as_str),
         stdio: parts.is_none(),
         client: parts.and_then(|parts| parts.extensions.get::<Peer>().map(|peer| peer.0)),
+        caller: parts
+            .and_then(|parts| {
+                parts
+                    .extensions
+                    .get::<std::sync::Arc<crate::access::Caller>>()
+            })
+            .map(|caller| &**caller),
     })
 }
 

@@ -44,6 +44,13 @@ pub const SERVER_ADDRESS: &str = "server.address";
 pub const SERVER_PORT: &str = "server.port";
 /// `client.address`: the downstream client's IP address.
 pub const CLIENT_ADDRESS: &str = "client.address";
+/// The user the caller's credentials name (a token's subject).
+pub const USER_ID: &str = "user.id";
+/// The caller's groups.
+pub const USER_ROLES: &str = "user.roles";
+/// The client the caller's credentials name (a key's name, a token's
+/// `client_id`); no convention names it yet, so ours.
+pub const MCP_CLIENT_ID: &str = "mcp_supervisor.client.id";
 
 /// Our own: the connection's name in the config.
 pub const CONNECTION: &str = "mcp_supervisor.connection";

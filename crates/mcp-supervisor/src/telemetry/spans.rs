@@ -255,6 +255,8 @@ pub(crate) struct Served<'a> {
     /// Served over stdio (`pipe`), else HTTP.
     pub(crate) stdio: bool,
     pub(crate) client: Option<IpAddr>,
+    /// Who the caller is, as the gateway identified it.
+    pub(crate) caller: Option<&'a crate::access::Caller>,
 }
 
 /// A request the gateway serves: its span (when telemetry is on) and its
@@ -315,6 +317,21 @@ impl ServerSpan {
             }
             if let Some(client) = served.client {
                 attributes.push(KeyValue::new(sc::CLIENT_ADDRESS, client.to_string()));
+            }
+            if let Some(caller) = served.caller {
+                if let Some(user) = &caller.user {
+                    attributes.push(KeyValue::new(sc::USER_ID, user.clone()));
+                }
+                if let Some(client) = &caller.client {
+                    attributes.push(KeyValue::new(sc::MCP_CLIENT_ID, client.clone()));
+                }
+                if !caller.groups.is_empty() {
+                    let groups = caller.groups.iter().cloned().map(Into::into).collect();
+                    attributes.push(KeyValue::new(
+                        sc::USER_ROLES,
+                        opentelemetry::Value::Array(opentelemetry::Array::String(groups)),
+                    ));
+                }
             }
             span.set_attributes(attributes);
         }

@@ -75,14 +75,13 @@ impl DirectPath {
                 post.sessions.touch(id, &session).await;
                 self.state.direct.taken();
                 let protocol = session.info().map(|info| info.protocol_version.clone());
+                let caller = caller_in(&post.parts.extensions);
                 let span = call.span(
                     &post.parts.headers,
-                    Some(id),
-                    protocol.as_ref().map(ProtocolVersion::as_str),
-                    post.client,
+                    (Some(id), protocol.as_ref().map(ProtocolVersion::as_str)),
+                    (post.client, &caller),
                 );
                 let cancelled = post.ending.child_token();
-                let caller = caller_in(&post.parts.extensions);
                 let (answer, before) =
                     session.answer(self.state.clone(), (call, span, caller), cancelled);
                 Some(answer::direct(answer, before, self.keep_alive, Generation::Sessions).await)
@@ -105,9 +104,9 @@ impl DirectPath {
             return None;
         }
         self.state.direct.taken();
-        let span = call.span(&post.parts.headers, post.client);
-        let gone = post.ending.child_token();
         let caller = caller_in(&post.parts.extensions);
+        let span = call.span(&post.parts.headers, (post.client, &caller));
+        let gone = post.ending.child_token();
         let (answer, before) = call.answer(self.state.clone(), (span, caller), gone);
         Some(answer::direct(answer, before, self.keep_alive, Generation::Stateless).await)
     }
