@@ -441,3 +441,51 @@ fn the_audit_log_has_a_line_per_decided_use_and_never_an_argument_or_key() {
         assert_eq!(lines[2]["outcome"], "tool_error", "{}", lines[2]);
     });
 }
+
+/// A 2026-07-28 listen stream is subscribed to what the caller may use
+/// only: a hidden resource is decided (and denied) like a read.
+#[test]
+fn a_listen_stream_subscribes_to_no_hidden_resource() {
+    run(|| async {
+        let setup = setup().await;
+        let reader = client(&setup.gateway, READER_KEY, stateless()).await;
+        let listed: Vec<String> = reader
+            .list_all_resources()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|resource| resource.uri)
+            .collect();
+        let allowed = listed[0].clone();
+        let denied = allowed.replace("mcp-supervisor://a/", "mcp-supervisor://b/");
+        let mut filter = rmcp::model::SubscriptionFilter::new();
+        filter.resource_subscriptions = Some(vec![allowed.clone(), denied.clone()]);
+        let _subscription = reader.peer().listen(filter).await.unwrap();
+        let decided = |audit: &str| {
+            audit
+                .lines()
+                .map(|line| serde_json::from_str::<Value>(line).unwrap())
+                .filter(|line| line["method"] == "subscriptions/listen")
+                .map(|line| {
+                    (
+                        line["name"].as_str().unwrap().to_owned(),
+                        line["decision"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        mcp_test_support::eventually!(
+            decided(&std::fs::read_to_string(&setup.audit).unwrap_or_default()).len() == 2,
+            std::time::Duration::from_secs(5)
+        );
+        let decisions = decided(&std::fs::read_to_string(&setup.audit).unwrap());
+        assert!(
+            decisions.contains(&(allowed, "allow".to_owned())),
+            "{decisions:?}"
+        );
+        assert!(
+            decisions.contains(&(denied, "deny".to_owned())),
+            "{decisions:?}"
+        );
+    });
+}

@@ -299,3 +299,83 @@ fn a_rotated_key_is_fetched_once_and_a_flood_of_unknown_kids_costs_one_fetch() {
         assert_eq!(idp.requests("/jwks").await, 2, "the flood fetched the keys");
     });
 }
+
+/// The gateway's resource when its tokens are opaque (introspected).
+const OPAQUE_RESOURCE: &str = "http://opaque.test/mcp";
+
+/// Opaque tokens are introspected with the gateway's own client; nobody
+/// makes the gateway ask the issuer at will: a refused token is not asked
+/// about again, an overlong one not at all, and at most 20 a second are.
+#[test]
+fn opaque_tokens_are_introspected_and_no_flood_is_passed_on_to_the_issuer() {
+    run(|| async {
+        let gateway_client =
+            IdpClient::new("gateway", "gateway-secret").auth_method("client_secret_basic");
+        let idp = Idp::start_with(mcp_test_support::idp::IdpOptions {
+            clients: vec![reader(), gateway_client],
+            users: Vec::new(),
+            opaque_resources: vec![OPAQUE_RESOURCE.to_owned()],
+        })
+        .await
+        .unwrap();
+        let upstream = upstream().await;
+        let toml = format!(
+            r#"
+[gateway]
+public_url = "{OPAQUE_RESOURCE}"
+auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_secret_env = "GATEWAY_SECRET" }}
+
+[[access]]
+who = ["group:readers"]
+allow = ["up__echo"]
+"#,
+            issuer = idp.issuer(),
+        ) + &http_connection("up", &upstream.url(), "");
+        let config = mcp_supervisor::config::Config::from_toml_str(
+            &toml,
+            std::path::Path::new("test.toml"),
+            &|name| (name == "GATEWAY_SECRET").then(|| "gateway-secret".to_owned()),
+        )
+        .unwrap();
+        let gateway = ServedGateway::start(config).await;
+        let token = idp
+            .client_credentials("reader-app", "reader-secret", OPAQUE_RESOURCE, "tools:call")
+            .await;
+        assert_eq!(token.split('.').count(), 1, "an opaque token");
+        assert_eq!(tool_names(&gateway, &token).await, ["up__echo"]);
+        let asked = || idp.requests("/token/introspection");
+        let after_good = asked().await;
+        assert_eq!(after_good, 1, "a good token is asked about once");
+
+        // The same refused token, again and again: asked about once.
+        for _ in 0..10 {
+            assert_eq!(
+                initialize(&gateway, Some("not-a-token-of-this-issuer"))
+                    .await
+                    .0,
+                401
+            );
+        }
+        assert_eq!(asked().await, after_good + 1);
+        // Overlong: never asked about.
+        let long = "x".repeat(9 * 1024);
+        assert_eq!(initialize(&gateway, Some(&long)).await.0, 401);
+        assert_eq!(asked().await, after_good + 1);
+        // A flood of made-up tokens: at most 20 a second reach the issuer,
+        // the rest are told to come back.
+        let started = std::time::Instant::now();
+        let mut busy = 0;
+        for n in 0..60 {
+            let (status, _) = initialize(&gateway, Some(&format!("made-up-{n}"))).await;
+            assert!(status == 401 || status == 503, "{status}");
+            busy += usize::from(status == 503);
+        }
+        let seconds = started.elapsed().as_secs() + 1;
+        let flood = asked().await - after_good - 1;
+        assert!(
+            flood <= 20 * seconds,
+            "{flood} introspections in {seconds} s"
+        );
+        assert!(busy > 0 || seconds > 3, "none was told to come back");
+    });
+}

@@ -46,6 +46,9 @@ pub struct IdpClient {
     /// The `groups` claim of its client-credentials tokens.
     pub groups: Vec<String>,
     pub redirect_uris: Vec<String>,
+    /// How it authenticates at the token and introspection endpoints
+    /// (`client_secret_post` when `None`).
+    pub auth_method: Option<String>,
 }
 
 impl IdpClient {
@@ -56,6 +59,7 @@ impl IdpClient {
             client_secret: client_secret.to_owned(),
             groups: Vec::new(),
             redirect_uris: Vec::new(),
+            auth_method: None,
         }
     }
 
@@ -71,13 +75,23 @@ impl IdpClient {
         self
     }
 
+    /// Authenticating with `method` (`client_secret_basic`, …).
+    pub fn auth_method(mut self, method: &str) -> Self {
+        self.auth_method = Some(method.to_owned());
+        self
+    }
+
     fn to_json(&self) -> Value {
-        json!({
+        let mut client = json!({
             "client_id": self.client_id,
             "client_secret": self.client_secret,
             "groups": self.groups,
             "redirect_uris": self.redirect_uris,
-        })
+        });
+        if let Some(method) = &self.auth_method {
+            client["token_endpoint_auth_method"] = json!(method);
+        }
+        client
     }
 }
 

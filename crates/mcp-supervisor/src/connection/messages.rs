@@ -219,13 +219,15 @@ impl Run {
                         tool: label,
                         attempts: 0,
                         queued: waited,
+                        caller: op.context.caller(),
                     }),
                     held_slot: false,
                 });
                 return queued_out.into();
             }
         }
-        let mut slot = SlotGuard::new(op.actor.clone(), label, is_call, waited);
+        let caller = op.context.caller();
+        let mut slot = SlotGuard::new(op.actor.clone(), (label, caller), is_call, waited);
         let mut op = op;
         let ended = op.run_rounds(first).await;
         let answer = outcome(&op, ended, slot.label());
@@ -279,7 +281,7 @@ impl ConnectionActor {
         self.history.moved();
         if let Some(refusal) = self.refuses_now() {
             if is_call {
-                self.refused_call(&request, OutcomeKind::Unavailable);
+                self.refused_call(&request, OutcomeKind::Unavailable, &context);
             }
             let outcome = refusal.into();
             trace.refused(
@@ -292,7 +294,7 @@ impl ConnectionActor {
         let (first, queued) = match self.admission.admit() {
             super::admission::Admit::Busy { queued } => {
                 if is_call {
-                    self.refused_call(&request, OutcomeKind::Busy);
+                    self.refused_call(&request, OutcomeKind::Busy, &context);
                 }
                 let message = text::busy(self.name(), queued);
                 let outcome = CallOutcome::Busy { message };
@@ -314,7 +316,7 @@ impl ConnectionActor {
     }
 
     /// Counts and records a call answered before any attempt.
-    fn refused_call(&self, request: &UpstreamRequest, kind: OutcomeKind) {
+    fn refused_call(&self, request: &UpstreamRequest, kind: OutcomeKind, context: &CallContext) {
         self.history.lock().calls.count(kind);
         let record = CallRecord {
             at: SystemTime::now(),
@@ -323,6 +325,7 @@ impl ConnectionActor {
             attempts: 0,
             latency: Duration::ZERO,
             queued: Duration::ZERO,
+            caller: context.caller(),
         };
         self.history
             .recent()
@@ -528,6 +531,7 @@ impl Handler<Finished> for ConnectionActor {
                 attempts: call.attempts,
                 latency: call.elapsed,
                 queued: call.queued,
+                caller: call.caller,
             };
             self.history
                 .recent()

@@ -72,6 +72,15 @@ pub(crate) struct CallContext {
 }
 
 impl CallContext {
+    /// Who the call is for, as its records name them (the caller is the
+    /// link's: the downstream client's, as the gateway identified it).
+    pub(crate) fn caller(&self) -> Option<Arc<str>> {
+        let caller = self.link.as_ref()?.caller.as_ref()?;
+        caller.principal().map(Into::into)
+    }
+}
+
+impl CallContext {
     /// A connect-phase operation's (a listing): retry-safe, nobody behind
     /// it, not traced.
     pub(crate) fn listing(budget: Duration) -> Self {
@@ -565,6 +574,7 @@ pub(crate) struct SlotGuard {
     counted: bool,
     queued: Duration,
     attempts: u32,
+    caller: Option<Arc<str>>,
 }
 
 impl SlotGuard {
@@ -572,7 +582,7 @@ impl SlotGuard {
     /// `queued`: how long it waited for the slot.
     pub(crate) fn new(
         actor: Addr<ConnectionActor>,
-        label: String,
+        (label, caller): (String, Option<Arc<str>>),
         counted: bool,
         queued: Duration,
     ) -> Self {
@@ -584,6 +594,7 @@ impl SlotGuard {
             counted,
             queued,
             attempts: 0,
+            caller,
         }
     }
 
@@ -605,6 +616,7 @@ impl Drop for SlotGuard {
             tool: std::mem::take(&mut self.label),
             attempts: self.attempts,
             queued: self.queued,
+            caller: self.caller.take(),
         });
         self.actor.do_send(Finished {
             call,

@@ -53,4 +53,6 @@ pub(crate) struct CallDone {
     pub(crate) attempts: u32,
     /// Waiting for a slot.
     pub(crate) queued: Duration,
+    /// Who called ([`crate::connection::stats::CallRecord::caller`]).
+    pub(crate) caller: Option<std::sync::Arc<str>>,
 }

@@ -103,6 +103,9 @@ pub struct CallRecord {
     pub latency: Duration,
     /// Waiting for a free slot (`max_concurrency`).
     pub queued: Duration,
+    /// Who called, as the gateway's credentials named them (`user:…`,
+    /// `client:…`); `None` when they name nobody, or for a library caller.
+    pub caller: Option<Arc<str>>,
 }
 
 /// One failed attempt and what the policy decided about it.
@@ -396,6 +399,7 @@ mod tests {
             attempts,
             latency: Duration::from_millis(latency_ms),
             queued: Duration::ZERO,
+            caller: None,
         }
     }
 

@@ -59,6 +59,9 @@ pub(super) enum Refused {
     InsufficientScope,
     /// The issuer's keys or introspection could not be reached.
     IssuerUnavailable,
+    /// More unknown opaque tokens than the issuer is asked about per
+    /// second (`tokens.rs`).
+    Busy,
 }
 
 impl Callers {
@@ -136,6 +139,14 @@ impl Callers {
                     StatusCode::SERVICE_UNAVAILABLE,
                     [(header::RETRY_AFTER, HeaderValue::from_static("5"))],
                     "the authorization server could not be reached to check the token",
+                )
+                    .into_response();
+            }
+            Refused::Busy => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+                    "too many new tokens to check at once; try again in a second",
                 )
                     .into_response();
             }

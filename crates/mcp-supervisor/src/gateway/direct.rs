@@ -193,12 +193,12 @@ impl DirectSession {
     async fn respond(
         &self,
         state: &Arc<GatewayState>,
-        (id, tool, caller): (RequestId, ToolCall, &Caller),
+        (id, tool, caller): (RequestId, ToolCall, &Arc<Caller>),
         progress: Option<ProgressToken>,
         before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
         cancelled: CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
-        let downstream = &self.downstream;
+        let downstream = (&self.downstream, caller.clone());
         let answering = Answering::OnSession(Box::new(move |connection| {
             DownstreamRequest::direct(downstream, id, connection, cancelled, progress, before)
         }));
@@ -314,7 +314,13 @@ impl StatelessCall {
         } = self;
         let answer = async move {
             let tasks = capabilities.supports_tasks();
-            let origin = Origin::answered(id.clone(), capabilities, progress, log_level, before);
+            let origin = Origin::answered(
+                (id.clone(), caller.clone()),
+                capabilities,
+                progress,
+                log_level,
+                before,
+            );
             let response = span
                 .run(tool_call::answer(
                     &state,

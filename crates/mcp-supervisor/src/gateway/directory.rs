@@ -27,7 +27,7 @@ pub struct Target {
 }
 
 impl Target {
-    fn new(connection: &str, name: &str) -> Self {
+    pub(crate) fn new(connection: &str, name: &str) -> Self {
         Target {
             connection: connection.to_owned(),
             name: name.to_owned(),
@@ -99,6 +99,12 @@ pub struct Directory {
     /// The only connection that offers resources, if exactly one does: any
     /// URI no route knows goes there (templates may not cover every URI).
     sole_resource_server: Option<String>,
+    /// Resource URIs and templates two connections both serve (exposed in
+    /// their prefixed form).
+    shared: HashSet<String>,
+    /// The connections whose catalogs are here (listed or only routed):
+    /// the only ones a prefixed URI may name.
+    known: HashSet<String>,
 }
 
 impl Directory {
@@ -123,9 +129,11 @@ impl Directory {
                 .map(|t| t.uri_template.as_str())
                 .collect()
         });
+        directory.shared = shared_uris.union(&shared_templates).cloned().collect();
         let mut resource_servers = Vec::new();
         for catalog in catalogs {
             let connection = catalog.connection.as_str();
+            directory.known.insert(connection.to_owned());
             for tool in &catalog.tools {
                 let exposed = naming.exposed(connection, &tool.name);
                 if directory.claim(Named::Tool, &exposed, connection, &tool.name) {
@@ -257,7 +265,9 @@ impl Directory {
         if let Some(target) = self.resource_routes.get(uri) {
             return Some(target.clone());
         }
-        if let Some((connection, original)) = split_prefixed_uri(uri) {
+        if let Some((connection, original)) = split_prefixed_uri(uri)
+            && self.known.contains(connection)
+        {
             return Some(Target::new(connection, original));
         }
         for (template, target) in &self.template_routes {
@@ -268,6 +278,18 @@ impl Directory {
         self.sole_resource_server
             .as_deref()
             .map(|connection| Target::new(connection, uri))
+    }
+
+    /// The URI (or template) a resource `target` is exposed under, whichever
+    /// way a client named it: its own, or, when two connections serve it,
+    /// its prefixed form. The access rules judge a resource by this name
+    /// (`rights.rs`), so no other spelling of it decides otherwise.
+    pub fn exposed_uri(&self, target: &Target) -> String {
+        if self.shared.contains(&target.name) {
+            prefixed_uri(&target.connection, &target.name)
+        } else {
+            target.name.clone()
+        }
     }
 
     /// Adds the routes of `catalogs` without listing them: connections that
@@ -286,6 +308,7 @@ impl Directory {
             self.resource_routes.entry(uri).or_insert(target);
         }
         self.template_routes.extend(hidden.template_routes);
+        self.known.extend(hidden.known);
     }
 }
 

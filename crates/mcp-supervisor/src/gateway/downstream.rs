@@ -28,7 +28,10 @@ use rmcp::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{Downstream, DownstreamLink};
+use crate::{
+    access::Caller,
+    session::{Downstream, DownstreamLink},
+};
 
 /// One downstream client session.
 #[derive(Debug, Default)]
@@ -206,7 +209,7 @@ impl DownstreamRequest {
     /// progress (with the client's `token`) sent to `answer` as messages
     /// for the request's own answer. `None` before the session is initialized.
     pub(super) fn direct(
-        session: &Arc<DownstreamSession>,
+        (session, caller): (&Arc<DownstreamSession>, Arc<Caller>),
         id: RequestId,
         connection: &str,
         cancelled: CancellationToken,
@@ -220,6 +223,7 @@ impl DownstreamRequest {
             capabilities: peer.peer_info().map(|info| info.capabilities.clone()),
             progress,
             log_level: None,
+            caller: Some(caller),
         };
         Some(origin.link(connection, Asking::Request(peer), cancelled, Some(session)))
     }
@@ -251,6 +255,8 @@ pub(super) struct Origin {
     capabilities: Option<ClientCapabilities>,
     progress: Option<ProgressToken>,
     log_level: Option<LoggingLevel>,
+    /// Who its client is, as the gateway identified it.
+    caller: Option<Arc<Caller>>,
 }
 
 /// Where a request's notifications (progress, log messages) go.
@@ -299,6 +305,7 @@ impl Origin {
             capabilities: context.client_capabilities(),
             progress: context.meta.get_progress_token(),
             log_level: context.meta.log_level(),
+            caller: Some(super::rights::caller_of(context)),
         }
     }
 
@@ -306,7 +313,7 @@ impl Origin {
     /// (`direct.rs`): what its `_meta` declared, and its notifications sent
     /// to `answer` as messages for the request's own answer.
     pub(super) fn answered(
-        id: RequestId,
+        (id, caller): (RequestId, Arc<Caller>),
         capabilities: ClientCapabilities,
         progress: Option<ProgressToken>,
         log_level: Option<LoggingLevel>,
@@ -318,6 +325,7 @@ impl Origin {
             capabilities: Some(capabilities),
             progress,
             log_level,
+            caller: Some(caller),
         }
     }
 
@@ -330,10 +338,12 @@ impl Origin {
     ) -> DownstreamLink {
         let capabilities = self.capabilities.clone();
         let log_level = self.log_level;
+        let caller = self.caller.clone();
         let downstream = self.request(connection, asking, session);
         DownstreamLink::new(Arc::new(downstream), cancelled)
             .with_capabilities(capabilities)
             .with_log_level(log_level)
+            .with_caller(caller)
     }
 
     fn request(
@@ -535,7 +545,7 @@ mod tests {
         let (answer, mut messages) = mpsc::unbounded_channel();
         let token = ProgressToken(NumberOrString::String("client-token".into()));
         let origin = Origin::answered(
-            RequestId::Number(1),
+            (RequestId::Number(1), Caller::open()),
             ClientCapabilities::default(),
             Some(token),
             None,
@@ -561,7 +571,7 @@ mod tests {
         // A client that asked for no progress gets none, and starts nothing.
         let (answer, mut messages) = mpsc::unbounded_channel();
         let origin = Origin::answered(
-            RequestId::Number(2),
+            (RequestId::Number(2), Caller::open()),
             ClientCapabilities::default(),
             None,
             None,

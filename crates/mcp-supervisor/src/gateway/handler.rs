@@ -50,7 +50,8 @@ use super::{
     downstream::{DownstreamRequest, DownstreamSession},
     mrtr::{self, Answering, Exchange},
     paging,
-    rights::{Use, caller_of},
+    rights::caller_of,
+    sessions::OPENING,
     state::GatewayState,
     tool_call, traced,
 };
@@ -168,6 +169,19 @@ impl ServerHandler for GatewayHandler {
                 .find(|tool| tool.name == name);
         }
         let directory = self.state.current();
+        // A tool the caller may not use has no definition to check its
+        // headers against, as one that is not there (rmcp asks while it
+        // handles the request, within our `Endpoint::handle`).
+        if !self.state.rights.is_open() {
+            let caller = OPENING
+                .try_with(|opening| opening.caller.clone())
+                .ok()
+                .flatten()?;
+            let connection = &directory.tool(name)?.connection;
+            if !self.state.rights.may(&caller, Item::tool(connection, name)) {
+                return None;
+            }
+        }
         directory
             .tools
             .iter()
@@ -220,14 +234,25 @@ impl ServerHandler for GatewayHandler {
             .flatten()
             .cloned()
             .collect();
+        let caller = caller_of(subscription.request_context());
+        let method = SubscriptionsListenRequestMethod::VALUE;
         let mut held = Vec::new();
         for uri in uris {
-            if let Some(target) = self.state.route(|d| d.resource(&uri)).await
-                && matches!(
-                    self.state.subscribe(&session, &uri, &target).await,
-                    Forwarded::Answered(_)
-                )
-            {
+            // A resource the caller may not use is not subscribed to (its
+            // updates would tell of it), as one that is not there.
+            let Some((target, used)) = self
+                .state
+                .routed(&caller, method, (Kind::Resource, &uri), |d| {
+                    d.resource(&uri)
+                })
+                .await
+            else {
+                continue;
+            };
+            let subscribed = self.state.subscribe(&session, &uri, &target).await;
+            let answered = matches!(subscribed, Forwarded::Answered(_));
+            used.end(if answered { "ok" } else { "error" });
+            if answered {
                 held.push((uri, target));
             }
         }
@@ -413,17 +438,17 @@ impl ServerHandler for GatewayHandler {
         let exposed = request.uri;
         let caller = caller_of(&context);
         let (target, used) = self
+            .state
             .routed(
                 &caller,
                 SubscribeRequestMethod::VALUE,
-                Kind::Resource,
-                &exposed,
+                (Kind::Resource, &exposed),
                 |d| d.resource(&exposed),
             )
             .await
             .ok_or_else(|| unknown_resource(&exposed))?;
         let forwarded = self.state.subscribe(&self.session, &exposed, &target).await;
-        ended(used, answer(forwarded, |_| Some(())))
+        used.ended(answer(forwarded, |_| Some(())))
     }
 
     async fn unsubscribe(
@@ -572,11 +597,11 @@ impl GatewayHandler {
         let name = request.name.clone();
         let caller = caller_of(&context);
         let (target, used) = self
+            .state
             .routed(
                 &caller,
                 GetPromptRequestMethod::VALUE,
-                Kind::Prompt,
-                &name,
+                (Kind::Prompt, &name),
                 |d| d.prompt(&name).cloned(),
             )
             .await
@@ -602,7 +627,7 @@ impl GatewayHandler {
                 _ => None,
             })
         };
-        ended(used, got.await)
+        used.ended(got.await)
     }
 
     async fn serve_read_resource(
@@ -613,11 +638,11 @@ impl GatewayHandler {
         let exposed = request.uri.clone();
         let caller = caller_of(&context);
         let (target, used) = self
+            .state
             .routed(
                 &caller,
                 ReadResourceRequestMethod::VALUE,
-                Kind::Resource,
-                &exposed,
+                (Kind::Resource, &exposed),
                 |d| d.resource(&exposed),
             )
             .await
@@ -662,7 +687,7 @@ impl GatewayHandler {
                 _ => None,
             })
         };
-        ended(used, read.await)
+        used.ended(read.await)
     }
 
     async fn serve_complete(
@@ -678,7 +703,8 @@ impl GatewayHandler {
             Reference::Prompt(prompt) => {
                 let name = prompt.name.clone();
                 let routed = self
-                    .routed(&caller, method, Kind::Prompt, &name, |d| {
+                    .state
+                    .routed(&caller, method, (Kind::Prompt, &name), |d| {
                         d.prompt(&name).cloned()
                     })
                     .await;
@@ -689,7 +715,8 @@ impl GatewayHandler {
             Reference::Resource(resource) => {
                 let uri = resource.uri.clone();
                 let routed = self
-                    .routed(&caller, method, Kind::Resource, &uri, |d| {
+                    .state
+                    .routed(&caller, method, (Kind::Resource, &uri), |d| {
                         d.template(&uri).cloned().or_else(|| d.resource(&uri))
                     })
                     .await;
@@ -715,28 +742,7 @@ impl GatewayHandler {
                 _ => None,
             },
         );
-        ended(used, completed)
-    }
-
-    /// Where the exposed `name` (a `kind`) goes, routed with `find`, and
-    /// its use decided for `caller`; `None` for a name the gateway does not
-    /// expose and for one `caller` may not use (answered alike).
-    async fn routed<'a>(
-        &'a self,
-        caller: &'a crate::access::Caller,
-        method: &'a str,
-        kind: Kind,
-        name: &str,
-        find: impl Fn(&Directory) -> Option<Target>,
-    ) -> Option<(Target, Use<'a>)> {
-        let target = self.state.route(find).await?;
-        let item = Item {
-            kind,
-            name,
-            connection: &target.connection,
-        };
-        let used = self.state.rights.decide(caller, method, item);
-        used.allowed().then_some((target, used))
+        used.ended(completed)
     }
 
     /// Sends a `tasks/*` request to the connection that runs its task.
@@ -746,7 +752,7 @@ impl GatewayHandler {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
-        let Some(connection) = self.state.task_connection(task_id) else {
+        let Some(connection) = self.state.task_connection(task_id, &caller_of(context)) else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown task '{task_id}'."),
                 Some(serde_json::json!({ "taskId": task_id })),
@@ -758,12 +764,6 @@ impl GatewayHandler {
         };
         answer(self.forward(&target, request, context).await, Some)
     }
-}
-
-/// `result`, its use recorded as `ok` or `error`.
-fn ended<T>(used: Use<'_>, result: Result<T, ErrorData>) -> Result<T, ErrorData> {
-    used.end(if result.is_ok() { "ok" } else { "error" });
-    result
 }
 
 fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {

@@ -91,6 +91,7 @@ use super::{
     vouch::{CALLER, FORWARDED, Vouchers},
 };
 use crate::{
+    access::Caller,
     codec::mcp_headers,
     config::{FleetSettings, GatewaySettings},
     generation::Generation,
@@ -234,12 +235,22 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
     {
         return Box::pin(endpoint.to_node(elsewhere, request, &node)).await;
     }
-    // The session's request keeps it busy until its response is sent.
-    let in_use = request
+    let session = request
         .headers()
         .get(&mcp_headers::SESSION_ID)
-        .and_then(|id| id.to_str().ok())
-        .and_then(|id| endpoint.rmcp.sessions.begin(id));
+        .and_then(|id| id.to_str().ok());
+    // A session serves the caller who opened it; to anyone else it is not
+    // there.
+    if let Some(id) = session
+        && !endpoint
+            .rmcp
+            .sessions
+            .serves(id, caller_in(request.extensions()).principal().as_deref())
+    {
+        return session_not_found();
+    }
+    // The session's request keeps it busy until its response is sent.
+    let in_use = session.and_then(|id| endpoint.rmcp.sessions.begin(id));
     let response = match *request.method() {
         Method::POST if opens_a_stream(request.headers()) => endpoint.post(request).await,
         Method::POST => {
@@ -447,6 +458,7 @@ impl Endpoint {
     ) -> (Response, Option<Protection>) {
         let opening = Opening {
             client,
+            caller: request.extensions().get::<Arc<Caller>>().cloned(),
             refused: Default::default(),
         };
         OPENING

@@ -6,13 +6,13 @@
 //! Something a caller may not use is, to that caller, not there: left out
 //! of its lists, and its use answered exactly as an unknown one's.
 
-use std::{sync::Arc, time::Instant};
+use std::{borrow::Cow, sync::Arc, time::Instant};
 
 use rmcp::{RoleServer, service::RequestContext};
 
 use super::{
     audit::{Audit, Record},
-    directory::Directory,
+    directory::{Directory, Target},
 };
 use crate::access::{Caller, Decision, Item, Kind, Rules};
 
@@ -206,6 +206,10 @@ impl Sees<'_> {
 }
 
 impl crate::meta::Sees for Sees<'_> {
+    fn everything(&self) -> bool {
+        self.rights.is_open()
+    }
+
     fn connection(&self, connection: &str) -> bool {
         self.rights
             .reaches(&self.caller, &self.directory, connection)
@@ -223,12 +227,51 @@ impl crate::meta::Sees for Sees<'_> {
         if self.rights.is_open() {
             return true;
         }
-        // A URI two connections serve is exposed in its prefixed form.
-        let exposed = match self.directory.resource(uri) {
-            Some(target) if target.connection == connection => uri.to_owned(),
-            _ => super::naming::prefixed_uri(connection, uri),
-        };
+        let exposed = self
+            .directory
+            .exposed_uri(&super::directory::Target::new(connection, uri));
         self.rights
             .may(&self.caller, Item::resource(connection, &exposed))
+    }
+}
+
+impl super::state::GatewayState {
+    /// Where the exposed `name` (a `kind`) goes, routed with `find`, and
+    /// its use decided for `caller`; `None` for a name the gateway does not
+    /// expose and for one `caller` may not use (answered alike, see
+    /// [`GatewayState::hidden`](super::state::GatewayState::hidden)). A
+    /// resource is judged by the URI the gateway exposes it under, however
+    /// the client spelled it.
+    pub(super) async fn routed<'a>(
+        self: &'a Arc<Self>,
+        caller: &'a Caller,
+        method: &'a str,
+        (kind, name): (Kind, &str),
+        find: impl Fn(&Directory) -> Option<Target>,
+    ) -> Option<(Target, Use<'a>)> {
+        let target = self.route(find).await?;
+        let exposed = match kind {
+            Kind::Resource => Cow::Owned(self.current().exposed_uri(&target)),
+            _ => Cow::Borrowed(name),
+        };
+        let item = Item {
+            kind,
+            name: &exposed,
+            connection: &target.connection,
+        };
+        let used = self.rights.decide(caller, method, item);
+        if !used.allowed() {
+            self.hidden().await;
+            return None;
+        }
+        Some((target, used))
+    }
+}
+
+impl Use<'_> {
+    /// `result`, this use recorded as `ok` or `error`.
+    pub(super) fn ended<T, E>(self, result: Result<T, E>) -> Result<T, E> {
+        self.end(if result.is_ok() { "ok" } else { "error" });
+        result
     }
 }

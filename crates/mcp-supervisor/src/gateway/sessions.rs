@@ -49,7 +49,9 @@ use crate::listener::tallies::{Protection, Tallies};
 
 tokio::task_local! {
     /// Set around rmcp's handling of a request, so [`CappedSessions::create_session`]
-    /// knows who opens the session and can say why it refused.
+    /// knows who opens the session and can say why it refused, and what
+    /// rmcp asks of the handler before the request reaches it (a tool's
+    /// definition, `GatewayHandler::get_tool`) is answered for its caller.
     pub(super) static OPENING: Opening;
 }
 
@@ -72,10 +74,13 @@ impl Holder {
     }
 }
 
-/// Who is opening a session, and why it was refused, if it was.
+/// Who sends the request rmcp is handling (and so opens a session, if it
+/// does), and why a session was refused, if it was.
 #[derive(Debug, Default)]
 pub(super) struct Opening {
     pub(super) client: Option<Holder>,
+    /// The caller, as the endpoint identified it.
+    pub(super) caller: Option<Arc<Caller>>,
     pub(super) refused: std::cell::Cell<Option<Protection>>,
 }
 
@@ -84,8 +89,11 @@ pub(super) struct Opening {
 struct Use {
     /// Its id (the map's key, shared), for the guards.
     id: SessionId,
-    /// Whose it is.
+    /// Whose it is, for the quota.
     client: Option<Holder>,
+    /// The user or client whose credentials opened it (`None`: they named
+    /// nobody): the only caller it serves.
+    owner: Option<Arc<str>>,
     /// Its HTTP requests open now.
     open: usize,
     /// When its last request began or ended (or it was opened).
@@ -178,6 +186,16 @@ impl CappedSessions {
 
     /// Marks session `id` busy until the returned guard is dropped; `None`
     /// for a session the gateway does not have.
+    /// Whether session `id` may serve a caller named `principal` (see
+    /// [`Caller::principal`]): the one whose credentials opened it, or
+    /// anyone when they named nobody. A session this gateway does not know
+    /// is rmcp's to answer.
+    pub(super) fn serves(&self, id: &str, principal: Option<&str>) -> bool {
+        lock(&self.uses)
+            .get(id)
+            .is_none_or(|session| session.owner.as_deref() == principal)
+    }
+
     pub(super) fn begin(&self, id: &str) -> Option<InUse> {
         let mut uses = lock(&self.uses);
         let session = uses.get_mut(id)?;
@@ -280,10 +298,15 @@ impl SessionManager for CappedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), SessionsError> {
         let _one_at_a_time = self.creating.lock().await;
-        let client = OPENING
-            .try_with(|opening| opening.client.clone())
-            .ok()
-            .flatten();
+        let (client, owner) = OPENING
+            .try_with(|opening| {
+                let owner = opening
+                    .caller
+                    .as_ref()
+                    .and_then(|caller| caller.principal());
+                (opening.client.clone(), owner.map(Arc::from))
+            })
+            .unwrap_or_default();
         match self.room(client.as_ref()).await {
             Room::Free => {}
             Room::Evict(id, why) => self.evict(&id, why).await,
@@ -309,6 +332,7 @@ impl SessionManager for CappedSessions {
             Use {
                 id: id.clone(),
                 client,
+                owner,
                 open: 0,
                 last: Instant::now(),
             },
@@ -404,6 +428,7 @@ mod tests {
     ) -> Result<SessionId, Protection> {
         let opening = Opening {
             client,
+            caller: None,
             refused: Default::default(),
         };
         OPENING

@@ -32,6 +32,7 @@ use super::{
 };
 use crate::{
     Forwarded,
+    access::Caller,
     call::UpstreamRequest,
     config::{Expose, Prefix},
     registry::{
@@ -89,13 +90,23 @@ pub struct GatewayState {
     /// Multi-round requests: sealed `requestState`s and requests waiting for
     /// a client's answers.
     pub(super) rounds: super::rounds::Rounds,
-    /// Tasks (SEP-2663) created through the gateway: task id → its
-    /// connection, and when it was last heard of.
-    tasks: Mutex<HashMap<String, (String, std::time::Instant)>>,
+    /// Tasks (SEP-2663) created through the gateway, by task id.
+    tasks: Mutex<HashMap<String, Task>>,
     /// Sessions whose plain calls the HTTP endpoint answers itself.
     pub(super) direct: super::direct_sessions::DirectCalls,
     /// What each caller may use, and the record of it.
     pub(super) rights: super::rights::Rights,
+}
+
+/// A task (SEP-2663) created through the gateway.
+#[derive(Debug)]
+struct Task {
+    /// The connection that runs it.
+    connection: String,
+    /// Who created it: the only caller its `tasks/*` are answered for.
+    caller: Arc<Caller>,
+    /// When it was last heard of.
+    seen: std::time::Instant,
 }
 
 #[derive(Debug, Default)]
@@ -323,6 +334,14 @@ impl GatewayState {
         find(&*self.refresh().await)
     }
 
+    /// What a name the caller may not use costs before it is answered as
+    /// unknown: what an unknown name costs (the view refreshed once, see
+    /// [`GatewayState::route`]), so the time to the answer tells nothing
+    /// of whether the name exists.
+    pub(super) async fn hidden(self: &Arc<Self>) {
+        self.refresh().await;
+    }
+
     /// Sends `request` to `connection`, through the registry or, when the
     /// registry has a route to it, straight to its actor (admission,
     /// deadline, classification, park/retire, like any call).
@@ -371,26 +390,30 @@ impl GatewayState {
             .await
     }
 
-    /// Remembers which connection runs task `id`, so `tasks/*` reach it.
-    pub(super) fn remember_task(&self, id: &str, connection: &str) {
+    /// Remembers which connection runs task `id`, created by `caller`, so
+    /// `tasks/*` reach it (and only its creator's do).
+    pub(super) fn remember_task(&self, id: &str, connection: &str, caller: Arc<Caller>) {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         if tasks.len() >= MAX_TASKS {
-            tasks.retain(|_, (_, seen)| seen.elapsed() < TASK_MEMORY);
+            tasks.retain(|_, task| task.seen.elapsed() < TASK_MEMORY);
         }
         if tasks.len() < MAX_TASKS {
-            tasks.insert(
-                id.to_owned(),
-                (connection.to_owned(), std::time::Instant::now()),
-            );
+            let task = Task {
+                connection: connection.to_owned(),
+                caller,
+                seen: std::time::Instant::now(),
+            };
+            tasks.insert(id.to_owned(), task);
         }
     }
 
-    /// The connection running task `id`, if the gateway created it.
-    pub(super) fn task_connection(&self, id: &str) -> Option<String> {
+    /// The connection running task `id`, if the gateway created it for
+    /// `caller`: another caller's task is, to this one, not there.
+    pub(super) fn task_connection(&self, id: &str, caller: &Caller) -> Option<String> {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        let (connection, seen) = tasks.get_mut(id)?;
-        *seen = std::time::Instant::now();
-        Some(connection.clone())
+        let task = tasks.get_mut(id).filter(|task| *task.caller == *caller)?;
+        task.seen = std::time::Instant::now();
+        Some(task.connection.clone())
     }
 
     /// Connections whose upstream offers logging.

@@ -32,12 +32,12 @@ pub(super) async fn answer(
     state: &Arc<GatewayState>,
     call: ToolCall,
     answering: Answering<'_>,
-    caller: &Caller,
+    caller: &Arc<Caller>,
 ) -> Result<CallToolResponse, ErrorData> {
     let (target, request, used) = upstream_call(state, call, caller).await?;
     let answered = async {
         let exchange = mrtr::exchange(state, &target, request, answering).await?;
-        call_response(state, &target, exchange)
+        call_response(state, (&target, caller), exchange)
     }
     .await;
     used.end(outcome(&answered));
@@ -66,6 +66,7 @@ async fn upstream_call<'a>(
         Item::tool(&target.connection, name),
     );
     if !used.allowed() {
+        state.hidden().await;
         return Err(unknown_tool(name));
     }
     call.name = target.name.clone().into();
@@ -87,14 +88,14 @@ fn outcome(answered: &Result<CallToolResponse, ErrorData>) -> &'static str {
 /// The answer to a call of `target` once its round is over.
 fn call_response(
     state: &GatewayState,
-    target: &Target,
+    (target, caller): (&Target, &Arc<Caller>),
     exchange: Exchange,
 ) -> Result<CallToolResponse, ErrorData> {
     match exchange {
         Exchange::Done(Forwarded::Answered(ServerResult::CreateTaskResult(task))) => {
             // The upstream runs it as a task (SEP-2663): its `tasks/*`
             // requests must find their way back to this connection.
-            state.remember_task(&task.task.task_id, &target.connection);
+            state.remember_task(&task.task.task_id, &target.connection, caller.clone());
             Ok(CallToolResponse::Task(task))
         }
         Exchange::Done(forwarded) => tool_result(forwarded),

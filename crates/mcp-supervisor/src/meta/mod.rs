@@ -111,6 +111,9 @@ fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
 /// meta-tools, not there: a connection it reaches nothing of is unknown,
 /// and a tool it may not use is not found, described or called.
 pub trait Sees: Send + Sync {
+    /// Whether the caller may see and use everything (no rules): what it
+    /// is told need not be filtered.
+    fn everything(&self) -> bool;
     /// Whether anything of `connection` is the caller's to use.
     fn connection(&self, connection: &str) -> bool;
     fn tool(&self, connection: &str, tool: &str) -> bool;
@@ -123,6 +126,9 @@ pub trait Sees: Send + Sync {
 pub struct Everything;
 
 impl Sees for Everything {
+    fn everything(&self) -> bool {
+        true
+    }
     fn connection(&self, _: &str) -> bool {
         true
     }
@@ -223,7 +229,9 @@ async fn list_mcps(registry: &Addr<Registry>, sees: &dyn Sees) -> Result<Value, 
                 "id": summary.name,
                 "name": summary.name,
                 "description": summary.description,
-                "tool_count": count.or(summary.tool_count),
+                // The registry's count is of every tool: only for a caller
+                // who may see them all.
+                "tool_count": count.or(summary.tool_count.filter(|_| sees.everything())),
                 "state": summary.state.as_str(),
                 "dead": summary.dead,
             });

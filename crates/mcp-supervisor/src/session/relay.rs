@@ -21,6 +21,8 @@ use rmcp::model::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Caller;
+
 /// The downstream side of one forwarded request (implemented by the gateway).
 pub trait Downstream: Send + Sync + std::fmt::Debug + 'static {
     /// The upstream reported progress on the forwarded request; `progress`
@@ -63,6 +65,9 @@ pub struct DownstreamLink {
     /// The log level the downstream request asked for (a 2026-07-28 client
     /// asks per request), passed on to a 2026-07-28 upstream.
     pub log_level: Option<LoggingLevel>,
+    /// Who the downstream client is, as the gateway identified it: the
+    /// call's caller, for its records (never passed upstream).
+    pub caller: Option<Arc<Caller>>,
 }
 
 impl DownstreamLink {
@@ -72,7 +77,13 @@ impl DownstreamLink {
             cancelled,
             capabilities: None,
             log_level: None,
+            caller: None,
         }
+    }
+
+    pub fn with_caller(mut self, caller: Option<Arc<Caller>>) -> Self {
+        self.caller = caller;
+        self
     }
 
     pub fn with_capabilities(mut self, capabilities: Option<ClientCapabilities>) -> Self {

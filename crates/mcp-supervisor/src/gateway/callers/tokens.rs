@@ -16,6 +16,12 @@
 //! has its own client at the issuer. Either way a token found good is
 //! remembered (by its SHA-256) until it expires, at most [`REMEMBERED`] at
 //! once: the next request with it costs a hash, not a signature check.
+//!
+//! Nobody makes the gateway work for the issuer at will: a token longer
+//! than [`MAX_TOKEN_BYTES`] is refused unread, a token refused is refused
+//! again without asking for [`REFUSED_FOR`], and the issuer is asked to
+//! introspect at most [`INTROSPECTIONS_PER_SECOND`] tokens a second (more
+//! are answered 503 with `Retry-After`).
 
 use std::{
     collections::HashMap,
@@ -60,6 +66,16 @@ const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 const REMEMBERED: usize = 16_384;
 /// How long a request to the issuer may take.
 const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest token read: access tokens are a few KiB at most.
+pub(super) const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// How long a refused token is refused without checking it again.
+pub(super) const REFUSED_FOR: Duration = Duration::from_secs(60);
+/// Why a JWT whose key is not (yet) known is refused: not remembered as
+/// refused, as its key may be published soon (keys are fetched again at
+/// most every [`REFETCH_INTERVAL`] for that).
+const UNKNOWN_KEY: &str = "the token's key (kid) is not one of the issuer's";
+/// Introspections asked of the issuer per second, at most.
+pub(super) const INTROSPECTIONS_PER_SECOND: u32 = 20;
 
 /// The issuer's access tokens, as the gateway checks them.
 pub(in crate::gateway) struct Tokens {
@@ -70,6 +86,10 @@ pub(in crate::gateway) struct Tokens {
     endpoints: OnceCell<Endpoints>,
     keys: tokio::sync::Mutex<Keys>,
     good: Mutex<Good>,
+    /// Tokens refused: SHA-256 → until when (Unix seconds) and why.
+    refused: Mutex<HashMap<[u8; 32], (u64, &'static str)>>,
+    /// This second's introspections: when it began, how many so far.
+    introspections: Mutex<(Instant, u32)>,
 }
 
 /// Tokens found good: SHA-256 → the caller and when it expires (Unix
@@ -106,6 +126,8 @@ impl Tokens {
             endpoints: OnceCell::new(),
             keys: tokio::sync::Mutex::default(),
             good: Mutex::default(),
+            refused: Mutex::default(),
+            introspections: Mutex::new((Instant::now(), 0)),
         }
     }
 
@@ -137,6 +159,9 @@ impl Tokens {
 
     /// The caller `token` stands for.
     pub(super) async fn caller(&self, token: &str) -> Result<Arc<Caller>, Refused> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(Refused::Invalid("the token is too long"));
+        }
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = unix_now();
         if let Some((caller, expires)) = self.good().get(&digest)
@@ -144,12 +169,25 @@ impl Tokens {
         {
             return Ok(caller.clone());
         }
-        let claims = if token.split('.').count() == 3 {
-            self.verified(token).await?
-        } else {
-            self.introspected(token).await?
-        };
-        let (caller, expires) = self.read(&claims)?;
+        if let Some((until, why)) = self.refused().get(&digest)
+            && *until > now
+        {
+            return Err(Refused::Invalid(why));
+        }
+        let checked = self.check(token).await;
+        if let Err(Refused::Invalid(why)) = checked
+            && why != UNKNOWN_KEY
+        {
+            let mut refused = self.refused();
+            if refused.len() >= REMEMBERED {
+                refused.retain(|_, (until, _)| *until > now);
+                if refused.len() >= REMEMBERED {
+                    refused.clear();
+                }
+            }
+            refused.insert(digest, (now + REFUSED_FOR.as_secs(), why));
+        }
+        let (caller, expires) = checked?;
         let caller = Arc::new(caller);
         let mut good = self.good();
         if good.len() >= REMEMBERED {
@@ -162,8 +200,38 @@ impl Tokens {
         Ok(caller)
     }
 
+    /// The caller and expiry of a token not seen lately: its claims
+    /// checked (a JWT) or asked for (an opaque token).
+    async fn check(&self, token: &str) -> Result<(Caller, u64), Refused> {
+        let claims = if token.split('.').count() == 3 {
+            self.verified(token).await?
+        } else {
+            self.introspected(token).await?
+        };
+        self.read(&claims)
+    }
+
     fn good(&self) -> std::sync::MutexGuard<'_, Good> {
         self.good.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn refused(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], (u64, &'static str)>> {
+        self.refused.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether one more introspection fits in this second's share.
+    fn may_introspect(&self) -> bool {
+        let mut introspections = self
+            .introspections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (began, count) = &mut *introspections;
+        if began.elapsed() >= Duration::from_secs(1) {
+            *began = Instant::now();
+            *count = 0;
+        }
+        *count += 1;
+        *count <= INTROSPECTIONS_PER_SECOND
     }
 
     /// A JWT's claims, once its signature and claims are checked.
@@ -216,9 +284,7 @@ impl Tokens {
                 return Ok(key.clone());
             }
         }
-        Err(Refused::Invalid(
-            "the token's key (kid) is not one of the issuer's",
-        ))
+        Err(Refused::Invalid(UNKNOWN_KEY))
     }
 
     async fn fetch_keys(&self, keys: &mut Keys) -> Result<(), Refused> {
@@ -301,6 +367,9 @@ impl Tokens {
             .introspection_endpoint
             .as_deref()
             .ok_or(Refused::IssuerUnavailable)?;
+        if !self.may_introspect() {
+            return Err(Refused::Busy);
+        }
         let form = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")
@@ -320,6 +389,11 @@ impl Tokens {
             .send()
             .await
             .map_err(|_| Refused::IssuerUnavailable)?;
+        if response.status().is_client_error() {
+            return Err(Refused::Invalid(
+                "the authorization server would not read the token",
+            ));
+        }
         if !response.status().is_success() {
             return Err(Refused::IssuerUnavailable);
         }

@@ -125,17 +125,20 @@ fn recent_calls(out: &mut String, calls: &[CallRecord]) {
     }
     out.push_str(
         "<div class=\"scroll\"><table><caption>Recent calls, newest first</caption><thead><tr>\
-         <th scope=\"col\">At</th><th scope=\"col\">Tool</th><th scope=\"col\">Outcome</th>\
+         <th scope=\"col\">At</th><th scope=\"col\">Tool</th><th scope=\"col\">Caller</th>\
+         <th scope=\"col\">Outcome</th>\
          <th scope=\"col\">Attempts</th><th scope=\"col\">Latency</th>\
          <th scope=\"col\">Queue wait</th></tr></thead><tbody>",
     );
     for call in calls {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td><span class=\"outcome\" data-kind=\"{kind}\">{kind}</span></td>\
+            "<tr><td>{}</td><td>{}</td><td>{}</td>\
+             <td><span class=\"outcome\" data-kind=\"{kind}\">{kind}</span></td>\
              <td>{}</td><td>{}</td><td>{}</td></tr>",
             rfc3339(call.at),
             Esc(&call.tool),
+            Esc(call.caller.as_deref().unwrap_or("—")),
             call.attempts,
             duration_text(call.latency),
             duration_text(call.queued),

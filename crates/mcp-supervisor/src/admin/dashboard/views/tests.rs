@@ -63,6 +63,7 @@ fn hostile_text_is_escaped_in_every_view() {
             attempts: 1,
             latency: Duration::from_millis(3),
             queued: Duration::ZERO,
+            caller: Some(HOSTILE.into()),
         }],
         failures: vec![FailureRecord::new(
             &failure,
@@ -193,6 +194,7 @@ fn a_connection_page_shows_calls_and_decisions() {
             attempts: 3,
             latency: Duration::from_millis(40),
             queued: Duration::from_millis(2),
+            caller: Some("client:ci-bot".into()),
         }],
         failures: vec![FailureRecord::new(
             &failure,
@@ -214,7 +216,9 @@ fn a_connection_page_shows_calls_and_decisions() {
         config: Some("/etc/my config.toml"),
     };
     let page = connection(&view, &Filter::default(), UNIX_EPOCH);
-    assert!(page.contains("<td>search</td><td><span class=\"outcome\" data-kind=\"unavailable\">"));
+    assert!(page.contains(
+        "<td>search</td><td>client:ci-bot</td><td><span class=\"outcome\" data-kind=\"unavailable\">"
+    ));
     assert!(
         page.contains("<td>3</td><td>40 ms</td><td>2.0 ms</td>"),
         "{page}"
