@@ -464,3 +464,51 @@ fn closing_a_2026_stdio_session_ends_its_listen_stream_first() {
         "{received}"
     );
 }
+
+/// `check` warns of an `[[access]]` rule no caller reaches; `check
+/// --connect` also of a glob that matches nothing the connections offer.
+#[test]
+fn check_warns_of_rules_that_do_nothing() {
+    let upstream = HttpUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rules.toml");
+    fs::write(
+        &path,
+        format!(
+            "[connections.up]\ntransport = \"http\"\nurl = \"{}\"\n\
+             [[access]]\nwho = [\"anyone\"]\nallow = [\"up__echo\", \"up__ecoh\"]\n\
+             [[access]]\nwho = [\"group:x\"]\nallow = [\"up__echo\"]\n",
+            upstream.url
+        ),
+    )
+    .unwrap();
+    let config = path.to_str().unwrap();
+    let run = supervisor(&["check", "--config", config], &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.contains("warning: ")
+            && run
+                .stdout
+                .contains("access[1] (line 7, column 1): unreachable"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("access   keys=none rules=2"),
+        "{}",
+        run.stdout
+    );
+    let run = supervisor(&["check", "--config", config, "--connect"], &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout
+            .contains("access[0]: tool:up__ecoh matches nothing the connections offer"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("tool:up__echo matches"),
+        "{}",
+        run.stdout
+    );
+}

@@ -330,6 +330,21 @@ impl Rules {
         self.decide(caller, item).allowed
     }
 
+    /// The patterns that match none of `items` (everything the upstreams
+    /// offer, as exposed): each with the index of its rule. A pattern that
+    /// matches nothing is most likely mistyped.
+    pub fn unmatched(&self, items: &[Item<'_>]) -> Vec<(usize, &Pattern)> {
+        let mut found = Vec::new();
+        for (index, rule) in self.rules.iter().enumerate() {
+            for pattern in rule.allow.iter().chain(&rule.deny) {
+                if !items.iter().any(|item| pattern.matches(*item)) {
+                    found.push((index, pattern));
+                }
+            }
+        }
+        found
+    }
+
     /// Rules no caller can reach: each `(later, earlier)` is a rule whose
     /// every item an earlier rule, for at least the same callers, already
     /// decides. Judged only where that is certain: an earlier rule for

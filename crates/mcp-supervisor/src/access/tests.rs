@@ -154,3 +154,22 @@ fn a_caller_names_its_principal_for_quotas() {
     };
     assert_eq!(user.principal().as_deref(), Some("user:u1"));
 }
+
+#[test]
+fn a_pattern_that_matches_nothing_offered_is_found() {
+    let rules = Rules::new(vec![rule(
+        &["anyone"],
+        &["gh__get_*", "gh__gte_*", "connection:docs"],
+        &["prompt:gh__*"],
+    )]);
+    let offered = [
+        Item::tool("gh", "gh__get_issue"),
+        Item::prompt("docs", "docs__summary"),
+    ];
+    let unmatched: Vec<String> = rules
+        .unmatched(&offered)
+        .into_iter()
+        .map(|(index, pattern)| format!("{index}:{}:{}", pattern.kind.as_str(), pattern.glob()))
+        .collect();
+    assert_eq!(unmatched, ["0:tool:gh__gte_*", "0:prompt:gh__*"]);
+}
