@@ -489,3 +489,70 @@ fn a_listen_stream_subscribes_to_no_hidden_resource() {
         );
     });
 }
+
+/// A caller over its limit is told so, as a tool's error with when to
+/// retry, and nothing is sent upstream; other callers are not held back.
+#[test]
+fn a_caller_over_its_limit_is_told_when_to_retry() {
+    run(|| async {
+        let a = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let toml = format!(
+            r#"
+[gateway]
+expose = "both"
+
+[gateway.keys.reader]
+sha256 = "{reader}"
+groups = ["readers"]
+
+[gateway.keys.admin]
+sha256 = "{admin}"
+groups = ["admins"]
+
+[[limits]]
+who = ["client:reader"]
+calls_per_minute = 3
+"#,
+            reader = hex_sha256(READER_KEY),
+            admin = hex_sha256(ADMIN_KEY),
+        ) + &http_connection("a", &a.url(), "");
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let reader = client(&gateway, READER_KEY, session()).await;
+        for n in 0..3 {
+            assert_eq!(
+                call(&reader, "a__echo", json!({"text": format!("{n}")})).await,
+                Ok(format!("{n}"))
+            );
+        }
+        let mut over = CallToolRequestParams::new("a__echo");
+        over.arguments = json!({"text": "x"}).as_object().cloned();
+        let refused = reader.call_tool(over).await.unwrap();
+        assert_eq!(refused.is_error, Some(true));
+        assert!(
+            text(&refused).contains("client:reader may make 3 calls a minute"),
+            "{}",
+            text(&refused)
+        );
+        let retry_in = refused.structured_content.as_ref().unwrap()["retry_in_s"]
+            .as_f64()
+            .unwrap();
+        assert!(retry_in > 0.0 && retry_in <= 20.0, "{retry_in}");
+        // Through call_mcp too.
+        let through_meta = call(
+            &reader,
+            "call_mcp",
+            json!({"connection": "a", "tool": "echo", "arguments": {"text": "y"}}),
+        )
+        .await
+        .unwrap();
+        assert!(through_meta.contains("Too many calls"), "{through_meta}");
+        assert_eq!(a.tool_calls("echo"), 3);
+        let admin = client(&gateway, ADMIN_KEY, session()).await;
+        assert_eq!(
+            call(&admin, "a__echo", json!({"text": "z"})).await,
+            Ok("z".to_owned())
+        );
+    });
+}

@@ -7,13 +7,16 @@
 //! from the ordered `[[access]]` rules of the configuration, and nowhere
 //! else: `tools/list` and `tools/call`, prompts, resources, completion,
 //! the meta-tools, both protocol generations, the direct path and rmcp's,
-//! all ask [`Rules::decide`]. This module knows no transport, no session
+//! all ask [`Rules::decide`]. How many calls a caller may make is
+//! [`Limits`]'s. This module knows no transport, no session
 //! and no upstream: it is the ground floor the rest builds on.
 
 mod caller;
+mod limits;
 mod rules;
 
 pub use caller::{Caller, Via};
+pub use limits::{Limit, Limits};
 pub use rules::{Decision, Item, Kind, Pattern, Rule, Rules, Who};
 
 #[cfg(test)]

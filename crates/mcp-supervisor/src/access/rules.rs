@@ -48,7 +48,8 @@ impl Who {
         })
     }
 
-    fn matches(&self, caller: &Caller) -> bool {
+    /// Whether `caller` is one of whom this names.
+    pub fn matches(&self, caller: &Caller) -> bool {
         match self {
             Who::Anyone => true,
             Who::User(name) => caller.user.as_deref() == Some(name),

@@ -70,6 +70,8 @@ pub struct Config {
     /// `[[access]]`: what each caller may use (docs/SECURITY.md). Empty:
     /// every caller may use everything.
     pub access: crate::access::Rules,
+    /// `[[limits]]`: how many calls each caller may make. Empty: no limit.
+    pub limits: crate::access::Limits,
     /// What is allowed but probably not meant (a rule no caller reaches),
     /// each a line naming the key and where it is in the file.
     pub warnings: Vec<String>,

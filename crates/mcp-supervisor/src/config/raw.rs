@@ -27,6 +27,16 @@ pub(crate) struct RawConfig {
     pub(crate) telemetry: Option<RawTelemetry>,
     /// Spanned, so a rule's problem names its line.
     pub(crate) access: Option<Vec<toml::Spanned<RawAccess>>>,
+    pub(crate) limits: Option<Vec<toml::Spanned<RawLimit>>>,
+}
+
+/// `[[limits]]`: one caller's limit.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawLimit {
+    pub(crate) who: Option<Vec<String>>,
+    pub(crate) calls_per_minute: Option<i64>,
+    pub(crate) concurrent_calls: Option<i64>,
 }
 
 /// `[[access]]`: one rule.

@@ -116,6 +116,7 @@ impl<'a> Validator<'a> {
             &connections,
             gateway.prefix,
         )?;
+        let limits = self.limits(&root.key("limits"), raw.limits.unwrap_or_default())?;
         Ok(Config {
             supervisor,
             gateway,
@@ -124,6 +125,7 @@ impl<'a> Validator<'a> {
             fleet,
             telemetry,
             access,
+            limits,
             warnings,
         })
     }

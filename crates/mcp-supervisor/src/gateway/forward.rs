@@ -36,9 +36,13 @@ impl GatewayState {
     ) -> std::io::Result<Arc<GatewayState>> {
         let settings = &config.gateway;
         let audit = super::audit::Audit::open(settings.audit_log.as_ref())?;
-        let rights = super::rights::Rights::new(config.access.clone(), audit);
+        let rights =
+            super::rights::Rights::new(config.access.clone(), config.limits.clone(), audit);
         let state =
             GatewayState::with_rights(registry.clone(), settings.expose, settings.prefix, rights);
+        if config.fleet.is_some() && !state.rights.quotas.is_empty() {
+            state.share_limits_with_the_fleet();
+        }
         let forwarder = ListChangedForwarder::new(state.clone()).start();
         // A registry gone answers nothing: the gateway then serves nothing
         // either, which its callers learn from the registry itself.

@@ -45,6 +45,7 @@ pub mod http;
 mod mrtr;
 pub mod naming;
 pub mod paging;
+mod quotas;
 mod rights;
 mod rounds;
 mod session_ids;

@@ -14,18 +14,43 @@ use super::{
     audit::{Audit, Record},
     directory::{Directory, Target},
 };
-use crate::access::{Caller, Decision, Item, Kind, Rules};
+use rmcp::model::CallToolResult;
 
-/// The rules and the audit log, shared by every request.
+use super::quotas::{Quotas, Started};
+use crate::access::{Caller, Decision, Item, Kind, Limits, Rules};
+
+/// The rules, the limits and the audit log, shared by every request.
 #[derive(Debug, Default)]
 pub(super) struct Rights {
     rules: Rules,
+    pub(super) quotas: Arc<Quotas>,
     audit: Audit,
 }
 
 impl Rights {
-    pub(super) fn new(rules: Rules, audit: Audit) -> Self {
-        Rights { rules, audit }
+    pub(super) fn new(rules: Rules, limits: Limits, audit: Audit) -> Self {
+        Rights {
+            rules,
+            quotas: Arc::new(Quotas::new(limits)),
+            audit,
+        }
+    }
+
+    /// Starts a call of `caller` under its limit; the refusal, a tool's
+    /// error result saying the limit and when to retry, when it is over.
+    pub(super) fn start_call(&self, caller: &Caller) -> Result<Option<Started>, CallToolResult> {
+        self.quotas.start(caller).map_err(|over| {
+            let who = caller
+                .principal()
+                .unwrap_or_else(|| "this client".to_owned());
+            let mut refused =
+                CallToolResult::error(vec![rmcp::model::ContentBlock::text(over.message(&who))]);
+            refused.structured_content = Some(serde_json::json!({
+                "error": "rate_limited",
+                "retry_in_s": over.retry_in().map(|wait| wait.as_secs_f64()),
+            }));
+            refused
+        })
     }
 
     /// Whether every caller may use everything (no rule), so lists need
@@ -273,5 +298,45 @@ impl Use<'_> {
     pub(super) fn ended<T, E>(self, result: Result<T, E>) -> Result<T, E> {
         self.end(if result.is_ok() { "ok" } else { "error" });
         result
+    }
+}
+
+impl Rights {
+    /// The decision of a `call_mcp` call for `caller`: of the tool its
+    /// `arguments` name, by the name the gateway exposes it under; `None`
+    /// when they name no connection and tool (the meta-tool says what is
+    /// missing).
+    pub(super) fn decide_meta_call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        directory: &Directory,
+        arguments: Option<&rmcp::model::JsonObject>,
+    ) -> Option<Use<'a>> {
+        let arguments = arguments?;
+        let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str);
+        let (connection, tool) = (text("connection")?, text("tool")?);
+        let exposed = directory.naming.exposed(connection, tool);
+        let method = <rmcp::model::CallToolRequestMethod as rmcp::model::ConstString>::VALUE;
+        Some(self.decide(caller, method, Item::tool(connection, &exposed)))
+    }
+}
+
+impl super::state::GatewayState {
+    /// Keeps each limit's share of this node current: every
+    /// [`SHARE_EVERY`](super::quotas::SHARE_EVERY), the nodes the fleet's
+    /// heartbeats say are alive, this one included.
+    pub(super) fn share_limits_with_the_fleet(self: &Arc<Self>) {
+        let state = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(super::quotas::SHARE_EVERY);
+            loop {
+                every.tick().await;
+                let Some(state) = state.upgrade() else { return };
+                if let Ok(Some(view)) = state.registry.send(crate::registry::FleetOverview).await {
+                    let nodes = u32::try_from(view.nodes.len() + 1).unwrap_or(u32::MAX);
+                    state.rights.quotas.set_nodes(nodes);
+                }
+            }
+        });
     }
 }

@@ -35,6 +35,13 @@ pub(super) async fn answer(
     caller: &Arc<Caller>,
 ) -> Result<CallToolResponse, ErrorData> {
     let (target, request, used) = upstream_call(state, call, caller).await?;
+    let _started = match state.rights.start_call(caller) {
+        Ok(started) => started,
+        Err(refused) => {
+            used.end("limited");
+            return Ok(CallToolResponse::Complete(refused));
+        }
+    };
     let answered = async {
         let exchange = mrtr::exchange(state, &target, request, answering).await?;
         call_response(state, (&target, caller), exchange)

@@ -214,3 +214,43 @@ fn a_rule_no_caller_reaches_is_a_warning_with_both_lines() {
         "{warning}"
     );
 }
+
+#[test]
+fn limits_load_and_what_cannot_work_is_refused() {
+    let text = "[[limits]]\nwho = [\"group:ci\"]\ncalls_per_minute = 600\nconcurrent_calls = 8\n";
+    let config = load(text).unwrap();
+    let ci = Caller {
+        groups: vec!["ci".into()],
+        ..Caller::anonymous(Via::Key)
+    };
+    let (index, limit) = config.limits.of(&ci).unwrap();
+    assert_eq!(
+        (index, limit.per_minute, limit.at_once),
+        (0, Some(600), Some(8))
+    );
+    assert!(config.limits.of(&Caller::anonymous(Via::Open)).is_none());
+    for (text, expected) in [
+        (
+            "[[limits]]\ncalls_per_minute = 5",
+            "limits[0].who: missing or empty 'who'",
+        ),
+        (
+            "[[limits]]\nwho = [\"anyone\"]",
+            "limits[0]: a limit limits something",
+        ),
+        (
+            "[[limits]]\nwho = [\"anyone\"]\ncalls_per_minute = 0",
+            "limits[0].calls_per_minute: must be greater than zero",
+        ),
+        (
+            "[[limits]]\nwho = [\"anyone\"]\nconcurrent_calls = -1",
+            "limits[0].concurrent_calls",
+        ),
+    ] {
+        let error = load(text).expect_err(text).to_string();
+        assert!(
+            error.contains(expected),
+            "{text}\n got: {error}\nwant: {expected}"
+        );
+    }
+}

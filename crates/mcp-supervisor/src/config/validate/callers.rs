@@ -6,14 +6,17 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::Validator;
-use crate::access::{Kind, Pattern, Rule, Rules, Who};
+use crate::access::{Kind, Limit, Limits, Pattern, Rule, Rules, Who};
 use crate::config::error::{ConfigError, Location};
 use crate::config::keypath::KeyPath;
 use crate::config::model::{
     ApiKey, AuditLog, CallerAuth, ConnectionConfig, DEFAULT_GROUPS_CLAIM, DEFAULT_LEEWAY,
     IntrospectionClient, Prefix, ResourceServer,
 };
-use crate::config::raw::{RawAccess, RawAuth, RawKey};
+use crate::config::raw::{RawAccess, RawAuth, RawKey, RawLimit};
+
+/// The largest limit: a million calls a minute, or at once, is none.
+const MAX_LIMIT: u32 = 1_000_000;
 use crate::config::values;
 
 impl Validator<'_> {
@@ -155,6 +158,74 @@ impl Validator<'_> {
         }
     }
 
+    /// `[[limits]]`, each for someone and limiting something.
+    pub(super) fn limits(
+        &self,
+        key: &KeyPath,
+        raw: Vec<Spanned<RawLimit>>,
+    ) -> Result<Limits, ConfigError> {
+        let mut limits = Vec::with_capacity(raw.len());
+        for (i, spanned) in raw.into_iter().enumerate() {
+            let here = key.index(i);
+            let location = Location::from_offset(self.text, spanned.span().start);
+            let invalid = |key: &KeyPath, problem: String| ConfigError::Invalid {
+                file: self.file.to_path_buf(),
+                key: key.clone().into_string(),
+                problem,
+                location: Some(location),
+            };
+            let raw = spanned.into_inner();
+            let who = self.whom(&here, raw.who, &invalid)?;
+            let count = |name: &str, value: Option<i64>| {
+                value
+                    .map(|n| {
+                        values::positive_usize(n, MAX_LIMIT as usize)
+                            .map(|n| n as u32)
+                            .map_err(|why| invalid(&here.key(name), why))
+                    })
+                    .transpose()
+            };
+            let per_minute = count("calls_per_minute", raw.calls_per_minute)?;
+            let at_once = count("concurrent_calls", raw.concurrent_calls)?;
+            if per_minute.is_none() && at_once.is_none() {
+                return Err(invalid(
+                    &here,
+                    "a limit limits something: give 'calls_per_minute', 'concurrent_calls' or both"
+                        .to_owned(),
+                ));
+            }
+            limits.push(Limit {
+                who,
+                per_minute,
+                at_once,
+            });
+        }
+        Ok(Limits::new(limits))
+    }
+
+    /// A rule's or limit's `who`, read.
+    fn whom(
+        &self,
+        here: &KeyPath,
+        who: Option<Vec<String>>,
+        invalid: &dyn Fn(&KeyPath, String) -> ConfigError,
+    ) -> Result<Vec<Who>, ConfigError> {
+        let who = who.unwrap_or_default();
+        if who.is_empty() {
+            return Err(invalid(
+                &here.key("who"),
+                "missing or empty 'who': name whom it is for (\"anyone\", \"group:NAME\", …)"
+                    .to_owned(),
+            ));
+        }
+        who.iter()
+            .enumerate()
+            .map(|(j, text)| {
+                Who::parse(text).map_err(|why| invalid(&here.key("who").index(j), why))
+            })
+            .collect()
+    }
+
     /// `[[access]]`, checked against the connections that exist; with the
     /// warnings of rules no caller reaches.
     pub(super) fn access(
@@ -177,22 +248,7 @@ impl Validator<'_> {
                 location: Some(location),
             };
             let raw = spanned.into_inner();
-            let who = raw.who.unwrap_or_default();
-            if who.is_empty() {
-                return Err(invalid(
-                    &here.key("who"),
-                    "missing or empty 'who': name whom the rule is for (\"anyone\", \
-                     \"group:NAME\", …)"
-                        .to_owned(),
-                ));
-            }
-            let who = who
-                .iter()
-                .enumerate()
-                .map(|(j, text)| {
-                    Who::parse(text).map_err(|why| invalid(&here.key("who").index(j), why))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let who = self.whom(&here, raw.who, &invalid)?;
             let patterns = |name: &str, texts: Option<Vec<String>>| {
                 texts
                     .unwrap_or_default()
