@@ -173,3 +173,98 @@ fn a_pattern_that_matches_nothing_offered_is_found() {
         .collect();
     assert_eq!(unmatched, ["0:tool:gh__gte_*", "0:prompt:gh__*"]);
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::super::*;
+
+    const NAMES: [&str; 4] = ["a__x", "a__y", "b__x", "b__yy"];
+    const GLOBS: [&str; 7] = [
+        "a__*",
+        "*__x",
+        "b__y?",
+        "a__x",
+        "connection:b",
+        "prompt:a__*",
+        "*",
+    ];
+    const WHO: [&str; 5] = ["anyone", "group:g", "group:h", "client:c", "user:u"];
+
+    fn rules() -> impl Strategy<Value = Vec<(Vec<usize>, Vec<usize>, Vec<usize>)>> {
+        let rule = (
+            proptest::collection::vec(0..WHO.len(), 1..3),
+            proptest::collection::vec(0..GLOBS.len(), 0..3),
+            proptest::collection::vec(0..GLOBS.len(), 0..3),
+        );
+        proptest::collection::vec(rule, 0..6)
+    }
+
+    fn caller() -> impl Strategy<Value = Caller> {
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(g, h, c, u)| {
+            Caller {
+                user: u.then(|| "u".to_owned()),
+                client: c.then(|| "c".to_owned()),
+                groups: [("g", g), ("h", h)]
+                    .into_iter()
+                    .filter(|(_, is)| *is)
+                    .map(|(name, _)| name.to_owned())
+                    .collect(),
+                ..Caller::anonymous(Via::Token)
+            }
+        })
+    }
+
+    /// What one glob says of a tool or prompt named `name` of connection
+    /// `connection`, read as the docs describe it.
+    fn reads(glob: &str, kind: Kind, connection: &str, name: &str) -> bool {
+        let (glob_kind, text) = match glob.split_once(':') {
+            Some(("connection", text)) => return text == connection,
+            Some(("prompt", text)) => (Kind::Prompt, text),
+            _ => (Kind::Tool, glob),
+        };
+        glob_kind == kind
+            && globset::Glob::new(text)
+                .unwrap()
+                .compile_matcher()
+                .is_match(name)
+    }
+
+    proptest! {
+        /// `decide` is the documented reading: no rule allows all; else
+        /// the first rule for the caller that names the item decides
+        /// (deny before allow), and no such rule denies.
+        #[test]
+        fn decide_is_the_first_match_the_docs_describe(spec in rules(), caller in caller(), name in 0..NAMES.len(), prompt: bool) {
+            let built = Rules::new(
+                spec.iter()
+                    .map(|(who, allow, deny)| {
+                        Rule::new(
+                            who.iter().map(|w| Who::parse(WHO[*w]).unwrap()).collect(),
+                            allow.iter().map(|g| Pattern::parse(GLOBS[*g]).unwrap()).collect(),
+                            deny.iter().map(|g| Pattern::parse(GLOBS[*g]).unwrap()).collect(),
+                        )
+                    })
+                    .collect(),
+            );
+            let name = NAMES[name];
+            let connection = &name[..1];
+            let kind = if prompt { Kind::Prompt } else { Kind::Tool };
+            let item = Item { kind, name, connection };
+            let expected = if spec.is_empty() {
+                Decision { allowed: true, rule: None }
+            } else {
+                spec.iter()
+                    .enumerate()
+                    .find_map(|(index, (who, allow, deny))| {
+                        let for_caller = who.iter().any(|w| Who::parse(WHO[*w]).unwrap().matches(&caller));
+                        let denies = deny.iter().any(|g| reads(GLOBS[*g], kind, connection, name));
+                        let allows = allow.iter().any(|g| reads(GLOBS[*g], kind, connection, name));
+                        (for_caller && (denies || allows)).then_some(Decision { allowed: !denies, rule: Some(index) })
+                    })
+                    .unwrap_or(Decision { allowed: false, rule: None })
+            };
+            prop_assert_eq!(built.decide(&caller, item), expected);
+        }
+    }
+}
