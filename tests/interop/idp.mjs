@@ -34,8 +34,13 @@
 //   the user's for user tokens);
 // - the authorization code flow with PKCE, headless: the login interaction
 //   (GET /interaction/<uid>) logs in the user named by `login_hint` (or the
-//   default user) at once and consent is implied, so following the redirects
-//   with the cookies they set leads straight back to the client with a code;
+//   default user) at once and consent is implied (a consent prompt, which
+//   native clients and `prompt=consent` get, is given at once), so following
+//   the redirects with the cookies they set leads straight back to the client
+//   with a code;
+// - dynamic client registration (open, at /reg): a client may register for
+//   the authorization code flow as MCP clients do; resource scopes in the
+//   `scope` it asks for are dropped (they are granted per resource);
 // - token exchange (RFC 8693): a valid JWT access token of this provider as
 //   subject_token buys a new JWT for another resource, keeping `sub` and
 //   `groups`, with `act` naming the exchanging client;
@@ -343,6 +348,7 @@ function build(issuer) {
             },
         },
     });
+    provider.use(registrationScopes);
     provider.registerGrantType(TOKEN_EXCHANGE, tokenExchange, [
         'subject_token',
         'subject_token_type',
@@ -360,15 +366,73 @@ function build(issuer) {
 
 let current;
 
-/** The login interaction: logs in `login_hint` (or the default user) at once. */
+/**
+ * The interactions, none of which waits for a person: the login logs in
+ * `login_hint` (or the default user) at once; the consent prompt (which
+ * oidc-provider shows native clients, and every client asking
+ * `prompt=consent`, whatever the grant already holds) is given at once, for
+ * whatever was asked.
+ */
 async function interaction(req, res) {
     const { provider } = current;
     const details = await provider.interactionDetails(req, res);
-    if (details.prompt.name !== 'login') {
-        throw new Error(`unexpected interaction prompt ${details.prompt.name} (consent is implied)`);
+    const { prompt } = details;
+    if (prompt.name === 'login') {
+        const accountId = details.params.login_hint || defaultUser;
+        await provider.interactionFinished(req, res, { login: { accountId } }, { mergeWithLastSubmission: false });
+        return;
     }
-    const accountId = details.params.login_hint || defaultUser;
-    await provider.interactionFinished(req, res, { login: { accountId } }, { mergeWithLastSubmission: false });
+    if (prompt.name !== 'consent') {
+        throw new Error(`unexpected interaction prompt ${prompt.name}`);
+    }
+    const grant = details.grantId
+        ? await provider.Grant.find(details.grantId)
+        : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
+    if (prompt.details.missingOIDCScope) {
+        grant.addOIDCScope(prompt.details.missingOIDCScope.join(' '));
+    }
+    for (const [indicator, scopes] of Object.entries(prompt.details.missingResourceScopes ?? {})) {
+        grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
+
+/**
+ * Dynamic client registration (POST /reg) takes the resource scopes out of
+ * the `scope` a client asks to register (RFC 7591 lets a server replace what
+ * is asked): they are granted per resource (`resourceServerInfo`), not per
+ * client, and oidc-provider refuses a registered scope it does not list as
+ * its own. MCP clients register the scope a resource's challenge names.
+ */
+async function registrationScopes(ctx, next) {
+    if (ctx.method !== 'POST' || ctx.path !== '/reg' || !ctx.is('application/json')) {
+        return next();
+    }
+    const chunks = [];
+    for await (const chunk of ctx.req) {
+        chunks.push(chunk);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    let body = text;
+    try {
+        const metadata = JSON.parse(text);
+        if (metadata && typeof metadata.scope === 'string') {
+            const kept = metadata.scope.split(' ').filter((scope) => scope && !RESOURCE_SCOPES.includes(scope));
+            if (kept.length) {
+                metadata.scope = kept.join(' ');
+            } else {
+                delete metadata.scope;
+            }
+            body = JSON.stringify(metadata);
+        }
+    } catch {
+        // Not JSON: the provider refuses it as it would have.
+    }
+    // The provider reads a body already read from here (its fallback for
+    // upstream body parsers).
+    ctx.req.body = body;
+    return next();
 }
 
 function json(res, status, body) {

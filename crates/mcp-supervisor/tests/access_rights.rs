@@ -64,7 +64,7 @@ groups = ["admins"]
 
 [[access]]
 who = ["group:readers"]
-allow = ["a__echo", "a__add", "prompt:a__*", "resource:*"]
+allow = ["a__echo", "a__add", "a__late_tool", "prompt:a__*", "resource:*"]
 deny = ["resource:mcp-supervisor://b/*"]
 
 [[access]]
@@ -554,5 +554,64 @@ calls_per_minute = 3
             call(&admin, "a__echo", json!({"text": "z"})).await,
             Ok("z".to_owned())
         );
+    });
+}
+
+/// Counts the `tools/list_changed` notifications its session is sent.
+#[derive(Clone, Default)]
+struct Told(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for Told {
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Told {
+    fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A caller is told its tool list changed only when what it may see did:
+/// a tool it may not use coming is not news to it (nor a way to learn of
+/// it).
+#[test]
+fn a_list_change_is_told_only_to_those_who_see_it() {
+    run(|| async {
+        let setup = setup().await;
+        let (reader_told, admin_told) = (Told::default(), Told::default());
+        let reader = setup
+            .gateway
+            .connect_as(reader_told.clone(), session(), Some(READER_KEY))
+            .await;
+        let admin = setup
+            .gateway
+            .connect_as(admin_told.clone(), session(), Some(ADMIN_KEY))
+            .await;
+        let (a, b) = &setup.upstreams;
+        b.set_late_tool(true).await;
+        mcp_test_support::eventually!(admin_told.count() >= 1, std::time::Duration::from_secs(10));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(
+            reader_told.count(),
+            0,
+            "b__late_tool is hidden from the reader"
+        );
+        a.set_late_tool(true).await;
+        mcp_test_support::eventually!(reader_told.count() >= 1, std::time::Duration::from_secs(10));
+        let names: Vec<String> = reader
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        assert!(
+            names.contains(&"a__late_tool".to_owned())
+                && !names.contains(&"b__late_tool".to_owned()),
+            "{names:?}"
+        );
+        drop(admin);
     });
 }

@@ -46,9 +46,33 @@ pub struct DownstreamSession {
     log_level: Mutex<Option<LoggingLevel>>,
     /// Exposed URIs this session subscribed to.
     subscriptions: Mutex<HashSet<String>>,
+    /// Who opened it, as the gateway identified them.
+    caller: OnceLock<Arc<Caller>>,
+    /// What each list (tools, prompts, resources) showed this session's
+    /// caller when last told of (a fingerprint), with access rules: it is
+    /// told a list changed only when what it may see did.
+    seen: Mutex<[Option<u64>; 3]>,
 }
 
 impl DownstreamSession {
+    pub(super) fn caller(&self) -> Option<&Arc<Caller>> {
+        self.caller.get()
+    }
+
+    pub(super) fn set_caller(&self, caller: Arc<Caller>) {
+        let _ = self.caller.set(caller);
+    }
+
+    /// Whether `list` now shows this session's caller something else than
+    /// when last asked (`fingerprint`), remembering it; the first time, only
+    /// remembers it.
+    pub(super) fn saw(&self, list: crate::events::ListKind, fingerprint: u64) -> bool {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = &mut seen[list as usize];
+        let changed = slot.is_some_and(|before| before != fingerprint);
+        *slot = Some(fingerprint);
+        changed
+    }
     pub fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.peer.get()
     }

@@ -198,6 +198,8 @@ impl ServerHandler for GatewayHandler {
         // first (bounded: a slow upstream is left out, not waited for).
         let directory = self.state.refresh().await;
         self.session.set_info(self.info(&directory));
+        self.session.set_caller(caller_of(&context));
+        self.state.rights.seen_now(&self.session, &directory);
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -227,6 +229,8 @@ impl ServerHandler for GatewayHandler {
         // The stream's resource subscriptions are held upstream like a legacy
         // session's, in a session of the stream's own.
         let session = Arc::new(DownstreamSession::default());
+        session.set_caller(caller_of(subscription.request_context()));
+        self.state.rights.seen_now(&session, &self.state.current());
         let uris: Vec<String> = subscription
             .accepted()
             .resource_subscriptions

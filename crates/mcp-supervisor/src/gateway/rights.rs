@@ -16,8 +16,12 @@ use super::{
 };
 use rmcp::model::CallToolResult;
 
+use super::downstream::DownstreamSession;
 use super::quotas::{Quotas, Started};
-use crate::access::{Caller, Decision, Item, Kind, Limits, Rules};
+use crate::{
+    access::{Caller, Decision, Item, Kind, Limits, Rules},
+    events::ListKind,
+};
 
 /// The rules, the limits and the audit log, shared by every request.
 #[derive(Debug, Default)]
@@ -318,6 +322,102 @@ impl Rights {
         let exposed = directory.naming.exposed(connection, tool);
         let method = <rmcp::model::CallToolRequestMethod as rmcp::model::ConstString>::VALUE;
         Some(self.decide(caller, method, Item::tool(connection, &exposed)))
+    }
+}
+
+impl Rights {
+    /// What `list` of `directory` shows `caller`, as a fingerprint: two
+    /// are equal when it sees the same items alike.
+    pub(super) fn fingerprint(
+        &self,
+        caller: &Caller,
+        directory: &Directory,
+        list: ListKind,
+    ) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut add =
+            |kind: Kind, name: &str, connection: Option<String>, item: &dyn erased::Json| {
+                if connection.is_some_and(|connection| {
+                    self.may(
+                        caller,
+                        Item {
+                            kind,
+                            name,
+                            connection: &connection,
+                        },
+                    )
+                }) {
+                    item.json().hash(&mut hasher);
+                }
+            };
+        match list {
+            ListKind::Tools => {
+                for tool in &directory.tools {
+                    let connection = directory.tool(&tool.name).map(|t| t.connection.clone());
+                    add(Kind::Tool, &tool.name, connection, tool);
+                }
+            }
+            ListKind::Prompts => {
+                for prompt in &directory.prompts {
+                    let connection = directory.prompt(&prompt.name).map(|t| t.connection.clone());
+                    add(Kind::Prompt, &prompt.name, connection, prompt);
+                }
+            }
+            ListKind::Resources => {
+                for resource in &directory.resources {
+                    let connection = directory.resource(&resource.uri).map(|t| t.connection);
+                    add(Kind::Resource, &resource.uri, connection, resource);
+                }
+                for template in &directory.templates {
+                    let connection = directory
+                        .template(&template.uri_template)
+                        .map(|t| t.connection.clone());
+                    add(Kind::Resource, &template.uri_template, connection, template);
+                }
+            }
+        }
+        hasher.finish()
+    }
+
+    /// Whether `session` is to be told that `list` changed: always without
+    /// rules; with them, when what its caller sees of it changed.
+    pub(super) fn tells(
+        &self,
+        session: &DownstreamSession,
+        directory: &Directory,
+        list: ListKind,
+    ) -> bool {
+        if self.is_open() {
+            return true;
+        }
+        let Some(caller) = session.caller() else {
+            return true;
+        };
+        session.saw(list, self.fingerprint(caller, directory, list))
+    }
+
+    /// Remembers what every list of `directory` shows `session`'s caller
+    /// now (its first view: later changes are told against it).
+    pub(super) fn seen_now(&self, session: &DownstreamSession, directory: &Directory) {
+        if let (false, Some(caller)) = (self.is_open(), session.caller()) {
+            for list in ListKind::ALL {
+                session.saw(list, self.fingerprint(caller, directory, list));
+            }
+        }
+    }
+}
+
+/// Items of a list as their JSON, for a fingerprint.
+mod erased {
+    pub(super) trait Json {
+        fn json(&self) -> String;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_default()
+        }
     }
 }
 

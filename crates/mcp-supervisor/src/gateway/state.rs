@@ -469,10 +469,15 @@ impl GatewayState {
         self.listeners.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Tells every downstream session and listen stream that a list changed.
+    /// Tells every downstream session and listen stream that a list changed
+    /// (with access rules, those whose caller sees it change).
     pub async fn notify_list_changed(&self, list: ListKind) {
+        let directory = self.current();
         for session in self.live_sessions() {
             let Some(peer) = session.peer() else { continue };
+            if !self.rights.tells(&session, &directory, list) {
+                continue;
+            }
             // A downstream that went away just misses the notification.
             let _ = match list {
                 ListKind::Tools => peer.notify_tool_list_changed().await,
@@ -483,6 +488,7 @@ impl GatewayState {
         let sinks: Vec<SubscriptionSink> = self
             .listeners()
             .iter()
+            .filter(|(_, session)| self.rights.tells(session, &directory, list))
             .map(|(sink, _)| sink.clone())
             .collect();
         for sink in sinks {
