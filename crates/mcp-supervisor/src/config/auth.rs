@@ -75,32 +75,26 @@ impl Validator<'_> {
         raw: RawAuth,
         token_file: PathBuf,
     ) -> Result<OAuthSettings, ConfigError> {
-        for (name, present) in [
-            ("token", raw.token.is_some()),
-            ("token_env", raw.token_env.is_some()),
-            ("token_file", raw.token_file.is_some()),
-        ] {
-            if present {
-                return Err(self.invalid(
-                    &key.key(name),
-                    "only valid for kind = \"bearer\"; an OAuth connection gets its tokens \
+        self.none_of(
+            key,
+            &[
+                ("token", raw.token.is_some()),
+                ("token_env", raw.token_env.is_some()),
+                ("token_file", raw.token_file.is_some()),
+            ],
+            "only valid for kind = \"bearer\"; an OAuth connection gets its tokens \
                      from `mcp-supervisor login`",
-                ));
-            }
-        }
-        for (name, present) in [
-            ("issuer", raw.issuer.is_some()),
-            ("groups_claim", raw.groups_claim.is_some()),
-            ("leeway", raw.leeway.is_some()),
-        ] {
-            if present {
-                return Err(self.invalid(
-                    &key.key(name),
-                    "only valid for the gateway's own auth (its callers' tokens), not a \
+        )?;
+        self.none_of(
+            key,
+            &[
+                ("issuer", raw.issuer.is_some()),
+                ("groups_claim", raw.groups_claim.is_some()),
+                ("leeway", raw.leeway.is_some()),
+            ],
+            "only valid for the gateway's own auth (its callers' tokens), not a \
                      connection's",
-                ));
-            }
-        }
+        )?;
         let grant = match raw.grant.as_deref() {
             None => OAuthGrant::default(),
             Some(name) => OAuthGrant::parse(name).ok_or_else(|| {
@@ -186,21 +180,21 @@ impl Validator<'_> {
     }
 
     fn bearer_token(&self, key: &KeyPath, raw: RawAuth) -> Result<BearerToken, ConfigError> {
-        for (name, present) in [
-            ("client_id", raw.client_id.is_some()),
-            ("client_metadata_url", raw.client_metadata_url.is_some()),
-            ("client_secret_env", raw.client_secret_env.is_some()),
-            ("scopes", raw.scopes.is_some()),
-            ("grant", raw.grant.is_some()),
-            ("authorization_server", raw.authorization_server.is_some()),
-            ("issuer", raw.issuer.is_some()),
-            ("groups_claim", raw.groups_claim.is_some()),
-            ("leeway", raw.leeway.is_some()),
-        ] {
-            if present {
-                return Err(self.invalid(&key.key(name), "only valid for kind = \"oauth\""));
-            }
-        }
+        self.none_of(
+            key,
+            &[
+                ("client_id", raw.client_id.is_some()),
+                ("client_metadata_url", raw.client_metadata_url.is_some()),
+                ("client_secret_env", raw.client_secret_env.is_some()),
+                ("scopes", raw.scopes.is_some()),
+                ("grant", raw.grant.is_some()),
+                ("authorization_server", raw.authorization_server.is_some()),
+                ("issuer", raw.issuer.is_some()),
+                ("groups_claim", raw.groups_claim.is_some()),
+                ("leeway", raw.leeway.is_some()),
+            ],
+            "only valid for kind = \"oauth\"",
+        )?;
         let given: Vec<&str> = [
             ("token", raw.token.is_some()),
             ("token_env", raw.token_env.is_some()),

@@ -60,6 +60,35 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// `Ok` when none of the keys of `table` is `present`; else the
+    /// error at the first that is, saying `problem`.
+    pub(crate) fn none_of(
+        &self,
+        table: &KeyPath,
+        present: &[(&str, bool)],
+        problem: &str,
+    ) -> Result<(), ConfigError> {
+        match present.iter().find(|(_, present)| *present) {
+            Some((name, _)) => Err(self.invalid(&table.key(name), problem)),
+            None => Ok(()),
+        }
+    }
+
+    /// An [`ConfigError::Invalid`] at `key`, `location` in the file.
+    pub(crate) fn invalid_at(
+        &self,
+        key: &KeyPath,
+        location: super::error::Location,
+        problem: String,
+    ) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.file.to_path_buf(),
+            key: key.clone().into_string(),
+            problem,
+            location: Some(location),
+        }
+    }
+
     /// An [`ConfigError::Invalid`] at `key`.
     pub(crate) fn invalid(&self, key: &KeyPath, problem: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {

@@ -583,39 +583,8 @@ impl GatewayHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context);
         if self.state.serves_meta_tool(&request.name) {
-            let name = request.name.to_string();
-            let directory = self.state.current();
-            // `call_mcp` calls a tool: decided (and audited) and limited as
-            // a call by its name.
-            let mut used = None;
-            let mut _started = None;
-            if name == meta::CALL_MCP {
-                used = self.state.rights.decide_meta_call(
-                    &caller,
-                    &directory,
-                    request.arguments.as_ref(),
-                );
-                if used.as_ref().is_none_or(|used| used.allowed()) {
-                    match self.state.rights.start_call(&caller) {
-                        Ok(started) => _started = started,
-                        Err(refused) => {
-                            if let Some(used) = used {
-                                used.end("limited");
-                            }
-                            return Ok(downstream(refused));
-                        }
-                    }
-                }
-            }
-            let sees = self.state.rights.sees(caller.clone(), directory.clone());
-            let result = meta::call_as(&self.state.registry, &name, request.arguments, &sees).await;
-            if let Some(used) = used {
-                used.end(if result.is_error == Some(true) {
-                    "tool_error"
-                } else {
-                    "ok"
-                });
-            }
+            let result =
+                tool_call::meta(&self.state, &caller, &request.name, request.arguments).await;
             return Ok(downstream(result));
         }
         let answering = Answering::of(&context, &self.session);

@@ -68,6 +68,26 @@ impl Rights {
         self.rules.allows(caller, item)
     }
 
+    /// Whether `caller` may use the `kind` named `name`, of `connection`
+    /// (`None`: the name routes nowhere, so nothing to use).
+    fn may_routed(
+        &self,
+        caller: &Caller,
+        (kind, name): (Kind, &str),
+        connection: Option<&str>,
+    ) -> bool {
+        connection.is_some_and(|connection| {
+            self.may(
+                caller,
+                Item {
+                    kind,
+                    name,
+                    connection,
+                },
+            )
+        })
+    }
+
     /// Whether `caller` may use anything of `connection` at all: something
     /// of it `directory` lists is allowed (for the meta-tools' view of
     /// connections).
@@ -185,16 +205,7 @@ impl Rights {
             .iter()
             .filter(|item| {
                 let name = name(item);
-                route(name).is_some_and(|connection| {
-                    self.may(
-                        caller,
-                        Item {
-                            kind,
-                            name,
-                            connection: &connection,
-                        },
-                    )
-                })
+                self.may_routed(caller, (kind, name), route(name).as_deref())
             })
             .cloned()
             .collect()
@@ -338,16 +349,7 @@ impl Rights {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         let mut add =
             |kind: Kind, name: &str, connection: Option<String>, item: &dyn erased::Json| {
-                if connection.is_some_and(|connection| {
-                    self.may(
-                        caller,
-                        Item {
-                            kind,
-                            name,
-                            connection: &connection,
-                        },
-                    )
-                }) {
+                if self.may_routed(caller, (kind, name), connection.as_deref()) {
                     item.json().hash(&mut hasher);
                 }
             };

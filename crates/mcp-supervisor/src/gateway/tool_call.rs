@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use rmcp::{
     ErrorData,
-    model::{CallToolRequestMethod, CallToolResponse, ConstString, ServerResult},
+    model::{
+        CallToolRequestMethod, CallToolResponse, CallToolResult, ConstString, JsonObject,
+        ServerResult,
+    },
 };
 
 use super::{
@@ -22,6 +25,7 @@ use crate::{
     Forwarded,
     access::{Caller, Item},
     call::{ToolCall, UpstreamRequest},
+    meta,
 };
 
 /// `caller`'s answer to `call` (in the client's names), the upstream's
@@ -49,6 +53,46 @@ pub(super) async fn answer(
     .await;
     used.end(outcome(&answered));
     answered
+}
+
+/// `caller`'s call of the meta-tool `name`: what it reveals is what the
+/// caller may see, and `call_mcp`, which calls a tool, is decided (and
+/// audited) and limited as a call of that tool by its exposed name.
+pub(super) async fn meta(
+    state: &Arc<GatewayState>,
+    caller: &Arc<Caller>,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> CallToolResult {
+    let directory = state.current();
+    let mut used = None;
+    let mut _started = None;
+    if name == meta::CALL_MCP {
+        used = state
+            .rights
+            .decide_meta_call(caller, &directory, arguments.as_ref());
+        if used.as_ref().is_none_or(|used| used.allowed()) {
+            match state.rights.start_call(caller) {
+                Ok(started) => _started = started,
+                Err(refused) => {
+                    if let Some(used) = used {
+                        used.end("limited");
+                    }
+                    return refused;
+                }
+            }
+        }
+    }
+    let sees = state.rights.sees(caller.clone(), directory);
+    let result = meta::call_as(&state.registry, name, arguments, &sees).await;
+    if let Some(used) = used {
+        used.end(if result.is_error == Some(true) {
+            "tool_error"
+        } else {
+            "ok"
+        });
+    }
+    result
 }
 
 /// A call of an upstream's tool (not a meta-tool), in the client's names:

@@ -43,22 +43,19 @@ impl Validator<'_> {
     }
 
     fn resource_server(&self, key: &KeyPath, raw: RawAuth) -> Result<ResourceServer, ConfigError> {
-        for (name, present) in [
-            ("token", raw.token.is_some()),
-            ("token_env", raw.token_env.is_some()),
-            ("token_file", raw.token_file.is_some()),
-            ("client_metadata_url", raw.client_metadata_url.is_some()),
-            ("grant", raw.grant.is_some()),
-            ("authorization_server", raw.authorization_server.is_some()),
-        ] {
-            if present {
-                return Err(self.invalid(
-                    &key.key(name),
-                    "not a key of the gateway's kind = \"oauth\" (its keys: issuer, \
+        self.none_of(
+            key,
+            &[
+                ("token", raw.token.is_some()),
+                ("token_env", raw.token_env.is_some()),
+                ("token_file", raw.token_file.is_some()),
+                ("client_metadata_url", raw.client_metadata_url.is_some()),
+                ("grant", raw.grant.is_some()),
+                ("authorization_server", raw.authorization_server.is_some()),
+            ],
+            "not a key of the gateway's kind = \"oauth\" (its keys: issuer, \
                      groups_claim, scopes, leeway, client_id, client_secret_env)",
-                ));
-            }
-        }
+        )?;
         let Some(issuer) = raw.issuer else {
             return Err(self.invalid(
                 &key.key("issuer"),
@@ -168,12 +165,7 @@ impl Validator<'_> {
         for (i, spanned) in raw.into_iter().enumerate() {
             let here = key.index(i);
             let location = Location::from_offset(self.text, spanned.span().start);
-            let invalid = |key: &KeyPath, problem: String| ConfigError::Invalid {
-                file: self.file.to_path_buf(),
-                key: key.clone().into_string(),
-                problem,
-                location: Some(location),
-            };
+            let invalid = |key: &KeyPath, problem| self.invalid_at(key, location, problem);
             let raw = spanned.into_inner();
             let who = self.whom(&here, raw.who, &invalid)?;
             let count = |name: &str, value: Option<i64>| {
@@ -241,12 +233,7 @@ impl Validator<'_> {
             let here = key.index(i);
             let location = Location::from_offset(self.text, spanned.span().start);
             at.push(location);
-            let invalid = |key: &KeyPath, problem: String| ConfigError::Invalid {
-                file: self.file.to_path_buf(),
-                key: key.clone().into_string(),
-                problem,
-                location: Some(location),
-            };
+            let invalid = |key: &KeyPath, problem| self.invalid_at(key, location, problem);
             let raw = spanned.into_inner();
             let who = self.whom(&here, raw.who, &invalid)?;
             let patterns = |name: &str, texts: Option<Vec<String>>| {
