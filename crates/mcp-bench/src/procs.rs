@@ -226,15 +226,35 @@ pub(crate) fn write_gateway_config(
     name: &str,
     extra: &str,
 ) -> anyhow::Result<PathBuf> {
-    write_config(
+    write_config(dir, name, &gateway_config(upstream_url, "", extra))
+}
+
+/// [`start_gateway`] with `gateway_keys` added to its `[gateway]` table
+/// (`auth = …`, `public_url = …`).
+pub(crate) fn start_gateway_with(
+    bins: &Binaries,
+    upstream_url: &str,
+    dir: &Path,
+    name: &str,
+    gateway_keys: &str,
+    extra: &str,
+) -> anyhow::Result<Guarded> {
+    let config = write_config(
         dir,
         name,
-        &format!(
-            "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n\n\
-             [admin]\nlisten = \"127.0.0.1:0\"\n\n\
-             [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\
-             max_concurrent_calls = 8\n{extra}"
-        ),
+        &gateway_config(upstream_url, gateway_keys, extra),
+    )?;
+    serve(bins, &config, dir, name)
+}
+
+/// The text of [`start_gateway`]'s config: `gateway_keys` in `[gateway]`,
+/// `extra` after the connection's keys (its own keys, or tables after it).
+fn gateway_config(upstream_url: &str, gateway_keys: &str, extra: &str) -> String {
+    format!(
+        "[gateway]\nlisten = \"127.0.0.1:0\"\nexpose = \"namespaced\"\n{gateway_keys}\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\n\n\
+         [connections.up]\ntransport = \"http\"\nurl = \"{upstream_url}\"\n\
+         max_concurrent_calls = 8\n{extra}"
     )
 }
 

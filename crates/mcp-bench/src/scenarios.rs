@@ -83,6 +83,7 @@ fn loop_spec(client: Client, url: &str, tool: &str, arguments: serde_json::Value
         seconds: 1.0,
         warmup_seconds: 0.3,
         observe_pid: None,
+        bearer: None,
     }
 }
 
@@ -512,6 +513,7 @@ impl Bench<'_> {
             )?),
             None => None,
         };
+        let callers = CallerGateways::start(self.bins, &upstream.url, s)?;
         let mut routes = vec![
             Route::new(UPSTREAM, &upstream, "", None),
             Route::new(GATEWAY, &gateway, "up__", Some(gateway.pid())),
@@ -523,13 +525,15 @@ impl Bench<'_> {
             routes.push(Route::new(PEER, peer, "up/", Some(peer.pid())));
         }
         routes.push(Route::new(RELAY, &relay, "", Some(relay.pid())));
+        routes.extend(callers.routes());
         let mut variants = Vec::new();
         let mut groups = Vec::new();
         for workload in &P5_WORKLOADS {
             let served: Vec<&Route> = routes
                 .iter()
                 .filter(|route| {
-                    workload.peer_speaks() || ![PINNED, PEER, RELAY].contains(&route.label)
+                    (workload.peer_speaks() || ![PINNED, PEER, RELAY].contains(&route.label))
+                        && (workload.callers_told_apart || !CALLER_ROUTES.contains(&route.label))
                 })
                 .collect();
             groups.push(served.iter().map(|route| route.label).collect::<Vec<_>>());
@@ -545,7 +549,7 @@ impl Bench<'_> {
             .map(|(name, spec)| (name.as_str(), spec.clone()))
             .collect();
         let mut aggs = self.interleave(&named, s.rounds)?;
-        drop((gateway, pinned, peer, relay, upstream));
+        drop((gateway, pinned, peer, relay, callers, upstream));
         // The peer's one-caller figures, for the workloads it cannot run.
         let mut peer_latency = None;
         let mut rest = &mut aggs[..];
@@ -583,7 +587,30 @@ impl Bench<'_> {
                         .push(workload.route_row(direct, label, agg));
                 }
             }
+            let bearer = by_label.remove(BEARER);
+            let jwt = by_label.remove(JWT);
+            let rules = by_label.remove(RULES);
+            if let (Some(bearer), Some(jwt), Some(rules)) = (bearer, jwt, rules) {
+                self.report.rows.extend([
+                    workload.callers_row("JWT (cached keys) vs shared bearer", bearer, jwt),
+                    workload.callers_row("200 access rules vs none", bearer, rules),
+                ]);
+            }
         }
+        self.report.notes.push((
+            "P5".into(),
+            vec![format!(
+                "Callers told apart: three more gateways, each its own process, run the \
+                 1-caller and the 8-caller one-session workloads: \"{BEARER}\" (`auth = {{ kind \
+                 = \"bearer\" }}`, no rules: the baseline of both rows), \"{JWT}\" (`auth = {{ \
+                 kind = \"oauth\" }}` for a real oidc-provider; the worker presents one RS256 JWT \
+                 access token, validated once and then found by its hash) and \"{RULES}\" (the \
+                 shared bearer, and {ACCESS_RULES} `[[access]]` rules of which only the last, \
+                 `who = [\"anyone\"]`, is for its holder). Judged: calls per gateway CPU-second \
+                 (1 caller) and calls/s (8 callers), each ≥ {CALLERS_FLOOR}× the shared \
+                 bearer's."
+            )],
+        ));
         for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
             self.detail("P5", name, agg);
         }
@@ -729,6 +756,26 @@ const PINNED: &str = "gateway, upstream pinned to 2025-11-25";
 const PEER: &str = "mcp-proxy";
 const RELAY: &str = "HTTP relay, no MCP logic";
 
+/// The gateways that tell callers apart (run by the workloads with
+/// `callers_told_apart` only).
+const BEARER: &str = "gateway, shared bearer";
+const JWT: &str = "gateway, JWT (cached keys)";
+const RULES: &str = "gateway, 200 access rules";
+const CALLER_ROUTES: [&str; 3] = [BEARER, JWT, RULES];
+
+/// How a gateway telling callers apart must do against the shared bearer
+/// with no rules (calls/s, or calls per gateway CPU-second).
+const CALLERS_FLOOR: f64 = 0.95;
+
+/// The `[[access]]` rules of the [`RULES`] gateway.
+const ACCESS_RULES: usize = 200;
+
+/// The shared bearer of the [`BEARER`] and [`RULES`] gateways.
+const SHARED_BEARER: &str = "bench-shared-bearer-5f0c1d2e3b4a";
+
+/// The [`JWT`] gateway's `public_url`: the resource its tokens are for.
+const RESOURCE: &str = "http://bench.test/mcp";
+
 /// Where a P5 loop sends its calls: the upstream itself, or a gateway in
 /// front of it (whose tools carry a prefix, and whose CPU is measured).
 struct Route {
@@ -736,6 +783,8 @@ struct Route {
     url: String,
     prefix: &'static str,
     pid: Option<u32>,
+    /// Sent as `Authorization: Bearer …` on every request.
+    bearer: Option<String>,
 }
 
 impl Route {
@@ -745,8 +794,129 @@ impl Route {
             url: process.url.clone(),
             prefix,
             pid,
+            bearer: None,
         }
     }
+
+    fn with_bearer(mut self, bearer: &str) -> Self {
+        self.bearer = Some(bearer.to_owned());
+        self
+    }
+}
+
+/// The three gateways of [`CALLER_ROUTES`], the IdP the JWT one trusts
+/// (`oidc-provider`, a Node process), and its access token.
+struct CallerGateways {
+    bearer: Guarded,
+    jwt: Guarded,
+    rules: Guarded,
+    token: String,
+    /// Kept for the whole P5 (its keys are fetched by the gateway); dropped
+    /// (killed) before the runtime it was started on.
+    idp: Option<mcp_test_support::Idp>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl CallerGateways {
+    fn start(bins: &Binaries, upstream_url: &str, s: &Settings) -> anyhow::Result<Self> {
+        let package = s
+            .root
+            .join(".tools/node/node_modules/oidc-provider/package.json");
+        if !package.is_file() {
+            anyhow::bail!(
+                "P5's JWT route needs oidc-provider ({} is missing); install it with \
+                 ./scripts/install-test-deps.sh (make bench does)",
+                package.display()
+            );
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (idp, token) = runtime.block_on(async {
+            let idp = mcp_test_support::Idp::start(&[mcp_test_support::idp::IdpClient::new(
+                "bench",
+                "bench-secret",
+            )
+            .groups(&["g0"])])
+            .await
+            .context("starting the IdP (oidc-provider)")?;
+            let token = idp
+                .client_credentials("bench", "bench-secret", RESOURCE, "tools:call")
+                .await;
+            anyhow::Ok((idp, token))
+        })?;
+        let bearer_auth = format!("auth = {{ kind = \"bearer\", token = \"{SHARED_BEARER}\" }}\n");
+        let bearer = procs::start_gateway_with(
+            bins,
+            upstream_url,
+            &s.scratch,
+            "gateway-bearer",
+            &bearer_auth,
+            "",
+        )?;
+        let jwt = procs::start_gateway_with(
+            bins,
+            upstream_url,
+            &s.scratch,
+            "gateway-jwt",
+            &format!(
+                "public_url = \"{RESOURCE}\"\nauth = {{ kind = \"oauth\", issuer = \"{}\" }}\n",
+                idp.issuer()
+            ),
+            "",
+        )?;
+        let rules = procs::start_gateway_with(
+            bins,
+            upstream_url,
+            &s.scratch,
+            "gateway-rules",
+            &bearer_auth,
+            &access_rules(ACCESS_RULES),
+        )?;
+        Ok(CallerGateways {
+            bearer,
+            jwt,
+            rules,
+            token,
+            idp: Some(idp),
+            runtime: Some(runtime),
+        })
+    }
+
+    fn routes(&self) -> [Route; 3] {
+        [
+            Route::new(BEARER, &self.bearer, "up__", Some(self.bearer.pid()))
+                .with_bearer(SHARED_BEARER),
+            Route::new(JWT, &self.jwt, "up__", Some(self.jwt.pid())).with_bearer(&self.token),
+            Route::new(RULES, &self.rules, "up__", Some(self.rules.pid()))
+                .with_bearer(SHARED_BEARER),
+        ]
+    }
+}
+
+impl Drop for CallerGateways {
+    fn drop(&mut self) {
+        drop(self.idp.take());
+        drop(self.runtime.take());
+    }
+}
+
+/// `count` `[[access]]` rules of which only the last is for the holder of
+/// the shared bearer (who is in no group): `count - 1` rules for groups,
+/// each with a few globs (tools of the `up` connection, a prompt, a
+/// resource; a deny), then `who = ["anyone"]` allowing every tool of `up`.
+fn access_rules(count: usize) -> String {
+    let mut text = String::new();
+    for n in 1..count {
+        text.push_str(&format!(
+            "\n[[access]]\nwho = [\"group:g{n}\", \"client:app{n}\"]\n\
+             allow = [\"up__tool{n}_*\", \"up__get_{n}_*\", \"prompt:p{n}_*\", \
+             \"resource:file:///team{n}/*\"]\n\
+             deny = [\"up__tool{n}_delete*\"]\n"
+        ));
+    }
+    text.push_str("\n[[access]]\nwho = [\"anyone\"]\nallow = [\"up__*\"]\n");
+    text
 }
 
 /// What a P5 loop calls.
@@ -778,6 +948,9 @@ struct P5Workload {
     sessions: usize,
     tool: P5Tool,
     judge: P5Judge,
+    /// Also run through the gateways that tell callers apart
+    /// ([`CALLER_ROUTES`]).
+    callers_told_apart: bool,
 }
 
 /// mcp-proxy 0.6.0's figures measured on this machine (docs/BENCHMARKS.md,
@@ -793,6 +966,7 @@ const P5_WORKLOADS: [P5Workload; 6] = [
         sessions: 1,
         tool: P5Tool::Echo,
         judge: P5Judge::Latency,
+        callers_told_apart: true,
     },
     P5Workload {
         label: "8 callers, one session",
@@ -804,6 +978,7 @@ const P5_WORKLOADS: [P5Workload; 6] = [
             relay: 0.92,
             cpu: Some(1.4),
         },
+        callers_told_apart: true,
     },
     P5Workload {
         label: "8 callers, 8 sessions",
@@ -815,6 +990,7 @@ const P5_WORKLOADS: [P5Workload; 6] = [
             relay: 0.92,
             cpu: Some(1.4),
         },
+        callers_told_apart: false,
     },
     P5Workload {
         label: "1 ms tool, 8 callers",
@@ -826,6 +1002,7 @@ const P5_WORKLOADS: [P5Workload; 6] = [
             relay: 0.97,
             cpu: None,
         },
+        callers_told_apart: false,
     },
     P5Workload {
         label: "1 caller, 2026-07-28 stateless client",
@@ -834,6 +1011,7 @@ const P5_WORKLOADS: [P5Workload; 6] = [
         sessions: 1,
         tool: P5Tool::Echo,
         judge: P5Judge::Latency,
+        callers_told_apart: false,
     },
     P5Workload {
         label: "1 caller, rmcp default client (conn. per call)",
@@ -842,6 +1020,7 @@ const P5_WORKLOADS: [P5Workload; 6] = [
         sessions: 1,
         tool: P5Tool::Echo,
         judge: P5Judge::Reference,
+        callers_told_apart: false,
     },
 ];
 
@@ -864,14 +1043,73 @@ impl P5Workload {
             callers,
             sessions,
             observe_pid,
+            bearer,
             ..
         } = &mut spec
         {
             *callers = self.callers;
             *sessions = self.sessions;
             *observe_pid = route.pid;
+            bearer.clone_from(&route.bearer);
         }
         spec
+    }
+
+    /// The judged row of a gateway telling callers apart (`candidate`)
+    /// against the one with the shared bearer and no rules (`baseline`),
+    /// both measured in the same rounds: with one caller, calls per gateway
+    /// CPU-second (what validating the caller and deciding its rights cost
+    /// the gateway; the p50s are shown), with many, calls/s.
+    fn callers_row(&self, what: &str, baseline: &mut Aggregate, candidate: &mut Aggregate) -> Row {
+        let cpu = |agg: &Aggregate| agg.observed_per_call_us().unwrap_or(f64::NAN);
+        let target = format!("≥ {CALLERS_FLOOR}×");
+        match self.judge {
+            P5Judge::Latency => {
+                let ratio = cpu(baseline) / cpu(candidate);
+                let p50 = candidate.percentile_us(50.0);
+                let base_p50 = baseline.percentile_us(50.0);
+                Row {
+                    id: "P5".into(),
+                    scenario: format!("{}: {what}, calls per gateway CPU-second", self.label),
+                    ours: format!("{:.0} µs CPU/call (p50 {p50:.0} µs)", cpu(candidate)),
+                    baseline: format!("{:.0} µs CPU/call (p50 {base_p50:.0} µs)", cpu(baseline)),
+                    ratio: format!("{ratio:.2}× ({:+.0} µs p50)", p50 - base_p50),
+                    target,
+                    met: Some(ratio >= CALLERS_FLOOR),
+                }
+            }
+            P5Judge::Throughput { .. } => {
+                let ratio = candidate.throughput() / baseline.throughput();
+                // Round by round (both ran in every round): how noisy.
+                let rounds = Paired::of(candidate, baseline).map_or(String::new(), |paired| {
+                    format!(" (rounds {:.2}–{:.2}×)", paired.lowest, paired.highest)
+                });
+                Row {
+                    id: "P5".into(),
+                    scenario: format!("{}: {what}, throughput", self.label),
+                    ours: format!(
+                        "{:.0} calls/s ({:.0} µs CPU/call)",
+                        candidate.throughput(),
+                        cpu(candidate)
+                    ),
+                    baseline: format!(
+                        "{:.0} calls/s ({:.0} µs CPU/call)",
+                        baseline.throughput(),
+                        cpu(baseline)
+                    ),
+                    ratio: format!("{ratio:.2}×{rounds}"),
+                    target,
+                    met: Some(ratio >= CALLERS_FLOOR),
+                }
+            }
+            P5Judge::Reference => Row::info(
+                "P5",
+                &format!("{}: {what}", self.label),
+                format!("{:.0} calls/s", candidate.throughput()),
+                format!("{:.0} calls/s", baseline.throughput()),
+                format!("{:.2}×", candidate.throughput() / baseline.throughput()),
+            ),
+        }
     }
 
     /// The info row of a route shown, not judged: the gateway whose

@@ -66,6 +66,10 @@ pub(crate) enum Spec {
         warmup_seconds: f64,
         /// A process whose CPU is sampled around the loop (the gateway).
         observe_pid: Option<u32>,
+        /// A credential sent as `Authorization: Bearer …` on every request
+        /// (a gateway's shared bearer, or an access token).
+        #[serde(default)]
+        bearer: Option<String>,
     },
     /// P4: `connections` HTTP connections to `url`, warmed up, called once
     /// each, `call_concurrency` calls at a time.
@@ -99,6 +103,7 @@ pub(crate) fn run(spec_json: &str) -> anyhow::Result<()> {
             seconds,
             warmup_seconds,
             observe_pid,
+            bearer,
         } => {
             let plan = Plan {
                 tool,
@@ -113,10 +118,11 @@ pub(crate) fn run(spec_json: &str) -> anyhow::Result<()> {
                 Client::Supervised => actix_rt::System::new().block_on(supervised_loop(
                     url,
                     max_concurrent_calls,
+                    bearer,
                     plan,
                 )),
                 Client::RawDefault | Client::RawPooled | Client::RawModern => {
-                    current_thread()?.block_on(raw_loop(client, url, plan))
+                    current_thread()?.block_on(raw_loop(client, url, bearer, plan))
                 }
             }
         }
@@ -227,11 +233,18 @@ where
 async fn supervised_loop(
     url: String,
     max_concurrent_calls: usize,
+    bearer: Option<String>,
     plan: Plan,
 ) -> anyhow::Result<LoopResult> {
+    let auth = bearer.map_or(String::new(), |token| {
+        format!(
+            "auth = {{ kind = \"bearer\", token = {} }}\n",
+            toml_string(&token)
+        )
+    });
     let config = config(&format!(
         "[connections.up]\ntransport = \"http\"\nurl = \"{url}\"\n\
-         max_concurrent_calls = {max_concurrent_calls}\n"
+         max_concurrent_calls = {max_concurrent_calls}\n{auth}"
     ))?;
     let registry = Registry::new(config).start();
     let warm = registry.send(Warmup).await?;
@@ -259,10 +272,15 @@ async fn supervised_loop(
     Ok(result)
 }
 
-async fn raw_loop(client: Client, url: String, plan: Plan) -> anyhow::Result<LoopResult> {
+async fn raw_loop(
+    client: Client,
+    url: String,
+    bearer: Option<String>,
+    plan: Plan,
+) -> anyhow::Result<LoopResult> {
     let mut sessions = Vec::with_capacity(plan.sessions);
     for _ in 0..plan.sessions {
-        sessions.push(raw_session(client, &url).await?);
+        sessions.push(raw_session_as(client, &url, bearer.as_deref()).await?);
     }
     let peers: Arc<Vec<_>> = Arc::new(sessions.iter().map(|s| s.peer().clone()).collect());
     let call = {
@@ -289,17 +307,36 @@ pub(crate) async fn raw_session(
     client: Client,
     url: &str,
 ) -> anyhow::Result<rmcp::service::RunningService<rmcp::RoleClient, ()>> {
-    let transport = match client {
-        Client::RawDefault => StreamableHttpClientTransport::from_uri(url.to_owned()),
-        _ => {
-            let http = reqwest::Client::builder()
-                .tcp_nodelay(true)
-                .pool_idle_timeout(Duration::from_secs(60))
-                .build()?;
-            StreamableHttpClientTransport::with_client(
-                http,
-                StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
-            )
+    raw_session_as(client, url, None).await
+}
+
+/// [`raw_session`] presenting `bearer` (`Authorization: Bearer …`) on
+/// every request, when given.
+async fn raw_session_as(
+    client: Client,
+    url: &str,
+    bearer: Option<&str>,
+) -> anyhow::Result<rmcp::service::RunningService<rmcp::RoleClient, ()>> {
+    let transport = match (client, bearer) {
+        (Client::RawDefault, None) => StreamableHttpClientTransport::from_uri(url.to_owned()),
+        (client, bearer) => {
+            let http = if client == Client::RawDefault {
+                // `from_uri`'s client (private in rmcp) keeps no idle
+                // connection: a new one per request, as without a bearer.
+                reqwest::Client::builder()
+                    .pool_max_idle_per_host(0)
+                    .build()?
+            } else {
+                reqwest::Client::builder()
+                    .tcp_nodelay(true)
+                    .pool_idle_timeout(Duration::from_secs(60))
+                    .build()?
+            };
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+            if let Some(token) = bearer {
+                config = config.auth_header(token);
+            }
+            StreamableHttpClientTransport::with_client(http, config)
         }
     };
     let lifecycle = match client {
