@@ -298,12 +298,14 @@ fn pages_show_connections_calls_and_decisions_and_never_connect() {
         );
         assert!(
             a.contains(
-                "<td>echo</td><td><span class=\"outcome\" data-kind=\"ok\">ok</span></td><td>1</td>"
+                "<td>echo</td><td>—</td><td><span class=\"outcome\" data-kind=\"ok\">ok</span></td><td>1</td>"
             ),
             "the call, its outcome and attempts: {a}"
         );
         assert!(
-            a.contains("<td>lookup</td><td><span class=\"outcome\" data-kind=\"unavailable\">"),
+            a.contains(
+                "<td>lookup</td><td>—</td><td><span class=\"outcome\" data-kind=\"unavailable\">"
+            ),
             "{a}"
         );
         assert!(
