@@ -16,7 +16,9 @@ pub async fn serve(toml: &str) -> (SocketAddr, Addr<Registry>) {
     let config = Config::from_toml_str(toml, std::path::Path::new("fuzz.toml"), &|_| None)
         .expect("the harness's config is valid");
     let registry = Registry::new(config.clone()).start();
-    let state = GatewayState::start(&registry, &config.gateway).await;
+    let state = GatewayState::start(&registry, &config)
+        .await
+        .expect("no audit log to open");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a loopback port");
