@@ -239,18 +239,19 @@ async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -
         .headers()
         .get(&mcp_headers::SESSION_ID)
         .and_then(|id| id.to_str().ok());
-    // A session serves the caller who opened it; to anyone else it is not
+    // The session's request keeps it busy until its response is sent. A
+    // session serves the caller who opened it; to anyone else it is not
     // there.
-    if let Some(id) = session
-        && !endpoint
-            .rmcp
-            .sessions
-            .serves(id, caller_in(request.extensions()).principal().as_deref())
-    {
-        return session_not_found();
-    }
-    // The session's request keeps it busy until its response is sent.
-    let in_use = session.and_then(|id| endpoint.rmcp.sessions.begin(id));
+    let in_use = match session {
+        Some(id) => {
+            let principal = caller_in(request.extensions()).principal();
+            match endpoint.rmcp.sessions.begin_for(id, principal.as_deref()) {
+                Ok(in_use) => in_use,
+                Err(_) => return session_not_found(),
+            }
+        }
+        None => None,
+    };
     let response = match *request.method() {
         Method::POST if opens_a_stream(request.headers()) => endpoint.post(request).await,
         Method::POST => {

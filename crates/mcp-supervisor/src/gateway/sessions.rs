@@ -55,6 +55,10 @@ tokio::task_local! {
     pub(super) static OPENING: Opening;
 }
 
+/// A session's request from a caller other than the one that opened it.
+#[derive(Debug)]
+pub(super) struct NotTheOpener;
+
 /// Whose a session is, for the per-client quota.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Holder {
@@ -184,27 +188,37 @@ impl CappedSessions {
         self.local.sessions.read().await.contains_key(id)
     }
 
-    /// Marks session `id` busy until the returned guard is dropped; `None`
-    /// for a session the gateway does not have.
-    /// Whether session `id` may serve a caller named `principal` (see
-    /// [`Caller::principal`]): the one whose credentials opened it, or
-    /// anyone when they named nobody. A session this gateway does not know
-    /// is rmcp's to answer.
-    pub(super) fn serves(&self, id: &str, principal: Option<&str>) -> bool {
-        lock(&self.uses)
-            .get(id)
-            .is_none_or(|session| session.owner.as_deref() == principal)
-    }
-
-    pub(super) fn begin(&self, id: &str) -> Option<InUse> {
+    /// Marks session `id` busy for a request of the caller named
+    /// `principal` (see [`Caller::principal`]) until the returned guard is
+    /// dropped; `Ok(None)` for a session the gateway does not have (rmcp's
+    /// to answer), `Err` when the session is not that caller's: it serves
+    /// the caller whose credentials opened it, or anyone when they named
+    /// nobody.
+    pub(super) fn begin_for(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<Option<InUse>, NotTheOpener> {
         let mut uses = lock(&self.uses);
-        let session = uses.get_mut(id)?;
+        let Some(session) = uses.get_mut(id) else {
+            return Ok(None);
+        };
+        if session.owner.as_deref() != principal {
+            return Err(NotTheOpener);
+        }
         session.open += 1;
         session.last = Instant::now();
-        Some(InUse {
+        Ok(Some(InUse {
             uses: self.uses.clone(),
             id: session.id.clone(),
-        })
+        }))
+    }
+
+    /// [`CappedSessions::begin_for`] by a caller whose credentials name
+    /// nobody.
+    #[cfg(test)]
+    fn begin(&self, id: &str) -> Option<InUse> {
+        self.begin_for(id, None).ok().flatten()
     }
 
     /// Whether a new session from `client` would be refused now (every
