@@ -11,7 +11,6 @@ mod support;
 use mcp_test_support::conformance::{ConformanceHttpServer, ConformanceServer};
 use reqwest::header;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use support::{raw::http, *};
 
 const READER: &str = "reader-key-CANARY-5d21";
@@ -19,13 +18,6 @@ const ADMIN: &str = "admin-key-CANARY-8e40";
 const WATCHED: &str = "test://watched-resource";
 const NEW: &str = "2026-07-28";
 const OLD: &str = "2025-11-25";
-
-fn digest(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
 
 struct Setup {
     gateway: ServedGateway,
@@ -56,8 +48,8 @@ deny = ["resource:test://watched*"]
 who = ["group:admins"]
 allow = ["connection:*"]
 "#,
-        reader = digest(READER),
-        admin = digest(ADMIN),
+        reader = key_digest(READER),
+        admin = key_digest(ADMIN),
     ) + &http_connection("c", &upstream.url(), "");
     Setup {
         gateway: ServedGateway::start(config(&toml)).await,

@@ -17,20 +17,12 @@ use rmcp::{
     service::{ClientLifecycleMode, RoleClient, RunningService},
 };
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use support::*;
 
 const READER_KEY: &str = "reader-key-CANARY-7f3a";
 const ADMIN_KEY: &str = "admin-key-CANARY-91bc";
 /// A tool argument no audit record may hold.
 const SECRET_ARGUMENT: &str = "argument-CANARY-55e1";
-
-fn hex_sha256(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
 
 struct Setup {
     gateway: ServedGateway,
@@ -73,8 +65,8 @@ allow = ["connection:*"]
 deny = ["b__fail"]
 "#,
         audit = audit.display(),
-        reader = hex_sha256(READER_KEY),
-        admin = hex_sha256(ADMIN_KEY),
+        reader = key_digest(READER_KEY),
+        admin = key_digest(ADMIN_KEY),
     ) + &http_connection("a", &a.url(), "")
         + &http_connection("b", &b.url(), "");
     Setup {
@@ -515,8 +507,8 @@ groups = ["admins"]
 who = ["client:reader"]
 calls_per_minute = 3
 "#,
-            reader = hex_sha256(READER_KEY),
-            admin = hex_sha256(ADMIN_KEY),
+            reader = key_digest(READER_KEY),
+            admin = key_digest(ADMIN_KEY),
         ) + &http_connection("a", &a.url(), "");
         let gateway = ServedGateway::start(config(&toml)).await;
         let reader = client(&gateway, READER_KEY, session()).await;

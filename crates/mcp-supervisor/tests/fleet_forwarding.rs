@@ -336,11 +336,7 @@ fn a_voucher_stands_for_the_bearer_and_the_mark_without_one_is_refused() {
 const READER_KEY: &str = "reader-key-CANARY-2b7e";
 
 fn reader_rules() -> String {
-    use sha2::Digest as _;
-    let digest: String = Sha256::digest(READER_KEY.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    let digest = key_digest(READER_KEY);
     format!(
         "[gateway]\n[gateway.keys.reader]\nsha256 = \"{digest}\"\ngroups = [\"readers\"]\n\
          [[access]]\nwho = [\"group:readers\"]\nallow = [\"a__echo\"]\n\

@@ -617,10 +617,7 @@ fn a_callers_identity_is_on_its_server_span() {
     in_own_process("a_callers_identity_is_on_its_server_span", || {
         run(|| async {
             const KEY: &str = "ops-key-CANARY-0c4d";
-            let hash: String = <sha2::Sha256 as sha2::Digest>::digest(KEY.as_bytes())
-                .iter()
-                .map(|byte| format!("{byte:02x}"))
-                .collect();
+            let hash = support::key_digest(KEY);
             let keys = format!(
                 "\n[gateway.keys.ops-bot]\nsha256 = \"{hash}\"\ngroups = [\"ops\", \"ci\"]\n"
             );

@@ -114,6 +114,15 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogCapture {
     }
 }
 
+/// The `sha256` of `[gateway.keys.NAME]` for `key`: its SHA-256 in hex.
+pub fn key_digest(key: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 /// A config from TOML text (no env, no token files).
 pub fn config(toml: &str) -> Config {
     Config::from_toml_str(toml, Path::new("test.toml"), &|_| None)
