@@ -277,6 +277,15 @@ pub mod messages {
         }
     }
 
+    /// A connection that acts on its callers' behalf could not for this
+    /// caller (`why`): the caller's own standing, not the connection's.
+    pub fn not_for_you(name: &str, why: &str) -> String {
+        format!(
+            "MCP connection '{name}' cannot act for you: {why}. The connection itself is \
+             available to callers it can act for; nothing was sent."
+        )
+    }
+
     /// `MCP connection '{name}' is busy ({queued} calls waiting); retry shortly.`
     pub fn busy(name: &str, queued: usize) -> String {
         format!("MCP connection '{name}' is busy ({queued} calls waiting); retry shortly.")

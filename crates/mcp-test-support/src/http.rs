@@ -536,7 +536,8 @@ impl AppState {
         self.mcp.handle(request).await.map(Body::new)
     }
 
-    /// `Some(401)` when a bearer token is required and not presented; with
+    /// `Some(401)` when a bearer token is required and not presented, or a
+    /// revoked one is ([`ServerControl::revoke`]); with
     /// OAuth, `Some(403)` when the token lacks the scope `tool` needs.
     fn check_bearer(&self, headers: &HeaderMap, tool: Option<&str>) -> Option<Response> {
         let presented = headers
@@ -546,8 +547,13 @@ impl AppState {
         if let Some(oauth) = &self.oauth {
             return self.check_oauth(oauth, presented, tool);
         }
-        let token = self.bearer.as_deref()?;
-        if presented == Some(token) {
+        let revoked = presented.is_some_and(|token| self.control.is_revoked(token));
+        let token = match self.bearer.as_deref() {
+            Some(token) => token,
+            None if !revoked => return None,
+            None => "",
+        };
+        if presented == Some(token) && !revoked {
             return None;
         }
         Some(

@@ -186,6 +186,8 @@ struct ControlInner {
     seen_arguments: Mutex<std::collections::VecDeque<String>>,
     /// Every distinct `Authorization` header value the server was sent.
     seen_authorizations: Mutex<std::collections::BTreeSet<String>>,
+    /// Bearer tokens answered `401` from now on ([`ServerControl::revoke`]).
+    revoked: Mutex<std::collections::BTreeSet<String>>,
     /// The last [`SEEN_TRACES`] calls' trace context.
     seen_traces: Mutex<std::collections::VecDeque<SeenTrace>>,
 }
@@ -244,6 +246,7 @@ impl ServerControl {
                 seen_traces: Mutex::new(std::collections::VecDeque::new()),
                 seen_arguments: Mutex::new(std::collections::VecDeque::new()),
                 seen_authorizations: Mutex::default(),
+                revoked: Mutex::default(),
             }),
         }
     }
@@ -334,6 +337,17 @@ impl ServerControl {
             .iter()
             .cloned()
             .collect()
+    }
+
+    /// Answers every request with `Authorization: Bearer TOKEN` from now on
+    /// with `401`, as a server does whose credential was revoked.
+    pub fn revoke(&self, token: &str) {
+        lock(&self.inner.revoked).insert(token.to_owned());
+    }
+
+    /// Whether `token` was revoked ([`ServerControl::revoke`]).
+    pub(crate) fn is_revoked(&self, token: &str) -> bool {
+        lock(&self.inner.revoked).contains(token)
     }
 
     pub(crate) fn saw_authorization(&self, value: &str) {

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 /// How a caller was recognised.
@@ -36,7 +37,8 @@ impl Via {
 }
 
 /// Who is calling: what the access rules match on ([`crate::access::Who`]).
-/// Holds no credential: a caller may be logged, shown and forwarded as it is.
+/// Its one credential, the [`Subject`] token, is never shown, serialized or
+/// compared: a caller may be logged, shown and forwarded as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caller {
     pub via: Via,
@@ -52,7 +54,48 @@ pub struct Caller {
     /// The scopes a token was granted (none for a key).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+    /// The access token it came with, for a connection that acts on its
+    /// behalf (token exchange, RFC 8693); none for other callers.
+    #[serde(skip)]
+    pub subject: Subject,
 }
+
+/// The access token a caller presented, kept only to exchange it for a
+/// token of an upstream's (docs/SECURITY.md, "Whose credentials reach the
+/// upstream"). `Debug` prints `Subject([REDACTED])`; it is never serialized
+/// (a caller forwarded to another node travels without it); and it is not
+/// part of who the caller is (`==` ignores it).
+#[derive(Clone, Default)]
+pub struct Subject(Option<Arc<SecretString>>);
+
+impl Subject {
+    /// The token `text`.
+    pub fn new(text: &str) -> Self {
+        Subject(Some(Arc::new(SecretString::from(text))))
+    }
+
+    /// The token's text, for the exchange request only.
+    pub fn expose(&self) -> Option<&str> {
+        self.0.as_deref().map(ExposeSecret::expose_secret)
+    }
+}
+
+impl std::fmt::Debug for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(_) => f.write_str("Subject([REDACTED])"),
+            None => f.write_str("Subject(None)"),
+        }
+    }
+}
+
+impl PartialEq for Subject {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Subject {}
 
 impl Caller {
     /// A caller known only by how it came in.
@@ -63,6 +106,7 @@ impl Caller {
             client: None,
             groups: Vec::new(),
             scopes: Vec::new(),
+            subject: Subject::default(),
         }
     }
 

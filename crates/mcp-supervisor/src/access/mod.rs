@@ -15,7 +15,7 @@ mod caller;
 mod limits;
 mod rules;
 
-pub use caller::{Caller, Via};
+pub use caller::{Caller, Subject, Via};
 pub use limits::{Limit, Limits};
 pub use rules::{Decision, Item, Kind, Pattern, Rule, Rules, Who};
 

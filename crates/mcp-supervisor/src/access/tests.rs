@@ -268,3 +268,22 @@ mod properties {
         }
     }
 }
+
+/// A caller's access token (kept for token exchange) is never shown,
+/// serialized (a forwarded caller travels without it) or compared.
+#[test]
+fn a_callers_subject_token_is_never_shown_or_serialized() {
+    const CANARY: &str = "canary-subject-token-6a1f";
+    let caller = Caller {
+        user: Some("ana".into()),
+        subject: crate::access::Subject::new(CANARY),
+        ..Caller::anonymous(Via::Token)
+    };
+    assert_eq!(caller.subject.expose(), Some(CANARY));
+    assert!(!format!("{caller:?}").contains(CANARY));
+    let json = serde_json::to_string(&caller).unwrap();
+    assert!(!json.contains(CANARY), "{json}");
+    let back: Caller = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.subject.expose(), None);
+    assert_eq!(back, caller, "the token is not part of who the caller is");
+}

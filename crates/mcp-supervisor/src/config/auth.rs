@@ -149,15 +149,7 @@ impl Validator<'_> {
                 super::values::http_url(url),
             )?;
         }
-        let scopes = raw.scopes.unwrap_or_default();
-        if let Some(i) = scopes.iter().position(|scope| {
-            scope.is_empty() || scope.chars().any(|c| c.is_whitespace() || c.is_control())
-        }) {
-            return Err(self.invalid(
-                &key.key("scopes").index(i),
-                "a scope is one non-empty word without spaces",
-            ));
-        }
+        let scopes = self.scopes(&key.key("scopes"), raw.scopes)?;
         let authorization_server = match raw.authorization_server {
             Some(url) => {
                 self.check(
@@ -179,7 +171,29 @@ impl Validator<'_> {
         })
     }
 
-    fn bearer_token(&self, key: &KeyPath, raw: RawAuth) -> Result<BearerToken, ConfigError> {
+    /// `scopes`: words without spaces.
+    pub(crate) fn scopes(
+        &self,
+        key: &KeyPath,
+        raw: Option<Vec<String>>,
+    ) -> Result<Vec<String>, ConfigError> {
+        let scopes = raw.unwrap_or_default();
+        if let Some(i) = scopes.iter().position(|scope| {
+            scope.is_empty() || scope.chars().any(|c| c.is_whitespace() || c.is_control())
+        }) {
+            return Err(self.invalid(
+                &key.index(i),
+                "a scope is one non-empty word without spaces",
+            ));
+        }
+        Ok(scopes)
+    }
+
+    pub(crate) fn bearer_token(
+        &self,
+        key: &KeyPath,
+        raw: RawAuth,
+    ) -> Result<BearerToken, ConfigError> {
         self.none_of(
             key,
             &[

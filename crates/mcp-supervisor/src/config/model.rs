@@ -37,8 +37,9 @@ pub use self::{
         ResourceServer,
     },
     connection::{
-        ConnectionConfig, DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, HttpTransport,
-        RetryCalls, StdioTransport, Transport, UpstreamProtocol,
+        CallerCredential, CallerCredentials, ConnectionConfig, DEFAULT_MAX_CONCURRENT_CALLS,
+        DEFAULT_MAX_QUEUED_CALLS, DEFAULT_ON_BEHALF_IDLE, DEFAULT_ON_BEHALF_SESSIONS,
+        HttpTransport, OnBehalf, RetryCalls, StdioTransport, Transport, UpstreamProtocol,
     },
     fleet::{DEFAULT_FLEET_NAMESPACE, DEFAULT_MAX_CLOCK_SKEW, FleetKey, FleetSettings, Password},
     listeners::{

@@ -218,9 +218,40 @@ pub(crate) struct RawConnection {
     pub(crate) url: Option<String>,
     pub(crate) auth: Option<RawAuth>,
     pub(crate) headers: Option<BTreeMap<String, SecretString>>,
+    pub(crate) on_behalf: Option<RawOnBehalf>,
     // transport = "stdio".
     pub(crate) command: Option<String>,
     pub(crate) args: Option<Vec<String>>,
     pub(crate) env: Option<BTreeMap<String, SecretString>>,
     pub(crate) cwd: Option<String>,
+}
+
+/// `[connections.NAME.on_behalf]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table like { kind = \"token_exchange\" }"
+)]
+pub(crate) struct RawOnBehalf {
+    pub(crate) kind: Option<String>,
+    // kind = "token_exchange".
+    pub(crate) audience: Option<String>,
+    pub(crate) scopes: Option<Vec<String>>,
+    // kind = "per_caller".
+    pub(crate) credentials: Option<Vec<RawCallerCredential>>,
+    pub(crate) max_sessions: Option<i64>,
+    pub(crate) idle_timeout: Option<String>,
+}
+
+/// One of `on_behalf.credentials`: for whom, and the bearer token.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table like { who = [\"group:NAME\"], token_env = \"NAME\" }"
+)]
+pub(crate) struct RawCallerCredential {
+    pub(crate) who: Option<Vec<String>>,
+    pub(crate) token: Option<SecretString>,
+    pub(crate) token_env: Option<String>,
+    pub(crate) token_file: Option<String>,
 }

@@ -9,6 +9,7 @@ mod errors;
 mod fleet;
 mod import;
 mod oauth;
+mod on_behalf;
 mod secrets;
 mod summary;
 mod telemetry;

@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use super::error::ConfigError;
 use super::keypath::KeyPath;
-use super::model::{Choice, Config};
+use super::model::{
+    CallerAuth, CallerCredentials, Choice, Config, ConnectionConfig, GatewaySettings, Transport,
+};
 use super::raw::RawConfig;
 use super::values::{self, short_quote};
 
@@ -131,6 +133,7 @@ impl<'a> Validator<'a> {
                 self.connection(&connections_key.key(&name), name, conn, &supervisor)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        self.exchanges_need_a_client(&connections_key, &connections, &gateway)?;
         let fleet = raw
             .fleet
             .map(|fleet| self.fleet(&root.key("fleet"), fleet, &gateway))
@@ -157,6 +160,38 @@ impl<'a> Validator<'a> {
             limits,
             warnings,
         })
+    }
+
+    /// A connection exchanging its callers' tokens does so at the gateway's
+    /// authorization server, as the gateway's own client there.
+    fn exchanges_need_a_client(
+        &self,
+        key: &KeyPath,
+        connections: &[ConnectionConfig],
+        gateway: &GatewaySettings,
+    ) -> Result<(), ConfigError> {
+        let has_client = matches!(
+            &gateway.auth,
+            Some(CallerAuth::OAuth(server)) if server.introspection.is_some()
+        );
+        let exchanging = connections.iter().find(|connection| {
+            matches!(
+                &connection.transport,
+                Transport::Http(http) if matches!(
+                    http.on_behalf.as_ref().map(|on_behalf| &on_behalf.credentials),
+                    Some(CallerCredentials::TokenExchange { .. })
+                )
+            )
+        });
+        match exchanging {
+            Some(connection) if !has_client => Err(self.invalid(
+                &key.key(&connection.name).key("on_behalf").key("kind"),
+                "token exchange needs the gateway's callers to bring access tokens and the \
+                 gateway's own client at their issuer: set [gateway] auth = { kind = \"oauth\", \
+                 issuer = …, client_id = …, client_secret_env = … }",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A value from `T`'s vocabulary, `default` when absent.

@@ -119,6 +119,7 @@ impl ConnectionActor {
             stop: self.stop.clone(),
             peer: self.peer.clone(),
             attempts_made: AtomicU32::new(0),
+            on_behalf: self.on_behalf.clone(),
         }
     }
 

@@ -10,6 +10,7 @@
 mod admission;
 mod lifecycle;
 mod messages;
+mod on_behalf;
 mod operation;
 mod reports;
 pub mod stats;
@@ -29,6 +30,7 @@ pub(crate) use messages::{Adopt, Forward as ConnectionForward, Retire};
 pub use messages::{
     ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
+pub use on_behalf::Exchange;
 pub(crate) use operation::CallContext;
 pub use operation::CallRetry;
 pub use stats::CallCounts;
@@ -64,6 +66,9 @@ pub struct ConnectionDeps {
     /// Where OAuth tokens are shared with the fleet, if this process is in
     /// one with a key (docs/OAUTH.md, "In a fleet").
     pub tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
+    /// Where a connection acting on its callers' behalf exchanges their
+    /// tokens (`[gateway] auth`'s issuer and client), if anywhere.
+    pub exchange: Option<Arc<Exchange>>,
 }
 
 /// What one actor of a connection starts from: which actor it is, the
@@ -112,6 +117,8 @@ pub struct ConnectionActor {
     peer: Arc<crate::telemetry::spans::UpstreamPeer>,
     /// When the current session became ready (`mcp.client.session.duration`).
     ready_since: Option<std::time::Instant>,
+    /// The sessions with its callers' credentials (`on_behalf`).
+    on_behalf: Option<Arc<on_behalf::OnBehalfSessions>>,
 }
 
 impl ConnectionActor {
@@ -122,9 +129,12 @@ impl ConnectionActor {
             &config.name,
             &config.transport,
         ));
+        let on_behalf =
+            on_behalf::OnBehalfSessions::of(&config, &deps.http, deps.exchange.as_ref());
         ConnectionActor {
             peer,
             ready_since: None,
+            on_behalf,
             config,
             deps,
             lifecycle: start
@@ -633,7 +643,23 @@ impl ConnectionActor {
 impl Actor for ConnectionActor {
     type Context = Context<Self>;
 
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Sessions with callers' credentials idle for their timeout are
+        // closed, whether or not calls come.
+        if let Some(on_behalf) = &self.on_behalf {
+            let every = on_behalf.sweep_interval();
+            ctx.run_interval(every, |actor, _| {
+                if let Some(on_behalf) = &actor.on_behalf {
+                    on_behalf.sweep();
+                }
+            });
+        }
+    }
+
     fn stopped(&mut self, _: &mut Self::Context) {
+        if let Some(on_behalf) = &self.on_behalf {
+            on_behalf.close_all();
+        }
         // Whatever the reason (stop, or the registry dropping us), the session
         // must not outlive the actor that owns it. A park or retirement is
         // kept for the death notice.

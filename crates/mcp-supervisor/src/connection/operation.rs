@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     ConnectionActor,
     lifecycle::{Lease, LeaseAttempt, LeaseError},
+    on_behalf::{NoSession, OnBehalfSessions},
     reports::{Acquire, AttemptFailed, AttemptSucceeded, CallDone, Finished},
 };
 use crate::{
@@ -162,6 +163,9 @@ pub(crate) struct Operation {
     /// Attempts that got a session, over every input round (for the
     /// dashboard's recent calls).
     pub(crate) attempts_made: AtomicU32,
+    /// The sessions with callers' credentials, for a connection that acts
+    /// on its callers' behalf.
+    pub(crate) on_behalf: Option<Arc<OnBehalfSessions>>,
 }
 
 impl Operation {
@@ -229,7 +233,7 @@ impl Operation {
                     lease => break lease,
                 }
             };
-            let (failure, upstream, failed_phase, generation, span) = match lease {
+            let report_of: Failed = match lease {
                 Err(
                     LeaseError::Refused(unavailable)
                     | LeaseError::Held {
@@ -246,9 +250,22 @@ impl Operation {
                 // is still running has not failed, so a retry only follows a
                 // failure (docs/DECISIONS.md #11).
                 Ok(lease) => {
+                    let session = match self.session_of(&lease).await {
+                        Ok(session) => session,
+                        Err(NoSession::Refused(unavailable)) => {
+                            return Ended::Refused(unavailable);
+                        }
+                        Err(NoSession::Failed(failure)) => {
+                            let report = (failure, None, phase, Some(lease.generation), None);
+                            match self.after_failure(report, attempt, retry).await {
+                                Some(ended) => return ended,
+                                None => continue,
+                            }
+                        }
+                    };
                     self.attempts_made.fetch_add(1, Ordering::Relaxed);
-                    let span = self.span(attempt, &lease.session, held);
-                    match self.perform(&lease.session, span.as_ref()).await {
+                    let span = self.span(attempt, &session, held);
+                    match self.perform(&session, span.as_ref()).await {
                         Ok(response) => {
                             self.actor.do_send(AttemptSucceeded);
                             if let (Some(span), Response::Sent(result)) = (span, &response) {
@@ -281,54 +298,115 @@ impl Operation {
                             return Ended::Rejected { failure, upstream };
                         }
                         Err(SendError::Failed { failure, upstream }) => {
+                            if let Some(refused) =
+                                self.caller_failed(&lease, &session, &failure, phase).await
+                            {
+                                if let Some(span) = span {
+                                    span.failed(&failure, upstream.as_ref(), None);
+                                }
+                                return Ended::Refused(refused);
+                            }
                             (failure, upstream, phase, Some(lease.generation), span)
                         }
                     }
                 }
             };
-            let report = AttemptFailed {
-                failure: failure.clone(),
-                phase: failed_phase,
-                attempt,
-                generation,
-                remaining: self
-                    .context
-                    .deadline
-                    .saturating_duration_since(Instant::now()),
-                call_retry_allowed: retry == CallRetry::Safe,
-            };
-            let Ok(decision) = self.actor.send(report).await else {
-                if let Some(span) = span {
-                    span.failed(&failure, upstream.as_ref(), None);
-                }
-                return Ended::Refused(self.stopped());
-            };
-            if let Some(span) = span {
-                span.failed(&failure, upstream.as_ref(), Some(&decision));
-            }
-            match decision {
-                Decision::Retry { after }
-                    if !(failed_phase == Phase::Call && retry == CallRetry::Never) =>
-                {
-                    tokio::time::sleep(after).await;
-                }
-                Decision::Retry { .. } | Decision::GiveUp => {
-                    return Ended::GaveUp {
-                        failure,
-                        phase: failed_phase,
-                    };
-                }
-                Decision::Reject => return Ended::Rejected { failure, upstream },
-                Decision::Park { .. } | Decision::Retire => {
-                    return Ended::Exhausted {
-                        failure,
-                        phase: failed_phase,
-                        decision,
-                    };
-                }
+            if let Some(ended) = self.after_failure(report_of, attempt, retry).await {
+                return ended;
             }
         }
         unreachable!("the attempt counter is unbounded; the policy ends the loop")
+    }
+
+    /// Reports a failed attempt to the actor and does what its policy
+    /// decides: `None` to try again (after waiting, if asked), else how the
+    /// operation ended.
+    async fn after_failure(
+        &self,
+        (failure, upstream, failed_phase, generation, span): Failed,
+        attempt: u32,
+        retry: CallRetry,
+    ) -> Option<Ended> {
+        let report = AttemptFailed {
+            failure: failure.clone(),
+            phase: failed_phase,
+            attempt,
+            generation,
+            remaining: self
+                .context
+                .deadline
+                .saturating_duration_since(Instant::now()),
+            call_retry_allowed: retry == CallRetry::Safe,
+        };
+        let Ok(decision) = self.actor.send(report).await else {
+            if let Some(span) = span {
+                span.failed(&failure, upstream.as_ref(), None);
+            }
+            return Some(Ended::Refused(self.stopped()));
+        };
+        if let Some(span) = span {
+            span.failed(&failure, upstream.as_ref(), Some(&decision));
+        }
+        match decision {
+            Decision::Retry { after }
+                if !(failed_phase == Phase::Call && retry == CallRetry::Never) =>
+            {
+                tokio::time::sleep(after).await;
+                None
+            }
+            Decision::Retry { .. } | Decision::GiveUp => Some(Ended::GaveUp {
+                failure,
+                phase: failed_phase,
+            }),
+            Decision::Reject => Some(Ended::Rejected { failure, upstream }),
+            Decision::Park { .. } | Decision::Retire => Some(Ended::Exhausted {
+                failure,
+                phase: failed_phase,
+                decision,
+            }),
+        }
+    }
+
+    /// The session a request goes over: the lease's, or, for a connection
+    /// acting on its callers' behalf, the one with its caller's credentials
+    /// (a listing stays on the connection's own).
+    async fn session_of(&self, lease: &Lease) -> Result<Arc<Session>, NoSession> {
+        match (&self.on_behalf, &self.request) {
+            (Some(on_behalf), Request::Send(_)) => {
+                let caller = self
+                    .context
+                    .link
+                    .as_ref()
+                    .and_then(|link| link.caller.as_deref());
+                on_behalf
+                    .session_for(caller, &lease.session, self.context.deadline)
+                    .await
+            }
+            _ => Ok(lease.session.clone()),
+        }
+    }
+
+    /// A failure on a caller's session: what to answer when it refuses the
+    /// caller's credentials (the caller's, not the connection's).
+    async fn caller_failed(
+        &self,
+        lease: &Lease,
+        session: &Arc<Session>,
+        failure: &Failure,
+        phase: Phase,
+    ) -> Option<Unavailable> {
+        let on_behalf = self.on_behalf.as_ref()?;
+        if Arc::ptr_eq(session, &lease.session) {
+            return None;
+        }
+        let caller = self
+            .context
+            .link
+            .as_ref()
+            .and_then(|link| link.caller.as_deref());
+        on_behalf
+            .failed(caller, session, failure, breaks_session(failure, phase))
+            .await
     }
 
     /// Asks the actor for a session, giving up at the deadline.
@@ -411,6 +489,16 @@ impl Operation {
         }
     }
 }
+
+/// A failed attempt, as reported: the failure, the upstream's own error,
+/// the phase, the session's generation, and the attempt's span.
+type Failed = (
+    Failure,
+    Option<ErrorData>,
+    Phase,
+    Option<u64>,
+    Option<ClientSpan>,
+);
 
 /// Input rounds a request may take before it is given up.
 const MAX_INPUT_ROUNDS: usize = 10;

@@ -9,6 +9,7 @@
 //! ([`Sharing`], over a [`TokenShare`] the fleet provides).
 
 mod credentials;
+mod issuer;
 mod login;
 mod shared;
 mod store;
@@ -21,6 +22,7 @@ use rmcp::transport::auth::{
 
 pub(crate) use credentials::{ClientTokens, LoginTokens, TokenClient, TokenSource};
 
+pub(crate) use issuer::{ExchangeError, Issuer, IssuerMetadata};
 pub use login::{LoggedIn, LoginError, login};
 pub use shared::{LOCK_TTL, ShareError, Sharing, TokenShare};
 pub use store::TokenFile;

@@ -56,6 +56,8 @@ pub struct Registry {
     on_fleet_reload: Option<tokio::sync::mpsc::UnboundedSender<()>>,
     /// Where OAuth tokens are shared: in a fleet with a key (`[fleet]`).
     tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
+    /// Where connections acting on their callers' behalf exchange tokens.
+    exchange: Option<Arc<crate::connection::Exchange>>,
     /// The ways straight to the connections' actors, written here only.
     routes: Routes,
 }
@@ -64,6 +66,7 @@ impl Registry {
     /// A registry for `config`; call `.start()` on it (inside an actix system).
     pub fn new(config: Config) -> Self {
         let policy = QuarantinePolicy::new(policy_settings(&config)).start();
+        let exchange = crate::connection::Exchange::of(&config);
         let entries = config
             .connections
             .iter()
@@ -81,6 +84,7 @@ impl Registry {
             fleet_store: None,
             on_fleet_reload: None,
             tokens: None,
+            exchange,
             routes: Routes::default(),
         }
     }
@@ -153,6 +157,7 @@ impl Registry {
             deaths: Some(ctx.address().recipient()),
             shutdown_timeout: self.config.supervisor.shutdown_timeout,
             tokens: self.tokens.clone(),
+            exchange: self.exchange.clone(),
         }
     }
 

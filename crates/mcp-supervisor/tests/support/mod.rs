@@ -140,6 +140,7 @@ pub async fn open_http_session(
         url: url.to_owned(),
         auth: None,
         headers: Vec::new(),
+        on_behalf: None,
     };
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     open_http(

@@ -112,6 +112,50 @@ pub struct HttpTransport {
     /// Extra request headers, sorted by name; names are valid HTTP header names,
     /// values are valid header values, and none conflicts with `auth`.
     pub headers: Vec<(String, SecretString)>,
+    /// Whose credentials its calls carry, when not the connection's own.
+    pub on_behalf: Option<OnBehalf>,
+}
+
+/// `on_behalf`: the calls of an http connection carry their caller's
+/// credentials, not the connection's own (which still open the
+/// connection's session, for its lists and its supervision). Each set of
+/// credentials gets a session of its own (docs/SECURITY.md, "Whose
+/// credentials reach the upstream").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnBehalf {
+    pub credentials: CallerCredentials,
+    /// Sessions with the callers' credentials open at once, at most.
+    pub max_sessions: usize,
+    /// A caller's session unused this long is closed.
+    pub idle_timeout: Duration,
+}
+
+/// Default `on_behalf.max_sessions`.
+pub const DEFAULT_ON_BEHALF_SESSIONS: usize = 64;
+/// Default `on_behalf.idle_timeout`.
+pub const DEFAULT_ON_BEHALF_IDLE: Duration = Duration::from_secs(300);
+
+/// `on_behalf.kind`: where a caller's credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallerCredentials {
+    /// `"token_exchange"`: the caller's access token exchanged at the
+    /// gateway's authorization server (RFC 8693) for one for `audience`.
+    TokenExchange {
+        /// The `resource` asked for: the upstream's URL unless configured.
+        audience: String,
+        /// The scopes asked for; none: what the authorization server grants.
+        scopes: Vec<String>,
+    },
+    /// `"per_caller"`: the first of these whose `who` names the caller;
+    /// a caller none names may not use the connection.
+    PerCaller(Vec<CallerCredential>),
+}
+
+/// One of `on_behalf.credentials`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerCredential {
+    pub who: Vec<crate::access::Who>,
+    pub token: super::BearerToken,
 }
 
 impl PartialEq for HttpTransport {
@@ -119,6 +163,7 @@ impl PartialEq for HttpTransport {
         self.url == other.url
             && self.auth == other.auth
             && secret_pairs_eq(&self.headers, &other.headers)
+            && self.on_behalf == other.on_behalf
     }
 }
 
@@ -130,6 +175,7 @@ impl fmt::Debug for HttpTransport {
             .field("url", &RedactedUrl(&self.url))
             .field("auth", &self.auth)
             .field("headers", &RedactedPairs(&self.headers))
+            .field("on_behalf", &self.on_behalf)
             .finish()
     }
 }

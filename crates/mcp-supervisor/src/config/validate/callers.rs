@@ -69,15 +69,7 @@ impl Validator<'_> {
         if groups_claim.is_empty() {
             return Err(self.invalid(&key.key("groups_claim"), "must not be empty"));
         }
-        let scopes = raw.scopes.unwrap_or_default();
-        if let Some(i) = scopes.iter().position(|scope| {
-            scope.is_empty() || scope.chars().any(|c| c.is_whitespace() || c.is_control())
-        }) {
-            return Err(self.invalid(
-                &key.key("scopes").index(i),
-                "a scope is one non-empty word without spaces",
-            ));
-        }
+        let scopes = self.scopes(&key.key("scopes"), raw.scopes)?;
         let introspection = match (raw.client_id, raw.client_secret_env) {
             (Some(client_id), Some(var)) => Some(IntrospectionClient {
                 client_secret: self.token_from_env(&key.key("client_secret_env"), &var)?,
@@ -196,7 +188,7 @@ impl Validator<'_> {
     }
 
     /// A rule's or limit's `who`, read.
-    fn whom(
+    pub(super) fn whom(
         &self,
         here: &KeyPath,
         who: Option<Vec<String>>,

@@ -9,16 +9,19 @@ use super::Validator;
 use crate::config::error::ConfigError;
 use crate::config::keypath::KeyPath;
 use crate::config::model::{
-    ConnectionConfig, DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, HttpTransport,
-    RetryCalls, StdioTransport, SupervisorSettings, Transport, UpstreamProtocol,
+    CallerCredential, CallerCredentials, ConnectionConfig, DEFAULT_MAX_CONCURRENT_CALLS,
+    DEFAULT_MAX_QUEUED_CALLS, DEFAULT_ON_BEHALF_IDLE, DEFAULT_ON_BEHALF_SESSIONS, HttpTransport,
+    OnBehalf, RetryCalls, StdioTransport, SupervisorSettings, Transport, UpstreamProtocol,
 };
-use crate::config::raw::RawConnection;
+use crate::config::raw::{RawAuth, RawConnection, RawOnBehalf};
 use crate::config::values::{self, short_quote};
 
 /// Upper bound of `max_concurrent_calls` (well inside tokio's semaphore limit).
 const MAX_CONCURRENT_CALLS: usize = 65_536;
 /// Upper bound of `max_queued_calls`.
 const MAX_QUEUED_CALLS: usize = 1_000_000;
+/// Upper bound of `on_behalf.max_sessions`.
+const MAX_ON_BEHALF_SESSIONS: usize = 100_000;
 
 /// Request headers the HTTP transport sets itself; overriding them breaks the
 /// protocol, so they are refused with a clear message instead.
@@ -145,7 +148,116 @@ impl Validator<'_> {
             )?,
             None => Vec::new(),
         };
-        Ok(HttpTransport { url, auth, headers })
+        let on_behalf = raw
+            .on_behalf
+            .take()
+            .map(|raw| self.on_behalf(&key.key("on_behalf"), raw, &url))
+            .transpose()?;
+        Ok(HttpTransport {
+            url,
+            auth,
+            headers,
+            on_behalf,
+        })
+    }
+
+    /// `on_behalf`: whose credentials the connection's calls carry.
+    fn on_behalf(
+        &self,
+        key: &KeyPath,
+        raw: RawOnBehalf,
+        url: &str,
+    ) -> Result<OnBehalf, ConfigError> {
+        let credentials = match raw.kind.as_deref() {
+            Some("token_exchange") => {
+                self.none_of(
+                    key,
+                    &[("credentials", raw.credentials.is_some())],
+                    "only valid for kind = \"per_caller\"",
+                )?;
+                let audience = match raw.audience {
+                    Some(audience) => {
+                        if audience.is_empty() || audience.chars().any(char::is_whitespace) {
+                            return Err(self.invalid(
+                                &key.key("audience"),
+                                "an audience is a non-empty URI without spaces",
+                            ));
+                        }
+                        audience
+                    }
+                    None => url.to_owned(),
+                };
+                CallerCredentials::TokenExchange {
+                    audience,
+                    scopes: self.scopes(&key.key("scopes"), raw.scopes)?,
+                }
+            }
+            Some("per_caller") => {
+                self.none_of(
+                    key,
+                    &[
+                        ("audience", raw.audience.is_some()),
+                        ("scopes", raw.scopes.is_some()),
+                    ],
+                    "only valid for kind = \"token_exchange\"",
+                )?;
+                let here = key.key("credentials");
+                let raw = raw.credentials.unwrap_or_default();
+                if raw.is_empty() {
+                    return Err(self.invalid(
+                        &here,
+                        "missing or empty 'credentials': give at least one \
+                         { who = [...], token_env = \"NAME\" }",
+                    ));
+                }
+                let invalid = |key: &KeyPath, problem: String| self.invalid(key, problem);
+                let credentials = raw
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, credential)| {
+                        let at = here.index(i);
+                        let who = self.whom(&at, credential.who, &invalid)?;
+                        let token = self.bearer_token(
+                            &at,
+                            RawAuth {
+                                token: credential.token,
+                                token_env: credential.token_env,
+                                token_file: credential.token_file,
+                                ..RawAuth::default()
+                            },
+                        )?;
+                        Ok(CallerCredential { who, token })
+                    })
+                    .collect::<Result<Vec<_>, ConfigError>>()?;
+                CallerCredentials::PerCaller(credentials)
+            }
+            Some(_) => {
+                return Err(self.invalid(
+                    &key.key("kind"),
+                    "unknown kind; expected \"token_exchange\" or \"per_caller\"",
+                ));
+            }
+            None => {
+                return Err(self.invalid(
+                    &key.key("kind"),
+                    "missing required key 'kind' (\"token_exchange\" or \"per_caller\")",
+                ));
+            }
+        };
+        Ok(OnBehalf {
+            credentials,
+            max_sessions: self.count_usize(
+                &key.key("max_sessions"),
+                raw.max_sessions,
+                DEFAULT_ON_BEHALF_SESSIONS,
+                MAX_ON_BEHALF_SESSIONS,
+            )?,
+            idle_timeout: self.duration(
+                &key.key("idle_timeout"),
+                raw.idle_timeout,
+                DEFAULT_ON_BEHALF_IDLE,
+            )?,
+        })
     }
 
     fn headers(
@@ -195,6 +307,7 @@ impl Validator<'_> {
         self.forbid(key, "http", "url", raw.url.is_some())?;
         self.forbid(key, "http", "auth", raw.auth.is_some())?;
         self.forbid(key, "http", "headers", raw.headers.is_some())?;
+        self.forbid(key, "http", "on_behalf", raw.on_behalf.is_some())?;
         let command_key = key.key("command");
         let Some(command) = raw.command.take() else {
             return Err(self.invalid(&command_key, "a stdio connection requires 'command'"));

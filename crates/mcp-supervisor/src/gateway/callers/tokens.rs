@@ -34,15 +34,14 @@ use jsonwebtoken::{
     jwk::{Jwk, JwkSet},
 };
 use secrecy::ExposeSecret;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use tokio::sync::OnceCell;
 
 use super::Refused;
 use crate::{
-    access::{Caller, Via},
+    access::{Caller, Subject, Via},
     config::ResourceServer,
+    oauth::{Issuer, IssuerMetadata},
 };
 
 /// The signature algorithms taken: asymmetric only.
@@ -64,8 +63,6 @@ pub(super) const REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Tokens found good, remembered at most.
 const REMEMBERED: usize = 16_384;
-/// How long a request to the issuer may take.
-const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest token read: access tokens are a few KiB at most.
 pub(super) const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// How long a refused token is refused without checking it again.
@@ -82,8 +79,7 @@ pub(in crate::gateway) struct Tokens {
     server: ResourceServer,
     /// The gateway's resource URL: what a token's `aud` must contain.
     resource: String,
-    http: reqwest::Client,
-    endpoints: OnceCell<Endpoints>,
+    issuer: Issuer,
     keys: tokio::sync::Mutex<Keys>,
     good: Mutex<Good>,
     /// Tokens refused: SHA-256 → until when (Unix seconds) and why.
@@ -96,14 +92,6 @@ pub(in crate::gateway) struct Tokens {
 /// seconds).
 type Good = HashMap<[u8; 32], (Arc<Caller>, u64)>;
 
-/// What the issuer's metadata names.
-#[derive(Debug, Deserialize)]
-struct Endpoints {
-    issuer: String,
-    jwks_uri: Option<String>,
-    introspection_endpoint: Option<String>,
-}
-
 #[derive(Default)]
 struct Keys {
     by_kid: HashMap<String, Arc<(Jwk, DecodingKey)>>,
@@ -114,16 +102,10 @@ struct Keys {
 
 impl Tokens {
     pub(in crate::gateway) fn new(server: ResourceServer, resource: String) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(ISSUER_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("a client with a timeout builds");
         Tokens {
+            issuer: Issuer::new(server.issuer.clone()),
             server,
             resource,
-            http,
-            endpoints: OnceCell::new(),
             keys: tokio::sync::Mutex::default(),
             good: Mutex::default(),
             refused: Mutex::default(),
@@ -208,7 +190,9 @@ impl Tokens {
         } else {
             self.introspected(token).await?
         };
-        self.read(&claims)
+        let (mut caller, expires) = self.read(&claims)?;
+        caller.subject = Subject::new(token);
+        Ok((caller, expires))
     }
 
     fn good(&self) -> std::sync::MutexGuard<'_, Good> {
@@ -293,7 +277,11 @@ impl Tokens {
             .jwks_uri
             .as_deref()
             .ok_or(Refused::Invalid("the issuer publishes no keys (jwks_uri)"))?;
-        let set: JwkSet = self.get_json(uri).await?;
+        let set: JwkSet = self
+            .issuer
+            .get_json(uri)
+            .await
+            .map_err(|_| Refused::IssuerUnavailable)?;
         keys.by_kid = set
             .keys
             .into_iter()
@@ -307,49 +295,10 @@ impl Tokens {
         Ok(())
     }
 
-    /// The issuer's metadata, fetched once: RFC 8414's well-known path
-    /// (inserted before the issuer's path), else OpenID discovery's. Its
-    /// `issuer` must be the configured one exactly.
-    async fn endpoints(&self) -> Result<&Endpoints, Refused> {
-        self.endpoints
-            .get_or_try_init(|| async {
-                let issuer = url::Url::parse(&self.server.issuer)
-                    .map_err(|_| Refused::IssuerUnavailable)?;
-                let origin = issuer.origin().ascii_serialization();
-                let path = issuer.path().trim_end_matches('/');
-                let oauth = format!("{origin}/.well-known/oauth-authorization-server{path}");
-                let openid = format!(
-                    "{}/.well-known/openid-configuration",
-                    self.server.issuer.trim_end_matches('/')
-                );
-                let endpoints: Endpoints = match self.get_json(&oauth).await {
-                    Ok(endpoints) => endpoints,
-                    Err(_) => self.get_json(&openid).await?,
-                };
-                if endpoints.issuer != self.server.issuer {
-                    tracing::warn!(
-                        configured = %self.server.issuer,
-                        published = %endpoints.issuer,
-                        "the authorization server's metadata names another issuer; no token is taken"
-                    );
-                    return Err(Refused::IssuerUnavailable);
-                }
-                Ok(endpoints)
-            })
-            .await
-    }
-
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, Refused> {
-        let response = self.http.get(url).send().await.map_err(|error| {
-            tracing::warn!(%url, error = %error.without_url(), "the authorization server could not be reached");
-            Refused::IssuerUnavailable
-        })?;
-        if !response.status().is_success() {
-            tracing::debug!(%url, status = %response.status(), "the authorization server refused a metadata request");
-            return Err(Refused::IssuerUnavailable);
-        }
-        response
-            .json()
+    /// The issuer's metadata (see [`Issuer::metadata`]).
+    async fn endpoints(&self) -> Result<&IssuerMetadata, Refused> {
+        self.issuer
+            .metadata()
             .await
             .map_err(|_| Refused::IssuerUnavailable)
     }
@@ -375,7 +324,8 @@ impl Tokens {
             .append_pair("token_type_hint", "access_token")
             .finish();
         let response = self
-            .http
+            .issuer
+            .http()
             .post(endpoint)
             .basic_auth(
                 &client.client_id,
@@ -454,6 +404,7 @@ impl Tokens {
                 client,
                 groups: words(claims.get(&self.server.groups_claim)),
                 scopes,
+                subject: Subject::default(),
             },
             expires,
         ))

@@ -1,0 +1,481 @@
+//! The sessions of a connection that acts on its callers' behalf
+//! (`on_behalf`; docs/SECURITY.md, "Whose credentials reach the upstream").
+//!
+//! The connection's own session (its own credentials, or none) lists what
+//! the upstream offers and carries its supervision; each call goes over a
+//! session opened with its caller's credentials instead: a token exchanged
+//! for the caller's (RFC 8693), or the credential configured for callers
+//! like it. Callers with the same credentials share a session: one per
+//! exchanged identity, one per configured credential. At most
+//! `max_sessions` are open; one unused for `idle_timeout` is closed, and
+//! at the cap the one unused for longest makes room.
+//!
+//! What goes wrong with a caller's credentials is that caller's, not the
+//! connection's: an exchange the authorization server refuses, or a `401`
+//! or `403` for the credentials (at `initialize` or on a call), answers
+//! that caller with [`text::not_for_you`] and is remembered (for the same
+//! caller token, or until the config changes for a configured one), and
+//! never reaches the quarantine policy. What goes wrong with the upstream
+//! (it cannot be reached, answers 5xx) is the connection's, as on its own
+//! session.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use crate::{
+    Unavailable,
+    access::Caller,
+    config::{
+        BearerToken, CallerCredentials, ConnectionConfig, HttpTransport, IntrospectionClient,
+        OnBehalf, Transport, UpstreamAuth,
+    },
+    failure::{Failure, FailureKind},
+    http::{HttpClients, HttpRecorder},
+    oauth::{ExchangeError, Issuer},
+    outcome::messages as text,
+    session::{Session, SessionHandler, open_http},
+};
+
+/// An exchanged token this close to its expiry is exchanged again first.
+const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+/// How long an exchanged token is used when the issuer did not say.
+const UNSAID_LIFETIME: Duration = Duration::from_secs(300);
+/// How long to wait before asking an authorization server that could not
+/// be reached again, as told to the caller.
+const ISSUER_RETRY: Duration = Duration::from_secs(5);
+/// How long a session being closed (idle, or making room) may take.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// Where token exchange happens: the gateway's authorization server, and
+/// the gateway's own client there.
+#[derive(Clone)]
+pub struct Exchange {
+    pub(crate) issuer: Arc<Issuer>,
+    pub(crate) client: IntrospectionClient,
+}
+
+impl Exchange {
+    /// The exchange of `config`'s `[gateway] auth`, when it has a client.
+    pub fn of(config: &crate::config::Config) -> Option<Arc<Exchange>> {
+        let Some(crate::config::CallerAuth::OAuth(server)) = &config.gateway.auth else {
+            return None;
+        };
+        let client = server.introspection.clone()?;
+        Some(Arc::new(Exchange {
+            issuer: Arc::new(Issuer::new(server.issuer.clone())),
+            client,
+        }))
+    }
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange")
+            .field("issuer", &self.issuer.name())
+            .field("client", &self.client)
+            .finish()
+    }
+}
+
+/// Whose credentials a session carries.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Whose {
+    /// A caller's exchanged token: the caller's principal.
+    Caller(String),
+    /// The configured credential with this index.
+    Credential(usize),
+}
+
+/// A connection's sessions with its callers' credentials.
+pub(crate) struct OnBehalfSessions {
+    connection: String,
+    transport: HttpTransport,
+    on_behalf: OnBehalf,
+    exchange: Option<Arc<Exchange>>,
+    clients: HttpClients,
+    connect_timeout: Duration,
+    lanes: Mutex<HashMap<Whose, Arc<Lane>>>,
+}
+
+/// One set of credentials' session, opened on first use.
+struct Lane {
+    state: tokio::sync::Mutex<LaneState>,
+    /// When a call last took its session (std: read while sweeping).
+    used: Mutex<Instant>,
+}
+
+#[derive(Default)]
+struct LaneState {
+    session: Option<Arc<Session>>,
+    /// When the credentials it was opened with stop being good.
+    good_until: Option<Instant>,
+    /// The credentials were refused: for which caller token (an
+    /// exchange's; `None` for a configured credential) and why.
+    refused: Option<(Option<[u8; 32]>, String)>,
+}
+
+/// Why a call gets no session of its caller's.
+pub(crate) enum NoSession {
+    /// The caller's own standing: answered to it, nothing else changes.
+    Refused(Unavailable),
+    /// The upstream failed to open one: the connection's, as any failure.
+    Failed(Failure),
+}
+
+impl OnBehalfSessions {
+    /// The pool of `config`, if its calls are made on its callers' behalf.
+    pub(crate) fn of(
+        config: &ConnectionConfig,
+        clients: &HttpClients,
+        exchange: Option<&Arc<Exchange>>,
+    ) -> Option<Arc<Self>> {
+        let Transport::Http(http) = &config.transport else {
+            return None;
+        };
+        let on_behalf = http.on_behalf.clone()?;
+        Some(Arc::new(OnBehalfSessions {
+            connection: config.name.clone(),
+            transport: http.clone(),
+            on_behalf,
+            exchange: exchange.cloned(),
+            clients: clients.clone(),
+            connect_timeout: config.connect_timeout,
+            lanes: Mutex::default(),
+        }))
+    }
+
+    fn lanes(&self) -> std::sync::MutexGuard<'_, HashMap<Whose, Arc<Lane>>> {
+        self.lanes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn refused(&self, why: &str, retry_in: Option<Duration>, kind: FailureKind) -> NoSession {
+        NoSession::Refused(Unavailable {
+            message: text::not_for_you(&self.connection, why),
+            failure: Failure::new(kind, why.to_owned()).with_not_run(),
+            retry_in,
+        })
+    }
+
+    /// The session `caller`'s call goes over, opened (with its credentials
+    /// found) by `deadline` if there is none yet, speaking the protocol the
+    /// connection's own session (`own`) agreed on.
+    pub(crate) async fn session_for(
+        &self,
+        caller: Option<&Caller>,
+        own: &Session,
+        deadline: Instant,
+    ) -> Result<Arc<Session>, NoSession> {
+        let (whose, credential) = self.whose(caller)?;
+        let lane = self.lane(&whose)?;
+        let subject = credential.subject_digest();
+        let mut state = lane.state.lock().await;
+        *lock(&lane.used) = Instant::now();
+        if let Some((refused_for, why)) = &state.refused {
+            if refused_for.is_none() || *refused_for == subject {
+                return Err(self.refused(why, None, FailureKind::Auth));
+            }
+            // Another token of the same caller: try again.
+            state.refused = None;
+        }
+        if let Some(session) = &state.session {
+            let fresh = state
+                .good_until
+                .is_none_or(|until| Instant::now() + EXPIRY_MARGIN < until);
+            if fresh && !session.is_closed() {
+                return Ok(session.clone());
+            }
+            if let Some(old) = state.session.take() {
+                close(old);
+            }
+        }
+        let (token, good_until) = match credential {
+            Credential::Configured(token) => (token.clone(), None),
+            Credential::Exchanged { subject: text, .. } => match self.exchanged(text).await {
+                Ok(exchanged) => exchanged,
+                Err(ExchangeError::Refused(code)) => {
+                    let why = code.explain().to_owned();
+                    state.refused = Some((subject, why.clone()));
+                    return Err(self.refused(&why, None, FailureKind::Auth));
+                }
+                Err(ExchangeError::Unavailable) => {
+                    return Err(self.refused(
+                        "the authorization server could not exchange your token just now",
+                        Some(ISSUER_RETRY),
+                        FailureKind::Transport,
+                    ));
+                }
+            },
+        };
+        let mut transport = self.transport.clone();
+        transport.auth = Some(UpstreamAuth::Bearer(token));
+        transport.on_behalf = None;
+        let deadline = deadline.min(Instant::now() + self.connect_timeout);
+        let handler = SessionHandler::default().knowing(own.protocol_version());
+        let opened = open_http(
+            &transport,
+            self.clients.clone(),
+            HttpRecorder::default(),
+            handler,
+            deadline,
+        )
+        .await;
+        match opened {
+            Ok(session) => {
+                session.disable_response_cache().await;
+                let session = Arc::new(session);
+                state.session = Some(session.clone());
+                state.good_until = good_until;
+                Ok(session)
+            }
+            Err(failure) if refuses_opening(&failure) => {
+                let why = "the upstream refused the credentials used for you".to_owned();
+                state.refused = Some((subject, why.clone()));
+                Err(self.refused(&why, None, FailureKind::Auth))
+            }
+            Err(failure) => Err(NoSession::Failed(failure)),
+        }
+    }
+
+    /// `caller`'s call failed with `failure` on `session`: its credentials
+    /// are refused from now on when the upstream refused them (`Some`:
+    /// what to answer); a broken session is let go.
+    pub(crate) async fn failed(
+        &self,
+        caller: Option<&Caller>,
+        session: &Arc<Session>,
+        failure: &Failure,
+        broken: bool,
+    ) -> Option<Unavailable> {
+        let (whose, credential) = self.whose(caller).ok()?;
+        let lane = self.lanes().get(&whose).cloned()?;
+        let mut state = lane.state.lock().await;
+        let ours = state
+            .session
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, session));
+        if ours && (broken || refuses_credentials(failure)) {
+            state.session = None;
+        }
+        if !refuses_credentials(failure) {
+            return None;
+        }
+        let why = "the upstream refused the credentials used for you".to_owned();
+        state.refused = Some((credential.subject_digest(), why.clone()));
+        match self.refused(&why, None, FailureKind::Auth) {
+            NoSession::Refused(unavailable) => Some(unavailable),
+            NoSession::Failed(_) => None,
+        }
+    }
+
+    /// How often idle sessions are looked for: a tenth of `idle_timeout`
+    /// (a session is closed at most that late), at least every second.
+    pub(crate) fn sweep_interval(&self) -> Duration {
+        (self.on_behalf.idle_timeout / 10).max(Duration::from_secs(1))
+    }
+
+    /// Closes the sessions unused for `idle_timeout`.
+    pub(crate) fn sweep(&self) {
+        let idle = self.on_behalf.idle_timeout;
+        let now = Instant::now();
+        self.lanes().retain(|_, lane| {
+            let unused = now.saturating_duration_since(*lock(&lane.used)) >= idle;
+            !(unused && lane.let_go())
+        });
+    }
+
+    /// Closes every session (the connection stops).
+    pub(crate) fn close_all(&self) {
+        for (_, lane) in self.lanes().drain() {
+            lane.let_go();
+        }
+    }
+
+    /// Whose credentials `caller` uses, and what they are.
+    fn whose<'c>(
+        &'c self,
+        caller: Option<&'c Caller>,
+    ) -> Result<(Whose, Credential<'c>), NoSession> {
+        match &self.on_behalf.credentials {
+            CallerCredentials::TokenExchange { .. } => {
+                let Some(caller) = caller else {
+                    return Err(self.refused(
+                        "it acts for the caller, and this call has none",
+                        None,
+                        FailureKind::Permission,
+                    ));
+                };
+                let (Some(principal), Some(subject)) =
+                    (caller.principal(), caller.subject.expose())
+                else {
+                    return Err(self.refused(
+                        "it exchanges the caller's own access token for one of the upstream's, \
+                         and you did not come with one (sign in with the gateway's \
+                         authorization server)",
+                        None,
+                        FailureKind::Permission,
+                    ));
+                };
+                Ok((Whose::Caller(principal), Credential::Exchanged { subject }))
+            }
+            CallerCredentials::PerCaller(credentials) => credentials
+                .iter()
+                .position(|credential| {
+                    caller
+                        .is_some_and(|caller| credential.who.iter().any(|who| who.matches(caller)))
+                })
+                .map(|i| {
+                    (
+                        Whose::Credential(i),
+                        Credential::Configured(&credentials[i].token),
+                    )
+                })
+                .ok_or_else(|| {
+                    self.refused(
+                        "no credentials of this connection are for you",
+                        None,
+                        FailureKind::Permission,
+                    )
+                }),
+        }
+    }
+
+    /// `whose` lane, made (room made at the cap) if there is none.
+    fn lane(&self, whose: &Whose) -> Result<Arc<Lane>, NoSession> {
+        let mut lanes = self.lanes();
+        if let Some(lane) = lanes.get(whose) {
+            return Ok(lane.clone());
+        }
+        if lanes.len() >= self.on_behalf.max_sessions {
+            let oldest = lanes
+                .iter()
+                .filter(|(_, lane)| lane.idle())
+                .min_by_key(|(_, lane)| *lock(&lane.used))
+                .map(|(whose, _)| whose.clone());
+            let Some(oldest) = oldest.and_then(|whose| lanes.remove(&whose)) else {
+                return Err(self.refused(
+                    "every session it keeps for its callers is in use; retry shortly",
+                    Some(Duration::from_secs(1)),
+                    FailureKind::RateLimit,
+                ));
+            };
+            oldest.let_go();
+        }
+        let lane = Arc::new(Lane {
+            state: tokio::sync::Mutex::default(),
+            used: Mutex::new(Instant::now()),
+        });
+        lanes.insert(whose.clone(), lane.clone());
+        Ok(lane)
+    }
+
+    /// A token for the caller's `subject`, and until when it is good.
+    async fn exchanged(
+        &self,
+        subject: &str,
+    ) -> Result<(BearerToken, Option<Instant>), ExchangeError> {
+        let CallerCredentials::TokenExchange { audience, scopes } = &self.on_behalf.credentials
+        else {
+            return Err(ExchangeError::Unavailable);
+        };
+        let exchange = self.exchange.as_ref().ok_or(ExchangeError::Unavailable)?;
+        let exchanged = exchange
+            .issuer
+            .exchange(&exchange.client, subject, audience, scopes)
+            .await?;
+        let lifetime = exchanged.lifetime.unwrap_or(UNSAID_LIFETIME);
+        Ok((
+            BearerToken::new(exchanged.token),
+            Some(Instant::now() + lifetime),
+        ))
+    }
+}
+
+impl std::fmt::Debug for OnBehalfSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnBehalfSessions")
+            .field("connection", &self.connection)
+            .field("lanes", &self.lanes().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The credentials a call uses.
+enum Credential<'a> {
+    Configured(&'a BearerToken),
+    Exchanged { subject: &'a str },
+}
+
+impl Credential<'_> {
+    /// The SHA-256 of the caller's token, for an exchange (what a refusal
+    /// is remembered for).
+    fn subject_digest(&self) -> Option<[u8; 32]> {
+        match self {
+            Credential::Configured(_) => None,
+            Credential::Exchanged { subject } => Some(Sha256::digest(subject.as_bytes()).into()),
+        }
+    }
+}
+
+impl Lane {
+    /// Whether no call holds it or its session.
+    fn idle(&self) -> bool {
+        self.state.try_lock().is_ok_and(|state| {
+            state
+                .session
+                .as_ref()
+                .is_none_or(|session| Arc::strong_count(session) == 1)
+        })
+    }
+
+    /// Closes its session when it is idle; `false` (nothing done) when not.
+    fn let_go(&self) -> bool {
+        let Ok(mut state) = self.state.try_lock() else {
+            return false;
+        };
+        if state
+            .session
+            .as_ref()
+            .is_some_and(|session| Arc::strong_count(session) > 1)
+        {
+            return false;
+        }
+        if let Some(session) = state.session.take() {
+            close(session);
+        }
+        true
+    }
+}
+
+/// Whether `failure`, of opening a session, says the credentials are
+/// refused: `401`, or `403` (they may not use this server at all).
+fn refuses_opening(failure: &Failure) -> bool {
+    matches!(
+        failure.kind,
+        FailureKind::Auth | FailureKind::NeedsLogin | FailureKind::Permission
+    )
+}
+
+/// Whether `failure`, of a call, says the credentials are refused: `401`.
+/// A `403` refuses that one request (as on the connection's own session).
+fn refuses_credentials(failure: &Failure) -> bool {
+    matches!(failure.kind, FailureKind::Auth | FailureKind::NeedsLogin)
+}
+
+/// Closes `session` in the background, once nobody holds it.
+fn close(session: Arc<Session>) {
+    if let Ok(session) = Arc::try_unwrap(session)
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        runtime.spawn(session.close(CLOSE_GRACE));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
