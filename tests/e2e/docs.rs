@@ -466,6 +466,10 @@ fn assert_checks(text: &str, place: &str) {
         for (key, value) in table {
             match (key.as_str(), value) {
                 (_, toml::Value::Table(inner)) => tables.push(inner),
+                // `credentials = [{ …, token_env = "NAME" }]`.
+                (_, toml::Value::Array(items)) => {
+                    tables.extend(items.iter().filter_map(toml::Value::as_table));
+                }
                 // `env = "NAME"`: a `[telemetry]` header's value.
                 (
                     "token_env" | "client_secret_env" | "password_env" | "env",

@@ -311,3 +311,261 @@ auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_sec
         assert_eq!(upstream.completed_calls("echo"), 4);
     });
 }
+
+/// Sessions with callers' credentials are bounded and closed when idle:
+/// with room for one, two callers' turns each open it anew; one left
+/// unused past `idle_timeout` is closed, and the next call opens another.
+#[test]
+fn callers_sessions_are_bounded_and_closed_when_idle() {
+    run(|| async {
+        let upstream = upstream(TestServerOptions::legacy()).await;
+        let toml = format!(
+            r#"
+[gateway.keys.ops]
+sha256 = "{ops}"
+groups = ["ops"]
+
+[gateway.keys.ci]
+sha256 = "{ci}"
+groups = ["ci"]
+"#,
+            ops = key_digest("ops-key"),
+            ci = key_digest("ci-key"),
+        ) + &http_connection(
+            "up",
+            &upstream.url(),
+            r#"
+[connections.up.on_behalf]
+kind = "per_caller"
+max_sessions = 1
+idle_timeout = "1s"
+credentials = [
+  { who = ["group:ops"], token = "ops-token" },
+  { who = ["group:ci"], token = "ci-token" },
+]"#,
+        );
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let opened = || upstream.requests("initialize");
+        assert!(echo_as(&gateway, "ops-key").await.0);
+        let own_and_ops = opened();
+        assert!(echo_as(&gateway, "ops-key").await.0);
+        assert_eq!(opened(), own_and_ops, "reused");
+        assert!(echo_as(&gateway, "ci-key").await.0);
+        assert!(echo_as(&gateway, "ops-key").await.0);
+        assert_eq!(opened(), own_and_ops + 2, "each made room for the other");
+
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        assert!(echo_as(&gateway, "ops-key").await.0);
+        assert_eq!(opened(), own_and_ops + 3, "the idle one was closed");
+    });
+}
+
+/// A fleet node of `namespace` on `redis`, listening on `listener` (its
+/// `advertise`), with `gateway` and `connections`.
+async fn fleet_node(
+    redis: &mcp_test_support::RedisServer,
+    (node, listener): (&str, tokio::net::TcpListener),
+    gateway: &str,
+    connections: &str,
+) -> ServedGateway {
+    static KEY: std::sync::OnceLock<tempfile::NamedTempFile> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(
+            file.path(),
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n",
+        )
+        .unwrap();
+        file
+    });
+    let toml = format!(
+        "{gateway}\n[fleet]\nredis = \"{}\"\nnode = \"{node}\"\nnamespace = \"t\"\nkey_file = {}\nadvertise = \"http://{}\"\n{connections}",
+        redis.url(),
+        toml_string(&key.path().to_string_lossy()),
+        listener.local_addr().unwrap(),
+    );
+    ServedGateway::start_on(
+        listener,
+        config_with(&toml, &[("GATEWAY_SECRET", "gateway-secret")]),
+    )
+    .await
+}
+
+/// A JSON-RPC POST to `url` with `token`, in session `session` if any.
+async fn post_as(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, String, Option<String>) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.send().await.unwrap();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|value| value.to_str().unwrap().to_owned());
+    (
+        response.status().as_u16(),
+        response.text().await.unwrap(),
+        session,
+    )
+}
+
+/// In a fleet over a real Redis: a request of a session another node
+/// holds reaches it with its caller's token (sealed in the voucher's
+/// company), so that node can act for the caller; a caller's exchanged
+/// token is exchanged once for the whole fleet, and kept in Redis sealed
+/// (no token in the clear).
+#[test]
+fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_session() {
+    run(|| async {
+        let redis = mcp_test_support::RedisServer::start().unwrap();
+        let idp = Idp::start_with(IdpOptions {
+            clients: vec![
+                IdpClient::new("reader-app", "reader-secret").groups(&["readers"]),
+                gateway_client(),
+            ],
+            users: Vec::new(),
+            opaque_resources: Vec::new(),
+        })
+        .await
+        .unwrap();
+        let upstream = upstream(TestServerOptions::legacy()).await;
+        let gateway = format!(
+            "[gateway]\npublic_url = \"{RESOURCE}\"\nauth = {{ kind = \"oauth\", issuer = \"{}\", client_id = \"gateway\", client_secret_env = \"GATEWAY_SECRET\" }}\n",
+            idp.issuer()
+        );
+        let connections = http_connection(
+            "up",
+            &upstream.url(),
+            "on_behalf = { kind = \"token_exchange\" }",
+        );
+        let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
+        let one = fleet_node(
+            &redis,
+            ("one", bind().await.unwrap()),
+            &gateway,
+            &connections,
+        )
+        .await;
+        let two = fleet_node(
+            &redis,
+            ("two", bind().await.unwrap()),
+            &gateway,
+            &connections,
+        )
+        .await;
+        for (node, other) in [(&one, "two"), (&two, "one")] {
+            let hears = || async {
+                let view = node
+                    .registry
+                    .send(mcp_supervisor::registry::FleetOverview)
+                    .await
+                    .unwrap();
+                view.is_some_and(|view| view.nodes.iter().any(|n| n.node == other))
+            };
+            assert!(
+                mcp_test_support::wait_until_async(std::time::Duration::from_secs(15), hears).await,
+                "a node never heard the other"
+            );
+        }
+        let reader = idp
+            .client_credentials("reader-app", "reader-secret", RESOURCE, "tools:call")
+            .await;
+
+        // A session opened at node one, its call sent to node two.
+        let (status, _, session) = post_as(
+            &one.url,
+            &reader,
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let session = session.unwrap();
+        assert!(session.starts_with("one."), "{session}");
+        let (status, _, _) = post_as(
+            &two.url,
+            &reader,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        assert_eq!(status, 202);
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "up__echo", "arguments": {"text": "hi"}}});
+        let (status, body, _) = post_as(&two.url, &reader, Some(&session), call.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains(r#""text":"hi""#) && !body.contains("cannot act"),
+            "{body}"
+        );
+
+        // The same caller at node two, in a session of its own there: the
+        // token node one exchanged is the fleet's.
+        let (_, _, theirs) = post_as(
+            &two.url,
+            &reader,
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}}),
+        )
+        .await;
+        let theirs = theirs.unwrap();
+        assert!(theirs.starts_with("two."), "{theirs}");
+        post_as(
+            &two.url,
+            &reader,
+            Some(&theirs),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        let (status, body, _) = post_as(&two.url, &reader, Some(&theirs), call).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(r#""text":"hi""#), "{body}");
+        assert_eq!(upstream.completed_calls("echo"), 2);
+        assert_eq!(
+            idp.requests("/token").await,
+            1 + 1,
+            "one login, one exchange"
+        );
+
+        // Redis holds it sealed: no token in the clear.
+        let exchanged: Vec<String> = upstream
+            .control()
+            .seen_authorizations()
+            .into_iter()
+            .filter_map(|value| value.strip_prefix("Bearer ").map(str::to_owned))
+            .collect();
+        assert_eq!(exchanged.len(), 1, "{exchanged:?}");
+        let mcp_test_support::redis::Reply::List(keys) = redis.query(&["KEYS", "*"]).unwrap()
+        else {
+            panic!("KEYS answers a list");
+        };
+        let mut shared = 0;
+        for key in keys {
+            let key = key.text().unwrap().to_owned();
+            shared += usize::from(key.starts_with("t:exchanged:up:"));
+            assert!(!key.contains("reader-app"), "{key}");
+            if let Ok(mcp_test_support::redis::Reply::Text(value)) = redis.query(&["GET", &key]) {
+                assert!(
+                    !value.contains(&exchanged[0]) && !value.contains(&reader),
+                    "{key} holds a token in the clear"
+                );
+            }
+        }
+        assert_eq!(shared, 1);
+    });
+}

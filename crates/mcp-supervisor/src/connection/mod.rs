@@ -129,8 +129,11 @@ impl ConnectionActor {
             &config.name,
             &config.transport,
         ));
-        let on_behalf =
-            on_behalf::OnBehalfSessions::of(&config, &deps.http, deps.exchange.as_ref());
+        let on_behalf = on_behalf::OnBehalfSessions::of(
+            &config,
+            &deps.http,
+            (deps.exchange.as_ref(), deps.tokens.as_ref()),
+        );
         ConnectionActor {
             peer,
             ready_since: None,

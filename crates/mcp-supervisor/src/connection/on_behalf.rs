@@ -25,6 +25,7 @@ use std::{
     time::Duration,
 };
 
+use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
@@ -37,7 +38,7 @@ use crate::{
     },
     failure::{Failure, FailureKind},
     http::{HttpClients, HttpRecorder},
-    oauth::{ExchangeError, Issuer},
+    oauth::{ExchangeError, ExchangedToken, Issuer, TokenShare},
     outcome::messages as text,
     session::{Session, SessionHandler, open_http},
 };
@@ -92,12 +93,27 @@ enum Whose {
     Credential(usize),
 }
 
+impl Whose {
+    /// How the fleet's store names it: a digest, so no caller's name is
+    /// in the store.
+    fn shared_name(&self) -> String {
+        let named = match self {
+            Whose::Caller(principal) => Sha256::digest(principal.as_bytes()),
+            Whose::Credential(i) => Sha256::digest(i.to_string().as_bytes()),
+        };
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&named[..16])
+    }
+}
+
 /// A connection's sessions with its callers' credentials.
 pub(crate) struct OnBehalfSessions {
     connection: String,
     transport: HttpTransport,
     on_behalf: OnBehalf,
     exchange: Option<Arc<Exchange>>,
+    /// The fleet's share, where exchanged tokens are kept sealed.
+    share: Option<Arc<dyn TokenShare>>,
     clients: HttpClients,
     connect_timeout: Duration,
     lanes: Mutex<HashMap<Whose, Arc<Lane>>>,
@@ -118,6 +134,10 @@ struct LaneState {
     /// The credentials were refused: for which caller token (an
     /// exchange's; `None` for a configured credential) and why.
     refused: Option<(Option<[u8; 32]>, String)>,
+    /// The SHA-256 of the exchanged token the session was opened with, and
+    /// of the last one the upstream refused (not taken from the fleet again).
+    token: Option<[u8; 32]>,
+    refused_token: Option<[u8; 32]>,
 }
 
 /// Why a call gets no session of its caller's.
@@ -133,7 +153,7 @@ impl OnBehalfSessions {
     pub(crate) fn of(
         config: &ConnectionConfig,
         clients: &HttpClients,
-        exchange: Option<&Arc<Exchange>>,
+        (exchange, share): (Option<&Arc<Exchange>>, Option<&Arc<dyn TokenShare>>),
     ) -> Option<Arc<Self>> {
         let Transport::Http(http) = &config.transport else {
             return None;
@@ -144,6 +164,7 @@ impl OnBehalfSessions {
             transport: http.clone(),
             on_behalf,
             exchange: exchange.cloned(),
+            share: share.cloned(),
             clients: clients.clone(),
             connect_timeout: config.connect_timeout,
             lanes: Mutex::default(),
@@ -196,21 +217,23 @@ impl OnBehalfSessions {
         }
         let (token, good_until) = match credential {
             Credential::Configured(token) => (token.clone(), None),
-            Credential::Exchanged { subject: text, .. } => match self.exchanged(text).await {
-                Ok(exchanged) => exchanged,
-                Err(ExchangeError::Refused(code)) => {
-                    let why = code.explain().to_owned();
-                    state.refused = Some((subject, why.clone()));
-                    return Err(self.refused(&why, None, FailureKind::Auth));
+            Credential::Exchanged { subject: text } => {
+                match self.exchanged(&whose, text, state.refused_token).await {
+                    Ok(exchanged) => exchanged,
+                    Err(ExchangeError::Refused(code)) => {
+                        let why = code.explain().to_owned();
+                        state.refused = Some((subject, why.clone()));
+                        return Err(self.refused(&why, None, FailureKind::Auth));
+                    }
+                    Err(ExchangeError::Unavailable) => {
+                        return Err(self.refused(
+                            "the authorization server could not exchange your token just now",
+                            Some(ISSUER_RETRY),
+                            FailureKind::Transport,
+                        ));
+                    }
                 }
-                Err(ExchangeError::Unavailable) => {
-                    return Err(self.refused(
-                        "the authorization server could not exchange your token just now",
-                        Some(ISSUER_RETRY),
-                        FailureKind::Transport,
-                    ));
-                }
-            },
+            }
         };
         let mut transport = self.transport.clone();
         transport.auth = Some(UpstreamAuth::Bearer(token));
@@ -231,11 +254,13 @@ impl OnBehalfSessions {
                 let session = Arc::new(session);
                 state.session = Some(session.clone());
                 state.good_until = good_until;
+                state.token = good_until.map(|_| digest(token_text(&transport)));
                 Ok(session)
             }
             Err(failure) if refuses_opening(&failure) => {
                 let why = "the upstream refused the credentials used for you".to_owned();
                 state.refused = Some((subject, why.clone()));
+                state.refused_token = good_until.map(|_| digest(token_text(&transport)));
                 Err(self.refused(&why, None, FailureKind::Auth))
             }
             Err(failure) => Err(NoSession::Failed(failure)),
@@ -267,6 +292,9 @@ impl OnBehalfSessions {
         }
         let why = "the upstream refused the credentials used for you".to_owned();
         state.refused = Some((credential.subject_digest(), why.clone()));
+        if ours {
+            state.refused_token = state.token;
+        }
         match self.refused(&why, None, FailureKind::Auth) {
             NoSession::Refused(unavailable) => Some(unavailable),
             NoSession::Failed(_) => None,
@@ -374,21 +402,52 @@ impl OnBehalfSessions {
         Ok(lane)
     }
 
-    /// A token for the caller's `subject`, and until when it is good.
+    /// A token for the caller `whose` (whose token is `subject`), and
+    /// until when it is good: the fleet's, when it shares a live one (not
+    /// the one last `refused`), else exchanged here (and shared).
     async fn exchanged(
         &self,
+        whose: &Whose,
         subject: &str,
+        refused: Option<[u8; 32]>,
     ) -> Result<(BearerToken, Option<Instant>), ExchangeError> {
         let CallerCredentials::TokenExchange { audience, scopes } = &self.on_behalf.credentials
         else {
             return Err(ExchangeError::Unavailable);
         };
+        let whose = whose.shared_name();
+        if let Some(share) = &self.share {
+            match share.exchanged(&self.connection, &whose).await {
+                Ok(Some(shared)) if Some(digest(&shared.token)) != refused => {
+                    let lives = shared.expires_at.saturating_sub(unix_now());
+                    if let Some(until) = Instant::now().checked_add(Duration::from_secs(lives)) {
+                        return Ok((BearerToken::new(shared.token.into()), Some(until)));
+                    }
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::debug!(connection = %self.connection, %error, "the fleet's exchanged tokens could not be read; exchanging here");
+                }
+            }
+        }
         let exchange = self.exchange.as_ref().ok_or(ExchangeError::Unavailable)?;
         let exchanged = exchange
             .issuer
             .exchange(&exchange.client, subject, audience, scopes)
             .await?;
         let lifetime = exchanged.lifetime.unwrap_or(UNSAID_LIFETIME);
+        if let Some(share) = &self.share {
+            let shared = ExchangedToken {
+                token: exchanged.token.expose_secret().to_owned(),
+                expires_at: unix_now() + lifetime.as_secs(),
+            };
+            if let Err(error) = share
+                .share_exchanged(&self.connection, &whose, &shared)
+                .await
+            {
+                tracing::debug!(connection = %self.connection, %error, "an exchanged token could not be shared with the fleet");
+            }
+        }
         Ok((
             BearerToken::new(exchanged.token),
             Some(Instant::now() + lifetime),
@@ -417,7 +476,7 @@ impl Credential<'_> {
     fn subject_digest(&self) -> Option<[u8; 32]> {
         match self {
             Credential::Configured(_) => None,
-            Credential::Exchanged { subject } => Some(Sha256::digest(subject.as_bytes()).into()),
+            Credential::Exchanged { subject } => Some(digest(subject)),
         }
     }
 }
@@ -465,6 +524,25 @@ fn refuses_opening(failure: &Failure) -> bool {
 /// A `403` refuses that one request (as on the connection's own session).
 fn refuses_credentials(failure: &Failure) -> bool {
     matches!(failure.kind, FailureKind::Auth | FailureKind::NeedsLogin)
+}
+
+fn digest(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// The bearer token a session's transport carries.
+fn token_text(transport: &HttpTransport) -> &str {
+    transport
+        .auth
+        .as_ref()
+        .and_then(UpstreamAuth::bearer)
+        .map_or("", BearerToken::expose)
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
 }
 
 /// Closes `session` in the background, once nobody holds it.

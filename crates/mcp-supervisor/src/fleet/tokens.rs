@@ -31,7 +31,7 @@ use rmcp::transport::auth::StoredCredentials;
 use super::store::{Store, StoreError};
 use crate::{
     config::FleetKey,
-    oauth::{ShareError, TokenShare},
+    oauth::{ExchangedToken, ShareError, TokenShare},
 };
 
 /// The seal's version, first byte of every sealed value and part of its
@@ -88,19 +88,32 @@ impl FleetTokens {
         }
     }
 
-    /// Binds a sealed value to this fleet, this connection and this seal.
-    fn associated(&self, connection: &str) -> Vec<u8> {
-        let mut data = b"mcp-supervisor oauth tokens\0".to_vec();
+    /// Binds a sealed value to this fleet, this connection and this seal;
+    /// an exchanged token to its caller (`whose`) too.
+    fn associated(&self, connection: &str, whose: Option<&str>) -> Vec<u8> {
+        let mut data = match whose {
+            None => b"mcp-supervisor oauth tokens\0".to_vec(),
+            Some(_) => b"mcp-supervisor exchanged token\0".to_vec(),
+        };
         data.push(SEAL);
         data.extend_from_slice(self.namespace.as_bytes());
         data.push(0);
         data.extend_from_slice(connection.as_bytes());
+        if let Some(whose) = whose {
+            data.push(0);
+            data.extend_from_slice(whose.as_bytes());
+        }
         data
     }
 
-    /// `tokens` sealed for `connection`: base64 of the version, a random
-    /// nonce and the ciphertext (text, so the value reads as text anywhere).
-    fn seal(&self, connection: &str, tokens: &StoredCredentials) -> Result<String, ShareError> {
+    /// `tokens` sealed for `connection` (and `whose`): base64 of the
+    /// version, a random nonce and the ciphertext (text, so the value reads
+    /// as text anywhere).
+    fn seal<T: serde::Serialize>(
+        &self,
+        (connection, whose): (&str, Option<&str>),
+        tokens: &T,
+    ) -> Result<String, ShareError> {
         let plain = serde_json::to_vec(tokens)
             .map_err(|_| ShareError("the OAuth tokens could not be serialized".into()))?;
         let nonce: [u8; NONCE] = rand::random();
@@ -110,7 +123,7 @@ impl FleetTokens {
                 &XNonce::from(nonce),
                 Payload {
                     msg: &plain,
-                    aad: &self.associated(connection),
+                    aad: &self.associated(connection, whose),
                 },
             )
             .map_err(|_| ShareError("the OAuth tokens could not be sealed".into()))?;
@@ -122,8 +135,12 @@ impl FleetTokens {
     }
 
     /// The token set in `value`, if it was sealed by this fleet for
-    /// `connection` and is one.
-    fn open(&self, connection: &str, value: &[u8]) -> Option<StoredCredentials> {
+    /// `connection` (and `whose`) and is one.
+    fn open<T: serde::de::DeserializeOwned>(
+        &self,
+        (connection, whose): (&str, Option<&str>),
+        value: &[u8],
+    ) -> Option<T> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(value)
             .ok()?;
@@ -139,7 +156,7 @@ impl FleetTokens {
                 &XNonce::from(nonce),
                 Payload {
                     msg: sealed,
-                    aad: &self.associated(connection),
+                    aad: &self.associated(connection, whose),
                 },
             )
             .ok()?;
@@ -187,7 +204,7 @@ impl TokenShare for FleetTokens {
         else {
             return Ok(None);
         };
-        let opened = self.open(connection, &value);
+        let opened = self.open((connection, None), &value);
         if opened.is_none() {
             self.refused(connection, &value);
         }
@@ -195,7 +212,7 @@ impl TokenShare for FleetTokens {
     }
 
     async fn write(&self, connection: &str, tokens: &StoredCredentials) -> Result<(), ShareError> {
-        let value = self.seal(connection, tokens)?;
+        let value = self.seal((connection, None), tokens)?;
         self.store
             .put(&value_key(connection), value.as_bytes(), KEPT_FOR)
             .await
@@ -220,6 +237,54 @@ impl TokenShare for FleetTokens {
             .await
             .map_err(unreachable)
     }
+
+    async fn exchanged(
+        &self,
+        connection: &str,
+        whose: &str,
+    ) -> Result<Option<ExchangedToken>, ShareError> {
+        let key = exchanged_key(connection, whose);
+        let Some(value) = self.store.get(&key).await.map_err(unreachable)? else {
+            return Ok(None);
+        };
+        let opened: Option<ExchangedToken> = self.open((connection, Some(whose)), &value);
+        if opened.is_none() {
+            self.refused(connection, &value);
+        }
+        Ok(opened.filter(|token| token.expires_at > unix_now()))
+    }
+
+    async fn share_exchanged(
+        &self,
+        connection: &str,
+        whose: &str,
+        token: &ExchangedToken,
+    ) -> Result<(), ShareError> {
+        let lives = token.expires_at.saturating_sub(unix_now());
+        if lives == 0 {
+            return Ok(());
+        }
+        let value = self.seal((connection, Some(whose)), token)?;
+        self.store
+            .put(
+                &exchanged_key(connection, whose),
+                value.as_bytes(),
+                Duration::from_secs(lives),
+            )
+            .await
+            .map_err(unreachable)
+    }
+}
+
+/// Where the token exchanged for `whose` on `connection` is kept.
+fn exchanged_key(connection: &str, whose: &str) -> String {
+    format!("exchanged:{connection}:{whose}")
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
 }
 
 #[cfg(test)]
@@ -298,8 +363,11 @@ mod tests {
             base64::engine::general_purpose::STANDARD
                 .encode([SEAL])
                 .into_bytes(),
-            other_key.seal("b", &tokens()).unwrap().into_bytes(),
-            other_fleet.seal("b", &tokens()).unwrap().into_bytes(),
+            other_key.seal(("b", None), &tokens()).unwrap().into_bytes(),
+            other_fleet
+                .seal(("b", None), &tokens())
+                .unwrap()
+                .into_bytes(),
             good.clone(),
             base64::engine::general_purpose::STANDARD
                 .encode(flipped)
@@ -335,7 +403,7 @@ mod tests {
         let store = LocalStore::default();
         let (share, _) = share(&store, 7, "ns");
         let opened = share
-            .open("a", KNOWN_SEALED.as_bytes())
+            .open::<StoredCredentials>(("a", None), KNOWN_SEALED.as_bytes())
             .expect("the known value opens");
         assert_eq!(opened.client_id, "client");
         assert_eq!(access(&opened), "KAT-access");
@@ -349,11 +417,15 @@ mod tests {
             serde_json::to_value(&opened).unwrap(),
             serde_json::to_value(&known).unwrap()
         );
-        assert!(share.open("b", KNOWN_SEALED.as_bytes()).is_none());
+        assert!(
+            share
+                .open::<StoredCredentials>(("b", None), KNOWN_SEALED.as_bytes())
+                .is_none()
+        );
 
         // A seal made now opens under the known derived key and associated
         // data: version 1, a 24-byte nonce, the ciphertext and its 16-byte tag.
-        let sealed = share.seal("a", &tokens()).unwrap();
+        let sealed = share.seal(("a", None), &tokens()).unwrap();
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(&sealed)
             .unwrap();

@@ -30,7 +30,7 @@ use actix::Addr;
 use axum::{
     body::Body,
     extract::Request,
-    http::{HeaderMap, HeaderName, Uri, header},
+    http::{HeaderMap, HeaderName, HeaderValue, Uri, header},
     response::Response,
 };
 use futures::{StreamExt, TryStreamExt};
@@ -40,10 +40,10 @@ use url::Url;
 use super::{
     rights::caller_in,
     session_ids::{Holder, SessionIds},
-    vouch::{CALLER, FORWARDED, Forward, Vouchers, caller_header, caller_of_header},
+    vouch::{CALLER, FORWARDED, Forward, SUBJECT, Vouchers, caller_header, caller_of_header},
 };
 use crate::{
-    access::{Caller, Via},
+    access::{Caller, Subject, Via},
     codec::mcp_headers,
     registry::{FleetOverview, Registry},
 };
@@ -132,6 +132,11 @@ impl Elsewhere {
             Some(value) => value.to_str().ok()?,
             None => "",
         };
+        let subject = request.headers_mut().remove(&SUBJECT);
+        let subject = match &subject {
+            Some(value) => value.to_str().ok()?,
+            None => "",
+        };
         // Only a request of a session this node holds is forwarded here.
         let Some(session) = request
             .headers()
@@ -146,6 +151,7 @@ impl Elsewhere {
             method: request.method(),
             session,
             caller,
+            subject,
         };
         if let Err(forged) = self
             .vouchers
@@ -156,10 +162,14 @@ impl Elsewhere {
         }
         // A node that sends no caller (one from before callers travelled)
         // is vouched for, its caller nobody in particular.
-        match caller {
-            "" => Some(Arc::new(Caller::anonymous(Via::Open))),
-            caller => caller_of_header(caller).map(Arc::new),
+        let mut caller = match caller {
+            "" => Caller::anonymous(Via::Open),
+            caller => caller_of_header(caller)?,
+        };
+        if !subject.is_empty() {
+            caller.subject = Subject::new(subject);
         }
+        Some(Arc::new(caller))
     }
 
     /// `request` sent to `node`'s gateway, and its answer, whose body ends
@@ -188,17 +198,33 @@ impl Elsewhere {
             .get(&mcp_headers::SESSION_ID)
             .and_then(|id| id.to_str().ok())
             .unwrap_or_default();
-        let caller = caller_header(&caller_in(&parts.extensions));
+        let identified = caller_in(&parts.extensions);
+        let caller = caller_header(&identified);
+        let subject = identified
+            .subject
+            .expose()
+            .and_then(|token| HeaderValue::from_str(token).ok())
+            .map(|mut value| {
+                value.set_sensitive(true);
+                value
+            });
         let forward = Forward {
             method: &parts.method,
             session,
             caller: caller.to_str().expect("base64url is text"),
+            subject: subject
+                .as_ref()
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default(),
         };
         let voucher = self
             .vouchers
             .vouch(node, forward, std::time::SystemTime::now());
         headers.insert(FORWARDED, voucher);
         headers.insert(CALLER, caller);
+        if let Some(subject) = subject {
+            headers.insert(SUBJECT, subject);
+        }
         let mut sending = self
             .client
             .request(parts.method, target(&base, &parts.uri))
@@ -290,8 +316,6 @@ fn end_to_end(headers: &HeaderMap) -> HeaderMap {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
-
     use super::*;
 
     #[test]

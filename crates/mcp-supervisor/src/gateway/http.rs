@@ -88,7 +88,7 @@ use super::{
     session_ids::SessionIds,
     sessions::{CappedSessions, Holder, OPENING, Opening},
     state::GatewayState,
-    vouch::{CALLER, FORWARDED, Vouchers},
+    vouch::{CALLER, FORWARDED, SUBJECT, Vouchers},
 };
 use crate::{
     access::Caller,
@@ -310,6 +310,7 @@ impl Endpoint {
         // What only a node may say of a request, no client says.
         request.headers_mut().remove(&FORWARDED);
         request.headers_mut().remove(&CALLER);
+        request.headers_mut().remove(&SUBJECT);
         let forwarded = vouched.is_some();
         let caller = match vouched {
             Some(caller) => caller,

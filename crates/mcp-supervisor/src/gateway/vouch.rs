@@ -38,6 +38,13 @@ pub(super) const FORWARDED: HeaderName = HeaderName::from_static("mcp-supervisor
 /// by the voucher's MAC, so no client can name itself someone else.
 pub(super) const CALLER: HeaderName = HeaderName::from_static("mcp-supervisor-caller");
 
+/// The access token the forwarded request's caller came with, when it came
+/// with one (a [`crate::access::Subject`]): the node holding the session
+/// exchanges it for a connection acting on the caller's behalf
+/// (docs/SECURITY.md). Covered by the voucher's MAC; sent only between
+/// the fleet's nodes, which are that token's audience alike.
+pub(super) const SUBJECT: HeaderName = HeaderName::from_static("mcp-supervisor-subject");
+
 /// `caller` as the value of [`CALLER`].
 pub(super) fn caller_header(caller: &Caller) -> HeaderValue {
     let json = serde_json::to_vec(caller).expect("a caller serializes");
@@ -110,14 +117,30 @@ impl std::fmt::Debug for Vouchers {
     }
 }
 
-/// The request a voucher is for.
-#[derive(Debug, Clone, Copy)]
+/// The request a voucher is for. `Debug` shows no subject token.
+#[derive(Clone, Copy)]
 pub(super) struct Forward<'a> {
     pub(super) method: &'a Method,
     pub(super) session: &'a str,
     /// Its [`CALLER`] value; empty for none (a node that sends none is
     /// vouched for as before callers travelled).
     pub(super) caller: &'a str,
+    /// Its [`SUBJECT`] value; empty for none.
+    pub(super) subject: &'a str,
+}
+
+impl std::fmt::Debug for Forward<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forward")
+            .field("method", self.method)
+            .field("session", &self.session)
+            .field("caller", &self.caller)
+            .field(
+                "subject",
+                &(!self.subject.is_empty()).then_some("[REDACTED]"),
+            )
+            .finish()
+    }
 }
 
 impl Vouchers {
@@ -213,6 +236,9 @@ impl Vouchers {
         if !request.caller.is_empty() {
             parts.push(request.caller.as_bytes());
         }
+        if !request.subject.is_empty() {
+            parts.push(request.subject.as_bytes());
+        }
         for part in parts {
             // Each part's length first: no two lists of parts read alike.
             mac.update(&(part.len() as u64).to_be_bytes());
@@ -252,6 +278,7 @@ mod tests {
         method: &Method::POST,
         session: "two.a.b",
         caller: "",
+        subject: "",
     };
 
     fn at(ms: u64) -> SystemTime {
@@ -288,6 +315,10 @@ mod tests {
             },
             Forward {
                 caller: "eyJ2aWEiOiJrZXkifQ",
+                ..post
+            },
+            Forward {
+                subject: "another-callers-token",
                 ..post
             },
         ];

@@ -24,7 +24,7 @@ pub(crate) use credentials::{ClientTokens, LoginTokens, TokenClient, TokenSource
 
 pub(crate) use issuer::{ExchangeError, Issuer, IssuerMetadata};
 pub use login::{LoggedIn, LoginError, login};
-pub use shared::{LOCK_TTL, ShareError, Sharing, TokenShare};
+pub use shared::{ExchangedToken, LOCK_TTL, ShareError, Sharing, TokenShare};
 pub use store::TokenFile;
 
 use crate::{

@@ -53,6 +53,39 @@ pub trait TokenShare: Send + Sync + fmt::Debug + 'static {
     -> Result<bool, ShareError>;
     /// Releases the lock if `holder` still holds it.
     async fn unlock(&self, connection: &str, holder: &str) -> Result<(), ShareError>;
+    /// The token exchanged for the caller `whose` (a digest naming it) on
+    /// `connection`, if one is shared and not expired.
+    async fn exchanged(
+        &self,
+        connection: &str,
+        whose: &str,
+    ) -> Result<Option<ExchangedToken>, ShareError>;
+    /// Shares `token`, exchanged for `whose` on `connection`, until it
+    /// expires.
+    async fn share_exchanged(
+        &self,
+        connection: &str,
+        whose: &str,
+        token: &ExchangedToken,
+    ) -> Result<(), ShareError>;
+}
+
+/// A token exchanged for a caller (docs/SECURITY.md, "Whose credentials
+/// reach the upstream"), as a fleet shares it. `Debug` shows no token.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExchangedToken {
+    pub token: String,
+    /// When it expires, in seconds since the Unix epoch.
+    pub expires_at: u64,
+}
+
+impl fmt::Debug for ExchangedToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExchangedToken")
+            .field("token", &"[REDACTED]")
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
 }
 
 /// One connection's tokens as its fleet shares them.

@@ -440,13 +440,19 @@ impl ServedGateway {
     /// `prefix`, …; `listen` is ignored), in its `[fleet]` if it has one.
     /// Must run inside an actix system.
     pub async fn start(config: Config) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on(listener, config).await
+    }
+
+    /// [`ServedGateway::start`] on `listener` (bound beforehand, so that its
+    /// address can be in `config`, as a fleet node's `advertise`).
+    pub async fn start_on(listener: tokio::net::TcpListener, config: Config) -> Self {
         use mcp_supervisor::gateway::{GatewayState, serve_http};
 
         let registry = Registry::new(config.clone()).start();
         let state = GatewayState::start(&registry, &config)
             .await
             .expect("the audit log opens");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!(
             "http://{}{}",
             listener.local_addr().unwrap(),
