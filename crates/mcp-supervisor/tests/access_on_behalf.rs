@@ -391,11 +391,13 @@ async fn fleet_node(
     .await
 }
 
-/// A JSON-RPC POST to `url` with `token`, in session `session` if any.
+/// A JSON-RPC POST to `url` with `token`, in session `session` if any,
+/// with `headers` besides.
 async fn post_as(
     url: &str,
     token: &str,
     session: Option<&str>,
+    headers: &[(&str, &str)],
     body: Value,
 ) -> (u16, String, Option<String>) {
     let mut request = reqwest::Client::new()
@@ -407,6 +409,9 @@ async fn post_as(
         .json(&body);
     if let Some(session) = session {
         request = request.header("mcp-session-id", session);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     let response = request.send().await.unwrap();
     let session = response
@@ -487,6 +492,7 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
             &one.url,
             &reader,
             None,
+            &[],
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": {"name": "t", "version": "0"}}}),
@@ -499,13 +505,14 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
             &two.url,
             &reader,
             Some(&session),
+            &[],
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         )
         .await;
         assert_eq!(status, 202);
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "up__echo", "arguments": {"text": "hi"}}});
-        let (status, body, _) = post_as(&two.url, &reader, Some(&session), call.clone()).await;
+        let (status, body, _) = post_as(&two.url, &reader, Some(&session), &[], call.clone()).await;
         assert_eq!(status, 200, "{body}");
         assert!(
             body.contains(r#""text":"hi""#) && !body.contains("cannot act"),
@@ -518,6 +525,7 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
             &two.url,
             &reader,
             None,
+            &[],
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": {"name": "t", "version": "0"}}}),
@@ -529,10 +537,11 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
             &two.url,
             &reader,
             Some(&theirs),
+            &[],
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         )
         .await;
-        let (status, body, _) = post_as(&two.url, &reader, Some(&theirs), call).await;
+        let (status, body, _) = post_as(&two.url, &reader, Some(&theirs), &[], call).await;
         assert_eq!(status, 200, "{body}");
         assert!(body.contains(r#""text":"hi""#), "{body}");
         assert_eq!(upstream.completed_calls("echo"), 2);
@@ -567,5 +576,113 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
             }
         }
         assert_eq!(shared, 1);
+    });
+}
+
+/// What a caller sends cannot make the gateway act for someone else, nor
+/// cost the connection its standing: a client's own
+/// `mcp-supervisor-subject` (another caller's token) is dropped, and a
+/// token the issuer will not exchange (it lacks the scopes the connection
+/// asks for) is that caller's answer, asked about once.
+#[test]
+fn a_caller_cannot_borrow_another_token_and_a_refused_exchange_is_its_own() {
+    run(|| async {
+        let idp = Idp::start_with(IdpOptions {
+            clients: vec![
+                IdpClient::new("reader-app", "reader-secret").groups(&["readers"]),
+                IdpClient::new("ops-app", "ops-secret").groups(&["ops"]),
+                gateway_client(),
+            ],
+            users: Vec::new(),
+            opaque_resources: Vec::new(),
+        })
+        .await
+        .unwrap();
+        let upstream = upstream(TestServerOptions::legacy()).await;
+        let toml = format!(
+            r#"
+[gateway]
+public_url = "{RESOURCE}"
+auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_secret_env = "GATEWAY_SECRET" }}
+"#,
+            issuer = idp.issuer(),
+        ) + &http_connection(
+            "up",
+            &upstream.url(),
+            "on_behalf = { kind = \"token_exchange\" }",
+        ) + &http_connection(
+            "admin",
+            &upstream.url(),
+            "on_behalf = { kind = \"token_exchange\", scopes = [\"tools:admin\"] }",
+        );
+        let gateway =
+            ServedGateway::start(config_with(&toml, &[("GATEWAY_SECRET", "gateway-secret")])).await;
+        let reader = idp
+            .client_credentials("reader-app", "reader-secret", RESOURCE, "tools:call")
+            .await;
+        let ops = idp
+            .client_credentials("ops-app", "ops-secret", RESOURCE, "tools:call")
+            .await;
+
+        // The reader names the ops client's token as its subject: dropped.
+        let (_, _, session) = post_as(
+            &gateway.url,
+            &reader,
+            None,
+            &[],
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}}),
+        )
+        .await;
+        let session = session.unwrap();
+        post_as(
+            &gateway.url,
+            &reader,
+            Some(&session),
+            &[],
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        let (status, body, _) = post_as(
+            &gateway.url,
+            &reader,
+            Some(&session),
+            &[("mcp-supervisor-subject", ops.as_str())],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "up__echo", "arguments": {"text": "hi"}}}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(r#""text":"hi""#), "{body}");
+        let subjects: Vec<Value> = upstream
+            .control()
+            .seen_authorizations()
+            .iter()
+            .filter_map(|value| value.strip_prefix("Bearer "))
+            .map(|token| decode_jwt(token).1["sub"].clone())
+            .collect();
+        assert_eq!(subjects, [Value::from("reader-app")]);
+
+        // The issuer will not exchange for scopes the token lacks.
+        let exchanges = idp.requests("/token").await;
+        for _ in 0..2 {
+            let client = gateway
+                .connect_as((), ClientLifecycleMode::Initialize, Some(&reader))
+                .await;
+            let mut call = CallToolRequestParams::new("admin__echo");
+            call.arguments = json!({"text": "hi"}).as_object().cloned();
+            let result = client.call_tool(call).await.unwrap();
+            let text = text(&result);
+            assert!(
+                result.is_error == Some(true) && text.contains("lacks the scopes"),
+                "{text}"
+            );
+        }
+        assert_eq!(idp.requests("/token").await, exchanges + 1, "asked once");
+        let status = status_of(&gateway, "admin").await;
+        assert_eq!(status.state, mcp_supervisor::ConnectionState::Ready);
+        assert_eq!(status.parks, 0);
+        assert!(status.last_failure.is_none(), "{:?}", status.last_failure);
     });
 }
