@@ -61,6 +61,79 @@ fn config_with(
     .unwrap_or_else(|error| panic!("test config is valid: {error}"))
 }
 
+/// The IdP, with two callers (`reader-app` in `readers`, `ops-app` in
+/// `ops`) and the gateway's own client.
+async fn idp() -> Idp {
+    Idp::start_with(IdpOptions {
+        clients: vec![
+            IdpClient::new("reader-app", "reader-secret").groups(&["readers"]),
+            IdpClient::new("ops-app", "ops-secret").groups(&["ops"]),
+            gateway_client(),
+        ],
+        users: Vec::new(),
+        opaque_resources: Vec::new(),
+    })
+    .await
+    .unwrap()
+}
+
+/// `[gateway]` taking `idp`'s tokens, with the gateway's client there.
+fn oauth_gateway(idp: &Idp) -> String {
+    format!(
+        "[gateway]\npublic_url = \"{RESOURCE}\"\nauth = {{ kind = \"oauth\", issuer = \"{}\", \
+         client_id = \"gateway\", client_secret_env = \"GATEWAY_SECRET\" }}\n",
+        idp.issuer()
+    )
+}
+
+/// The IdP, an upstream with `options`, and a gateway whose connection
+/// `up` to it has the keys `up` (`on_behalf` among them).
+async fn exchanging(options: TestServerOptions, up: &str) -> (Idp, TestServer, ServedGateway) {
+    let idp = idp().await;
+    let upstream = upstream(options).await;
+    let toml = oauth_gateway(&idp) + &http_connection("up", &upstream.url(), up);
+    let gateway = exchanging_gateway(&toml).await;
+    (idp, upstream, gateway)
+}
+
+/// A gateway serving `toml` (its `[gateway]` from [`oauth_gateway`]).
+async fn exchanging_gateway(toml: &str) -> ServedGateway {
+    ServedGateway::start(config_with(toml, &[("GATEWAY_SECRET", "gateway-secret")])).await
+}
+
+/// `[gateway.keys.NAME]` for each of `names`: key `NAME-key`, group NAME.
+fn keys(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|name| {
+            format!(
+                "[gateway.keys.{name}]\nsha256 = \"{}\"\ngroups = [\"{name}\"]\n",
+                key_digest(&format!("{name}-key"))
+            )
+        })
+        .collect()
+}
+
+/// A 2025-era upstream and a gateway with keys `ops-key` and `ci-key`
+/// (groups `ops`, `ci`) and connection `up` to it (with `connection`
+/// keys) whose `on_behalf` (with `on_behalf` keys) chooses `ops-token` for
+/// `ops` and `ci-token` for `ci`.
+async fn ops_and_ci_gateway(connection: &str, on_behalf: &str) -> (TestServer, ServedGateway) {
+    let upstream = upstream(TestServerOptions::legacy()).await;
+    let toml = keys(&["ops", "ci"])
+        + &http_connection(
+            "up",
+            &upstream.url(),
+            &format!(
+                "{connection}\n[connections.up.on_behalf]\nkind = \"per_caller\"\n{on_behalf}\n\
+                 credentials = [\n  {{ who = [\"group:ops\"], token = \"ops-token\" }},\n  \
+                 {{ who = [\"group:ci\"], token = \"ci-token\" }},\n]"
+            ),
+        );
+    let gateway = ServedGateway::start(config(&toml)).await;
+    (upstream, gateway)
+}
+
 /// Two callers of the IdP each reach a 2025-era upstream (sessions) with
 /// a token the IdP minted for the upstream and for them, in a session of
 /// their own that their next call reuses; the connection's own session
@@ -68,33 +141,16 @@ fn config_with(
 #[test]
 fn each_caller_reaches_the_upstream_with_a_token_exchanged_for_it() {
     run(|| async {
-        let idp = Idp::start_with(IdpOptions {
-            clients: vec![
-                IdpClient::new("reader-app", "reader-secret").groups(&["readers"]),
-                IdpClient::new("ops-app", "ops-secret").groups(&["ops"]),
-                gateway_client(),
-            ],
-            users: Vec::new(),
-            opaque_resources: Vec::new(),
-        })
-        .await
-        .unwrap();
+        let idp = idp().await;
         let upstream = upstream(TestServerOptions::legacy()).await;
-        let toml = format!(
-            r#"
-[gateway]
-public_url = "{RESOURCE}"
-auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_secret_env = "GATEWAY_SECRET" }}
-"#,
-            issuer = idp.issuer(),
-        ) + &http_connection(
-            "up",
-            &upstream.url(),
-            "auth = { kind = \"bearer\", token = \"service-token\" }\n\
+        let toml = oauth_gateway(&idp)
+            + &http_connection(
+                "up",
+                &upstream.url(),
+                "auth = { kind = \"bearer\", token = \"service-token\" }\n\
              on_behalf = { kind = \"token_exchange\" }",
-        );
-        let gateway =
-            ServedGateway::start(config_with(&toml, &[("GATEWAY_SECRET", "gateway-secret")])).await;
+            );
+        let gateway = exchanging_gateway(&toml).await;
         let reader = idp
             .client_credentials("reader-app", "reader-secret", RESOURCE, "tools:call")
             .await;
@@ -156,27 +212,11 @@ fn credentials_are_chosen_per_caller_and_a_refused_one_is_that_callers_alone() {
             ..TestServerOptions::default()
         })
         .await;
-        let toml = format!(
-            r#"
-[gateway.keys.ops]
-sha256 = "{ops}"
-groups = ["ops"]
-
-[gateway.keys.ci]
-sha256 = "{ci}"
-groups = ["ci"]
-
-[gateway.keys.intern]
-sha256 = "{intern}"
-groups = ["interns"]
-"#,
-            ops = key_digest("ops-key"),
-            ci = key_digest("ci-key"),
-            intern = key_digest("intern-key"),
-        ) + &http_connection(
-            "up",
-            &upstream.url(),
-            r#"auth = { kind = "bearer", token = "ops-upstream-token" }
+        let toml = keys(&["ops", "ci", "intern"])
+            + &http_connection(
+                "up",
+                &upstream.url(),
+                r#"auth = { kind = "bearer", token = "ops-upstream-token" }
 
 [connections.up.on_behalf]
 kind = "per_caller"
@@ -184,7 +224,7 @@ credentials = [
   { who = ["group:ops"], token = "ops-upstream-token" },
   { who = ["group:ci"], token = "revoked-token" },
 ]"#,
-        );
+            );
         let gateway = ServedGateway::start(config(&toml)).await;
 
         let (ok, text) = echo_as(&gateway, "ops-key").await;
@@ -237,32 +277,11 @@ credentials = [
 #[test]
 fn an_exchanged_token_the_upstream_refuses_ends_that_callers_use_only() {
     run(|| async {
-        let idp = Idp::start_with(IdpOptions {
-            clients: vec![
-                IdpClient::new("reader-app", "reader-secret").groups(&["readers"]),
-                IdpClient::new("ops-app", "ops-secret").groups(&["ops"]),
-                gateway_client(),
-            ],
-            users: Vec::new(),
-            opaque_resources: Vec::new(),
-        })
-        .await
-        .unwrap();
-        let upstream = upstream(TestServerOptions::default()).await;
-        let toml = format!(
-            r#"
-[gateway]
-public_url = "{RESOURCE}"
-auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_secret_env = "GATEWAY_SECRET" }}
-"#,
-            issuer = idp.issuer(),
-        ) + &http_connection(
-            "up",
-            &upstream.url(),
+        let (idp, upstream, gateway) = exchanging(
+            TestServerOptions::default(),
             "on_behalf = { kind = \"token_exchange\", scopes = [\"tools:call\"] }",
-        );
-        let gateway =
-            ServedGateway::start(config_with(&toml, &[("GATEWAY_SECRET", "gateway-secret")])).await;
+        )
+        .await;
         let login = |client: &'static str, secret: &'static str| {
             let idp = &idp;
             async move {
@@ -318,33 +337,8 @@ auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_sec
 #[test]
 fn callers_sessions_are_bounded_and_closed_when_idle() {
     run(|| async {
-        let upstream = upstream(TestServerOptions::legacy()).await;
-        let toml = format!(
-            r#"
-[gateway.keys.ops]
-sha256 = "{ops}"
-groups = ["ops"]
-
-[gateway.keys.ci]
-sha256 = "{ci}"
-groups = ["ci"]
-"#,
-            ops = key_digest("ops-key"),
-            ci = key_digest("ci-key"),
-        ) + &http_connection(
-            "up",
-            &upstream.url(),
-            r#"
-[connections.up.on_behalf]
-kind = "per_caller"
-max_sessions = 1
-idle_timeout = "1s"
-credentials = [
-  { who = ["group:ops"], token = "ops-token" },
-  { who = ["group:ci"], token = "ci-token" },
-]"#,
-        );
-        let gateway = ServedGateway::start(config(&toml)).await;
+        let (upstream, gateway) =
+            ops_and_ci_gateway("", "max_sessions = 1\nidle_timeout = \"1s\"").await;
         let opened = || upstream.requests("initialize");
         assert!(echo_as(&gateway, "ops-key").await.0);
         let own_and_ops = opened();
@@ -434,21 +428,9 @@ async fn post_as(
 fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_session() {
     run(|| async {
         let redis = mcp_test_support::RedisServer::start().unwrap();
-        let idp = Idp::start_with(IdpOptions {
-            clients: vec![
-                IdpClient::new("reader-app", "reader-secret").groups(&["readers"]),
-                gateway_client(),
-            ],
-            users: Vec::new(),
-            opaque_resources: Vec::new(),
-        })
-        .await
-        .unwrap();
+        let idp = idp().await;
         let upstream = upstream(TestServerOptions::legacy()).await;
-        let gateway = format!(
-            "[gateway]\npublic_url = \"{RESOURCE}\"\nauth = {{ kind = \"oauth\", issuer = \"{}\", client_id = \"gateway\", client_secret_env = \"GATEWAY_SECRET\" }}\n",
-            idp.issuer()
-        );
+        let gateway = oauth_gateway(&idp);
         let connections = http_connection(
             "up",
             &upstream.url(),
@@ -587,36 +569,25 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
 #[test]
 fn a_caller_cannot_borrow_another_token_and_a_refused_exchange_is_its_own() {
     run(|| async {
-        let idp = Idp::start_with(IdpOptions {
-            clients: vec![
-                IdpClient::new("reader-app", "reader-secret").groups(&["readers"]),
-                IdpClient::new("ops-app", "ops-secret").groups(&["ops"]),
-                gateway_client(),
-            ],
-            users: Vec::new(),
-            opaque_resources: Vec::new(),
-        })
-        .await
-        .unwrap();
+        let idp = idp().await;
         let upstream = upstream(TestServerOptions::legacy()).await;
-        let toml = format!(
-            r#"
-[gateway]
-public_url = "{RESOURCE}"
-auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_secret_env = "GATEWAY_SECRET" }}
-"#,
-            issuer = idp.issuer(),
-        ) + &http_connection(
-            "up",
-            &upstream.url(),
-            "on_behalf = { kind = \"token_exchange\" }",
-        ) + &http_connection(
-            "admin",
-            &upstream.url(),
-            "on_behalf = { kind = \"token_exchange\", scopes = [\"tools:admin\"] }",
-        );
-        let gateway =
-            ServedGateway::start(config_with(&toml, &[("GATEWAY_SECRET", "gateway-secret")])).await;
+        let toml = oauth_gateway(&idp)
+            + &http_connection(
+                "up",
+                &upstream.url(),
+                "on_behalf = { kind = \"token_exchange\" }",
+            )
+            + &http_connection(
+                "admin",
+                &upstream.url(),
+                "on_behalf = { kind = \"token_exchange\", scopes = [\"tools:admin\"] }",
+            )
+            + &http_connection(
+                "nowhere",
+                &upstream.url(),
+                "on_behalf = { kind = \"token_exchange\", audience = \"urn:example:nowhere\" }",
+            );
+        let gateway = exchanging_gateway(&toml).await;
         let reader = idp
             .client_credentials("reader-app", "reader-secret", RESOURCE, "tools:call")
             .await;
@@ -684,5 +655,99 @@ auth = {{ kind = "oauth", issuer = "{issuer}", client_id = "gateway", client_sec
         assert_eq!(status.state, mcp_supervisor::ConnectionState::Ready);
         assert_eq!(status.parks, 0);
         assert!(status.last_failure.is_none(), "{:?}", status.last_failure);
+
+        // Refused for the gateway's own settings (an audience the issuer
+        // mints nothing for): told, not held against the caller.
+        for _ in 0..2 {
+            let client = gateway
+                .connect_as((), ClientLifecycleMode::Initialize, Some(&reader))
+                .await;
+            let mut call = CallToolRequestParams::new("nowhere__echo");
+            call.arguments = json!({"text": "hi"}).as_object().cloned();
+            let result = client.call_tool(call).await.unwrap();
+            let text = text(&result);
+            assert!(text.contains("mints no tokens for this server"), "{text}");
+        }
+        assert_eq!(
+            idp.requests("/token").await,
+            exchanges + 3,
+            "asked each time: not the caller's fault"
+        );
+        let status = status_of(&gateway, "nowhere").await;
+        assert_eq!(status.parks, 0);
+    });
+}
+
+/// Two tokens of one caller are two sets of credentials: a token that may
+/// not be exchanged for the connection's scopes gets no session another
+/// token of the same caller opened.
+#[test]
+fn a_callers_narrower_token_never_rides_on_its_wider_tokens_session() {
+    run(|| async {
+        let (idp, upstream, gateway) = exchanging(
+            TestServerOptions::legacy(),
+            "on_behalf = { kind = \"token_exchange\", scopes = [\"tools:call\"] }",
+        )
+        .await;
+        let wide = idp
+            .client_credentials(
+                "reader-app",
+                "reader-secret",
+                RESOURCE,
+                "tools:read tools:call",
+            )
+            .await;
+        let narrow = idp
+            .client_credentials("reader-app", "reader-secret", RESOURCE, "tools:read")
+            .await;
+        let (ok, text) = echo_as(&gateway, &wide).await;
+        assert!(ok, "{text}");
+        let (ok, text) = echo_as(&gateway, &narrow).await;
+        assert!(!ok && text.contains("lacks the scopes"), "{text}");
+        assert_eq!(upstream.completed_calls("echo"), 1);
+    });
+}
+
+/// A caller's session carries the caller's credentials alone: not the
+/// connection's `headers`; and an upstream that limits one caller's
+/// credentials (`429`) costs the connection nothing: no park, no session
+/// lost, the other callers served.
+#[test]
+fn a_callers_session_carries_no_connection_header_and_its_limits_are_its_own() {
+    run(|| async {
+        let (upstream, gateway) = ops_and_ci_gateway(
+            r#"headers = { Authorization = "Bearer connection-canary-51c3" }"#,
+            "",
+        )
+        .await;
+        assert!(echo_as(&gateway, "ops-key").await.0);
+        assert!(echo_as(&gateway, "ci-key").await.0);
+        let opened = upstream.requests("initialize");
+
+        upstream.control().limit("ci-token");
+        for _ in 0..3 {
+            let (ok, text) = echo_as(&gateway, "ci-key").await;
+            assert!(!ok && text.contains("limits the credentials"), "{text}");
+        }
+        let status = status_of(&gateway, "up").await;
+        assert_eq!(status.state, mcp_supervisor::ConnectionState::Ready);
+        assert_eq!(status.parks, 0);
+        assert!(status.last_failure.is_none(), "{:?}", status.last_failure);
+        assert!(echo_as(&gateway, "ops-key").await.0);
+        assert_eq!(
+            upstream.requests("initialize"),
+            opened,
+            "no session was lost"
+        );
+        let seen = upstream.control().seen_authorizations();
+        assert_eq!(
+            seen,
+            [
+                "Bearer ci-token",
+                "Bearer connection-canary-51c3",
+                "Bearer ops-token"
+            ],
+            "the connection's header went on its own session only"
+        );
     });
 }

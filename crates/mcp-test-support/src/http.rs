@@ -436,10 +436,19 @@ fn raw_arguments(body: &[u8]) -> Option<&str> {
 
 /// The fault layer in front of rmcp.
 async fn mcp_endpoint(State(state): State<AppState>, request: Request) -> Response {
-    for value in request.headers().get_all(axum::http::header::AUTHORIZATION) {
-        state
-            .control
-            .saw_authorization(&String::from_utf8_lossy(value.as_bytes()));
+    let values: Vec<String> = request
+        .headers()
+        .get_all(axum::http::header::AUTHORIZATION)
+        .iter()
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .collect();
+    for value in &values {
+        state.control.saw_authorization(value);
+    }
+    // Two at once are seen as such too (a request sent with two
+    // credentials: `a, b`).
+    if values.len() > 1 {
+        state.control.saw_authorization(&values.join(", "));
     }
     if request.method() != Method::POST {
         // SSE GET / session DELETE: never faulted, only authenticated.
@@ -537,7 +546,8 @@ impl AppState {
     }
 
     /// `Some(401)` when a bearer token is required and not presented, or a
-    /// revoked one is ([`ServerControl::revoke`]); with
+    /// revoked one is ([`ServerControl::revoke`]); `Some(429)` for a limited
+    /// one ([`ServerControl::limit`]); with
     /// OAuth, `Some(403)` when the token lacks the scope `tool` needs.
     fn check_bearer(&self, headers: &HeaderMap, tool: Option<&str>) -> Option<Response> {
         let presented = headers
@@ -547,7 +557,17 @@ impl AppState {
         if let Some(oauth) = &self.oauth {
             return self.check_oauth(oauth, presented, tool);
         }
-        let revoked = presented.is_some_and(|token| self.control.is_revoked(token));
+        if let Some(429) = presented.and_then(|token| self.control.refusal_of(token)) {
+            return Some(
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, "7")],
+                    "Too Many Requests",
+                )
+                    .into_response(),
+            );
+        }
+        let revoked = presented.is_some_and(|token| self.control.refusal_of(token).is_some());
         let token = match self.bearer.as_deref() {
             Some(token) => token,
             None if !revoked => return None,

@@ -186,8 +186,9 @@ struct ControlInner {
     seen_arguments: Mutex<std::collections::VecDeque<String>>,
     /// Every distinct `Authorization` header value the server was sent.
     seen_authorizations: Mutex<std::collections::BTreeSet<String>>,
-    /// Bearer tokens answered `401` from now on ([`ServerControl::revoke`]).
-    revoked: Mutex<std::collections::BTreeSet<String>>,
+    /// Bearer tokens answered with an error status from now on
+    /// ([`ServerControl::revoke`], [`ServerControl::limit`]).
+    revoked: Mutex<std::collections::BTreeMap<String, u16>>,
     /// The last [`SEEN_TRACES`] calls' trace context.
     seen_traces: Mutex<std::collections::VecDeque<SeenTrace>>,
 }
@@ -342,12 +343,19 @@ impl ServerControl {
     /// Answers every request with `Authorization: Bearer TOKEN` from now on
     /// with `401`, as a server does whose credential was revoked.
     pub fn revoke(&self, token: &str) {
-        lock(&self.inner.revoked).insert(token.to_owned());
+        lock(&self.inner.revoked).insert(token.to_owned(), 401);
     }
 
-    /// Whether `token` was revoked ([`ServerControl::revoke`]).
-    pub(crate) fn is_revoked(&self, token: &str) -> bool {
-        lock(&self.inner.revoked).contains(token)
+    /// Answers every request with `Authorization: Bearer TOKEN` from now on
+    /// with `429` and `Retry-After: 7`, as a server does that limits that
+    /// credential.
+    pub fn limit(&self, token: &str) {
+        lock(&self.inner.revoked).insert(token.to_owned(), 429);
+    }
+
+    /// The status `token` is answered with, if it was revoked or limited.
+    pub(crate) fn refusal_of(&self, token: &str) -> Option<u16> {
+        lock(&self.inner.revoked).get(token).copied()
     }
 
     pub(crate) fn saw_authorization(&self, value: &str) {

@@ -5,19 +5,20 @@
 //! the upstream offers and carries its supervision; each call goes over a
 //! session opened with its caller's credentials instead: a token exchanged
 //! for the caller's (RFC 8693), or the credential configured for callers
-//! like it. Callers with the same credentials share a session: one per
-//! exchanged identity, one per configured credential. At most
-//! `max_sessions` are open; one unused for `idle_timeout` is closed, and
-//! at the cap the one unused for longest makes room.
+//! like it. One session per set of credentials: per caller token exchanged
+//! (two tokens of one user, from two apps with different scopes, never
+//! share one), per configured entry. At most `max_sessions` are open; one
+//! unused for `idle_timeout` is closed, and at the cap the one unused for
+//! longest makes room.
 //!
 //! What goes wrong with a caller's credentials is that caller's, not the
-//! connection's: an exchange the authorization server refuses, or a `401`
-//! or `403` for the credentials (at `initialize` or on a call), answers
-//! that caller with [`text::not_for_you`] and is remembered (for the same
-//! caller token, or until the config changes for a configured one), and
-//! never reaches the quarantine policy. What goes wrong with the upstream
-//! (it cannot be reached, answers 5xx) is the connection's, as on its own
-//! session.
+//! connection's: an exchange the authorization server refuses the caller's
+//! token, a `401` for the credentials (a `403` too at `initialize`), or a
+//! `429` for them answers that caller with [`text::not_for_you`]; refusals
+//! are remembered until the lane is let go (`idle_timeout` after its last
+//! use); none reaches the quarantine policy. What goes wrong with the
+//! upstream itself (it cannot be reached, answers 5xx) is reported to the
+//! policy as any failure, without disposing of the connection's own session.
 
 use std::{
     collections::HashMap,
@@ -47,11 +48,15 @@ use crate::{
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 /// How long an exchanged token is used when the issuer did not say.
 const UNSAID_LIFETIME: Duration = Duration::from_secs(300);
+/// The longest an exchanged token is used, whatever the issuer says.
+const LONGEST_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// How long to wait before asking an authorization server that could not
 /// be reached again, as told to the caller.
 const ISSUER_RETRY: Duration = Duration::from_secs(5);
 /// How long a session being closed (idle, or making room) may take.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// What a caller is told of credentials the upstream refused.
+const UPSTREAM_REFUSED: &str = "the upstream refused the credentials used for you";
 
 /// Where token exchange happens: the gateway's authorization server, and
 /// the gateway's own client there.
@@ -85,25 +90,13 @@ impl std::fmt::Debug for Exchange {
 }
 
 /// Whose credentials a session carries.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Whose {
-    /// A caller's exchanged token: the caller's principal.
-    Caller(String),
+    /// A caller's exchanged token: the SHA-256 of the caller's principal
+    /// and of the token it came with.
+    Caller([u8; 32]),
     /// The configured credential with this index.
     Credential(usize),
-}
-
-impl Whose {
-    /// How the fleet's store names it: a digest, so no caller's name is
-    /// in the store.
-    fn shared_name(&self) -> String {
-        let named = match self {
-            Whose::Caller(principal) => Sha256::digest(principal.as_bytes()),
-            Whose::Credential(i) => Sha256::digest(i.to_string().as_bytes()),
-        };
-        use base64::Engine as _;
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&named[..16])
-    }
 }
 
 /// A connection's sessions with its callers' credentials.
@@ -114,6 +107,9 @@ pub(crate) struct OnBehalfSessions {
     exchange: Option<Arc<Exchange>>,
     /// The fleet's share, where exchanged tokens are kept sealed.
     share: Option<Arc<dyn TokenShare>>,
+    /// What an exchanged token is for (url, audience, scopes), hashed: in
+    /// the fleet's name for it, so a token for other settings is not taken.
+    settings: [u8; 32],
     clients: HttpClients,
     connect_timeout: Duration,
     lanes: Mutex<HashMap<Whose, Arc<Lane>>>,
@@ -121,7 +117,7 @@ pub(crate) struct OnBehalfSessions {
 
 /// One set of credentials' session, opened on first use.
 struct Lane {
-    state: tokio::sync::Mutex<LaneState>,
+    state: Arc<tokio::sync::Mutex<LaneState>>,
     /// When a call last took its session (std: read while sweeping).
     used: Mutex<Instant>,
 }
@@ -131,9 +127,8 @@ struct LaneState {
     session: Option<Arc<Session>>,
     /// When the credentials it was opened with stop being good.
     good_until: Option<Instant>,
-    /// The credentials were refused: for which caller token (an
-    /// exchange's; `None` for a configured credential) and why.
-    refused: Option<(Option<[u8; 32]>, String)>,
+    /// Why its credentials were refused, if they were.
+    refused: Option<String>,
     /// The SHA-256 of the exchanged token the session was opened with, and
     /// of the last one the upstream refused (not taken from the fleet again).
     token: Option<[u8; 32]>,
@@ -148,6 +143,16 @@ pub(crate) enum NoSession {
     Failed(Failure),
 }
 
+/// Whose a failure on a caller's session is.
+pub(crate) enum CallerFailure<Answer = Unavailable> {
+    /// The caller's credentials': answered to it, nothing else changes.
+    Refused(Answer),
+    /// This one request's (a `403`): its answer.
+    Rejected,
+    /// The upstream's: the connection's policy decides.
+    Connection,
+}
+
 impl OnBehalfSessions {
     /// The pool of `config`, if its calls are made on its callers' behalf.
     pub(crate) fn of(
@@ -159,12 +164,23 @@ impl OnBehalfSessions {
             return None;
         };
         let on_behalf = http.on_behalf.clone()?;
+        let mut settings = Sha256::new();
+        settings.update(http.url.as_bytes());
+        if let CallerCredentials::TokenExchange { audience, scopes } = &on_behalf.credentials {
+            settings.update([0]);
+            settings.update(audience.as_bytes());
+            for scope in scopes {
+                settings.update([0]);
+                settings.update(scope.as_bytes());
+            }
+        }
         Some(Arc::new(OnBehalfSessions {
             connection: config.name.clone(),
             transport: http.clone(),
             on_behalf,
             exchange: exchange.cloned(),
             share: share.cloned(),
+            settings: settings.finalize().into(),
             clients: clients.clone(),
             connect_timeout: config.connect_timeout,
             lanes: Mutex::default(),
@@ -175,12 +191,16 @@ impl OnBehalfSessions {
         self.lanes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn refused(&self, why: &str, retry_in: Option<Duration>, kind: FailureKind) -> NoSession {
-        NoSession::Refused(Unavailable {
+    fn refusal(&self, why: &str, retry_in: Option<Duration>, kind: FailureKind) -> Unavailable {
+        Unavailable {
             message: text::not_for_you(&self.connection, why),
             failure: Failure::new(kind, why.to_owned()).with_not_run(),
             retry_in,
-        })
+        }
+    }
+
+    fn refused(&self, why: &str, retry_in: Option<Duration>, kind: FailureKind) -> NoSession {
+        NoSession::Refused(self.refusal(why, retry_in, kind))
     }
 
     /// The session `caller`'s call goes over, opened (with its credentials
@@ -193,17 +213,23 @@ impl OnBehalfSessions {
         deadline: Instant,
     ) -> Result<Arc<Session>, NoSession> {
         let (whose, credential) = self.whose(caller)?;
-        let lane = self.lane(&whose)?;
-        let subject = credential.subject_digest();
-        let mut state = lane.state.lock().await;
-        *lock(&lane.used) = Instant::now();
-        if let Some((refused_for, why)) = &state.refused {
-            if refused_for.is_none() || *refused_for == subject {
-                return Err(self.refused(why, None, FailureKind::Auth));
+        // The lane may be let go between finding it and locking it (idle,
+        // or making room): then it is found again.
+        let (lane, mut state) = loop {
+            let lane = self.lane(whose)?;
+            let state = lane.state.clone().lock_owned().await;
+            if self
+                .lanes()
+                .get(&whose)
+                .is_some_and(|current| Arc::ptr_eq(current, &lane))
+            {
+                break (lane, state);
             }
-            // Another token of the same caller: try again.
-            state.refused = None;
+        };
+        if let Some(why) = &state.refused {
+            return Err(self.refused(why, None, FailureKind::Auth));
         }
+        *lock(&lane.used) = Instant::now();
         if let Some(session) = &state.session {
             let fresh = state
                 .good_until
@@ -217,15 +243,24 @@ impl OnBehalfSessions {
         }
         let (token, good_until) = match credential {
             Credential::Configured(token) => (token.clone(), None),
-            Credential::Exchanged { subject: text } => {
-                match self.exchanged(&whose, text, state.refused_token).await {
-                    Ok(exchanged) => exchanged,
-                    Err(ExchangeError::Refused(code)) => {
+            Credential::Exchanged { subject } => {
+                let exchanged = self.exchanged(whose, subject, state.refused_token);
+                match tokio::time::timeout_at(deadline, exchanged).await {
+                    Ok(Ok(exchanged)) => exchanged,
+                    Ok(Err(ExchangeError::Refused(code))) => {
                         let why = code.explain().to_owned();
-                        state.refused = Some((subject, why.clone()));
+                        state.refused = Some(why.clone());
                         return Err(self.refused(&why, None, FailureKind::Auth));
                     }
-                    Err(ExchangeError::Unavailable) => {
+                    Ok(Err(ExchangeError::Misconfigured(code))) => {
+                        tracing::warn!(
+                            connection = %self.connection,
+                            why = code.explain(),
+                            "token exchange is refused for the gateway's own settings"
+                        );
+                        return Err(self.refused(code.explain(), None, FailureKind::Permission));
+                    }
+                    Ok(Err(ExchangeError::Unavailable)) | Err(_) => {
                         return Err(self.refused(
                             "the authorization server could not exchange your token just now",
                             Some(ISSUER_RETRY),
@@ -235,9 +270,14 @@ impl OnBehalfSessions {
                 }
             }
         };
-        let mut transport = self.transport.clone();
-        transport.auth = Some(UpstreamAuth::Bearer(token));
-        transport.on_behalf = None;
+        // The connection's own `headers` are its own credentials' company:
+        // a caller's session carries the caller's credentials alone.
+        let transport = HttpTransport {
+            url: self.transport.url.clone(),
+            auth: Some(UpstreamAuth::Bearer(token)),
+            headers: Vec::new(),
+            on_behalf: None,
+        };
         let deadline = deadline.min(Instant::now() + self.connect_timeout);
         let handler = SessionHandler::default().knowing(own.protocol_version());
         let opened = open_http(
@@ -248,56 +288,93 @@ impl OnBehalfSessions {
             deadline,
         )
         .await;
+        let token = good_until.map(|_| digest(token_text(&transport)));
         match opened {
             Ok(session) => {
                 session.disable_response_cache().await;
                 let session = Arc::new(session);
                 state.session = Some(session.clone());
                 state.good_until = good_until;
-                state.token = good_until.map(|_| digest(token_text(&transport)));
+                state.token = token;
                 Ok(session)
             }
-            Err(failure) if refuses_opening(&failure) => {
-                let why = "the upstream refused the credentials used for you".to_owned();
-                state.refused = Some((subject, why.clone()));
-                state.refused_token = good_until.map(|_| digest(token_text(&transport)));
-                Err(self.refused(&why, None, FailureKind::Auth))
-            }
-            Err(failure) => Err(NoSession::Failed(failure)),
+            Err(failure) => match Self::whose_failure(&failure, true) {
+                CallerFailure::Refused(()) if failure.kind == FailureKind::RateLimit => Err(self
+                    .refused(
+                        UPSTREAM_LIMITS_YOU,
+                        failure.retry_after,
+                        FailureKind::RateLimit,
+                    )),
+                CallerFailure::Refused(()) => {
+                    state.refused = Some(UPSTREAM_REFUSED.to_owned());
+                    state.refused_token = token;
+                    Err(self.refused(UPSTREAM_REFUSED, None, FailureKind::Auth))
+                }
+                CallerFailure::Rejected | CallerFailure::Connection => {
+                    Err(NoSession::Failed(failure))
+                }
+            },
         }
     }
 
-    /// `caller`'s call failed with `failure` on `session`: its credentials
-    /// are refused from now on when the upstream refused them (`Some`:
-    /// what to answer); a broken session is let go.
+    /// `caller`'s call failed with `failure` on `session` (a caller's):
+    /// whose failure it is. Refused credentials are remembered; a broken
+    /// session is let go.
     pub(crate) async fn failed(
         &self,
         caller: Option<&Caller>,
         session: &Arc<Session>,
         failure: &Failure,
         broken: bool,
-    ) -> Option<Unavailable> {
-        let (whose, credential) = self.whose(caller).ok()?;
-        let lane = self.lanes().get(&whose).cloned()?;
-        let mut state = lane.state.lock().await;
-        let ours = state
-            .session
-            .as_ref()
-            .is_some_and(|current| Arc::ptr_eq(current, session));
-        if ours && (broken || refuses_credentials(failure)) {
-            state.session = None;
+    ) -> CallerFailure {
+        let whose = Self::whose_failure(failure, false);
+        let lane = self
+            .whose(caller)
+            .ok()
+            .and_then(|(whose, _)| self.lanes().get(&whose).cloned());
+        if let Some(lane) = lane {
+            let mut state = lane.state.lock().await;
+            let ours = state
+                .session
+                .as_ref()
+                .is_some_and(|current| Arc::ptr_eq(current, session));
+            let refused = matches!(whose, CallerFailure::Refused(()))
+                && failure.kind != FailureKind::RateLimit;
+            if ours && (broken || refused) {
+                state.session = None;
+            }
+            if ours && refused {
+                state.refused = Some(UPSTREAM_REFUSED.to_owned());
+                state.refused_token = state.token;
+            }
         }
-        if !refuses_credentials(failure) {
-            return None;
+        match whose {
+            CallerFailure::Refused(()) if failure.kind == FailureKind::RateLimit => {
+                CallerFailure::Refused(self.refusal(
+                    UPSTREAM_LIMITS_YOU,
+                    failure.retry_after,
+                    FailureKind::RateLimit,
+                ))
+            }
+            CallerFailure::Refused(()) => {
+                CallerFailure::Refused(self.refusal(UPSTREAM_REFUSED, None, FailureKind::Auth))
+            }
+            CallerFailure::Rejected => CallerFailure::Rejected,
+            CallerFailure::Connection => CallerFailure::Connection,
         }
-        let why = "the upstream refused the credentials used for you".to_owned();
-        state.refused = Some((credential.subject_digest(), why.clone()));
-        if ours {
-            state.refused_token = state.token;
-        }
-        match self.refused(&why, None, FailureKind::Auth) {
-            NoSession::Refused(unavailable) => Some(unavailable),
-            NoSession::Failed(_) => None,
+    }
+
+    /// Whose `failure` on a caller's session is: its credentials' (`401`;
+    /// at `initialize` also `403`; a `429`, which limits those credentials),
+    /// its request's (a `403` on a call), else the upstream's.
+    fn whose_failure(failure: &Failure, opening: bool) -> CallerFailure<()> {
+        match failure.kind {
+            FailureKind::Auth | FailureKind::NeedsLogin | FailureKind::RateLimit => {
+                CallerFailure::Refused(())
+            }
+            FailureKind::Permission if opening => CallerFailure::Refused(()),
+            FailureKind::Permission => CallerFailure::Rejected,
+            _ => CallerFailure::Connection,
         }
     }
 
@@ -307,7 +384,8 @@ impl OnBehalfSessions {
         (self.on_behalf.idle_timeout / 10).max(Duration::from_secs(1))
     }
 
-    /// Closes the sessions unused for `idle_timeout`.
+    /// Lets go of the lanes unused for `idle_timeout`, closing their
+    /// sessions (and forgetting their refusals).
     pub(crate) fn sweep(&self) {
         let idle = self.on_behalf.idle_timeout;
         let now = Instant::now();
@@ -349,7 +427,14 @@ impl OnBehalfSessions {
                         FailureKind::Permission,
                     ));
                 };
-                Ok((Whose::Caller(principal), Credential::Exchanged { subject }))
+                let mut whose = Sha256::new();
+                whose.update(principal.as_bytes());
+                whose.update([0]);
+                whose.update(subject.as_bytes());
+                Ok((
+                    Whose::Caller(whose.finalize().into()),
+                    Credential::Exchanged { subject },
+                ))
             }
             CallerCredentials::PerCaller(credentials) => credentials
                 .iter()
@@ -374,9 +459,9 @@ impl OnBehalfSessions {
     }
 
     /// `whose` lane, made (room made at the cap) if there is none.
-    fn lane(&self, whose: &Whose) -> Result<Arc<Lane>, NoSession> {
+    fn lane(&self, whose: Whose) -> Result<Arc<Lane>, NoSession> {
         let mut lanes = self.lanes();
-        if let Some(lane) = lanes.get(whose) {
+        if let Some(lane) = lanes.get(&whose) {
             return Ok(lane.clone());
         }
         if lanes.len() >= self.on_behalf.max_sessions {
@@ -384,7 +469,7 @@ impl OnBehalfSessions {
                 .iter()
                 .filter(|(_, lane)| lane.idle())
                 .min_by_key(|(_, lane)| *lock(&lane.used))
-                .map(|(whose, _)| whose.clone());
+                .map(|(whose, _)| *whose);
             let Some(oldest) = oldest.and_then(|whose| lanes.remove(&whose)) else {
                 return Err(self.refused(
                     "every session it keeps for its callers is in use; retry shortly",
@@ -395,19 +480,34 @@ impl OnBehalfSessions {
             oldest.let_go();
         }
         let lane = Arc::new(Lane {
-            state: tokio::sync::Mutex::default(),
+            state: Arc::default(),
             used: Mutex::new(Instant::now()),
         });
-        lanes.insert(whose.clone(), lane.clone());
+        lanes.insert(whose, lane.clone());
         Ok(lane)
     }
 
+    /// How the fleet's store names the token exchanged for `whose`: a
+    /// digest of it and of the settings it is for, so that no caller's name
+    /// is in the store and a token for other settings is not taken.
+    fn shared_name(&self, whose: Whose) -> String {
+        use base64::Engine as _;
+        let mut named = Sha256::new();
+        match whose {
+            Whose::Caller(digest) => named.update(digest),
+            Whose::Credential(i) => named.update(i.to_le_bytes()),
+        }
+        named.update(self.settings);
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&named.finalize()[..16])
+    }
+
     /// A token for the caller `whose` (whose token is `subject`), and
-    /// until when it is good: the fleet's, when it shares a live one (not
-    /// the one last `refused`), else exchanged here (and shared).
+    /// until when it is good: the fleet's, when it shares one living long
+    /// enough (not the one last `refused`), else exchanged here (and
+    /// shared).
     async fn exchanged(
         &self,
-        whose: &Whose,
+        whose: Whose,
         subject: &str,
         refused: Option<[u8; 32]>,
     ) -> Result<(BearerToken, Option<Instant>), ExchangeError> {
@@ -415,13 +515,17 @@ impl OnBehalfSessions {
         else {
             return Err(ExchangeError::Unavailable);
         };
-        let whose = whose.shared_name();
+        let name = self.shared_name(whose);
         if let Some(share) = &self.share {
-            match share.exchanged(&self.connection, &whose).await {
+            match share.exchanged(&self.connection, &name).await {
                 Ok(Some(shared)) if Some(digest(&shared.token)) != refused => {
-                    let lives = shared.expires_at.saturating_sub(unix_now());
-                    if let Some(until) = Instant::now().checked_add(Duration::from_secs(lives)) {
-                        return Ok((BearerToken::new(shared.token.into()), Some(until)));
+                    let lives = Duration::from_secs(shared.expires_at.saturating_sub(unix_now()))
+                        .min(LONGEST_LIFETIME);
+                    if lives > EXPIRY_MARGIN * 2 {
+                        return Ok((
+                            BearerToken::new(shared.token.into()),
+                            Some(Instant::now() + lives),
+                        ));
                     }
                 }
                 Ok(_) => {}
@@ -435,14 +539,17 @@ impl OnBehalfSessions {
             .issuer
             .exchange(&exchange.client, subject, audience, scopes)
             .await?;
-        let lifetime = exchanged.lifetime.unwrap_or(UNSAID_LIFETIME);
+        let lifetime = exchanged
+            .lifetime
+            .unwrap_or(UNSAID_LIFETIME)
+            .min(LONGEST_LIFETIME);
         if let Some(share) = &self.share {
             let shared = ExchangedToken {
                 token: exchanged.token.expose_secret().to_owned(),
-                expires_at: unix_now() + lifetime.as_secs(),
+                expires_at: unix_now().saturating_add(lifetime.as_secs()),
             };
             if let Err(error) = share
-                .share_exchanged(&self.connection, &whose, &shared)
+                .share_exchanged(&self.connection, &name, &shared)
                 .await
             {
                 tracing::debug!(connection = %self.connection, %error, "an exchanged token could not be shared with the fleet");
@@ -454,6 +561,9 @@ impl OnBehalfSessions {
         ))
     }
 }
+
+/// What a caller is told when the upstream limits its credentials.
+const UPSTREAM_LIMITS_YOU: &str = "the upstream limits the credentials used for you; retry later";
 
 impl std::fmt::Debug for OnBehalfSessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -468,17 +578,6 @@ impl std::fmt::Debug for OnBehalfSessions {
 enum Credential<'a> {
     Configured(&'a BearerToken),
     Exchanged { subject: &'a str },
-}
-
-impl Credential<'_> {
-    /// The SHA-256 of the caller's token, for an exchange (what a refusal
-    /// is remembered for).
-    fn subject_digest(&self) -> Option<[u8; 32]> {
-        match self {
-            Credential::Configured(_) => None,
-            Credential::Exchanged { subject } => Some(digest(subject)),
-        }
-    }
 }
 
 impl Lane {
@@ -509,21 +608,6 @@ impl Lane {
         }
         true
     }
-}
-
-/// Whether `failure`, of opening a session, says the credentials are
-/// refused: `401`, or `403` (they may not use this server at all).
-fn refuses_opening(failure: &Failure) -> bool {
-    matches!(
-        failure.kind,
-        FailureKind::Auth | FailureKind::NeedsLogin | FailureKind::Permission
-    )
-}
-
-/// Whether `failure`, of a call, says the credentials are refused: `401`.
-/// A `403` refuses that one request (as on the connection's own session).
-fn refuses_credentials(failure: &Failure) -> bool {
-    matches!(failure.kind, FailureKind::Auth | FailureKind::NeedsLogin)
 }
 
 fn digest(text: &str) -> [u8; 32] {

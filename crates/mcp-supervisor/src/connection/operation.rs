@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     ConnectionActor,
     lifecycle::{Lease, LeaseAttempt, LeaseError},
-    on_behalf::{NoSession, OnBehalfSessions},
+    on_behalf::{CallerFailure, NoSession, OnBehalfSessions},
     reports::{Acquire, AttemptFailed, AttemptSucceeded, CallDone, Finished},
 };
 use crate::{
@@ -255,8 +255,9 @@ impl Operation {
                         Err(NoSession::Refused(unavailable)) => {
                             return Ended::Refused(unavailable);
                         }
+                        // Not the connection's own session: it is not disposed.
                         Err(NoSession::Failed(failure)) => {
-                            let report = (failure, None, phase, Some(lease.generation), None);
+                            let report = (failure, None, phase, None, None);
                             match self.after_failure(report, attempt, retry).await {
                                 Some(ended) => return ended,
                                 None => continue,
@@ -298,15 +299,30 @@ impl Operation {
                             return Ended::Rejected { failure, upstream };
                         }
                         Err(SendError::Failed { failure, upstream }) => {
-                            if let Some(refused) =
-                                self.caller_failed(&lease, &session, &failure, phase).await
-                            {
-                                if let Some(span) = span {
-                                    span.failed(&failure, upstream.as_ref(), None);
+                            match self.caller_failed(&lease, &session, &failure, phase).await {
+                                None => (failure, upstream, phase, Some(lease.generation), span),
+                                // The upstream's, on a caller's session: the
+                                // connection's own is not disposed.
+                                Some(CallerFailure::Connection) => {
+                                    (failure, upstream, phase, None, span)
                                 }
-                                return Ended::Refused(refused);
+                                Some(CallerFailure::Refused(refused)) => {
+                                    if let Some(span) = span {
+                                        span.failed(&failure, upstream.as_ref(), None);
+                                    }
+                                    return Ended::Refused(refused);
+                                }
+                                Some(CallerFailure::Rejected) => {
+                                    if let Some(span) = span {
+                                        span.failed(
+                                            &failure,
+                                            upstream.as_ref(),
+                                            Some(&Decision::Reject),
+                                        );
+                                    }
+                                    return Ended::Rejected { failure, upstream };
+                                }
                             }
-                            (failure, upstream, phase, Some(lease.generation), span)
                         }
                     }
                 }
@@ -386,15 +402,15 @@ impl Operation {
         }
     }
 
-    /// A failure on a caller's session: what to answer when it refuses the
-    /// caller's credentials (the caller's, not the connection's).
+    /// Whose a failure on a caller's session is; `None` on the connection's
+    /// own session.
     async fn caller_failed(
         &self,
         lease: &Lease,
         session: &Arc<Session>,
         failure: &Failure,
         phase: Phase,
-    ) -> Option<Unavailable> {
+    ) -> Option<CallerFailure> {
         let on_behalf = self.on_behalf.as_ref()?;
         if Arc::ptr_eq(session, &lease.session) {
             return None;
@@ -404,9 +420,11 @@ impl Operation {
             .link
             .as_ref()
             .and_then(|link| link.caller.as_deref());
-        on_behalf
-            .failed(caller, session, failure, breaks_session(failure, phase))
-            .await
+        Some(
+            on_behalf
+                .failed(caller, session, failure, breaks_session(failure, phase))
+                .await,
+        )
     }
 
     /// Asks the actor for a session, giving up at the deadline.

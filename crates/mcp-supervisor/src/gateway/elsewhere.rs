@@ -81,6 +81,9 @@ pub(super) struct Elsewhere {
     gateways: Mutex<HashMap<String, Url>>,
     /// One look at the registry at a time; the others wait for its answer.
     refreshing: tokio::sync::Mutex<()>,
+    /// Forwarded requests carry their caller's token
+    /// ([`Elsewhere::carrying_subjects`]).
+    subjects: bool,
 }
 
 impl Elsewhere {
@@ -105,7 +108,15 @@ impl Elsewhere {
             client,
             gateways: Mutex::default(),
             refreshing: tokio::sync::Mutex::default(),
+            subjects: false,
         }
+    }
+
+    /// Whether forwarded requests carry their caller's token: only when a
+    /// connection exchanges it (docs/FLEET.md, "Sessions across nodes").
+    pub(super) fn carrying_subjects(mut self, subjects: bool) -> Self {
+        self.subjects = subjects;
+        self
     }
 
     /// The node holding the session of a request with `headers`, when that
@@ -203,6 +214,7 @@ impl Elsewhere {
         let subject = identified
             .subject
             .expose()
+            .filter(|_| self.subjects)
             .and_then(|token| HeaderValue::from_str(token).ok())
             .map(|mut value| {
                 value.set_sensitive(true);

@@ -43,6 +43,18 @@ impl GatewayState {
         if config.fleet.is_some() && !state.rights.quotas.is_empty() {
             state.share_limits_with_the_fleet();
         }
+        let exchanges = config.connections.iter().any(|connection| {
+            matches!(
+                &connection.transport,
+                crate::config::Transport::Http(http) if matches!(
+                    http.on_behalf.as_ref().map(|on_behalf| &on_behalf.credentials),
+                    Some(crate::config::CallerCredentials::TokenExchange { .. })
+                )
+            )
+        });
+        state
+            .exchanges
+            .store(exchanges, std::sync::atomic::Ordering::Relaxed);
         let forwarder = ListChangedForwarder::new(state.clone()).start();
         // A registry gone answers nothing: the gateway then serves nothing
         // either, which its callers learn from the registry itself.

@@ -160,7 +160,9 @@ pub async fn serve_http(
     let ids = fleet.map(|fleet| Arc::new(SessionIds::new(&fleet.node, &fleet.key)));
     let elsewhere = ids.clone().zip(fleet).map(|(ids, fleet)| {
         let vouchers = Vouchers::new(&fleet.node, &fleet.key, &fleet.namespace);
+        let subjects = state.exchanges.load(std::sync::atomic::Ordering::Relaxed);
         Elsewhere::new(ids, vouchers, state.registry.clone(), settings.idle_timeout)
+            .carrying_subjects(subjects)
     });
     let sessions = Arc::new(CappedSessions::new(
         settings.max_sessions,

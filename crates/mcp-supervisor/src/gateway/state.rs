@@ -96,6 +96,10 @@ pub struct GatewayState {
     pub(super) direct: super::direct_sessions::DirectCalls,
     /// What each caller may use, and the record of it.
     pub(super) rights: super::rights::Rights,
+    /// A connection exchanges its callers' tokens (`on_behalf`, as the
+    /// gateway started): only then does a request forwarded to another
+    /// node carry its caller's token.
+    pub(super) exchanges: std::sync::atomic::AtomicBool,
 }
 
 /// A task (SEP-2663) created through the gateway.
@@ -149,6 +153,7 @@ impl GatewayState {
             tasks: Mutex::new(HashMap::new()),
             direct: Default::default(),
             rights,
+            exchanges: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

@@ -236,7 +236,9 @@ impl Vouchers {
         if !request.caller.is_empty() {
             parts.push(request.caller.as_bytes());
         }
+        // Tagged: a subject without a caller never reads as a caller.
         if !request.subject.is_empty() {
+            parts.push(b"subject");
             parts.push(request.subject.as_bytes());
         }
         for part in parts {
@@ -322,6 +324,17 @@ mod tests {
                 ..post
             },
         ];
+        // A caller moved into the subject's place does not verify either.
+        let with_caller = Forward {
+            caller: "eyJ2aWEiOiJrZXkifQ",
+            ..post
+        };
+        let vouched = one.vouch("two", with_caller, at(0));
+        let moved = Forward {
+            subject: "eyJ2aWEiOiJrZXkifQ",
+            ..post
+        };
+        assert_eq!(two.check(&vouched, moved, at(1)), Err(Forged::Mismatch));
         for other in other_requests {
             assert_eq!(
                 two.check(&voucher, other, at(1)),

@@ -160,13 +160,18 @@ impl Issuer {
             })?;
         let status = response.status();
         let body = read_bounded(response).await?;
-        if status.is_client_error() {
+        // Too many requests, or too slow: the issuer's state, not an answer.
+        let busy = matches!(status.as_u16(), 408 | 429);
+        if status.is_client_error() && !busy {
             // RFC 6749 §5.2: `{"error": "invalid_grant", …}`. Only the code
             // is kept: a description could echo what was sent.
             let code = serde_json::from_slice::<ErrorAnswer>(&body)
-                .map(|answer| answer.error)
-                .unwrap_or_default();
-            return Err(ExchangeError::Refused(ErrorCode::of(&code)));
+                .map(|answer| ErrorCode::of(&answer.error))
+                .unwrap_or(ErrorCode::Other);
+            return Err(match code {
+                ErrorCode::InvalidGrant | ErrorCode::InvalidScope => ExchangeError::Refused(code),
+                _ => ExchangeError::Misconfigured(code),
+            });
         }
         if !status.is_success() {
             return Err(ExchangeError::Unavailable);
@@ -174,7 +179,7 @@ impl Issuer {
         let answer: TokenAnswer =
             serde_json::from_slice(&body).map_err(|_| ExchangeError::Unavailable)?;
         if !answer.token_type.eq_ignore_ascii_case("bearer") || answer.access_token.is_empty() {
-            return Err(ExchangeError::Refused(ErrorCode::Other));
+            return Err(ExchangeError::Misconfigured(ErrorCode::Other));
         }
         Ok(Exchanged {
             token: SecretString::from(answer.access_token),
@@ -193,9 +198,14 @@ pub(crate) struct Exchanged {
 /// Why a token exchange gave no token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExchangeError {
-    /// The issuer refused it (4xx): this caller's token will not do.
+    /// The issuer refused the caller's token (`invalid_grant`,
+    /// `invalid_scope`): this caller's token will not do.
     Refused(ErrorCode),
-    /// The issuer could not be asked, or answered with an error of its own.
+    /// The issuer refused the exchange for the gateway's own settings (its
+    /// client, the audience, …): no caller's token would do.
+    Misconfigured(ErrorCode),
+    /// The issuer could not be asked, was busy (`408`, `429`), or answered
+    /// with an error of its own.
     Unavailable,
 }
 

@@ -174,9 +174,6 @@ impl Registry {
         self.policy.do_send(RegisterConnections(self.names()));
         self.policy
             .do_send(UpdateSettings(super::policy_settings(&new)));
-        if new.gateway.auth != self.config.gateway.auth {
-            self.exchange = crate::connection::Exchange::of(&new);
-        }
         self.config = Arc::new(new);
         self.reroute_all();
         tracing::info!(

@@ -56,7 +56,9 @@ pub struct Registry {
     on_fleet_reload: Option<tokio::sync::mpsc::UnboundedSender<()>>,
     /// Where OAuth tokens are shared: in a fleet with a key (`[fleet]`).
     tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
-    /// Where connections acting on their callers' behalf exchange tokens.
+    /// Where connections acting on their callers' behalf exchange tokens:
+    /// `[gateway] auth`'s issuer as the process started (as the gateway's
+    /// own callers are checked: a reload changes neither).
     exchange: Option<Arc<crate::connection::Exchange>>,
     /// The ways straight to the connections' actors, written here only.
     routes: Routes,
