@@ -5,6 +5,7 @@
 //! the actor dispose, consult the policy and tell us what next.
 
 use std::{
+    borrow::Cow,
     sync::{
         Arc,
         atomic::{AtomicU32, Ordering},
@@ -250,8 +251,11 @@ impl Operation {
                 // is still running has not failed, so a retry only follows a
                 // failure (docs/DECISIONS.md #11).
                 Ok(lease) => {
-                    let session = match self.session_of(&lease).await {
-                        Ok(session) => session,
+                    // The connection's own session is borrowed, not cloned:
+                    // the common case costs nothing here.
+                    let session = match self.callers_session(&lease).await {
+                        Ok(None) => Cow::Borrowed(&lease.session),
+                        Ok(Some(session)) => Cow::Owned(session),
                         Err(NoSession::Refused(unavailable)) => {
                             return Ended::Refused(unavailable);
                         }
@@ -383,10 +387,10 @@ impl Operation {
         }
     }
 
-    /// The session a request goes over: the lease's, or, for a connection
-    /// acting on its callers' behalf, the one with its caller's credentials
-    /// (a listing stays on the connection's own).
-    async fn session_of(&self, lease: &Lease) -> Result<Arc<Session>, NoSession> {
+    /// The session a request goes over when it is not the lease's: for a
+    /// connection acting on its callers' behalf, the one with its caller's
+    /// credentials (a listing stays on the connection's own).
+    async fn callers_session(&self, lease: &Lease) -> Result<Option<Arc<Session>>, NoSession> {
         match (&self.on_behalf, &self.request) {
             (Some(on_behalf), Request::Send(_)) => {
                 let caller = self
@@ -397,8 +401,9 @@ impl Operation {
                 on_behalf
                     .session_for(caller, &lease.session, self.context.deadline)
                     .await
+                    .map(Some)
             }
-            _ => Ok(lease.session.clone()),
+            _ => Ok(None),
         }
     }
 
