@@ -114,6 +114,9 @@ fn connection_line(conn: &ConnectionConfig) -> String {
                 let names: Vec<&str> = http.headers.iter().map(|(n, _)| n.as_str()).collect();
                 let _ = write!(line, " headers={}", names.join(","));
             }
+            if let Some(on_behalf) = &http.on_behalf {
+                let _ = write!(line, " on_behalf={}", on_behalf.credentials.kind());
+            }
         }
         Transport::Stdio(stdio) => {
             let _ = write!(

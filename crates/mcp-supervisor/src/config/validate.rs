@@ -21,9 +21,7 @@ use std::time::Duration;
 
 use super::error::ConfigError;
 use super::keypath::KeyPath;
-use super::model::{
-    CallerAuth, CallerCredentials, Choice, Config, ConnectionConfig, GatewaySettings, Transport,
-};
+use super::model::{CallerAuth, Choice, Config, ConnectionConfig, GatewaySettings};
 use super::raw::RawConfig;
 use super::values::{self, short_quote};
 
@@ -174,15 +172,9 @@ impl<'a> Validator<'a> {
             &gateway.auth,
             Some(CallerAuth::OAuth(server)) if server.introspection.is_some()
         );
-        let exchanging = connections.iter().find(|connection| {
-            matches!(
-                &connection.transport,
-                Transport::Http(http) if matches!(
-                    http.on_behalf.as_ref().map(|on_behalf| &on_behalf.credentials),
-                    Some(CallerCredentials::TokenExchange { .. })
-                )
-            )
-        });
+        let exchanging = connections
+            .iter()
+            .find(|connection| connection.exchanges_tokens());
         match exchanging {
             Some(connection) if !has_client => Err(self.invalid(
                 &key.key(&connection.name).key("on_behalf").key("kind"),

@@ -43,15 +43,10 @@ impl GatewayState {
         if config.fleet.is_some() && !state.rights.quotas.is_empty() {
             state.share_limits_with_the_fleet();
         }
-        let exchanges = config.connections.iter().any(|connection| {
-            matches!(
-                &connection.transport,
-                crate::config::Transport::Http(http) if matches!(
-                    http.on_behalf.as_ref().map(|on_behalf| &on_behalf.credentials),
-                    Some(crate::config::CallerCredentials::TokenExchange { .. })
-                )
-            )
-        });
+        let exchanges = config
+            .connections
+            .iter()
+            .any(crate::config::ConnectionConfig::exchanges_tokens);
         state
             .exchanges
             .store(exchanges, std::sync::atomic::Ordering::Relaxed);

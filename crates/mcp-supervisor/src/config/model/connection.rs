@@ -75,6 +75,18 @@ impl ConnectionConfig {
         }
     }
 
+    /// Whether its calls carry tokens exchanged for its callers'
+    /// (`on_behalf = { kind = "token_exchange" }`).
+    pub fn exchanges_tokens(&self) -> bool {
+        matches!(
+            &self.transport,
+            Transport::Http(http) if matches!(
+                http.on_behalf.as_ref().map(|on_behalf| &on_behalf.credentials),
+                Some(CallerCredentials::TokenExchange { .. })
+            )
+        )
+    }
+
     /// Whether `tool` passes this connection's allowlist.
     pub fn allows_tool(&self, tool: &str) -> bool {
         self.allowed_tools
@@ -149,6 +161,16 @@ pub enum CallerCredentials {
     /// `"per_caller"`: the first of these whose `who` names the caller;
     /// a caller none names may not use the connection.
     PerCaller(Vec<CallerCredential>),
+}
+
+impl CallerCredentials {
+    /// `"token_exchange"` or `"per_caller"`, as spelled in the config.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallerCredentials::TokenExchange { .. } => "token_exchange",
+            CallerCredentials::PerCaller(_) => "per_caller",
+        }
+    }
 }
 
 /// One of `on_behalf.credentials`.

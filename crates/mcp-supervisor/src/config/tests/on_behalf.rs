@@ -91,6 +91,13 @@ on_behalf = {{ kind = "token_exchange", audience = "https://wiki.example.com", s
     );
     assert_eq!(credentials[0].token.expose(), "plat");
     assert_eq!(credentials[1].who, [Who::Anyone]);
+    let summary = crate::config::summary(&config);
+    assert!(summary.contains("on_behalf=per_caller"), "{summary}");
+    assert!(summary.contains("on_behalf=token_exchange"), "{summary}");
+    assert!(
+        !summary.contains("\"plat\"") && !summary.contains("plat,"),
+        "{summary}"
+    );
     // The tokens are secrets: Debug shows none of them.
     let debug = format!("{config:?}");
     assert!(
