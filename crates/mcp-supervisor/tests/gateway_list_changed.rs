@@ -104,6 +104,17 @@ fn an_upstream_list_change_reaches_downstream_clients() {
             1,
             "one notification per change"
         );
+        // An announcement after which the list reads the same is passed on
+        // too, once the gateway has listed again.
+        let listings = upstream.requests("tools/list");
+        upstream.control().announce_tools_changed().await;
+        eventually!(seen.0.load(Ordering::SeqCst) >= 2);
+        assert!(
+            upstream.requests("tools/list") > listings,
+            "listed again first"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(seen.0.load(Ordering::SeqCst), 2, "once");
         if served.is_finished() {
             panic!("the gateway stopped serving: {:?}", served.await);
         }

@@ -390,6 +390,13 @@ impl ServerControl {
         }
     }
 
+    /// Tells every connected client that the tool list changed, though
+    /// nothing did (as a server does that builds its tools afresh for each
+    /// request, or announces too eagerly).
+    pub async fn announce_tools_changed(&self) {
+        self.notify_tools_changed().await;
+    }
+
     /// Whether [`SAMPLING_TOOL`] is currently listed.
     pub fn sampling_tool_enabled(&self) -> bool {
         self.inner.sampling_tool.load(Ordering::SeqCst)

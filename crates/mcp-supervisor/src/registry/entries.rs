@@ -15,6 +15,7 @@ use crate::{
         stats::SharedHistory,
     },
     events::ConnectionEvent,
+    events::ListKind,
 };
 
 pub(super) type CatalogWaiter = oneshot::Sender<Result<Arc<Catalog>, Unavailable>>;
@@ -36,6 +37,11 @@ pub(super) struct Entry {
     /// The last catalog loaded, kept through reloads and resets: a new one
     /// is compared with it to tell subscribers which lists changed.
     pub(super) last_catalog: Option<Arc<Catalog>>,
+    /// Lists the upstream said changed since the catalog load began: told
+    /// to subscribers with the next catalog even when it reads the same
+    /// (an upstream that builds a fresh server per request lists alike,
+    /// yet its clients expect to hear of the change it announced).
+    pub(super) announced: Vec<ListKind>,
     /// Which actor is the current one (see [`Incarnation`]).
     pub(super) incarnation: u64,
     /// What the connection has done; outlives its actors, resets and
@@ -54,6 +60,7 @@ impl Entry {
             actor: None,
             catalog: CatalogState::Unloaded,
             last_catalog: None,
+            announced: Vec::new(),
             incarnation: 0,
             history: SharedHistory::default(),
             recent_restarts: VecDeque::new(),
@@ -201,9 +208,16 @@ impl Registry {
                 let _ = waiter.send(result.clone());
             }
         }
+        let announced = std::mem::take(&mut entry.announced);
         let changed = match &result {
             Ok(catalog) => match entry.last_catalog.replace(catalog.clone()) {
-                Some(before) => before.changed_lists(catalog),
+                Some(before) => {
+                    let changed = before.changed_lists(catalog);
+                    ListKind::ALL
+                        .into_iter()
+                        .filter(|list| changed.contains(list) || announced.contains(list))
+                        .collect()
+                }
                 // The first catalog: nobody was told of another.
                 None => Vec::new(),
             },
@@ -227,16 +241,27 @@ impl Registry {
             .get(name)
             .is_some_and(|entry| matches!(entry.catalog, CatalogState::Loaded(_)));
         if reload {
-            self.list_changed(name, ctx);
+            self.list_changed(name, None, ctx);
         }
     }
 
-    /// The upstream said one of its lists changed: reload the catalog now, so
-    /// the next caller (and the gateway's listing) sees the new lists.
-    pub(super) fn list_changed(&mut self, name: &str, ctx: &mut Context<Self>) {
+    /// The upstream said its list `announced` changed (or, `None`, it may
+    /// have): reload the catalog now, so the next caller (and the gateway's
+    /// listing) sees the new lists.
+    pub(super) fn list_changed(
+        &mut self,
+        name: &str,
+        announced: Option<ListKind>,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
+        if let Some(list) = announced
+            && !entry.announced.contains(&list)
+        {
+            entry.announced.push(list);
+        }
         if matches!(entry.catalog, CatalogState::Loading(_)) {
             return; // the load in flight will see the new list
         }

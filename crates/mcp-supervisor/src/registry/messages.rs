@@ -469,7 +469,9 @@ impl Handler<ConnectionEvent> for Registry {
 
     fn handle(&mut self, event: ConnectionEvent, ctx: &mut Context<Self>) {
         match &event {
-            ConnectionEvent::ListChanged { connection, .. } => self.list_changed(connection, ctx),
+            ConnectionEvent::ListChanged { connection, list } => {
+                self.list_changed(connection, Some(*list), ctx);
+            }
             ConnectionEvent::Ready { connection, .. } => self.session_rebuilt(connection, ctx),
             _ => {}
         }
