@@ -282,7 +282,7 @@ pub mod messages {
     pub fn not_for_you(name: &str, why: &str) -> String {
         format!(
             "MCP connection '{name}' cannot act for you: {why}. The connection itself is \
-             available to callers it can act for; nothing was sent."
+             available to callers it can act for; this call did not run."
         )
     }
 

@@ -57,6 +57,8 @@ const ISSUER_RETRY: Duration = Duration::from_secs(5);
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// What a caller is told of credentials the upstream refused.
 const UPSTREAM_REFUSED: &str = "the upstream refused the credentials used for you";
+/// What a caller is told when the upstream limits its credentials.
+const UPSTREAM_LIMITS_YOU: &str = "the upstream limits the credentials used for you; retry later";
 
 /// Where token exchange happens: the gateway's authorization server, and
 /// the gateway's own client there.
@@ -561,9 +563,6 @@ impl OnBehalfSessions {
         ))
     }
 }
-
-/// What a caller is told when the upstream limits its credentials.
-const UPSTREAM_LIMITS_YOU: &str = "the upstream limits the credentials used for you; retry later";
 
 impl std::fmt::Debug for OnBehalfSessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
