@@ -362,20 +362,10 @@ async fn fleet_node(
     gateway: &str,
     connections: &str,
 ) -> ServedGateway {
-    static KEY: std::sync::OnceLock<tempfile::NamedTempFile> = std::sync::OnceLock::new();
-    let key = KEY.get_or_init(|| {
-        let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(
-            file.path(),
-            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n",
-        )
-        .unwrap();
-        file
-    });
     let toml = format!(
         "{gateway}\n[fleet]\nredis = \"{}\"\nnode = \"{node}\"\nnamespace = \"t\"\nkey_file = {}\nadvertise = \"http://{}\"\n{connections}",
         redis.url(),
-        toml_string(&key.path().to_string_lossy()),
+        toml_string(&fleet_key_file().to_string_lossy()),
         listener.local_addr().unwrap(),
     );
     ServedGateway::start_on(
@@ -417,6 +407,33 @@ async fn post_as(
         response.text().await.unwrap(),
         session,
     )
+}
+
+/// A 2025-11-25 session opened with `token` at `at`, its
+/// `notifications/initialized` sent to `then` (another node, perhaps): the
+/// session id, and the status that notification got.
+async fn open_session(at: &str, then: &str, token: &str) -> (String, u16) {
+    let (status, _, session) = post_as(
+        at,
+        token,
+        None,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let session = session.unwrap();
+    let (initialized, _, _) = post_as(
+        then,
+        token,
+        Some(&session),
+        &[],
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    (session, initialized)
 }
 
 /// In a fleet over a real Redis: a request of a session another node
@@ -470,28 +487,9 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
             .await;
 
         // A session opened at node one, its call sent to node two.
-        let (status, _, session) = post_as(
-            &one.url,
-            &reader,
-            None,
-            &[],
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"}}}),
-        )
-        .await;
-        assert_eq!(status, 200);
-        let session = session.unwrap();
+        let (session, initialized) = open_session(&one.url, &two.url, &reader).await;
         assert!(session.starts_with("one."), "{session}");
-        let (status, _, _) = post_as(
-            &two.url,
-            &reader,
-            Some(&session),
-            &[],
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        )
-        .await;
-        assert_eq!(status, 202);
+        assert_eq!(initialized, 202);
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "up__echo", "arguments": {"text": "hi"}}});
         let (status, body, _) = post_as(&two.url, &reader, Some(&session), &[], call.clone()).await;
@@ -503,26 +501,8 @@ fn over_redis_a_callers_token_is_exchanged_once_for_the_fleet_and_follows_its_se
 
         // The same caller at node two, in a session of its own there: the
         // token node one exchanged is the fleet's.
-        let (_, _, theirs) = post_as(
-            &two.url,
-            &reader,
-            None,
-            &[],
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"}}}),
-        )
-        .await;
-        let theirs = theirs.unwrap();
+        let (theirs, _) = open_session(&two.url, &two.url, &reader).await;
         assert!(theirs.starts_with("two."), "{theirs}");
-        post_as(
-            &two.url,
-            &reader,
-            Some(&theirs),
-            &[],
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        )
-        .await;
         let (status, body, _) = post_as(&two.url, &reader, Some(&theirs), &[], call).await;
         assert_eq!(status, 200, "{body}");
         assert!(body.contains(r#""text":"hi""#), "{body}");
@@ -596,25 +576,7 @@ fn a_caller_cannot_borrow_another_token_and_a_refused_exchange_is_its_own() {
             .await;
 
         // The reader names the ops client's token as its subject: dropped.
-        let (_, _, session) = post_as(
-            &gateway.url,
-            &reader,
-            None,
-            &[],
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"}}}),
-        )
-        .await;
-        let session = session.unwrap();
-        post_as(
-            &gateway.url,
-            &reader,
-            Some(&session),
-            &[],
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        )
-        .await;
+        let (session, _) = open_session(&gateway.url, &gateway.url, &reader).await;
         let (status, body, _) = post_as(
             &gateway.url,
             &reader,

@@ -262,20 +262,10 @@ async fn park_by_lookups(upstream: &TestServer, node: &Addr<Registry>) {
 /// The `[fleet]` table of a node (`NODE` is replaced by its name) on
 /// `redis`, with a key file of 32 bytes (kept until the process ends).
 fn redis_fleet(redis: &RedisServer) -> String {
-    static KEY: std::sync::OnceLock<tempfile::NamedTempFile> = std::sync::OnceLock::new();
-    let key = KEY.get_or_init(|| {
-        let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(
-            file.path(),
-            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n",
-        )
-        .unwrap();
-        file
-    });
     format!(
         "[fleet]\nredis = \"{}\"\nnode = \"NODE\"\nnamespace = \"t\"\nkey_file = {}\n",
         redis.url(),
-        toml_string(&key.path().to_string_lossy())
+        toml_string(&fleet_key_file().to_string_lossy())
     )
 }
 

@@ -41,21 +41,6 @@ async fn protected(ttl: Duration) -> (Arc<AuthServer>, TestServer) {
     (auth, upstream)
 }
 
-/// The fleet key, in a file.
-fn key_file() -> &'static Path {
-    static KEY: std::sync::OnceLock<tempfile::NamedTempFile> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| {
-        let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(
-            file.path(),
-            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n",
-        )
-        .unwrap();
-        file
-    })
-    .path()
-}
-
 /// Where the nodes meet: the in-process store, or Redis.
 #[derive(Clone)]
 enum Meeting<'a> {
@@ -77,7 +62,7 @@ fn node_config(
         "[supervisor]\nstate_dir = {}\ncall_timeout = \"30s\"\n\
          [fleet]\nredis = \"{redis}\"\nnode = \"{node}\"\nnamespace = \"t\"\nkey_file = {}\n",
         toml_string(&state.to_string_lossy()),
-        toml_string(&key_file().to_string_lossy()),
+        toml_string(&fleet_key_file().to_string_lossy()),
     );
     for name in names {
         text += &http_connection(

@@ -62,11 +62,6 @@ impl Issuer {
         &self.issuer
     }
 
-    /// The HTTP client requests to the issuer go through.
-    pub(crate) fn http(&self) -> &reqwest::Client {
-        &self.http
-    }
-
     /// The issuer's metadata, fetched once: RFC 8414's well-known path
     /// (inserted before the issuer's path), else OpenID discovery's. Its
     /// `issuer` must be the configured one exactly.
@@ -114,6 +109,29 @@ impl Issuer {
         response.json().await.map_err(|_| Unreachable)
     }
 
+    /// POSTs `form` to the issuer's `endpoint` as the gateway's `client`
+    /// (`client_secret_basic`): how introspection and token exchange ask.
+    pub(crate) async fn post_form(
+        &self,
+        endpoint: &str,
+        client: &IntrospectionClient,
+        form: String,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        self.http
+            .post(endpoint)
+            .basic_auth(
+                &client.client_id,
+                Some(client.client_secret.expose_secret()),
+            )
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(form)
+            .send()
+            .await
+    }
+
     /// Exchanges `subject` (a caller's access token) for an access token
     /// for `audience` with `scopes` (none: what the issuer decides), as
     /// `client` (RFC 8693, client authentication `client_secret_basic`).
@@ -141,18 +159,7 @@ impl Issuer {
             form.append_pair("scope", &scopes.join(" "));
         }
         let response = self
-            .http
-            .post(endpoint)
-            .basic_auth(
-                &client.client_id,
-                Some(client.client_secret.expose_secret()),
-            )
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(form.finish())
-            .send()
+            .post_form(endpoint, client, form.finish())
             .await
             .map_err(|error| {
                 tracing::warn!(error = %error.without_url(), "token exchange: the authorization server could not be reached");

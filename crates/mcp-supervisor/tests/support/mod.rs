@@ -280,6 +280,23 @@ impl Handler<ConnectionEvent> for EventRecorder {
 // ---- Added for the interop tests (real third-party servers as child processes).
 
 /// A TOML basic string holding `text` (JSON string escapes are valid TOML).
+/// A fleet key file (32 bytes, base64) shared by the tests of a binary,
+/// kept until the process ends.
+#[allow(dead_code)]
+pub fn fleet_key_file() -> &'static std::path::Path {
+    static KEY: std::sync::OnceLock<tempfile::NamedTempFile> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(
+            file.path(),
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n",
+        )
+        .unwrap();
+        file
+    })
+    .path()
+}
+
 pub fn toml_string(text: &str) -> String {
     serde_json::to_string(text).expect("a string serializes")
 }

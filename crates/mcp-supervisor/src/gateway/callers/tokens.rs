@@ -33,7 +33,6 @@ use jsonwebtoken::{
     Algorithm, DecodingKey, Validation, decode, decode_header,
     jwk::{Jwk, JwkSet},
 };
-use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -325,18 +324,7 @@ impl Tokens {
             .finish();
         let response = self
             .issuer
-            .http()
-            .post(endpoint)
-            .basic_auth(
-                &client.client_id,
-                Some(client.client_secret.expose_secret()),
-            )
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(form)
-            .send()
+            .post_form(endpoint, client, form)
             .await
             .map_err(|_| Refused::IssuerUnavailable)?;
         if response.status().is_client_error() {
