@@ -100,10 +100,42 @@ pub(crate) enum Command {
         /// The connection.
         connection: String,
     },
+    /// Tool contracts: write the lock file, show what changed, approve a change.
+    Contracts {
+        #[command(subcommand)]
+        action: Contracts,
+    },
     /// Convert an `mcpServers` JSON file (desktop MCP clients' format) to TOML on stdout.
     Import {
         /// The JSON file to convert (`-` for stdin).
         file: PathBuf,
+    },
+}
+
+/// `mcp-supervisor contracts …` (docs/CONTRACTS.md).
+#[derive(Debug, Subcommand)]
+pub(crate) enum Contracts {
+    /// Connect to every upstream and write the lock file (`[contracts] lock`, else
+    /// mcp-supervisor.lock beside the config) from what each lists now.
+    Lock {
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Show, field by field, what a running process lists that differs from the approved
+    /// contracts.
+    Diff {
+        /// Only this connection.
+        connection: Option<String>,
+        #[command(flatten)]
+        admin: AdminTarget,
+    },
+    /// Approve a running process's current definitions of a connection (NAME) or one tool
+    /// (NAME__TOOL); the process updates the lock file and serves them again.
+    Approve {
+        /// NAME or NAME__TOOL.
+        what: String,
+        #[command(flatten)]
+        admin: AdminTarget,
     },
 }
 

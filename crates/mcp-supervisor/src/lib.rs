@@ -15,6 +15,8 @@
 //!   secrets become `SecretString` the moment they are read.
 //! - [`connection`]: one connection's actor: its session, lifecycle, admission and
 //!   standing (park, retirement), and its history.
+//! - [`contracts`]: tool contracts: their hashes, the lock file, and the book that
+//!   holds a tool whose contract changed after approval.
 //! - [`events`]: [`events::ConnectionEvent`], what the registry's subscribers are told.
 //! - [`failure`]: [`Failure`] and the one [`classify`] for every error source.
 //! - [`fleet`]: supervisors in several processes sharing parks, `Retry-After`
@@ -42,6 +44,7 @@ pub mod call;
 mod codec;
 pub mod config;
 pub mod connection;
+pub mod contracts;
 pub mod events;
 pub mod failure;
 pub mod fleet;

@@ -336,6 +336,21 @@ pub mod messages {
         )
     }
 
+    /// A call of a tool the contract book holds (docs/CONTRACTS.md):
+    /// `changed` names the fields that differ from the approved contract,
+    /// `None` for a tool nothing approved yet.
+    pub fn contract_held(name: &str, tool: &str, changed: Option<&str>) -> String {
+        let why = match changed {
+            Some(fields) => format!("its definition changed since it was approved ({fields})"),
+            None => "it is new and not approved yet".to_owned(),
+        };
+        format!(
+            "Tool '{tool}' of MCP connection '{name}' is held: {why}. It was not called. An \
+             operator can review the change with `mcp-supervisor contracts diff {name}` and \
+             approve it with `mcp-supervisor contracts approve {name}__{tool}`."
+        )
+    }
+
     /// Whole seconds, rounded to nearest, as agents read "about N seconds".
     fn rounded_secs(duration: Duration) -> u64 {
         duration.as_secs_f64().round() as u64

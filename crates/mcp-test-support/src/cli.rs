@@ -110,6 +110,12 @@ pub struct Args {
     /// root span).
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "http")]
     pub otlp: Option<SocketAddr>,
+    /// Read at start a JSON object of tool name → merge patch, and list each
+    /// tool with its patch applied (`ServerControl::redefine`): a server
+    /// that comes back after a restart with changed definitions. A missing
+    /// file patches nothing.
+    #[arg(long, value_name = "PATH")]
+    pub redefine_file: Option<PathBuf>,
 }
 
 impl Args {
@@ -185,6 +191,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         None => ServerControl::new(behavior),
     };
     control.set_speaks(args.speaks());
+    redefine(&control, &args)?;
     let options = StdioOptions {
         exit_after: args.exit_after,
         garbage_on_tool: args.garbage_on_tool.clone(),
@@ -233,6 +240,7 @@ async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> 
         ..options
     };
     let server = TestServer::start_on(addr, options).await?;
+    redefine(server.control(), args)?;
     late_tool_on_signals(server.control().clone())?;
     let shutdown = shutdown_signal(args.ignore_sigterm)?;
     write_pid_file(args)?;
@@ -248,6 +256,24 @@ async fn serve_http(addr: SocketAddr, behavior: ServerBehavior, args: &Args) -> 
     drop(stdout);
     shutdown.await?;
     server.shutdown().await;
+    Ok(())
+}
+
+/// `--redefine-file`: each tool listed with its patch.
+fn redefine(control: &ServerControl, args: &Args) -> anyhow::Result<()> {
+    let Some(path) = &args.redefine_file else {
+        return Ok(());
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
+    };
+    let patches: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
+        .with_context(|| format!("{}: expected a JSON object of tool → patch", path.display()))?;
+    for (tool, patch) in patches {
+        control.redefine(&tool, Some(patch));
+    }
     Ok(())
 }
 

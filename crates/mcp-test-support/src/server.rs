@@ -191,6 +191,8 @@ struct ControlInner {
     revoked: Mutex<std::collections::BTreeMap<String, u16>>,
     /// The last [`SEEN_TRACES`] calls' trace context.
     seen_traces: Mutex<std::collections::VecDeque<SeenTrace>>,
+    /// Tools listed with a merge patch applied ([`ServerControl::redefine`]).
+    redefined: Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 /// A tool whose calls wait, once received, until the test lets them go.
@@ -248,6 +250,7 @@ impl ServerControl {
                 seen_arguments: Mutex::new(std::collections::VecDeque::new()),
                 seen_authorizations: Mutex::default(),
                 revoked: Mutex::default(),
+                redefined: Mutex::default(),
             }),
         }
     }
@@ -374,6 +377,35 @@ impl ServerControl {
             seen.pop_front();
         }
         seen.push_back(raw.to_owned());
+    }
+
+    /// Lists `tool` with `patch` merged into its definition from now on (an
+    /// RFC 7396 merge patch: objects merge, `null` removes a field), telling
+    /// nobody: an upstream changing a tool silently. `None` lists it as
+    /// built again. Calls of the tool work as before.
+    pub fn redefine(&self, tool: &str, patch: Option<serde_json::Value>) {
+        let mut redefined = lock(&self.inner.redefined);
+        match patch {
+            Some(patch) => redefined.insert(tool.to_owned(), patch),
+            None => redefined.remove(tool),
+        };
+    }
+
+    /// [`ServerControl::redefine`], then `notifications/tools/list_changed`
+    /// to every connected client.
+    pub async fn redefine_and_announce(&self, tool: &str, patch: Option<serde_json::Value>) {
+        self.redefine(tool, patch);
+        self.notify_tools_changed().await;
+    }
+
+    /// `tool` as listed now: redefined, or as built.
+    fn as_listed(&self, tool: Tool) -> Tool {
+        let Some(patch) = lock(&self.inner.redefined).get(tool.name.as_ref()).cloned() else {
+            return tool;
+        };
+        let mut value = serde_json::to_value(&tool).unwrap_or_default();
+        merge(&mut value, patch);
+        serde_json::from_value(value).unwrap_or(tool)
     }
 
     /// Whether `late_tool` is currently listed.
@@ -676,6 +708,27 @@ fn read(uri: &str) -> Result<ReadResourceResult, ErrorData> {
     ]))
 }
 
+/// Applies `patch` to `target` as an RFC 7396 merge patch.
+fn merge(target: &mut serde_json::Value, patch: serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(patch) = patch else {
+        *target = patch;
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(fields) = target {
+        for (key, value) in patch {
+            if value.is_null() {
+                fields.remove(&key);
+            } else {
+                merge(fields.entry(key).or_insert(Value::Null), value);
+            }
+        }
+    }
+}
+
 /// The `{name}` of a URI [`RESOURCE_TEMPLATE`] expands to.
 fn template_name(uri: &str) -> Option<&str> {
     let name = uri.strip_prefix("test://doc/")?;
@@ -813,6 +866,7 @@ impl ServerHandler for TestMcpServer {
             .into_iter()
             .filter(|tool| self.tool_visible(&tool.name))
             .chain(self.control.inner.extra_tools.iter().cloned())
+            .map(|tool| self.control.as_listed(tool))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }

@@ -3,6 +3,7 @@
 mod admin_client;
 mod browser;
 mod check;
+mod contracts;
 mod dashboard;
 mod import;
 mod login;
@@ -11,7 +12,10 @@ mod reset;
 mod serve;
 mod status;
 
-use crate::{cli::Command, exit::Exit};
+use crate::{
+    cli::{Command, Contracts},
+    exit::Exit,
+};
 
 /// Runs one subcommand to completion.
 pub(crate) fn run(command: Command) -> Result<(), Exit> {
@@ -35,5 +39,10 @@ pub(crate) fn run(command: Command) -> Result<(), Exit> {
             timeout,
         } => login::login(&config, &connection, timeout),
         Command::Logout { config, connection } => login::logout(&config, &connection),
+        Command::Contracts { action } => match action {
+            Contracts::Lock { config } => contracts::lock(&config),
+            Contracts::Diff { connection, admin } => contracts::diff(connection.as_deref(), admin),
+            Contracts::Approve { what, admin } => contracts::approve(&what, admin),
+        },
     }
 }

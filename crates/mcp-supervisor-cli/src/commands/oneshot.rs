@@ -15,7 +15,25 @@ use crate::exit::Exit;
 
 /// Loads and validates a config file (a bad one is a usage error, exit 2).
 pub(crate) fn load(config_path: &Path) -> Result<Config, Exit> {
-    Config::from_file(config_path).map_err(|error| Exit::Usage(error.to_string()))
+    let config = Config::from_file(config_path).map_err(|error| Exit::Usage(error.to_string()))?;
+    lock_readable(config_path, &config)?;
+    Ok(config)
+}
+
+/// A `[contracts]` lock file that exists must be one this build reads (a
+/// usage error, like the config's own).
+pub(crate) fn lock_readable(config_path: &Path, config: &Config) -> Result<(), Exit> {
+    match &config.contracts {
+        Some(settings) => mcp_supervisor::contracts::Lock::read(&settings.lock)
+            .map(drop)
+            .map_err(|error| {
+                Exit::Usage(format!(
+                    "{}: contracts.lock: {error}",
+                    config_path.display()
+                ))
+            }),
+        None => Ok(()),
+    }
 }
 
 /// Runs `body` against a registry started on `config`, always shutting the
@@ -58,6 +76,18 @@ pub(crate) fn tools(config_path: &Path, connection: Option<String>) -> Result<()
 /// (the registry's warmup bound), printing one line per connection as each
 /// finishes; answers every catalog, in name order.
 pub(crate) async fn connect_all(registry: &Addr<Registry>) -> Result<Vec<Arc<Catalog>>, Exit> {
+    let (catalogs, failed) = list_all(registry).await?;
+    if failed > 0 {
+        return Err(Exit::Failed(format!("{failed} connection(s) unavailable")));
+    }
+    Ok(catalogs)
+}
+
+/// [`connect_all`]'s catalogs, in name order, and how many connections
+/// could not be listed.
+pub(crate) async fn list_all(
+    registry: &Addr<Registry>,
+) -> Result<(Vec<Arc<Catalog>>, usize), Exit> {
     let stopped = |_| Exit::Failed("the supervisor stopped unexpectedly".into());
     let connections = registry.send(ListConnections).await.map_err(stopped)?;
     let mut results = futures::stream::iter(connections)
@@ -84,11 +114,8 @@ pub(crate) async fn connect_all(registry: &Addr<Registry>) -> Result<Vec<Arc<Cat
             }
         }
     }
-    if failed > 0 {
-        return Err(Exit::Failed(format!("{failed} connection(s) unavailable")));
-    }
     catalogs.sort_by(|a, b| a.connection.cmp(&b.connection));
-    Ok(catalogs)
+    Ok((catalogs, failed))
 }
 
 /// Connect at most this many connections at a time (as the registry's warmup).

@@ -37,6 +37,7 @@ fn load(path: Option<PathBuf>) -> Result<(ConfigSource, Config), Exit> {
     match path {
         Some(path) => {
             let config = Config::from_file(&path).map_err(usage)?;
+            super::oneshot::lock_readable(&path, &config)?;
             Ok((ConfigSource::File(path), config))
         }
         None => {

@@ -17,6 +17,7 @@ use prometheus_client::{
 use crate::{
     ConnectionState, FailureKind,
     connection::stats::DURATION_BUCKETS,
+    contracts::Verdict,
     fleet::{FleetView, StoreHealth},
     outcome::OutcomeKind,
     registry::ConnectionStatus,
@@ -173,6 +174,35 @@ impl Collector for StatusCollector {
         for status in connections {
             let labels = [("connection", status.name.as_str())];
             ConstCounter::new(u64::from(status.restarts)).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_contract_changes",
+            "Tool, prompt and template contracts seen changed since the process started.",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in connections {
+            let changes = status.contracts.as_ref().map_or(0, |judged| judged.changes);
+            let labels = [("connection", status.name.as_str())];
+            ConstCounter::new(changes).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_contracts",
+            "Listed items by what the contract book said of them.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for status in connections {
+            let Some(judged) = &status.contracts else {
+                continue;
+            };
+            for verdict in Verdict::WORDS {
+                let labels = [("connection", status.name.as_str()), ("verdict", verdict)];
+                let value = judged.count(verdict) as i64;
+                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+            }
         }
 
         let mut family = encoder.encode_descriptor(
@@ -523,7 +553,7 @@ mod tests {
             text.lines()
                 .filter(|line| line.starts_with("# TYPE"))
                 .count(),
-            6,
+            8,
             "{text}"
         );
     }

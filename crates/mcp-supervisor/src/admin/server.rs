@@ -42,12 +42,16 @@ use super::{
 };
 use crate::{
     config::{AdminSettings, BearerToken},
+    contracts::ApproveError,
     fleet::FleetView,
     listener::{
         self, Port, Server,
         guard::{AllowedHosts, bearer_matches, is_json, unauthorized},
     },
-    registry::{ConnectionStatus, FleetOverview, Registry, Reset, Status, UnknownConnection},
+    registry::{
+        ApproveContracts, ConnectionStatus, FleetOverview, Registry, Reset, Status,
+        UnknownConnection,
+    },
     tallies::Tallies,
 };
 
@@ -231,6 +235,15 @@ fn router_linked(
             "/connections/{name}/reset",
             post(reset).route_layer(json_only()),
         )
+        .route(
+            "/connections/{name}/approve",
+            post(approve_all).route_layer(json_only()),
+        )
+        .route(
+            "/connections/{name}/tools/{tool}/approve",
+            post(approve_tool).route_layer(json_only()),
+        )
+        .route("/contracts", get(contracts))
         .route("/reload", post(reload).route_layer(json_only()))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(protection, protect))
@@ -350,6 +363,52 @@ async fn reset(State(state): State<AdminState>, Path(name): Path<String>) -> Res
         Ok(Err(unknown @ UnknownConnection(_))) => error(StatusCode::NOT_FOUND, &unknown),
         Err(stopped) => registry_gone(stopped),
     }
+}
+
+async fn approve_all(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
+    approve(&state, name, None).await
+}
+
+async fn approve_tool(
+    State(state): State<AdminState>,
+    Path((name, tool)): Path<(String, String)>,
+) -> Response {
+    approve(&state, name, Some(tool)).await
+}
+
+/// Approves a connection's current contracts (docs/CONTRACTS.md).
+async fn approve(state: &AdminState, connection: String, tool: Option<String>) -> Response {
+    let answer = state.registry.send(ApproveContracts {
+        connection: connection.clone(),
+        tool,
+    });
+    match answer.await {
+        Ok(Ok(approved)) => {
+            Json(json!({ "connection": connection, "approved": approved })).into_response()
+        }
+        Ok(Err(ApproveError::Lock(problem))) => error(StatusCode::INTERNAL_SERVER_ERROR, &problem),
+        Ok(Err(refused)) => error(StatusCode::NOT_FOUND, &refused),
+        Err(stopped) => registry_gone(stopped),
+    }
+}
+
+/// Every connection's judged contracts, with both forms of each item that
+/// differs from its approved contract.
+async fn contracts(State(state): State<AdminState>) -> Response {
+    let connections = match snapshot(&state.registry).await {
+        Ok(connections) => connections,
+        Err(response) => return response,
+    };
+    let connections: Vec<serde_json::Value> = connections
+        .iter()
+        .map(|status| {
+            json!({
+                "name": status.name,
+                "contracts": status.contracts.as_deref().map(|judged| super::status::contracts_json(judged, true)),
+            })
+        })
+        .collect();
+    Json(json!({ "connections": connections })).into_response()
 }
 
 async fn reload(State(state): State<AdminState>) -> Response {

@@ -107,6 +107,41 @@ fn connection_json(status: &ConnectionStatus) -> Value {
             .into_iter()
             .collect::<serde_json::Map<_, _>>(),
         "oauth": oauth,
+        "contracts": status.contracts.as_deref().map(|judged| contracts_json(judged, false)),
+    })
+}
+
+/// A connection's judged contracts: how many changes were seen, what is
+/// held, and each item's hash and verdict; with `forms`, an item that is not
+/// the approved one also carries both contracts (`GET /contracts`, for a
+/// field-by-field diff).
+pub(crate) fn contracts_json(judged: &crate::contracts::Judged, forms: bool) -> Value {
+    let items: Vec<Value> = judged
+        .items
+        .iter()
+        .map(|seen| {
+            let change = seen.verdict.change();
+            let mut item = json!({
+                "kind": seen.contract.kind.as_str(),
+                "name": seen.contract.name,
+                "sha256": seen.contract.sha256,
+                "verdict": seen.verdict.as_str(),
+                "changed": change.map(|change| change.fields.iter().map(|f| f.as_str()).collect::<Vec<_>>()),
+                "dangers": change.map(|change| change.dangers.iter().map(ToString::to_string).collect::<Vec<_>>()),
+                "approved_sha256": change.map(|change| change.approved.sha256.as_str()),
+            });
+            if forms && seen.verdict != crate::contracts::Verdict::Approved {
+                item["contract"] = Value::Object(seen.contract.form.clone());
+                item["approved_contract"] =
+                    change.map_or(Value::Null, |change| Value::Object(change.approved.form.clone()));
+            }
+            item
+        })
+        .collect();
+    json!({
+        "changes": judged.changes,
+        "held": judged.items.iter().filter(|seen| seen.verdict.holds()).count(),
+        "items": items,
     })
 }
 
@@ -151,7 +186,7 @@ mod tests {
                 "retired_reason": null, "restarts": 0, "in_flight": 0, "queued": 0,
                 "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0,
                           "busy": 0, "timed_out": 0},
-                "oauth": null
+                "oauth": null, "contracts": null
             }], "fleet": null})
         );
     }

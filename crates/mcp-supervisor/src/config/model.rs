@@ -17,6 +17,7 @@
 //! - `connection`: `[connections.NAME]` and its http or stdio transport.
 //! - `auth`: bearer tokens and an http connection's OAuth settings.
 //! - `callers`: who may call the gateway (its auth, keys, audit log).
+//! - `contracts`: `[contracts]`, the lock file and what a changed tool does.
 //! - `fleet`: `[fleet]`, with the fleet's key and the store's password.
 //! - `telemetry`: `[telemetry]`, the OTLP export.
 //! - `redact`: what `Debug` shows of secrets and URLs.
@@ -24,6 +25,7 @@
 mod auth;
 mod callers;
 mod connection;
+mod contracts;
 mod fleet;
 mod listeners;
 mod redact;
@@ -41,6 +43,7 @@ pub use self::{
         DEFAULT_MAX_QUEUED_CALLS, DEFAULT_ON_BEHALF_IDLE, DEFAULT_ON_BEHALF_SESSIONS,
         HttpTransport, OnBehalf, RetryCalls, StdioTransport, Transport, UpstreamProtocol,
     },
+    contracts::{Allowance, ContractSettings, DEFAULT_LOCK_FILE, OnChange, OnNew},
     fleet::{DEFAULT_FLEET_NAMESPACE, DEFAULT_MAX_CLOCK_SKEW, FleetKey, FleetSettings, Password},
     listeners::{
         AdminSettings, DEFAULT_MAX_BODY_BYTES, Expose, ForwardedHeader, GatewaySettings, Prefix,
@@ -73,6 +76,9 @@ pub struct Config {
     pub access: crate::access::Rules,
     /// `[[limits]]`: how many calls each caller may make. Empty: no limit.
     pub limits: crate::access::Limits,
+    /// `[contracts]`: approved tool contracts and what a change does
+    /// (docs/CONTRACTS.md). `None`: changes are observed, nothing is held.
+    pub contracts: Option<ContractSettings>,
     /// What is allowed but probably not meant (a rule no caller reaches),
     /// each a line naming the key and where it is in the file.
     pub warnings: Vec<String>,

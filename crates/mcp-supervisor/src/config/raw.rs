@@ -28,6 +28,17 @@ pub(crate) struct RawConfig {
     /// Spanned, so a rule's problem names its line.
     pub(crate) access: Option<Vec<toml::Spanned<RawAccess>>>,
     pub(crate) limits: Option<Vec<toml::Spanned<RawLimit>>>,
+    pub(crate) contracts: Option<RawContracts>,
+}
+
+/// `[contracts]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RawContracts {
+    pub(crate) lock: Option<String>,
+    pub(crate) on_change: Option<String>,
+    pub(crate) on_new: Option<String>,
+    pub(crate) allow: Option<Vec<String>>,
 }
 
 /// `[[limits]]`: one caller's limit.
@@ -108,6 +119,7 @@ pub(crate) struct RawSupervisor {
     pub(crate) max_attempts: Option<i64>,
     pub(crate) shutdown_timeout: Option<String>,
     pub(crate) state_dir: Option<String>,
+    pub(crate) relist: Option<String>,
     pub(crate) restart_budget: Option<RawRestartBudget>,
     pub(crate) quarantine: Option<RawQuarantine>,
 }

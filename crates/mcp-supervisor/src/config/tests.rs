@@ -4,6 +4,7 @@
 //! helpers they share are here.
 
 mod access;
+mod contracts;
 mod defaults;
 mod errors;
 mod fleet;

@@ -12,6 +12,7 @@
 
 mod callers;
 mod connection;
+mod contracts;
 mod fleet;
 mod listeners;
 mod supervisor;
@@ -147,6 +148,10 @@ impl<'a> Validator<'a> {
             gateway.prefix,
         )?;
         let limits = self.limits(&root.key("limits"), raw.limits.unwrap_or_default())?;
+        let contracts = raw
+            .contracts
+            .map(|contracts| self.contracts(&root.key("contracts"), contracts))
+            .transpose()?;
         Ok(Config {
             supervisor,
             gateway,
@@ -156,6 +161,7 @@ impl<'a> Validator<'a> {
             telemetry,
             access,
             limits,
+            contracts,
             warnings,
         })
     }

@@ -145,6 +145,12 @@ impl Directory {
                     directory.tools.push(tool);
                 }
             }
+            // Held tools are not listed, but a call of one still reaches
+            // its connection, which says why it is held.
+            for tool in catalog.held_tools() {
+                let exposed = naming.exposed(connection, tool);
+                directory.claim(Named::Tool, &exposed, connection, tool);
+            }
             for prompt in &catalog.prompts {
                 let exposed = naming.exposed(connection, &prompt.name);
                 if directory.claim(Named::Prompt, &exposed, connection, &prompt.name) {

@@ -8,6 +8,7 @@ use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, ServerCapabili
 
 use crate::{
     config::ConnectionConfig,
+    contracts::{Contract, ItemKind, Judged, Verdict},
     session::{ListKind, Surface},
 };
 
@@ -27,6 +28,11 @@ pub struct Catalog {
     pub capabilities: ServerCapabilities,
     /// The upstream's instructions, if it gave any.
     pub instructions: Option<String>,
+    /// Every listed item's contract and what the contract book said of it
+    /// (docs/CONTRACTS.md); held items are not in the lists above.
+    pub contracts: Arc<Judged>,
+    /// Held tools, by upstream name, with what a call of one is told.
+    held_tools: HashMap<String, String>,
 }
 
 impl Catalog {
@@ -51,11 +57,7 @@ impl Catalog {
                 tool
             })
             .collect();
-        let by_name = tools
-            .iter()
-            .enumerate()
-            .map(|(index, tool)| (tool.name.to_string(), index))
-            .collect();
+        let by_name = index(&tools);
         Catalog {
             connection: config.name.clone(),
             tools,
@@ -65,7 +67,53 @@ impl Catalog {
             templates,
             capabilities,
             instructions,
+            contracts: Arc::default(),
+            held_tools: HashMap::default(),
         }
+    }
+
+    /// Every listed item's contract (allowlisted tools, prompts, resource
+    /// templates).
+    pub fn listed_contracts(&self) -> Vec<Contract> {
+        let tools = self.tools.iter().map(Contract::of_tool);
+        let prompts = self.prompts.iter().map(Contract::of_prompt);
+        let templates = self.templates.iter().map(Contract::of_template);
+        tools.chain(prompts).chain(templates).collect()
+    }
+
+    /// Records `judged` and withdraws what it holds from the lists: a held
+    /// tool's call is answered with `refusal(tool, verdict)` instead.
+    pub fn withhold(&mut self, judged: Judged, refusal: impl Fn(&str, &Verdict) -> String) {
+        let held =
+            |kind: ItemKind, name: &str| judged.held(kind).any(|seen| seen.contract.name == name);
+        self.held_tools = judged
+            .held(ItemKind::Tool)
+            .map(|seen| {
+                let name = seen.contract.name.clone();
+                let message = refusal(&name, &seen.verdict);
+                (name, message)
+            })
+            .collect();
+        if !self.held_tools.is_empty() {
+            self.tools
+                .retain(|tool| !self.held_tools.contains_key(tool.name.as_ref()));
+            self.by_name = index(&self.tools);
+        }
+        self.prompts
+            .retain(|prompt| !held(ItemKind::Prompt, &prompt.name));
+        self.templates
+            .retain(|template| !held(ItemKind::ResourceTemplate, &template.name));
+        self.contracts = Arc::new(judged);
+    }
+
+    /// What a call of held tool `name` is told, if it is held.
+    pub fn held_tool(&self, name: &str) -> Option<&str> {
+        self.held_tools.get(name).map(String::as_str)
+    }
+
+    /// The held tools' upstream names.
+    pub fn held_tools(&self) -> impl Iterator<Item = &str> {
+        self.held_tools.keys().map(String::as_str)
     }
 
     pub fn prompt(&self, name: &str) -> Option<&Prompt> {
@@ -99,6 +147,15 @@ impl Catalog {
             })
             .collect()
     }
+}
+
+/// Each tool's position by name.
+fn index(tools: &[Tool]) -> HashMap<String, usize> {
+    tools
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| (tool.name.to_string(), index))
+        .collect()
 }
 
 /// Shares identical JSON schemas between cached catalogs. Many connections

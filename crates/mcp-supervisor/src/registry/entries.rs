@@ -179,6 +179,17 @@ impl Registry {
         let Some(actor) = self.actor(name, ctx) else {
             return;
         };
+        self.list(name, actor, Load::Waited, ctx);
+    }
+
+    /// Asks `actor` for its upstream's lists; the answer becomes the catalog.
+    fn list(
+        &mut self,
+        name: &str,
+        actor: Addr<ConnectionActor>,
+        load: Load,
+        ctx: &mut Context<Self>,
+    ) {
         let timeout = match self.entries.get(name) {
             Some(entry) => entry.config.list_timeout,
             None => return,
@@ -187,17 +198,53 @@ impl Registry {
         ctx.spawn(actor.send(ConnectionList { timeout }).into_actor(self).map(
             move |answer, registry, _| {
                 let listed = answer.unwrap_or_else(|_| Err(stopped(&name)));
-                registry.catalog_loaded(&name, listed);
+                registry.catalog_loaded(&name, listed, load);
             },
         ));
     }
 
-    fn catalog_loaded(&mut self, name: &str, listed: Result<crate::session::Surface, Unavailable>) {
+    /// Lists every loaded catalog of a running connection again, keeping
+    /// the one it has meanwhile: a change its upstream never announces is
+    /// still seen (and judged) within `supervisor.relist`.
+    pub(super) fn relist(&mut self, ctx: &mut Context<Self>) {
+        let due: Vec<(String, Addr<ConnectionActor>)> = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| matches!(entry.catalog, CatalogState::Loaded(_)))
+            .filter_map(|(name, entry)| Some((name.clone(), entry.actor.clone()?)))
+            .collect();
+        for (name, actor) in due {
+            self.list(&name, actor, Load::Background, ctx);
+        }
+    }
+
+    fn catalog_loaded(
+        &mut self,
+        name: &str,
+        listed: Result<crate::session::Surface, Unavailable>,
+        load: Load,
+    ) {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
+        if load == Load::Background
+            && (listed.is_err() || !matches!(entry.catalog, CatalogState::Loaded(_)))
+        {
+            // A failed relist keeps the catalog (the failure is the
+            // connection's to judge); a load begun meanwhile decides.
+            return;
+        }
         let schemas = &mut self.schemas;
-        let result = listed.map(|surface| Arc::new(Catalog::new(&entry.config, surface, schemas)));
+        let contracts = &mut self.contracts;
+        let result = listed.map(|surface| {
+            let mut catalog = Catalog::new(&entry.config, surface, schemas);
+            let judged = contracts.judge(name, catalog.listed_contracts());
+            catalog.withhold(judged, |tool, verdict| {
+                let changed = verdict.change().map(crate::contracts::Change::describe);
+                crate::outcome::messages::contract_held(name, tool, changed.as_deref())
+            });
+            Arc::new(catalog)
+        });
         let next = match &result {
             Ok(catalog) => CatalogState::Loaded(catalog.clone()),
             Err(_) => CatalogState::Unloaded,
@@ -327,6 +374,15 @@ impl Registry {
             restarts,
         });
     }
+}
+
+/// Why a catalog is being listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Load {
+    /// Callers (or the reload after a change) wait for it.
+    Waited,
+    /// The periodic relist: the loaded catalog serves meanwhile.
+    Background,
 }
 
 /// Answers whoever waits on a catalog that will not arrive, and resets it.

@@ -126,6 +126,9 @@ pub struct ConnectionStatus {
     pub latency: Option<crate::connection::stats::LatencySummary>,
     /// An OAuth connection's tokens (`None` for other connections).
     pub oauth: Option<crate::oauth::OAuthStatus>,
+    /// The contracts of what its upstream lists, judged (`None` before
+    /// the first listing).
+    pub contracts: Option<Arc<crate::contracts::Judged>>,
 }
 
 impl ConnectionStatus {
@@ -162,6 +165,7 @@ impl ConnectionStatus {
             failures: Default::default(),
             latency: None,
             oauth: None,
+            contracts: None,
         }
     }
 }
@@ -273,7 +277,8 @@ impl Reported {
         } = self;
         ConnectionStatus {
             dead: s.state == ConnectionState::Retired,
-            tool_count: catalog.map(|catalog| catalog.len()),
+            tool_count: catalog.as_ref().map(|catalog| catalog.len()),
+            contracts: catalog.map(|catalog| catalog.contracts.clone()),
             parks: history.parks,
             restarts,
             name: s.name,

@@ -7,8 +7,10 @@
 //! - [`messages`]: the public API (`CallTool`, `ListTools`, `Status`, …);
 //! - `routing`: a request's way to its connection's actor: the allowlist,
 //!   the catalog, retry safety;
-//! - `entries`: per-connection bookkeeping (actor, catalog loading, restarts).
+//! - `entries`: per-connection bookkeeping (actor, catalog loading, restarts);
+//! - `approvals`: approving tool contracts in the running process.
 
+mod approvals;
 pub mod catalog;
 mod entries;
 mod lifecycle;
@@ -19,6 +21,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use actix::{Actor, Addr, AsyncContext, Context, Recipient};
 
+pub use approvals::ApproveContracts;
 pub use catalog::{Catalog, SchemaInterner};
 pub use lifecycle::*;
 pub use messages::*;
@@ -45,6 +48,8 @@ pub struct Registry {
     entries: BTreeMap<String, Entry>,
     /// Shares identical tool schemas across the cached catalogs.
     schemas: SchemaInterner,
+    /// The approved contracts every catalog is judged against.
+    contracts: crate::contracts::ContractBook,
     subscribers: Vec<Recipient<ConnectionEvent>>,
     shutting_down: bool,
     /// This process's member of the fleet (`[fleet]`, or a store given to
@@ -69,6 +74,7 @@ impl Registry {
     pub fn new(config: Config) -> Self {
         let policy = QuarantinePolicy::new(policy_settings(&config)).start();
         let exchange = crate::connection::Exchange::of(&config);
+        let contracts = crate::contracts::ContractBook::open_or_hold(config.contracts.clone());
         let entries = config
             .connections
             .iter()
@@ -80,6 +86,7 @@ impl Registry {
             http: shared_http_client(),
             entries,
             schemas: SchemaInterner::default(),
+            contracts,
             subscribers: Vec::new(),
             shutting_down: false,
             fleet: None,
@@ -180,6 +187,9 @@ impl Actor for Registry {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.policy.do_send(RegisterConnections(self.names()));
         self.join_fleet(ctx);
+        ctx.run_interval(self.config.supervisor.relist, |registry, ctx| {
+            registry.relist(ctx)
+        });
     }
 }
 

@@ -59,6 +59,15 @@ fn unknown_tool(connection: &str, tool: &str) -> CallOutcome {
     }
 }
 
+/// A call of a tool whose contract the book holds: answered at once, the
+/// upstream never asked (docs/CONTRACTS.md, "What a hold does").
+fn held_tool(message: &str) -> CallOutcome {
+    CallOutcome::Rejected {
+        failure: Failure::new(FailureKind::Protocol, "tool held: its contract changed"),
+        message: message.to_owned(),
+    }
+}
+
 impl Handler<CallTool> for Registry {
     type Result = ResponseFuture<CallOutcome>;
 
@@ -215,7 +224,10 @@ impl Checked {
                             }
                         };
                     let Some(tool) = catalog.tool(tool) else {
-                        return Forwarded::Refused(unknown_tool(&connection, tool));
+                        return Forwarded::Refused(match catalog.held_tool(tool) {
+                            Some(message) => held_tool(message),
+                            None => unknown_tool(&connection, tool),
+                        });
                     };
                     call_retry(retry_calls, tool)
                 }

@@ -25,6 +25,9 @@ pub struct SupervisorSettings {
     /// `$XDG_STATE_HOME/mcp-supervisor`, else `~/.local/state/mcp-supervisor`;
     /// `None` when none of those is known.
     pub state_dir: Option<PathBuf>,
+    /// How often a loaded catalog is listed again, so a change the upstream
+    /// never announces is still seen (docs/CONTRACTS.md).
+    pub relist: Duration,
 }
 
 impl Default for SupervisorSettings {
@@ -38,6 +41,7 @@ impl Default for SupervisorSettings {
             restart_budget: RestartBudget::default(),
             quarantine: QuarantineSettings::default(),
             state_dir: None,
+            relist: Duration::from_secs(300),
         }
     }
 }

@@ -49,6 +49,7 @@ impl Validator<'_> {
             quarantine: self
                 .quarantine(&key.key("quarantine"), raw.quarantine.unwrap_or_default())?,
             state_dir: self.state_dir(&key.key("state_dir"), raw.state_dir)?,
+            relist: self.duration(&key.key("relist"), raw.relist, d.relist)?,
         })
     }
 

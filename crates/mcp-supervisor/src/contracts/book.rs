@@ -1,0 +1,319 @@
+//! The contract book: what is approved, judged against every listing
+//! (docs/CONTRACTS.md, "When it is checked"). The registry owns the one
+//! book; it judges each catalog it loads and withholds what the book holds.
+
+use std::collections::BTreeMap;
+
+use super::{
+    Change, Contract, ItemKind, Lock,
+    lock::{Approved, LockError},
+};
+use crate::config::{ContractSettings, OnChange, OnNew};
+
+/// What the book said of one listed item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Its contract is the approved one (or, observing, the first one seen).
+    Approved,
+    /// It differs only in ways `contracts.allow` lets pass.
+    Allowed(Vec<crate::config::Allowance>),
+    /// It differs; it is served anyway (observing, or `on_change = "warn"`).
+    Changed(Change),
+    /// It differs and is withheld until approved or reverted.
+    Held(Change),
+    /// Nothing approved it and `on_new = "hold"`: withheld until approved.
+    New,
+}
+
+impl Verdict {
+    /// Every verdict's word, in the order metrics list them.
+    pub const WORDS: [&'static str; 5] = ["approved", "allowed", "changed", "held", "new"];
+
+    /// The word in `/status` and metrics.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Approved => "approved",
+            Verdict::Allowed(_) => "allowed",
+            Verdict::Changed(_) => "changed",
+            Verdict::Held(_) => "held",
+            Verdict::New => "new",
+        }
+    }
+
+    /// Whether the item is withheld from clients.
+    pub fn holds(&self) -> bool {
+        matches!(self, Verdict::Held(_) | Verdict::New)
+    }
+
+    /// How the item differs from the approved contract, if it does.
+    pub fn change(&self) -> Option<&Change> {
+        match self {
+            Verdict::Changed(change) | Verdict::Held(change) => Some(change),
+            _ => None,
+        }
+    }
+}
+
+/// One item of a listing, judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub contract: Contract,
+    pub verdict: Verdict,
+}
+
+/// One connection's listing, judged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    pub items: Vec<Seen>,
+    /// Changes detected on this connection since the process started.
+    pub changes: u64,
+}
+
+impl Judged {
+    /// The held items of `kind`, by name, with their verdicts.
+    pub fn held(&self, kind: ItemKind) -> impl Iterator<Item = &Seen> {
+        self.items
+            .iter()
+            .filter(move |seen| seen.contract.kind == kind && seen.verdict.holds())
+    }
+
+    pub fn count(&self, verdict: &str) -> usize {
+        self.items
+            .iter()
+            .filter(|seen| seen.verdict.as_str() == verdict)
+            .count()
+    }
+}
+
+/// Why an approval did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApproveError {
+    #[error("unknown MCP connection '{0}'")]
+    UnknownConnection(String),
+    #[error("connection '{0}' has not been listed yet: nothing to approve")]
+    NotListed(String),
+    #[error("connection '{connection}' lists no {kind} '{name}'", kind = kind.as_str())]
+    NoSuchItem {
+        connection: String,
+        kind: ItemKind,
+        name: String,
+    },
+    #[error("{0}")]
+    Lock(String),
+}
+
+/// The approved contracts and the last judgement of each connection.
+#[derive(Debug, Default)]
+pub struct ContractBook {
+    /// `None`: observing (nothing is held, nothing written).
+    settings: Option<ContractSettings>,
+    approved: BTreeMap<String, Approved>,
+    /// The lock file was missing when the book opened: a connection's first
+    /// listing is trusted and written (trust on first use).
+    trust_first: bool,
+    /// The lock could not be read: it is not overwritten either.
+    read_only: bool,
+    judged: BTreeMap<String, Judged>,
+}
+
+impl ContractBook {
+    /// The book for `settings` (`None`: observing), its approvals read from
+    /// the lock file.
+    pub fn open(settings: Option<ContractSettings>) -> Result<ContractBook, LockError> {
+        let (approved, trust_first) = match &settings {
+            Some(settings) => match Lock::read(&settings.lock)? {
+                Some(lock) => (lock.connections, false),
+                None => {
+                    tracing::warn!(
+                        lock = %settings.lock.display(),
+                        "no contracts lock yet: each connection's first listing is trusted and \
+                         written there (trust on first use)"
+                    );
+                    (BTreeMap::new(), true)
+                }
+            },
+            None => (BTreeMap::new(), false),
+        };
+        Ok(ContractBook {
+            settings,
+            approved,
+            trust_first,
+            read_only: false,
+            judged: BTreeMap::new(),
+        })
+    }
+
+    /// [`ContractBook::open`], or, when the lock cannot be read (it was
+    /// checked with the config a moment ago), a book that holds every item
+    /// and writes nothing: a broken lock never serves unapproved tools.
+    pub fn open_or_hold(settings: Option<ContractSettings>) -> ContractBook {
+        match ContractBook::open(settings.clone()) {
+            Ok(book) => book,
+            Err(error) => {
+                tracing::error!(%error, "cannot read the contracts lock: every tool is held");
+                ContractBook {
+                    settings: settings.map(|settings| ContractSettings {
+                        on_change: OnChange::Hold,
+                        on_new: OnNew::Hold,
+                        ..settings
+                    }),
+                    read_only: true,
+                    ..ContractBook::default()
+                }
+            }
+        }
+    }
+
+    /// Whether changes hold items (`[contracts]` is configured).
+    pub fn enforcing(&self) -> bool {
+        self.settings.is_some()
+    }
+
+    /// Judges `connection`'s listing: each item against its approved
+    /// contract. What was approved on first use is written to the lock.
+    pub fn judge(&mut self, connection: &str, listed: Vec<Contract>) -> Judged {
+        let before = self.judged.remove(connection).unwrap_or_default();
+        let first_listing = !self.approved.contains_key(connection);
+        let trusting = self.trust_first && first_listing;
+        let approved = self.approved.entry(connection.to_owned()).or_default();
+        let mut wrote = false;
+        let mut changes = before.changes;
+        let mut items = Vec::with_capacity(listed.len());
+        for contract in listed {
+            let key = (contract.kind, contract.name.clone());
+            let verdict = match (approved.get(&key), &self.settings) {
+                (Some(known), _) if known.sha256 == contract.sha256 => Verdict::Approved,
+                (Some(known), settings) => {
+                    let change = Change::between(known, &contract);
+                    let allow = settings.as_ref().map_or(&[][..], |s| &s.allow[..]);
+                    match change.allowed(known, &contract, allow) {
+                        Some(allowances) => Verdict::Allowed(allowances),
+                        None => match settings {
+                            Some(s) if s.on_change == OnChange::Hold => Verdict::Held(change),
+                            _ => Verdict::Changed(change),
+                        },
+                    }
+                }
+                (None, Some(s)) if s.on_new == OnNew::Hold && !trusting => Verdict::New,
+                (None, settings) => {
+                    approved.insert(key, contract.clone());
+                    wrote |= settings.is_some();
+                    Verdict::Approved
+                }
+            };
+            let was = before.items.iter().find(|seen| {
+                seen.contract.kind == contract.kind && seen.contract.name == contract.name
+            });
+            let news = was.is_none_or(|was| was.contract.sha256 != contract.sha256);
+            if news
+                && matches!(
+                    verdict,
+                    Verdict::Changed(_) | Verdict::Held(_) | Verdict::New
+                )
+            {
+                changes += 1;
+                said(connection, &contract, &verdict);
+            }
+            items.push(Seen { contract, verdict });
+        }
+        if wrote {
+            self.save();
+        }
+        let judged = Judged { items, changes };
+        self.judged.insert(connection.to_owned(), judged.clone());
+        judged
+    }
+
+    /// Approves `connection`'s items as last listed (all, or the one of
+    /// `item`): the number approved. Written to the lock when enforcing.
+    pub fn approve(
+        &mut self,
+        connection: &str,
+        item: Option<(ItemKind, &str)>,
+    ) -> Result<usize, ApproveError> {
+        let judged = self
+            .judged
+            .get(connection)
+            .ok_or_else(|| ApproveError::NotListed(connection.to_owned()))?;
+        let chosen: Vec<&Seen> = judged
+            .items
+            .iter()
+            .filter(|seen| {
+                item.is_none_or(|(kind, name)| {
+                    seen.contract.kind == kind && seen.contract.name == name
+                })
+            })
+            .collect();
+        if let (Some((kind, name)), []) = (item, chosen.as_slice()) {
+            return Err(ApproveError::NoSuchItem {
+                connection: connection.to_owned(),
+                kind,
+                name: name.to_owned(),
+            });
+        }
+        let approved = self.approved.entry(connection.to_owned()).or_default();
+        let mut count = 0;
+        for seen in chosen {
+            let key = (seen.contract.kind, seen.contract.name.clone());
+            if approved.get(&key) != Some(&seen.contract) {
+                approved.insert(key, seen.contract.clone());
+                count += 1;
+            }
+        }
+        if self.enforcing() && count > 0 {
+            self.write()
+                .map_err(|error| ApproveError::Lock(error.to_string()))?;
+        }
+        tracing::info!(connection, approved = count, "contracts approved");
+        Ok(count)
+    }
+
+    /// The last judgement of `connection`.
+    pub fn judged(&self, connection: &str) -> Option<&Judged> {
+        self.judged.get(connection)
+    }
+
+    fn save(&self) {
+        if let Err(error) = self.write() {
+            tracing::error!(%error, "cannot write the contracts lock; approvals live only in this process");
+        }
+    }
+
+    fn write(&self) -> Result<(), LockError> {
+        let Some(settings) = self.settings.as_ref().filter(|_| !self.read_only) else {
+            return Ok(());
+        };
+        let lock = Lock {
+            connections: self
+                .approved
+                .iter()
+                .filter(|(_, approved)| !approved.is_empty())
+                .map(|(name, approved)| (name.clone(), approved.clone()))
+                .collect(),
+        };
+        lock.write(&settings.lock)
+    }
+}
+
+/// Says once that an item's contract changed (or is new and held).
+fn said(connection: &str, contract: &Contract, verdict: &Verdict) {
+    let kind = contract.kind.as_str();
+    let name = &contract.name;
+    match verdict {
+        Verdict::Held(change) => tracing::warn!(
+            connection, kind, name = %name, changed = %change.describe(), sha256 = %contract.sha256,
+            "contract changed since approval: held until approved or reverted"
+        ),
+        Verdict::Changed(change) => tracing::warn!(
+            connection, kind, name = %name, changed = %change.describe(), sha256 = %contract.sha256,
+            "contract changed since approval"
+        ),
+        _ => tracing::warn!(
+            connection, kind, name = %name, sha256 = %contract.sha256,
+            "new item not approved yet: held until approved"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+//! Tool contracts through the built binaries (docs/CONTRACTS.md): a stdio
+//! upstream comes back after a restart with a wider input schema; `serve`
+//! holds the tool, `contracts diff` shows the change field by field,
+//! `contracts approve` brings it back and the lock has its new hash.
+
+use std::time::Duration;
+
+use e2e::{Served, bin, gateway_call_text, stdio_connection, supervisor, wait_until};
+use serde_json::json;
+
+/// The wider schema: a new required `context` argument.
+fn widened() -> serde_json::Value {
+    json!({
+        "echo": {
+            "inputSchema": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "context": {"type": "string"}},
+                "required": ["text", "context"],
+            },
+        },
+    })
+}
+
+#[test]
+fn a_changed_stdio_tool_is_held_shown_and_approved_with_the_commands() {
+    let patches = tempfile::tempdir().unwrap();
+    let patch_file = patches.path().join("redefined.json");
+    let server = bin("mcp-test-server");
+    let config = format!(
+        "[supervisor]\nrelist = \"1s\"\n\n{}\n[contracts]\n",
+        stdio_connection(
+            "up",
+            &server,
+            &["--redefine-file", &patch_file.to_string_lossy()],
+            ""
+        )
+    );
+    let mut served = Served::start(&config);
+    let config_path = served.config_path.to_string_lossy().into_owned();
+    let lock_path = served.config_path.with_file_name("mcp-supervisor.lock");
+    // The config's admin port is 0: the admin commands are told where it is.
+    let admin = served.admin_address().to_owned();
+
+    let locked = supervisor(&["contracts", "lock", "--config", &config_path], &[]);
+    assert_eq!(locked.code, Some(0), "{locked:?}");
+    let approved = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(approved.contains("\"echo\""), "{approved}");
+    assert_eq!(
+        gateway_call_text(&served.gateway_url, "up__echo", json!({"text": "hi"})),
+        "hi"
+    );
+
+    // The upstream comes back from a restart with another schema.
+    std::fs::write(&patch_file, widened().to_string()).unwrap();
+    let reset = supervisor(&["reset", "up", "--admin", &admin], &[]);
+    assert_eq!(reset.code, Some(0), "{reset:?}");
+    let said = gateway_call_text(&served.gateway_url, "up__echo", json!({"text": "hi"}));
+    assert!(said.contains("is held"), "{said}");
+    assert!(said.contains("(inputSchema)"), "{said}");
+    assert!(served.stderr().contains("contract changed since approval"));
+
+    let diff = supervisor(&["contracts", "diff", "up", "--admin", &admin], &[]);
+    assert_eq!(diff.code, Some(0), "{diff:?}");
+    assert!(
+        diff.stdout.contains("up  tool echo  held"),
+        "{}",
+        diff.stdout
+    );
+    assert!(diff.stdout.contains("  inputSchema:"), "{}", diff.stdout);
+    assert!(diff.stdout.contains("\"context\""), "{}", diff.stdout);
+
+    let approve = supervisor(
+        &["contracts", "approve", "up__echo", "--admin", &admin],
+        &[],
+    );
+    assert_eq!(approve.code, Some(0), "{approve:?}");
+    assert!(approve.stdout.contains("approved 1"), "{}", approve.stdout);
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            gateway_call_text(
+                &served.gateway_url,
+                "up__echo",
+                json!({"text": "back", "context": "c"}),
+            ) == "back"
+        }),
+        "served again once approved"
+    );
+    let now = std::fs::read_to_string(&lock_path).unwrap();
+    assert_ne!(now, approved, "the lock has the approved change");
+    assert!(now.contains("\"context\""), "{now}");
+
+    let unknown = supervisor(&["contracts", "approve", "nope", "--admin", &admin], &[]);
+    assert_eq!(unknown.code, Some(1), "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("unknown MCP connection 'nope'"),
+        "{}",
+        unknown.stderr
+    );
+    served.terminate(Duration::from_secs(10));
+}
+
+#[test]
+fn a_lock_that_was_edited_by_hand_is_refused_by_check_and_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("supervisor.toml");
+    std::fs::write(&config, "[contracts]\nlock = \"approved.lock\"\n").unwrap();
+    std::fs::write(
+        dir.path().join("approved.lock"),
+        r#"{"version": 1, "connections": {"up": {"tool": {"echo": {"sha256": "00", "contract": {"name": "echo"}}}}}}"#,
+    )
+    .unwrap();
+    let config = config.to_string_lossy().into_owned();
+    for args in [
+        &["check", "--config", &config][..],
+        &["serve", "--config", &config],
+    ] {
+        let run = supervisor(args, &[]);
+        assert_eq!(run.code, Some(2), "{args:?}: {run:?}");
+        assert!(run.stderr.contains("contracts.lock"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("is not the hash of its contract"),
+            "{}",
+            run.stderr
+        );
+    }
+}
