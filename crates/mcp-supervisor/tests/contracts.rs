@@ -345,3 +345,124 @@ fn a_contract_is_the_same_in_both_protocol_generations() {
         assert_eq!(hashes[0], hashes[1]);
     });
 }
+
+/// Three nodes of a fleet on a real Redis, each with its own lock: a
+/// change one node finds (it relists often; the others do not) holds the
+/// tool on all three, and an approval on another node releases it on all.
+/// How soon is printed, not asserted (a loaded machine decides that).
+#[test]
+fn in_a_fleet_a_change_found_by_one_node_holds_everywhere_and_one_approval_releases_it() {
+    use mcp_supervisor::registry::{FleetOverview, ListTools, Registry};
+
+    run(|| async {
+        let redis = mcp_test_support::RedisServer::start().unwrap();
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let node = |name: &str, relist: &str| {
+            let lock = dir.path().join(format!("{name}.lock"));
+            let toml = format!(
+                "[supervisor]\nrelist = \"{relist}\"\n\
+                 [fleet]\nredis = \"{}\"\nnode = \"{name}\"\nnamespace = \"t\"\nkey_file = {}\n\
+                 [contracts]\nlock = {}\n{}",
+                redis.url(),
+                toml_string(&fleet_key_file().to_string_lossy()),
+                toml_string(&lock.display().to_string()),
+                http_connection("up", &upstream.url(), ""),
+            );
+            actix::Actor::start(Registry::new(config(&toml)))
+        };
+        let nodes = [node("n1", "100ms"), node("n2", "1h"), node("n3", "1h")];
+        for registry in &nodes {
+            let listed = registry
+                .send(ListTools {
+                    connection: "up".to_owned(),
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(listed.tool("echo").is_some());
+            let joined = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
+                let overview = registry.send(FleetOverview).await.unwrap().unwrap();
+                matches!(
+                    overview.store,
+                    mcp_supervisor::fleet::StoreHealth::Up { .. }
+                )
+            })
+            .await;
+            assert!(joined, "joined the fleet");
+        }
+        let verdict = |registry: &actix::Addr<Registry>| {
+            let registry = registry.clone();
+            async move {
+                // No contracts while a listing is under way.
+                let connections = registry.send(Status).await.unwrap();
+                connections[0]
+                    .contracts
+                    .as_ref()
+                    .and_then(|judged| {
+                        let seen = judged
+                            .items
+                            .iter()
+                            .find(|seen| seen.contract.name == "echo")?;
+                        Some(seen.verdict.as_str().to_owned())
+                    })
+                    .unwrap_or_default()
+            }
+        };
+        let everywhere = |wanted: &'static str| {
+            let nodes = nodes.clone();
+            async move {
+                let started = std::time::Instant::now();
+                for registry in &nodes {
+                    let reached =
+                        mcp_test_support::wait_until_async(Duration::from_secs(10), || {
+                            let verdict = verdict(registry);
+                            async move { verdict.await == wanted }
+                        })
+                        .await;
+                    assert!(reached, "every node: {wanted}");
+                }
+                started.elapsed()
+            }
+        };
+
+        upstream.control().redefine(
+            "echo",
+            Some(json!({"description": format!("Echo. {POISON}")})),
+        );
+        let found = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
+            verdict(&nodes[0]).await == "held"
+        })
+        .await;
+        assert!(found, "node one finds the change on its relist");
+        let spread = everywhere("held").await;
+        eprintln!("held on every node {spread:?} after node one found the change");
+
+        let approved = nodes[1]
+            .send(ApproveContracts {
+                connection: "up".to_owned(),
+                tool: Some("echo".to_owned()),
+            })
+            .await
+            .unwrap();
+        assert_eq!(approved, Ok(1));
+        let released = everywhere("approved").await;
+        eprintln!("released on every node {released:?} after one approval");
+        for name in ["n1", "n2", "n3"] {
+            let lock = Lock::read(&dir.path().join(format!("{name}.lock")))
+                .unwrap()
+                .unwrap();
+            let approved = &lock.connections["up"]
+                [&(mcp_supervisor::contracts::ItemKind::Tool, "echo".to_owned())];
+            assert!(
+                approved.form["description"]
+                    .as_str()
+                    .unwrap()
+                    .contains("id_rsa"),
+                "{name}'s lock has the approved definition"
+            );
+        }
+    });
+}

@@ -225,12 +225,13 @@ impl ContractBook {
     }
 
     /// Approves `connection`'s items as last listed (all, or the one of
-    /// `item`): the number approved. Written to the lock when enforcing.
+    /// `item`): the contracts newly approved. Written to the lock when
+    /// enforcing.
     pub fn approve(
         &mut self,
         connection: &str,
         item: Option<(ItemKind, &str)>,
-    ) -> Result<usize, ApproveError> {
+    ) -> Result<Vec<Contract>, ApproveError> {
         let judged = self
             .judged
             .get(connection)
@@ -251,21 +252,37 @@ impl ContractBook {
                 name: name.to_owned(),
             });
         }
+        let chosen: Vec<Contract> = chosen
+            .into_iter()
+            .map(|seen| seen.contract.clone())
+            .collect();
+        let approved = self.adopt(connection, chosen)?;
+        tracing::info!(connection, approved = approved.len(), "contracts approved");
+        Ok(approved)
+    }
+
+    /// Approves `contracts` of `connection` as they are (an approval made
+    /// on another node of the fleet, or here): those that were not
+    /// approved already. Written to the lock when enforcing.
+    pub fn adopt(
+        &mut self,
+        connection: &str,
+        contracts: Vec<Contract>,
+    ) -> Result<Vec<Contract>, ApproveError> {
         let approved = self.approved.entry(connection.to_owned()).or_default();
-        let mut count = 0;
-        for seen in chosen {
-            let key = (seen.contract.kind, seen.contract.name.clone());
-            if approved.get(&key) != Some(&seen.contract) {
-                approved.insert(key, seen.contract.clone());
-                count += 1;
+        let mut adopted = Vec::new();
+        for contract in contracts {
+            let key = (contract.kind, contract.name.clone());
+            if approved.get(&key) != Some(&contract) {
+                approved.insert(key, contract.clone());
+                adopted.push(contract);
             }
         }
-        if self.enforcing() && count > 0 {
+        if self.enforcing() && !adopted.is_empty() {
             self.write()
                 .map_err(|error| ApproveError::Lock(error.to_string()))?;
         }
-        tracing::info!(connection, approved = count, "contracts approved");
-        Ok(count)
+        Ok(adopted)
     }
 
     /// The last judgement of `connection`.

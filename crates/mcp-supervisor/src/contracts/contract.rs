@@ -33,6 +33,11 @@ impl ItemKind {
         }
     }
 
+    /// The kind spelled `text` (as [`ItemKind::as_str`] writes it).
+    pub fn named(text: &str) -> Option<ItemKind> {
+        ItemKind::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+
     /// The fields a contract of this kind covers, in the order diffs list them.
     pub fn fields(self) -> &'static [Field] {
         match self {

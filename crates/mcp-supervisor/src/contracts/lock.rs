@@ -84,9 +84,7 @@ impl Lock {
         for (connection, kinds) in file.connections {
             let approved = lock.connections.entry(connection.clone()).or_default();
             for (kind, items) in kinds {
-                let kind = ItemKind::ALL
-                    .into_iter()
-                    .find(|known| known.as_str() == kind)
+                let kind = ItemKind::named(&kind)
                     .ok_or_else(|| format!("unknown kind {kind:?} under {connection:?}"))?;
                 for (name, entry) in items {
                     let contract = Contract::from_form(kind, &name, entry.contract);

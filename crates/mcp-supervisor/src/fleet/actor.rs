@@ -46,6 +46,24 @@ pub enum News {
     Standing(Shared),
     /// A person reset the connection: forget its standing.
     Reset,
+    /// Its contracts changed on another node: list it again now.
+    ContractsChanged,
+    /// A person approved these of its contracts on another node.
+    ContractsApproved(Vec<crate::contracts::Contract>),
+}
+
+/// What this node's contract book learned, for every node
+/// (docs/CONTRACTS.md, "The fleet").
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub enum ContractsEverywhere {
+    /// A listing here found `connection`'s contracts changed.
+    Changed { connection: String },
+    /// A person approved these contracts of `connection` here.
+    Approved {
+        connection: String,
+        approved: Vec<crate::contracts::Contract>,
+    },
 }
 
 /// A person reset `connection` here: every node forgets its standing.
@@ -381,6 +399,17 @@ impl Fleet {
                     news: News::Reset,
                 });
             }
+            Told::ContractsChanged { connection } => self.registry.do_send(Learned {
+                connection,
+                news: News::ContractsChanged,
+            }),
+            Told::ContractsApproved {
+                connection,
+                approved,
+            } => self.registry.do_send(Learned {
+                connection,
+                news: News::ContractsApproved(approved),
+            }),
         }
     }
 
@@ -546,6 +575,26 @@ impl Handler<ResetEverywhere> for Fleet {
             ctx,
             async move { store.forget(&msg.connection, &message).await },
         );
+    }
+}
+
+impl Handler<ContractsEverywhere> for Fleet {
+    type Result = ();
+
+    fn handle(&mut self, msg: ContractsEverywhere, ctx: &mut Context<Self>) {
+        let told = match msg {
+            ContractsEverywhere::Changed { connection } => Told::ContractsChanged { connection },
+            ContractsEverywhere::Approved {
+                connection,
+                approved,
+            } => Told::ContractsApproved {
+                connection,
+                approved,
+            },
+        };
+        let message = self.wire(told).encode(&self.seal);
+        let store = self.store.clone();
+        self.store_op(ctx, async move { store.send(&message).await });
     }
 }
 

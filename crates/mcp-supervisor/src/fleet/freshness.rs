@@ -130,7 +130,12 @@ fn latest(of: &mut HashMap<String, SystemTime>, connection: &str, at: SystemTime
 fn connection_of(message: &Message) -> Option<&String> {
     match &message.told {
         Told::Standing { connection, .. } | Told::Reset { connection } => Some(connection),
-        Told::Reload | Told::Alive { .. } => None,
+        // Not standings: an older one heard later does no harm (a relist,
+        // an approval of the definitions it carries).
+        Told::Reload
+        | Told::Alive { .. }
+        | Told::ContractsChanged { .. }
+        | Told::ContractsApproved { .. } => None,
     }
 }
 

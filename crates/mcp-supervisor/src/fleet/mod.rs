@@ -29,8 +29,8 @@ mod tokens;
 pub mod wire;
 
 pub use actor::{
-    Fleet, FleetStatus, FleetView, Learned, Member, News, NodeSeen, ReloadEverywhere,
-    ReloadedElsewhere, ResetEverywhere, SharedNow, StoreHealth,
+    ContractsEverywhere, Fleet, FleetStatus, FleetView, Learned, Member, News, NodeSeen,
+    ReloadEverywhere, ReloadedElsewhere, ResetEverywhere, SharedNow, StoreHealth,
 };
 pub use redis::RedisStore;
 pub use store::{Heard, LocalStore, Store, StoreError};

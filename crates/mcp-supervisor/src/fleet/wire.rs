@@ -86,6 +86,15 @@ pub enum Told {
     Reset { connection: String },
     /// A node reloaded its config: every node re-reads its own.
     Reload,
+    /// A node saw `connection`'s contracts change (docs/CONTRACTS.md):
+    /// every node lists it again now, and holds what it finds changed.
+    ContractsChanged { connection: String },
+    /// A person approved these contracts of `connection` on a node: every
+    /// node approves the same definitions.
+    ContractsApproved {
+        connection: String,
+        approved: Vec<crate::contracts::Contract>,
+    },
     /// `node` is alive (sent every heartbeat), with what it knows and where
     /// its gateway is reached.
     Alive {
@@ -265,12 +274,32 @@ enum WireWhat {
         connection: String,
     },
     Reload,
+    ContractsChanged {
+        connection: String,
+    },
+    ContractsApproved {
+        connection: String,
+        approved: Vec<WireContract>,
+    },
     Alive {
         parked: u32,
         retired: u32,
         gateway: Option<String>,
     },
 }
+
+/// An approved contract as shared: its fields (the hash is computed again
+/// from them, never taken from the message).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireContract {
+    kind: String,
+    name: String,
+    contract: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Most contracts one approval may carry.
+const MAX_APPROVED: usize = 10_000;
 
 /// A failure as shared: its kind, status and our own short reason (never a
 /// response body, URL or header: see [`Failure`]).
@@ -329,6 +358,23 @@ impl Message {
                 connection: connection.clone(),
             },
             Told::Reload => WireWhat::Reload,
+            Told::ContractsChanged { connection } => WireWhat::ContractsChanged {
+                connection: connection.clone(),
+            },
+            Told::ContractsApproved {
+                connection,
+                approved,
+            } => WireWhat::ContractsApproved {
+                connection: connection.clone(),
+                approved: approved
+                    .iter()
+                    .map(|contract| WireContract {
+                        kind: contract.kind.as_str().to_owned(),
+                        name: contract.name.clone(),
+                        contract: contract.form.clone(),
+                    })
+                    .collect(),
+            },
             Told::Alive {
                 parked,
                 retired,
@@ -346,7 +392,7 @@ impl Message {
             seq: self.seq,
             what,
         };
-        // Only strings and integers: serializing cannot fail.
+        // Strings, integers and JSON values: serializing cannot fail.
         serde_json::to_string(&wire).unwrap_or_default()
     }
 
@@ -414,6 +460,33 @@ impl Message {
                 connection: checked_name(connection)?,
             },
             WireWhat::Reload => Told::Reload,
+            WireWhat::ContractsChanged { connection } => Told::ContractsChanged {
+                connection: checked_name(connection)?,
+            },
+            WireWhat::ContractsApproved {
+                connection,
+                approved,
+            } => {
+                if approved.len() > MAX_APPROVED {
+                    return Err(Refusal::Malformed);
+                }
+                let approved = approved
+                    .into_iter()
+                    .map(|item| {
+                        let kind = crate::contracts::ItemKind::named(&item.kind)
+                            .ok_or(Refusal::UnknownName)?;
+                        Ok(crate::contracts::Contract::from_form(
+                            kind,
+                            &item.name,
+                            item.contract,
+                        ))
+                    })
+                    .collect::<Result<_, Refusal>>()?;
+                Told::ContractsApproved {
+                    connection: checked_name(connection)?,
+                    approved,
+                }
+            }
             WireWhat::Alive {
                 parked,
                 retired,
@@ -489,183 +562,4 @@ impl WireFailure {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Computed outside this code: see [`a_known_message_has_a_known_mac`].
-    const KNOWN_MAC: &str = "L2siMnPBlZL46Z55_qcJyg";
-
-    fn far() -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(4_000_000_000)
-    }
-
-    fn park() -> Message {
-        let mut failure = Failure::new(FailureKind::RateLimit, "HTTP 429");
-        failure.status = Some(429);
-        Message {
-            node: "gw-1".into(),
-            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_000),
-            seq: 1_799_999_990_000_001,
-            told: Told::Standing {
-                connection: "github".into(),
-                shared: Shared::Parked {
-                    until: UNIX_EPOCH + Duration::from_millis(1_800_000_000_123),
-                    failure,
-                    strikes: 2,
-                },
-            },
-        }
-    }
-
-    /// The wire form is a contract between builds: written out here.
-    #[test]
-    fn a_park_is_written_as_documented() {
-        assert_eq!(
-            park().json(),
-            r#"{"v":2,"node":"gw-1","at":1799999999000,"seq":1799999990000001,"kind":"parked","connection":"github","until_ms":1800000000123,"failure":{"kind":"rate_limit","status":429,"reason":"HTTP 429"},"strikes":2}"#
-        );
-    }
-
-    #[test]
-    fn every_message_reads_back_as_written() {
-        let furthest = UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
-        let retired = Message {
-            node: "a.b_c-1".into(),
-            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
-            seq: 42,
-            told: Told::Standing {
-                connection: "x".into(),
-                shared: Shared::Retired {
-                    reason: RetireReason::Failure(FailureKind::NeedsLogin),
-                    failure: None,
-                },
-            },
-        };
-        let held = Message {
-            node: "n".into(),
-            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
-            seq: 42,
-            told: Told::Standing {
-                connection: "x".into(),
-                shared: Shared::Held {
-                    until: furthest,
-                    failure: Failure::new(FailureKind::RateLimit, "HTTP 429"),
-                },
-            },
-        };
-        let crash = Message {
-            node: "n".into(),
-            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
-            seq: 42,
-            told: Told::Standing {
-                connection: "x".into(),
-                shared: Shared::Retired {
-                    reason: RetireReason::CrashLoop,
-                    failure: Some(Failure::new(FailureKind::Auth, "HTTP 401")),
-                },
-            },
-        };
-        let reset = Message {
-            node: "n".into(),
-            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
-            seq: 42,
-            told: Told::Reset {
-                connection: "x".into(),
-            },
-        };
-        let alive = Message {
-            node: "n".into(),
-            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
-            seq: 42,
-            told: Told::Alive {
-                parked: 3,
-                retired: 1,
-                gateway: Some(url::Url::parse("http://10.0.0.5:7300/").unwrap()),
-            },
-        };
-        let reload = Message {
-            node: "n".into(),
-            at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
-            seq: 42,
-            told: Told::Reload,
-        };
-        let seal = Seal::new(&FleetKey::new([7; 32]), "t");
-        for message in [park(), retired, held, crash, reset, reload, alive] {
-            let read = Message::decode(message.encode(&seal).as_bytes(), furthest, &seal);
-            assert_eq!(read, Ok(message));
-        }
-    }
-
-    /// The MAC of a known message under a known key and namespace,
-    /// computed outside this code (Python: `hmac.new(hmac.new(key,
-    /// b"mcp-supervisor/fleet-messages/v2\0t", sha256).digest(), json,
-    /// sha256).digest()[:16]`, base64url without padding): a change of the
-    /// derivation, the truncation or the encoding fails here.
-    #[test]
-    fn a_known_message_has_a_known_mac() {
-        let seal = Seal::new(&FleetKey::new([7; 32]), "t");
-        let sealed = park().encode(&seal);
-        let (mac, json) = sealed.split_once('.').unwrap();
-        assert_eq!(json, park().json());
-        assert_eq!(mac, KNOWN_MAC);
-    }
-
-    /// Only the fleet's key, in its namespace, makes a MAC its nodes
-    /// accept, and the MAC covers every byte.
-    #[test]
-    fn a_message_without_this_fleets_mac_is_refused() {
-        let seal = Seal::new(&FleetKey::new([7; 32]), "t");
-        let other = Seal::new(&FleetKey::new([8; 32]), "t");
-        let sealed = park().encode(&seal);
-        assert_eq!(Message::decode(sealed.as_bytes(), far(), &seal), Ok(park()));
-        let tampered = sealed.replace(r#""strikes":2"#, r#""strikes":0"#);
-        let unsealed = park().json();
-        let other_namespace = Seal::new(&FleetKey::new([7; 32]), "u");
-        for text in [
-            park().encode(&other),
-            park().encode(&other_namespace),
-            tampered,
-            unsealed,
-            String::new(),
-            "x".repeat(23),
-        ] {
-            assert_eq!(
-                Message::decode(text.as_bytes(), far(), &seal),
-                Err(Refusal::Unauthenticated),
-                "{text}"
-            );
-        }
-    }
-
-    #[test]
-    fn bad_input_is_refused_with_its_reason() {
-        let ok = park().json();
-        let cases: [(String, Refusal); 9] = [
-            ("not json".into(), Refusal::Malformed),
-            ("{}".into(), Refusal::Malformed),
-            (ok.replace(r#""v":2"#, r#""v":1"#), Refusal::UnknownVersion),
-            (ok.replace(r#""parked""#, r#""frozen""#), Refusal::Malformed),
-            (ok.replace("rate_limit", "meteor"), Refusal::UnknownName),
-            (ok.replace(r#""github""#, r#""a__b""#), Refusal::UnknownName),
-            (ok.replace(r#""gw-1""#, r#""a b""#), Refusal::UnknownName),
-            (ok.replace("HTTP 429", "a\\nb"), Refusal::Malformed),
-            (
-                ok.replace(r#""strikes":2"#, r#""strikes":2,"extra":1"#),
-                Refusal::Malformed,
-            ),
-        ];
-        for (text, refusal) in cases {
-            assert_eq!(
-                Message::decode_json(text.as_bytes(), far()),
-                Err(refusal),
-                "{text}"
-            );
-        }
-        // Further out than the furthest window this fleet can set.
-        let near = UNIX_EPOCH + Duration::from_millis(1_800_000_000_000);
-        assert_eq!(
-            Message::decode_json(ok.as_bytes(), near),
-            Err(Refusal::TooFar)
-        );
-    }
-}
+mod tests;

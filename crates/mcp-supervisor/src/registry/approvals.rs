@@ -5,7 +5,10 @@
 use actix::{Context, Handler, Message};
 
 use super::Registry;
-use crate::contracts::{ApproveError, ItemKind};
+use crate::{
+    contracts::{ApproveError, ItemKind},
+    fleet::{ContractsEverywhere, News},
+};
 
 /// Approves `connection`'s current contracts: every item, or the tool
 /// `tool`. Answers how many approvals changed.
@@ -25,9 +28,63 @@ impl Handler<ApproveContracts> for Registry {
         }
         let item = msg.tool.as_deref().map(|tool| (ItemKind::Tool, tool));
         let approved = self.contracts.approve(&msg.connection, item)?;
-        if approved > 0 {
+        let count = approved.len();
+        if count > 0 {
             self.list_changed(&msg.connection, None, ctx);
+            if let Some(fleet) = &self.fleet {
+                fleet.do_send(ContractsEverywhere::Approved {
+                    connection: msg.connection,
+                    approved,
+                });
+            }
         }
-        Ok(approved)
+        Ok(count)
+    }
+}
+
+impl Registry {
+    /// What another node of the fleet learned of `connection`'s contracts.
+    pub(super) fn contracts_learned(
+        &mut self,
+        connection: &str,
+        news: News,
+        ctx: &mut Context<Self>,
+    ) {
+        if !self.entries.contains_key(connection) {
+            return;
+        }
+        match news {
+            News::ContractsApproved(approved) => match self.contracts.adopt(connection, approved) {
+                Ok(adopted) if adopted.is_empty() => return,
+                Ok(adopted) => tracing::info!(
+                    connection,
+                    approved = adopted.len(),
+                    "contracts approved: by another node of the fleet"
+                ),
+                Err(error) => {
+                    tracing::error!(connection, %error, "cannot take on the fleet's approval")
+                }
+            },
+            News::ContractsChanged => {}
+            News::Standing(_) | News::Reset => return,
+        }
+        // A catalog nobody listed here is judged when it is.
+        if self
+            .entries
+            .get(connection)
+            .is_some_and(|entry| entry.last_catalog.is_some())
+        {
+            self.list_changed(connection, None, ctx);
+        }
+    }
+
+    /// Tells the fleet that a listing here found `connection`'s contracts
+    /// changed, so every node lists it again now.
+    pub(super) fn contracts_changed_here(&self, connection: &str) {
+        if let Some(fleet) = self.fleet.as_ref().filter(|_| self.contracts.enforcing()) {
+            fleet.do_send(ContractsEverywhere::Changed {
+                connection: connection.to_owned(),
+            });
+        }
     }
 }

@@ -234,6 +234,10 @@ impl Registry {
             // connection's to judge); a load begun meanwhile decides.
             return;
         }
+        let changes_before = self
+            .contracts
+            .judged(name)
+            .map_or(0, |judged| judged.changes);
         let schemas = &mut self.schemas;
         let contracts = &mut self.contracts;
         let result = listed.map(|surface| {
@@ -245,6 +249,14 @@ impl Registry {
             });
             Arc::new(catalog)
         });
+        if let Ok(catalog) = &result
+            && catalog.contracts.changes > changes_before
+        {
+            self.contracts_changed_here(name);
+        }
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
         let next = match &result {
             Ok(catalog) => CatalogState::Loaded(catalog.clone()),
             Err(_) => CatalogState::Unloaded,

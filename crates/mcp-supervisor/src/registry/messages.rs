@@ -553,6 +553,9 @@ impl Handler<Learned> for Registry {
             return;
         }
         match msg.news {
+            news @ (News::ContractsChanged | News::ContractsApproved(_)) => {
+                self.contracts_learned(&msg.connection, news, ctx);
+            }
             News::Reset => {
                 if self.reset_here(&msg.connection).is_ok() {
                     tracing::info!(connection = %msg.connection, "reset: by another node of the fleet");

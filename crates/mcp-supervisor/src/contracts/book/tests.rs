@@ -99,7 +99,10 @@ fn approving_takes_the_listed_contract_and_writes_the_lock() {
             name: "other".to_owned()
         })
     );
-    assert_eq!(book.approve("a", Some((ItemKind::Tool, "echo"))), Ok(1));
+    assert_eq!(
+        book.approve("a", Some((ItemKind::Tool, "echo"))),
+        Ok(vec![changed.clone()])
+    );
     assert_eq!(
         verdicts(&book.judge("a", vec![changed.clone()])),
         ["approved"]
