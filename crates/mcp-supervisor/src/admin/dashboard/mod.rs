@@ -329,7 +329,18 @@ async fn overview(
         Err(unavailable) => return unavailable,
     };
     let rows = sorted(&statuses);
-    let body = views::overview(&rows, &filter, SystemTime::now());
+    let held: Vec<(&str, &crate::contracts::Seen)> = statuses
+        .iter()
+        .filter_map(|status| Some((status.name.as_str(), status.contracts.as_deref()?)))
+        .flat_map(|(name, judged)| {
+            judged
+                .items
+                .iter()
+                .filter(|seen| seen.verdict.holds())
+                .map(move |seen| (name, seen))
+        })
+        .collect();
+    let body = views::overview(&rows, &held, &filter, SystemTime::now());
     html_page(&dashboard, "Connections", Nav::Connections, &csrf, &body)
 }
 
@@ -374,6 +385,7 @@ async fn connection(
         recent: &recent,
         tools: catalog.as_ref().map(|catalog| catalog.tools.as_slice()),
         config: dashboard.config.as_deref(),
+        contracts: catalog.as_ref().map(|catalog| &*catalog.contracts),
     };
     let body = views::connection(&view, &filter, SystemTime::now());
     html_page(&dashboard, &name, Nav::Connections, &csrf, &body)

@@ -10,6 +10,7 @@
 //! the pager) and the two login pages are here.
 
 mod connection;
+mod contracts;
 mod fleet;
 mod overview;
 mod tools;

@@ -83,8 +83,30 @@ pub(in crate::gateway) struct Tokens {
     good: Mutex<Good>,
     /// Tokens refused: SHA-256 → until when (Unix seconds) and why.
     refused: Mutex<HashMap<[u8; 32], (u64, &'static str)>>,
-    /// This second's introspections: when it began, how many so far.
-    introspections: Mutex<(Instant, u32)>,
+    /// The introspections of the last second.
+    introspections: Mutex<PerSecond>,
+}
+
+/// When the last admissions were: at most `limit` in any second (a sliding
+/// second; a fixed one lets twice as many through across its edge).
+#[derive(Debug, Default)]
+struct PerSecond(std::collections::VecDeque<Instant>);
+
+impl PerSecond {
+    fn admit(&mut self, now: Instant, limit: usize) -> bool {
+        while self
+            .0
+            .front()
+            .is_some_and(|began| now.duration_since(*began) >= Duration::from_secs(1))
+        {
+            self.0.pop_front();
+        }
+        if self.0.len() >= limit {
+            return false;
+        }
+        self.0.push_back(now);
+        true
+    }
 }
 
 /// Tokens found good: SHA-256 → the caller and when it expires (Unix
@@ -108,7 +130,7 @@ impl Tokens {
             keys: tokio::sync::Mutex::default(),
             good: Mutex::default(),
             refused: Mutex::default(),
-            introspections: Mutex::new((Instant::now(), 0)),
+            introspections: Mutex::default(),
         }
     }
 
@@ -208,13 +230,7 @@ impl Tokens {
             .introspections
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let (began, count) = &mut *introspections;
-        if began.elapsed() >= Duration::from_secs(1) {
-            *began = Instant::now();
-            *count = 0;
-        }
-        *count += 1;
-        *count <= INTROSPECTIONS_PER_SECOND
+        introspections.admit(Instant::now(), INTROSPECTIONS_PER_SECOND as usize)
     }
 
     /// A JWT's claims, once its signature and claims are checked.
@@ -428,4 +444,29 @@ fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Twenty late in one second and twenty early in the next were forty
+    /// within half a second under a fixed window.
+    #[test]
+    fn no_second_admits_more_than_the_limit_across_a_windows_edge() {
+        let start = Instant::now();
+        let mut limit = PerSecond::default();
+        assert!(limit.admit(start, 20));
+        let late = start + Duration::from_millis(600);
+        assert!((0..19).all(|_| limit.admit(late, 20)));
+        let next = start + Duration::from_millis(1_100);
+        let admitted = (0..20).filter(|_| limit.admit(next, 20)).count();
+        assert_eq!(admitted, 1, "only the first one's place came free");
+        assert_eq!(
+            (0..20)
+                .filter(|_| limit.admit(late + Duration::from_secs(1), 20))
+                .count(),
+            19
+        );
+    }
 }

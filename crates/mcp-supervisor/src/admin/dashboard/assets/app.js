@@ -139,6 +139,39 @@
     }
   };
 
+  // Approve: each held item's button posts to the path it names.
+  const approveButtons = () => {
+    for (const button of document.querySelectorAll("button[data-approve]")) {
+      const result = button.closest("article")?.querySelector("[data-approve-result]");
+      button.hidden = false;
+      button.addEventListener("click", async () => {
+        const label = button.dataset.label;
+        button.disabled = true;
+        try {
+          const answer = await fetch(button.dataset.approve, {
+            method: "POST",
+            credentials: "same-origin",
+            headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+            body: "{}",
+          });
+          const reply = await answer.json().catch(() => ({}));
+          const text = answer.ok
+            ? `${label} approved; it is served again once listed.`
+            : `Approve failed: ${reply.error ?? answer.status}`;
+          if (result) {
+            result.textContent = text;
+          }
+        } catch (error) {
+          if (result) {
+            result.textContent = `Approve failed: ${error}`;
+          }
+        } finally {
+          button.disabled = false;
+        }
+      });
+    }
+  };
+
   const logoutButton = () => {
     const button = document.querySelector("button[data-logout]");
     if (!button) {
@@ -158,6 +191,7 @@
 
   say("Connecting…");
   resetButtons();
+  approveButtons();
   logoutButton();
   tick();
   setInterval(tick, 250);

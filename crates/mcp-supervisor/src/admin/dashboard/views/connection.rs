@@ -31,6 +31,8 @@ pub(crate) struct ConnectionView<'a> {
     pub(crate) tools: Option<&'a [Tool]>,
     /// The `--config` file `serve` runs, for the exact commands to show.
     pub(crate) config: Option<&'a str>,
+    /// The catalog's judged contracts (`None`: not loaded yet).
+    pub(crate) contracts: Option<&'a crate::contracts::Judged>,
 }
 
 /// `/connections/{name}`.
@@ -44,8 +46,18 @@ pub(crate) fn connection(view: &ConnectionView<'_>, filter: &Filter, now: System
     let mut out = String::with_capacity(8_000);
     let _ = write!(
         out,
-        "<p class=\"crumbs\"><a href=\"/\">Connections</a> ›</p><h1>{name}</h1>\
-         <section aria-labelledby=\"standing\"><h2 id=\"standing\">Standing</h2>\
+        "<p class=\"crumbs\"><a href=\"/\">Connections</a> ›</p><h1>{name}</h1>"
+    );
+    // Held items come before anything else; otherwise contracts follow the actions.
+    let holds = view
+        .contracts
+        .is_some_and(|judged| judged.items.iter().any(|seen| seen.verdict.holds()));
+    if holds {
+        super::contracts::section(&mut out, &row.name, view.contracts, &config);
+    }
+    let _ = write!(
+        out,
+        "<section aria-labelledby=\"standing\"><h2 id=\"standing\">Standing</h2>\
          <dl class=\"facts\" data-conn=\"{name}\"><dt>State</dt><dd>"
     );
     badge(&mut out, row);
@@ -96,6 +108,9 @@ pub(crate) fn connection(view: &ConnectionView<'_>, filter: &Filter, now: System
         );
     }
     out.push_str("</section>");
+    if !holds {
+        super::contracts::section(&mut out, &row.name, view.contracts, &config);
+    }
     recent_calls(&mut out, &view.recent.calls);
     recent_failures(&mut out, &view.recent.failures);
     catalog(&mut out, &row.name, view.tools, filter);

@@ -9,9 +9,16 @@ use crate::admin::dashboard::{
 };
 
 /// `/`: every connection, problems first, [`PAGE_ROWS`] to a page.
-pub(crate) fn overview(rows: &[Row], filter: &Filter, now: SystemTime) -> String {
+pub(crate) fn overview(
+    rows: &[Row],
+    held: &[(&str, &crate::contracts::Seen)],
+    filter: &Filter,
+    now: SystemTime,
+) -> String {
     let mut out = String::with_capacity(600 + rows.len().min(PAGE_ROWS) * 900);
-    out.push_str("<h1>Connections</h1><p class=\"counts\">");
+    out.push_str("<h1>Connections</h1>");
+    super::contracts::held(&mut out, held);
+    out.push_str("<p class=\"counts\">");
     let _ = write!(out, "{} connections:", rows.len());
     for (state, count) in counts(rows) {
         let _ = write!(

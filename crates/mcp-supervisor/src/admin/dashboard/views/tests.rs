@@ -36,6 +36,31 @@ fn assert_no_markup_from(html: &str) {
     );
 }
 
+/// A held tool whose name and new description are hostile, and an
+/// allowed one.
+fn hostile_judged() -> crate::contracts::Judged {
+    use crate::contracts::{Change, Contract, Seen, Verdict};
+    let tool = |description: &str| {
+        let mut tool = hostile_tool();
+        tool.description = Some(description.to_owned().into());
+        Contract::of_tool(&tool)
+    };
+    let (approved, changed) = (tool("Echo."), tool(HOSTILE));
+    crate::contracts::Judged {
+        items: vec![
+            Seen {
+                contract: tool("Echo. "),
+                verdict: Verdict::Allowed(vec![crate::config::Allowance::Whitespace]),
+            },
+            Seen {
+                verdict: Verdict::Held(Change::between(&approved, &changed)),
+                contract: changed,
+            },
+        ],
+        changes: 1,
+    }
+}
+
 fn hostile_status() -> ConnectionStatus {
     let mut status = ConnectionStatus::idle(HOSTILE, "http");
     status.protocol = Some(HOSTILE.to_owned());
@@ -48,8 +73,12 @@ fn hostile_status() -> ConnectionStatus {
 fn hostile_text_is_escaped_in_every_view() {
     let row = Row::from_status(&hostile_status());
     let now = UNIX_EPOCH;
+    let judged = hostile_judged();
+    let held: Vec<(&str, &crate::contracts::Seen)> =
+        judged.items.iter().map(|seen| (HOSTILE, seen)).collect();
     assert_no_markup_from(&overview(
         std::slice::from_ref(&row),
+        &held,
         &Filter::default(),
         now,
     ));
@@ -74,6 +103,7 @@ fn hostile_text_is_escaped_in_every_view() {
         )],
     };
     let tools = [hostile_tool()];
+    let judged = hostile_judged();
     let view = ConnectionView {
         row: &row,
         parks: 0,
@@ -81,6 +111,7 @@ fn hostile_text_is_escaped_in_every_view() {
         recent: &recent,
         tools: Some(&tools),
         config: Some(HOSTILE),
+        contracts: Some(&judged),
     };
     let page = connection(
         &view,
@@ -116,9 +147,15 @@ fn no_view_has_inline_script_style_or_handlers() {
         recent: &recent,
         tools: None,
         config: None,
+        contracts: None,
     };
     let pages = [
-        overview(std::slice::from_ref(&row), &Filter::default(), UNIX_EPOCH),
+        overview(
+            std::slice::from_ref(&row),
+            &[],
+            &Filter::default(),
+            UNIX_EPOCH,
+        ),
         connection(&view, &Filter::default(), UNIX_EPOCH),
         tools(&ToolSearch::new(""), &[], &[], 1),
         fleet(None),
@@ -145,7 +182,7 @@ fn the_overview_pages_problems_first() {
         .collect();
     statuses[200].state = ConnectionState::Parked;
     let rows = super::super::model::sorted(&statuses);
-    let first = overview(&rows, &Filter::default(), UNIX_EPOCH);
+    let first = overview(&rows, &[], &Filter::default(), UNIX_EPOCH);
     assert_eq!(first.matches("<tr data-conn=").count(), PAGE_ROWS);
     assert!(first.find("c200").unwrap() < first.find("c000").unwrap());
     assert!(first.contains("250 connections: "));
@@ -154,6 +191,7 @@ fn the_overview_pages_problems_first() {
     assert!(first.contains("Page 1 of 3"));
     let last = overview(
         &rows,
+        &[],
         &Filter {
             page: 3,
             ..Filter::default()
@@ -163,6 +201,7 @@ fn the_overview_pages_problems_first() {
     assert_eq!(last.matches("<tr data-conn=").count(), 50);
     let parked = overview(
         &rows,
+        &[],
         &Filter {
             state: "parked".into(),
             ..Filter::default()
@@ -172,6 +211,7 @@ fn the_overview_pages_problems_first() {
     assert_eq!(parked.matches("<tr data-conn=").count(), 1);
     let named = overview(
         &rows,
+        &[],
         &Filter {
             q: "C24".into(),
             ..Filter::default()
@@ -214,6 +254,7 @@ fn a_connection_page_shows_calls_and_decisions() {
         recent: &recent,
         tools: None,
         config: Some("/etc/my config.toml"),
+        contracts: None,
     };
     let page = connection(&view, &Filter::default(), UNIX_EPOCH);
     assert!(page.contains(
@@ -269,4 +310,61 @@ fn the_fleet_page_shows_the_nodes_and_what_they_share() {
         page.contains("<th scope=\"row\">github</th><td>held</td><td>1970-01-01T00:00:10Z</td><td>rate_limit</td><td>gw-2</td>"),
         "{page}"
     );
+}
+
+#[test]
+fn held_contracts_come_first_with_their_difference_and_an_approve_button() {
+    let row = Row::from_status(&ConnectionStatus::idle("files", "stdio"));
+    let recent = RecentActivity::default();
+    let judged = hostile_judged();
+    let view = ConnectionView {
+        row: &row,
+        parks: 0,
+        restarts: 0,
+        recent: &recent,
+        tools: None,
+        config: Some("/etc/mcp.toml"),
+        contracts: Some(&judged),
+    };
+    let page = connection(&view, &Filter::default(), UNIX_EPOCH);
+    let held = page.find("contract held").expect("the held item");
+    let allowed = page.find("contract allowed").expect("the allowed item");
+    assert!(held < allowed, "held first: {page}");
+    assert!(
+        page.contains("<dt>description</dt><dd><del>Echo.</del><ins>&lt;script&gt;"),
+        "{page}"
+    );
+    assert!(
+        page.contains("data-approve=\"/connections/files/tools/%3Cscript%3Ealert%281%29%3C%2Fscript%3E%22%27%26%3C%2Fpre%3E/approve\""),
+        "{page}"
+    );
+    assert!(
+        page.contains("mcp-supervisor contracts approve files__&lt;script&gt;"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Changes seen since the process started: 1."),
+        "{page}"
+    );
+    let (contracts, standing) = (
+        page.find("id=\"contracts\"").unwrap(),
+        page.find("id=\"standing\"").unwrap(),
+    );
+    assert!(
+        contracts < standing,
+        "a held item comes before the standing"
+    );
+
+    let none = crate::contracts::Judged::default();
+    let view = ConnectionView {
+        contracts: Some(&none),
+        ..view
+    };
+    let page = connection(&view, &Filter::default(), UNIX_EPOCH);
+    assert!(page.contains("Every item is the approved one."), "{page}");
+    let (contracts, actions) = (
+        page.find("id=\"contracts\"").unwrap(),
+        page.find("id=\"actions\"").unwrap(),
+    );
+    assert!(actions < contracts, "nothing held: after the actions");
 }
