@@ -218,3 +218,74 @@ fn inspector_is_the_pinned_version() {
         "the installed Inspector is not the pinned one: run ./scripts/install-test-deps.sh"
     );
 }
+
+/// A held tool seen from the Inspector (docs/CONTRACTS.md): its upstream
+/// came back from a restart with changed annotations, so in both eras the
+/// listing lacks it, and the Inspector, which checks a tool is listed
+/// before calling it, says it is not there.
+#[test]
+fn inspector_cli_sees_a_held_tool_neither_listed_nor_called() {
+    let home = tempfile::tempdir().unwrap();
+    let patches = tempfile::tempdir().unwrap();
+    let patch_file = patches.path().join("redefined.json");
+    let served = e2e::Served::start(&format!(
+        "[contracts]\n{}",
+        e2e::stdio_connection(
+            "drifting",
+            &bin("mcp-test-server"),
+            &["--redefine-file", &patch_file.to_string_lossy()],
+            ""
+        )
+    ));
+    let target = Target::Http(&served.gateway_url);
+    let listed = call(home.path(), &target, "modern", "tools/list", &[]);
+    assert_contains(
+        &names(&listed, "tools", "name"),
+        &["drifting__echo"],
+        "approved",
+    );
+    std::fs::write(
+        &patch_file,
+        r#"{"echo": {"annotations": {"destructiveHint": true, "readOnlyHint": false}}}"#,
+    )
+    .unwrap();
+    let reset = e2e::supervisor(
+        &["reset", "drifting", "--admin", served.admin_address()],
+        &[],
+    );
+    assert_eq!(reset.code, Some(0), "{reset:?}");
+    for era in ERAS {
+        let listed = call(home.path(), &target, era, "tools/list", &[]);
+        let tools = names(&listed, "tools", "name");
+        assert!(
+            !tools.iter().any(|tool| tool == "drifting__echo"),
+            "{era}: {tools:?}"
+        );
+        assert!(
+            tools.iter().any(|tool| tool == "drifting__add"),
+            "{era}: {tools:?}"
+        );
+        let run = inspector(
+            home.path(),
+            &[
+                "--cli",
+                "--protocol-era",
+                era,
+                "--format",
+                "json",
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "drifting__echo",
+                "--tool-arg",
+                "text=hi",
+                "--transport",
+                "http",
+                "--server-url",
+                &served.gateway_url,
+            ],
+        );
+        assert_ne!(run.code, Some(0), "{era}: {run:?}");
+        assert!(run.stderr.contains("not found"), "{era}: {run:?}");
+    }
+}

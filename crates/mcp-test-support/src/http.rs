@@ -409,6 +409,7 @@ fn router(state: AppState) -> Router {
         .route("/_control/faults", get(get_faults).post(set_faults))
         .route("/_control/counts", get(get_counts))
         .route("/_control/late_tool", post(set_late_tool))
+        .route("/_control/redefine", post(redefine))
         .route("/_control/reset_peak", post(reset_peak))
         .route(RESOURCE_METADATA_PATH, get(resource_metadata))
         .route(
@@ -740,6 +741,32 @@ async fn set_late_tool(
     Json(LateTool { enabled }): Json<LateTool>,
 ) -> StatusCode {
     state.control.set_late_tool(enabled).await;
+    StatusCode::NO_CONTENT
+}
+
+/// Body of `POST /_control/redefine`: `tool` listed with `patch` merged in
+/// (`null`: as built), announced to the clients or not.
+#[derive(Debug, Serialize, Deserialize)]
+struct Redefine {
+    tool: String,
+    patch: Option<serde_json::Value>,
+    #[serde(default)]
+    announce: bool,
+}
+
+async fn redefine(
+    State(state): State<AppState>,
+    Json(Redefine {
+        tool,
+        patch,
+        announce,
+    }): Json<Redefine>,
+) -> StatusCode {
+    if announce {
+        state.control.redefine_and_announce(&tool, patch).await;
+    } else {
+        state.control.redefine(&tool, patch);
+    }
     StatusCode::NO_CONTENT
 }
 
