@@ -537,7 +537,12 @@ impl Bench<'_> {
         }
         routes.push(Route::new(RELAY, &relay, "", Some(relay.pid())));
         routes.extend(callers.routes());
-        routes.push(Route::new(CONTRACTS, &contracts, "up__", Some(contracts.pid())));
+        routes.push(Route::new(
+            CONTRACTS,
+            &contracts,
+            "up__",
+            Some(contracts.pid()),
+        ));
         let mut variants = Vec::new();
         let mut groups = Vec::new();
         for workload in &P5_WORKLOADS {
@@ -625,8 +630,9 @@ impl Bench<'_> {
         }
         self.report.notes.push((
             "P5".into(),
-            vec![format!(
-                "Callers told apart: three more gateways, each its own process, run the \
+            vec![
+                format!(
+                    "Callers told apart: three more gateways, each its own process, run the \
                  1-caller and the 8-caller one-session workloads: \"{BEARER}\" (`auth = {{ kind \
                  = \"bearer\" }}`, no rules: the baseline of both rows), \"{JWT}\" (`auth = {{ \
                  kind = \"oauth\" }}` for a real oidc-provider; the worker presents one RS256 JWT \
@@ -635,13 +641,15 @@ impl Bench<'_> {
                  `who = [\"anyone\"]`, is for its holder). Judged: calls per gateway CPU-second \
                  (1 caller) and calls/s (8 callers), each ≥ {CALLERS_FLOOR}× the shared \
                  bearer's."
-            ), format!(
-                "Contracts: \"{CONTRACTS}\" is our gateway with `[contracts]` (a lock written \
+                ),
+                format!(
+                    "Contracts: \"{CONTRACTS}\" is our gateway with `[contracts]` (a lock written \
                  from its first listing; every listing judged, nothing held), run by the same \
                  two workloads and judged against \"{GATEWAY}\" the same way, ≥ \
                  {CONTRACTS_FLOOR}×: contracts are judged when a catalog is listed, never on a \
                  call."
-            )],
+                ),
+            ],
         ));
         for (agg, (name, _)) in aggs.iter_mut().zip(&variants) {
             self.detail("P5", name, agg);

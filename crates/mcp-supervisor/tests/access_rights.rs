@@ -424,6 +424,13 @@ fn the_audit_log_has_a_line_per_decided_use_and_never_an_argument_or_key() {
         assert_eq!(allowed["rule"], "access[0]");
         assert_eq!(allowed["outcome"], "ok");
         assert!(allowed["latency_ms"].as_f64().unwrap() > 0.0);
+        let contract = allowed["contract"]
+            .as_str()
+            .expect("the tool's contract hash");
+        assert!(
+            contract.len() == 64 && contract.chars().all(|c| c.is_ascii_hexdigit()),
+            "{allowed}"
+        );
         assert!(allowed["time"].as_str().unwrap().ends_with('Z'));
         let denied = &lines[1];
         assert_eq!(denied["decision"], "deny");

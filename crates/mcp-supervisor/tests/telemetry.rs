@@ -160,6 +160,10 @@ fn one_trace_down_to_the_upstream(protocol: &'static str) {
         );
         assert_eq!(server.str_attr("mcp.method.name"), Some("tools/call"));
         assert_eq!(server.str_attr("gen_ai.tool.name"), Some("a__lookup"));
+        let contract = server
+            .str_attr("mcp_supervisor.tool.contract_sha256")
+            .expect("the called tool's contract hash");
+        assert_eq!(contract.len(), 64, "{server:#?}");
         assert_eq!(
             server.str_attr("gen_ai.operation.name"),
             Some("execute_tool")

@@ -51,6 +51,9 @@ pub(super) struct Record<'a> {
     pub(super) latency_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) trace_id: Option<String>,
+    /// The called tool's contract hash, as listed (docs/CONTRACTS.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) contract: Option<std::sync::Arc<str>>,
 }
 
 impl<'a> Record<'a> {
@@ -76,6 +79,7 @@ impl<'a> Record<'a> {
             outcome: if decision.allowed { "" } else { "denied" },
             latency_ms: 0.0,
             trace_id: crate::telemetry::TraceParent::attached().trace_id(),
+            contract: None,
         }
     }
 

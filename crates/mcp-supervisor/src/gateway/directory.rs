@@ -88,6 +88,8 @@ pub struct Directory {
     /// How the names were exposed.
     pub naming: Naming,
     tool_routes: HashMap<String, Target>,
+    /// Each exposed tool's contract hash, as listed (docs/CONTRACTS.md).
+    tool_contracts: HashMap<String, Arc<str>>,
     /// Exposed tools whose input schema marks arguments for `Mcp-Param-*`
     /// headers (SEP-2243), which rmcp's server checks on a call.
     header_tools: HashSet<String>,
@@ -134,9 +136,21 @@ impl Directory {
         for catalog in catalogs {
             let connection = catalog.connection.as_str();
             directory.known.insert(connection.to_owned());
+            let contracts: HashMap<&str, &str> = catalog
+                .contracts
+                .items
+                .iter()
+                .filter(|seen| seen.contract.kind == crate::contracts::ItemKind::Tool)
+                .map(|seen| (seen.contract.name.as_str(), seen.contract.sha256.as_str()))
+                .collect();
             for tool in &catalog.tools {
                 let exposed = naming.exposed(connection, &tool.name);
                 if directory.claim(Named::Tool, &exposed, connection, &tool.name) {
+                    if let Some(sha256) = contracts.get(tool.name.as_ref()) {
+                        directory
+                            .tool_contracts
+                            .insert(exposed.clone(), Arc::from(*sha256));
+                    }
                     if mcp_headers::promotes_headers(&tool.input_schema) {
                         directory.header_tools.insert(exposed.clone());
                     }
@@ -244,6 +258,11 @@ impl Directory {
     /// The tool behind an exposed name.
     pub fn tool(&self, exposed: &str) -> Option<&Target> {
         self.tool_routes.get(exposed)
+    }
+
+    /// The contract hash of exposed tool `exposed`, as listed.
+    pub fn tool_contract(&self, exposed: &str) -> Option<&Arc<str>> {
+        self.tool_contracts.get(exposed)
     }
 
     /// Whether exposed tool `exposed` marks arguments for headers.

@@ -155,6 +155,13 @@ impl Use<'_> {
         self.decision.allowed
     }
 
+    /// The used tool's contract hash, for its record.
+    pub(super) fn contract(&mut self, sha256: Option<&std::sync::Arc<str>>) {
+        if let Some(record) = &mut self.record {
+            record.contract = sha256.cloned();
+        }
+    }
+
     /// Records what came of an allowed use (`outcome`: `ok`, `tool_error`,
     /// `error`, `input_required`).
     pub(super) fn end(self, outcome: &str) {

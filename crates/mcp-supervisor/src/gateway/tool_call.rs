@@ -108,10 +108,13 @@ async fn upstream_call<'a>(
         return Err(unknown_tool(&call.name));
     }
     let name = &call.name;
-    let Some(target) = state.route(|d| d.tool(name).cloned()).await else {
+    let found = state
+        .route(|d| Some((d.tool(name)?.clone(), d.tool_contract(name).cloned())))
+        .await;
+    let Some((target, contract)) = found else {
         return Err(unknown_tool(name));
     };
-    let used = state.rights.decide(
+    let mut used = state.rights.decide(
         caller,
         CallToolRequestMethod::VALUE,
         Item::tool(&target.connection, name),
@@ -119,6 +122,10 @@ async fn upstream_call<'a>(
     if !used.allowed() {
         state.hidden().await;
         return Err(unknown_tool(name));
+    }
+    if let Some(sha256) = &contract {
+        used.contract(Some(sha256));
+        crate::telemetry::TraceParent::attached().contract(sha256);
     }
     call.name = target.name.clone().into();
     call.meta = None;

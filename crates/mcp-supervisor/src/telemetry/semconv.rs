@@ -74,6 +74,9 @@ pub const COOLDOWN: &str = "mcp_supervisor.cooldown_s";
 pub const QUEUE_WAIT: &str = "mcp_supervisor.queue.wait_s";
 /// Our own: the time a request waited out an upstream's `Retry-After`, in seconds.
 pub const HELD: &str = "mcp_supervisor.held_s";
+/// Our own: the SHA-256 of the called tool's contract as listed
+/// (docs/CONTRACTS.md).
+pub const TOOL_CONTRACT: &str = "mcp_supervisor.tool.contract_sha256";
 /// Our own: the connection's state when it refused a request
 /// (`parked`, `retired`, `stopped`, …).
 pub const CONNECTION_STATE: &str = "mcp_supervisor.connection.state";

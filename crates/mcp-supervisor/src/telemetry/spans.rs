@@ -106,6 +106,14 @@ impl TraceParent {
         }
     }
 
+    /// The called tool's contract hash, on the gateway's SERVER span.
+    pub(crate) fn contract(&self, sha256: &str) {
+        if let Some(cx) = &self.0 {
+            cx.span()
+                .set_attribute(KeyValue::new(sc::TOOL_CONTRACT, sha256.to_owned()));
+        }
+    }
+
     /// The time the request waited for a slot on its connection.
     pub(crate) fn queued(&self, wait: Duration) {
         if let Some(cx) = &self.0 {
