@@ -466,3 +466,39 @@ fn in_a_fleet_a_change_found_by_one_node_holds_everywhere_and_one_approval_relea
         }
     });
 }
+
+/// An upstream whose tools keep changing (`park_after`: twice within a
+/// minute here) is parked like any classified failure, with its own kind;
+/// its calls are answered as for any park.
+#[test]
+fn contracts_that_keep_changing_park_the_connection() {
+    run(|| async {
+        let mut watched = Watched::start(
+            TestServerOptions::default(),
+            Some("park_after = { changes = 2, within = \"1m\" }"),
+        )
+        .await;
+        let control = watched.upstream.control().clone();
+        control.redefine("echo", Some(json!({"description": "Echo, once."})));
+        watched.is_told().await;
+        assert_eq!(verdict_of(&watched.status().await, "echo"), "held");
+        control.redefine("echo", Some(json!({"description": "Echo, twice."})));
+        let registry = watched.gateway.registry.clone();
+        let parked = mcp_test_support::wait_until_async(Duration::from_secs(20), || {
+            let registry = registry.clone();
+            async move {
+                let connections = registry.send(Status).await.unwrap();
+                connections[0].state == mcp_supervisor::ConnectionState::Parked
+            }
+        })
+        .await;
+        assert!(parked, "parked after the second change");
+        let connections = registry.send(Status).await.unwrap();
+        let (failure, _) = connections[0].last_failure.clone().unwrap();
+        assert_eq!(failure.kind, mcp_supervisor::FailureKind::ContractChurn);
+        let answer = watched.call("up__add", json!({"a": 1, "b": 2})).await;
+        assert_eq!(answer.is_error, Some(true));
+        let said = text(&answer);
+        assert!(said.contains("contract_churn"), "{said}");
+    });
+}

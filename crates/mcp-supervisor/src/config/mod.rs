@@ -34,14 +34,15 @@ pub use error::{ConfigError, Location};
 pub use import::{ImportError, import_mcp_servers};
 pub use model::{
     AdminSettings, Allowance, ApiKey, AuditLog, BearerToken, CAPTURE_MAX_BYTES, CallerAuth,
-    CallerCredential, CallerCredentials, Choice, Config, ConnectionConfig, ContractSettings,
-    DEFAULT_FLEET_NAMESPACE, DEFAULT_GROUPS_CLAIM, DEFAULT_LEEWAY, DEFAULT_LOCK_FILE,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW, DEFAULT_MAX_CONCURRENT_CALLS,
-    DEFAULT_MAX_QUEUED_CALLS, DEFAULT_ON_BEHALF_IDLE, DEFAULT_ON_BEHALF_SESSIONS, Expose, FleetKey,
-    FleetSettings, ForwardedHeader, GatewaySettings, HttpTransport, IntrospectionClient,
-    OAuthGrant, OAuthSettings, OnBehalf, OnChange, OnNew, OtlpProtocol, Password, Prefix,
-    QuarantineSettings, ResourceServer, RestartBudget, RetryCalls, SampleRatio, StdioTransport,
-    SupervisorSettings, TelemetrySettings, Transport, UpstreamAuth, UpstreamProtocol,
+    CallerCredential, CallerCredentials, Choice, ChurnLimit, Config, ConnectionConfig,
+    ContractSettings, DEFAULT_FLEET_NAMESPACE, DEFAULT_GROUPS_CLAIM, DEFAULT_LEEWAY,
+    DEFAULT_LOCK_FILE, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLOCK_SKEW,
+    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_ON_BEHALF_IDLE,
+    DEFAULT_ON_BEHALF_SESSIONS, Expose, FleetKey, FleetSettings, ForwardedHeader, GatewaySettings,
+    HttpTransport, IntrospectionClient, OAuthGrant, OAuthSettings, OnBehalf, OnChange, OnNew,
+    OtlpProtocol, Password, Prefix, QuarantineSettings, ResourceServer, RestartBudget, RetryCalls,
+    SampleRatio, StdioTransport, SupervisorSettings, TelemetrySettings, Transport, UpstreamAuth,
+    UpstreamProtocol,
 };
 pub use summary::summary;
 

@@ -43,7 +43,7 @@ pub use self::{
         DEFAULT_MAX_QUEUED_CALLS, DEFAULT_ON_BEHALF_IDLE, DEFAULT_ON_BEHALF_SESSIONS,
         HttpTransport, OnBehalf, RetryCalls, StdioTransport, Transport, UpstreamProtocol,
     },
-    contracts::{Allowance, ContractSettings, DEFAULT_LOCK_FILE, OnChange, OnNew},
+    contracts::{Allowance, ChurnLimit, ContractSettings, DEFAULT_LOCK_FILE, OnChange, OnNew},
     fleet::{DEFAULT_FLEET_NAMESPACE, DEFAULT_MAX_CLOCK_SKEW, FleetKey, FleetSettings, Password},
     listeners::{
         AdminSettings, DEFAULT_MAX_BODY_BYTES, Expose, ForwardedHeader, GatewaySettings, Prefix,

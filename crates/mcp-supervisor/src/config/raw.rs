@@ -39,6 +39,18 @@ pub(crate) struct RawContracts {
     pub(crate) on_change: Option<String>,
     pub(crate) on_new: Option<String>,
     pub(crate) allow: Option<Vec<String>>,
+    pub(crate) park_after: Option<RawChurnLimit>,
+}
+
+/// `contracts.park_after = { changes, within }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table like { changes = 3, within = \"10m\" }"
+)]
+pub(crate) struct RawChurnLimit {
+    pub(crate) changes: Option<i64>,
+    pub(crate) within: Option<String>,
 }
 
 /// `[[limits]]`: one caller's limit.

@@ -501,6 +501,22 @@ impl Handler<Retire> for ConnectionActor {
     }
 }
 
+/// The upstream's contracts kept changing (docs/CONTRACTS.md): the
+/// registry saw it in the listings; the policy parks the connection.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub(crate) struct ContractsChurned(pub(crate) crate::Failure);
+
+impl Handler<ContractsChurned> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, ContractsChurned(failure): ContractsChurned, ctx: &mut Context<Self>) {
+        self.history.lock().failed(&failure);
+        self.history.moved();
+        self.park_outside_requests(failure, ctx);
+    }
+}
+
 /// Take on what another node of the fleet learned (docs/FLEET.md).
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]

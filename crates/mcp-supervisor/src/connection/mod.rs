@@ -26,7 +26,7 @@ pub use lifecycle::{Handover, Standing};
 pub(crate) use lifecycle::{Lease, LeaseAttempt, LeaseError};
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
-pub(crate) use messages::{Adopt, Forward as ConnectionForward, Retire};
+pub(crate) use messages::{Adopt, ContractsChurned, Forward as ConnectionForward, Retire};
 pub use messages::{
     ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
@@ -445,6 +445,12 @@ impl ConnectionActor {
         }
         let failure = Failure::transport("the session ended while idle");
         tracing::warn!(connection = %self.config.name, "session ended while idle");
+        self.park_outside_requests(failure, ctx);
+    }
+
+    /// A failure no request met (an idle session's death, contracts that
+    /// keep changing): the policy decides as for an exhausted operation.
+    pub(crate) fn park_outside_requests(&mut self, failure: Failure, ctx: &mut Context<Self>) {
         self.history.lock().last_failure = Some((failure.clone(), SystemTime::now()));
         let report = crate::policy::ReportIdleDeath {
             connection: self.config.name.clone(),

@@ -573,6 +573,8 @@ pub(crate) fn breaks_session(failure: &Failure, phase: Phase) -> bool {
         (FailureKind::RateLimit, _) | (FailureKind::Permission, Phase::Call) => false,
         (FailureKind::Protocol | FailureKind::Server | FailureKind::Timeout, Phase::Call) => false,
         (FailureKind::Transport | FailureKind::Unknown, _) => true,
+        // Not of a request: the session is as good as it was.
+        (FailureKind::ContractChurn, _) => false,
         (_, Phase::Connect) => true,
     }
 }

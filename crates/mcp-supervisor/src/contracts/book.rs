@@ -67,6 +67,9 @@ pub struct Judged {
     pub items: Vec<Seen>,
     /// Changes detected on this connection since the process started.
     pub changes: u64,
+    /// This listing made `contracts.park_after` changes within its window:
+    /// the connection is to be parked (failure kind `contract_churn`).
+    pub churned: bool,
 }
 
 impl Judged {
@@ -114,6 +117,8 @@ pub struct ContractBook {
     /// The lock could not be read: it is not overwritten either.
     read_only: bool,
     judged: BTreeMap<String, Judged>,
+    /// When each connection's recent changes were seen (`park_after`).
+    recent: BTreeMap<String, std::collections::VecDeque<std::time::Instant>>,
 }
 
 impl ContractBook {
@@ -140,6 +145,7 @@ impl ContractBook {
             trust_first,
             read_only: false,
             judged: BTreeMap::new(),
+            recent: BTreeMap::new(),
         })
     }
 
@@ -169,9 +175,15 @@ impl ContractBook {
         self.settings.is_some()
     }
 
-    /// Judges `connection`'s listing: each item against its approved
-    /// contract. What was approved on first use is written to the lock.
-    pub fn judge(&mut self, connection: &str, listed: Vec<Contract>) -> Judged {
+    /// Judges `connection`'s listing, made at `now`: each item against its
+    /// approved contract. What was approved on first use is written to the
+    /// lock.
+    pub fn judge(
+        &mut self,
+        connection: &str,
+        listed: Vec<Contract>,
+        now: std::time::Instant,
+    ) -> Judged {
         let before = self.judged.remove(connection).unwrap_or_default();
         let first_listing = !self.approved.contains_key(connection);
         let trusting = self.trust_first && first_listing;
@@ -219,7 +231,12 @@ impl ContractBook {
         if wrote {
             self.save();
         }
-        let judged = Judged { items, changes };
+        let churned = self.churned(connection, changes - before.changes, now);
+        let judged = Judged {
+            items,
+            changes,
+            churned,
+        };
         self.judged.insert(connection.to_owned(), judged.clone());
         judged
     }
@@ -283,6 +300,30 @@ impl ContractBook {
                 .map_err(|error| ApproveError::Lock(error.to_string()))?;
         }
         Ok(adopted)
+    }
+
+    /// Whether `fresh` more changes at `now` make `park_after` changes within
+    /// its window (then the count starts again). Only with `[contracts]`.
+    fn churned(&mut self, connection: &str, fresh: u64, now: std::time::Instant) -> bool {
+        let Some(limit) = self.settings.as_ref().map(|s| s.park_after) else {
+            return false;
+        };
+        if fresh == 0 {
+            return false;
+        }
+        let recent = self.recent.entry(connection.to_owned()).or_default();
+        recent.extend(std::iter::repeat_n(now, fresh as usize));
+        while recent
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > limit.within)
+        {
+            recent.pop_front();
+        }
+        if recent.len() >= limit.changes as usize {
+            recent.clear();
+            return true;
+        }
+        false
     }
 
     /// The last judgement of `connection`.

@@ -57,13 +57,17 @@ pub enum FailureKind {
     Timeout,
     /// The connection or stream broke: refused, reset, EOF, the child exited.
     Transport,
+    /// The upstream's tool contracts kept changing (`[contracts]
+    /// park_after`, docs/CONTRACTS.md): not from any request; the registry
+    /// sees it in the listings.
+    ContractChurn,
     /// Nothing above matched.
     Unknown,
 }
 
 impl FailureKind {
     /// Every kind, in priority order (most specific first).
-    pub const ALL: [FailureKind; 9] = [
+    pub const ALL: [FailureKind; 10] = [
         FailureKind::NeedsLogin,
         FailureKind::Auth,
         FailureKind::Permission,
@@ -72,6 +76,7 @@ impl FailureKind {
         FailureKind::Protocol,
         FailureKind::Timeout,
         FailureKind::Transport,
+        FailureKind::ContractChurn,
         FailureKind::Unknown,
     ];
 
@@ -86,6 +91,7 @@ impl FailureKind {
             FailureKind::Protocol => "protocol",
             FailureKind::Timeout => "timeout",
             FailureKind::Transport => "transport",
+            FailureKind::ContractChurn => "contract_churn",
             FailureKind::Unknown => "unknown",
         }
     }

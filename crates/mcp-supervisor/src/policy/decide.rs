@@ -58,6 +58,8 @@ pub fn decide(settings: &PolicySettings, s: &Situation<'_>) -> Decision {
         (FailureKind::Permission, Phase::Connect) => Decision::Retire,
         (FailureKind::Permission | FailureKind::Protocol, Phase::Call) => Decision::Reject,
         (FailureKind::RateLimit, _) => rate_limited(settings, s),
+        // Nothing to retry: it came of listings, not of a request.
+        (FailureKind::ContractChurn, _) => exhausted(settings, s.parks, s.guard_active),
         (_, phase) => {
             let retry_allowed = phase == Phase::Connect || s.call_retry_allowed || failure.not_run;
             if !retry_allowed {
@@ -76,8 +78,9 @@ pub fn decide(settings: &PolicySettings, s: &Situation<'_>) -> Decision {
     }
 }
 
-/// A session died while idle (child exited, stream closed for good): it parks
-/// like an exhausted operation and counts toward retirement
+/// A session died while idle (child exited, stream closed for good), or
+/// the upstream's contracts kept changing: it parks like an exhausted
+/// operation and counts toward retirement
 /// (docs/SUPERVISION.md, "Park, retire, revive"), with no
 /// eager reconnect.
 pub fn decide_idle_death(settings: &PolicySettings, parks: u32, guard_active: bool) -> Decision {

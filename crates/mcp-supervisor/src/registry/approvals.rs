@@ -78,6 +78,26 @@ impl Registry {
         }
     }
 
+    /// `connection`'s contracts changed `park_after` times within its
+    /// window: its actor has the policy park it.
+    pub(super) fn contracts_churned(&self, connection: &str) {
+        let Some(actor) = self
+            .entries
+            .get(connection)
+            .and_then(|entry| entry.actor.clone())
+        else {
+            return;
+        };
+        tracing::warn!(
+            connection,
+            "contracts keep changing: the connection is parked"
+        );
+        actor.do_send(crate::connection::ContractsChurned(crate::Failure::new(
+            crate::FailureKind::ContractChurn,
+            "its tool contracts keep changing",
+        )));
+    }
+
     /// Tells the fleet that a listing here found `connection`'s contracts
     /// changed, so every node lists it again now.
     pub(super) fn contracts_changed_here(&self, connection: &str) {

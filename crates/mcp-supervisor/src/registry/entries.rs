@@ -242,7 +242,8 @@ impl Registry {
         let contracts = &mut self.contracts;
         let result = listed.map(|surface| {
             let mut catalog = Catalog::new(&entry.config, surface, schemas);
-            let judged = contracts.judge(name, catalog.listed_contracts());
+            let judged =
+                contracts.judge(name, catalog.listed_contracts(), Instant::now().into_std());
             catalog.withhold(judged, |tool, verdict| {
                 let changed = verdict.change().map(crate::contracts::Change::describe);
                 crate::outcome::messages::contract_held(name, tool, changed.as_deref())
@@ -253,6 +254,9 @@ impl Registry {
             && catalog.contracts.changes > changes_before
         {
             self.contracts_changed_here(name);
+            if catalog.contracts.churned {
+                self.contracts_churned(name);
+            }
         }
         let Some(entry) = self.entries.get_mut(name) else {
             return;

@@ -20,6 +20,26 @@ pub struct ContractSettings {
     pub on_new: OnNew,
     /// Changes that pass without approval.
     pub allow: Vec<Allowance>,
+    /// How many changes within how long park the connection.
+    pub park_after: ChurnLimit,
+}
+
+/// `contracts.park_after = { changes, within }`: a connection whose
+/// contracts change this many times within this long is parked (failure
+/// kind `contract_churn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChurnLimit {
+    pub changes: u32,
+    pub within: std::time::Duration,
+}
+
+impl Default for ChurnLimit {
+    fn default() -> Self {
+        ChurnLimit {
+            changes: 3,
+            within: std::time::Duration::from_secs(600),
+        }
+    }
 }
 
 /// `contracts.on_change`.

@@ -25,7 +25,8 @@ fn contracts_default_to_holding_changes_with_the_lock_beside_the_config() {
 fn contracts_read_every_key() {
     let config = load_with_env(
         "[supervisor]\nrelist = \"30s\"\n[contracts]\nlock = \"/var/lib/approved.lock\"\n\
-         on_change = \"warn\"\non_new = \"hold\"\nallow = [\"whitespace\", \"optional_input\", \"whitespace\"]\n",
+         on_change = \"warn\"\non_new = \"hold\"\nallow = [\"whitespace\", \"optional_input\", \"whitespace\"]\n\
+         park_after = { changes = 5, within = \"1h\" }\n",
         &[],
     )
     .unwrap();
@@ -38,6 +39,13 @@ fn contracts_read_every_key() {
         vec![Allowance::Whitespace, Allowance::OptionalInput]
     );
     assert_eq!(config.supervisor.relist, std::time::Duration::from_secs(30));
+    assert_eq!(
+        contracts.park_after,
+        crate::config::ChurnLimit {
+            changes: 5,
+            within: std::time::Duration::from_secs(3600)
+        }
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use super::Validator;
 use crate::config::error::ConfigError;
 use crate::config::keypath::KeyPath;
 use crate::config::model::{
-    Allowance, Choice, ContractSettings, DEFAULT_LOCK_FILE, OnChange, OnNew,
+    Allowance, Choice, ChurnLimit, ContractSettings, DEFAULT_LOCK_FILE, OnChange, OnNew,
 };
 use crate::config::raw::RawContracts;
 
@@ -40,11 +40,24 @@ impl Validator<'_> {
                 allow.push(allowance);
             }
         }
+        let default = ChurnLimit::default();
+        let raw_limit = raw.park_after.unwrap_or_default();
+        let here = key.key("park_after");
+        let park_after = ChurnLimit {
+            changes: self.count_u32(
+                &here.key("changes"),
+                raw_limit.changes,
+                default.changes,
+                1_000,
+            )?,
+            within: self.duration(&here.key("within"), raw_limit.within, default.within)?,
+        };
         Ok(ContractSettings {
             lock,
             on_change,
             on_new,
             allow,
+            park_after,
         })
     }
 }

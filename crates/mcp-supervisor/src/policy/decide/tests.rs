@@ -321,3 +321,26 @@ proptest! {
         }
     }
 }
+
+/// Contracts that keep changing are no request's failure: nothing to retry;
+/// the connection parks at once and it counts, up to retirement.
+#[test]
+fn contract_churn_parks_at_once_and_counts() {
+    let f = failure(FailureKind::ContractChurn);
+    for phase in [Phase::Connect, Phase::Call] {
+        let s = situation(&f, phase, 1);
+        assert_eq!(decide_default(&s), park(30, true), "{phase:?}");
+    }
+    let mut s = situation(&f, Phase::Call, 1);
+    s.parks = 2;
+    assert_eq!(
+        decide_default(&s),
+        Decision::Retire,
+        "the retire_after-th park"
+    );
+    s.guard_active = true;
+    assert!(
+        matches!(decide_default(&s), Decision::Park { .. }),
+        "the guard holds"
+    );
+}

@@ -58,6 +58,7 @@ fn hostile_judged() -> crate::contracts::Judged {
             },
         ],
         changes: 1,
+        churned: false,
     }
 }
 
