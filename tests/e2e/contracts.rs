@@ -124,3 +124,39 @@ fn a_lock_that_was_edited_by_hand_is_refused_by_check_and_serve() {
         );
     }
 }
+
+/// A server on the TypeScript SDK v2 (`tests/interop/ts_server.mjs`, over
+/// stdio at 2025-11-25) changes a registered tool's description with the
+/// SDK's own `update()`, which notifies its clients: the gateway lists it
+/// again and holds the tool.
+#[test]
+fn a_typescript_sdk_servers_own_update_of_a_tool_is_held() {
+    let node = e2e::installed_tool("node/node_modules/.bin/node");
+    let script = e2e::repo_root().join("tests/interop/ts_server.mjs");
+    let served = Served::start(&format!(
+        "{}\n[contracts]\n",
+        stdio_connection(
+            "ts",
+            &node,
+            &[script.to_str().unwrap()],
+            "protocol = \"2025-11-25\"\n"
+        )
+    ));
+    let url = served.gateway_url.clone();
+    assert_eq!(
+        gateway_call_text(&url, "ts__add", json!({"a": 1, "b": 2})),
+        "3"
+    );
+    assert_eq!(
+        gateway_call_text(&url, "ts__rug_pull", json!({})),
+        "changed"
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            gateway_call_text(&url, "ts__add", json!({"a": 1, "b": 2})).contains("is held")
+        }),
+        "the updated tool is held"
+    );
+    let said = gateway_call_text(&url, "ts__add", json!({"a": 1, "b": 2}));
+    assert!(said.contains("(description)"), "{said}");
+}

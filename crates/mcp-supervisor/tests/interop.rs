@@ -487,7 +487,7 @@ async fn exercise_python(registry: &Addr<Registry>, connection: &str) {
     let catalog = catalog(registry, connection).await;
     let mut names = tool_names(&catalog);
     names.sort();
-    assert_eq!(names, ["divide", "greet", "server_pid"]);
+    assert_eq!(names, ["divide", "greet", "rug_pull", "server_pid"]);
     assert_eq!(read_only(&catalog, "server_pid"), Some(true));
     assert_eq!(read_only(&catalog, "divide"), None);
 
@@ -840,5 +840,66 @@ fn python_sdk_server_over_stdio_reports_a_new_pid_after_a_kill() {
         assert_eq!(the_child(&marker).await, fresh);
         registry.send(Shutdown).await.unwrap();
         assert!(gone(fresh).await, "the child {fresh} outlived the shutdown");
+    });
+}
+
+/// The Python SDK's FastMCP server changes a tool's description and tells
+/// nobody (its `rug_pull` tool edits `greet` in its tool manager): with
+/// `[contracts]`, the gateway's relist finds it and holds `greet`, whose
+/// call is answered without reaching the server; the rest still works.
+#[test]
+fn a_fastmcp_tool_changed_silently_is_held_on_the_next_relist() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("mcp-supervisor.lock");
+        let config = config(&format!(
+            "[supervisor]\nrelist = \"200ms\"\n{}\n[contracts]\nlock = {}\n",
+            Server::Python.stdio("python", ""),
+            toml_string(&lock.display().to_string())
+        ));
+        let registry = Registry::new(config).start();
+        let probe = Server::Python.probe();
+        let first = bounded_call(
+            &registry,
+            "python",
+            probe.tool,
+            (probe.arguments)(),
+            UP_CALL_TIMEOUT,
+        )
+        .await;
+        expect_success(&first, probe.expected);
+        let pulled = bounded_call(&registry, "python", "rug_pull", None, UP_CALL_TIMEOUT).await;
+        expect_success(&pulled, "changed");
+        let held = mcp_test_support::wait_until_async(Duration::from_secs(20), || {
+            let registry = registry.clone();
+            async move {
+                let outcome = bounded_call(
+                    &registry,
+                    "python",
+                    probe.tool,
+                    (probe.arguments)(),
+                    UP_CALL_TIMEOUT,
+                )
+                .await;
+                outcome
+                    .message()
+                    .is_some_and(|said| said.contains("is held"))
+            }
+        })
+        .await;
+        assert!(held, "greet is held after a relist");
+        let outcome = bounded_call(
+            &registry,
+            "python",
+            probe.tool,
+            (probe.arguments)(),
+            UP_CALL_TIMEOUT,
+        )
+        .await;
+        let said = outcome.message().unwrap_or_default();
+        assert!(said.contains("(description)"), "{said}");
+        let pid = bounded_call(&registry, "python", "server_pid", None, UP_CALL_TIMEOUT).await;
+        assert!(matches!(pid, CallOutcome::Success(_)), "{pid:?}");
+        let _ = registry.send(Shutdown).await;
     });
 }

@@ -147,6 +147,6 @@ pub(crate) fn approve(what: &str, target: AdminTarget) -> Result<(), Exit> {
         return Err(Exit::Failed(answer.error_message()));
     }
     let approved = answer.body["approved"].as_u64().unwrap_or(0);
-    println!("approved {approved} contract(s) of {what}; the lock is updated");
+    println!("approved {approved} contract(s) of {what}");
     Ok(())
 }

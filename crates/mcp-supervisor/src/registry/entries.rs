@@ -205,7 +205,8 @@ impl Registry {
 
     /// Lists every loaded catalog of a running connection again, keeping
     /// the one it has meanwhile: a change its upstream never announces is
-    /// still seen (and judged) within `supervisor.relist`.
+    /// still seen (and judged) within `supervisor.relist`. The listings are
+    /// spread over the period, not sent at once.
     pub(super) fn relist(&mut self, ctx: &mut Context<Self>) {
         let due: Vec<(String, Addr<ConnectionActor>)> = self
             .entries
@@ -213,8 +214,12 @@ impl Registry {
             .filter(|(_, entry)| matches!(entry.catalog, CatalogState::Loaded(_)))
             .filter_map(|(name, entry)| Some((name.clone(), entry.actor.clone()?)))
             .collect();
-        for (name, actor) in due {
-            self.list(&name, actor, Load::Background, ctx);
+        let count = u32::try_from(due.len()).unwrap_or(u32::MAX).max(1);
+        let spacing = self.config.supervisor.relist / count;
+        for (index, (name, actor)) in (0u32..).zip(due) {
+            ctx.run_later(spacing * index, move |registry, ctx| {
+                registry.list(&name, actor, Load::Background, ctx);
+            });
         }
     }
 
