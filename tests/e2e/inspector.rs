@@ -29,6 +29,18 @@ enum Target<'a> {
 /// `--cli --method METHOD` with `extra` flags in protocol `era`; the
 /// `result` of its JSON output (it must succeed).
 fn call(home: &Path, target: &Target, era: &str, method: &str, extra: &[&str]) -> Value {
+    let run = run(home, target, era, method, extra);
+    assert_eq!(run.code, Some(0), "{era} {method}: {run:?}");
+    let output: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{era} {method}: not JSON ({error}): {run:?}"));
+    output
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("{era} {method}: no result: {run:?}"))
+}
+
+/// `--cli --method METHOD` with `extra` flags in protocol `era`, as it ran.
+fn run(home: &Path, target: &Target, era: &str, method: &str, extra: &[&str]) -> e2e::Run {
     let supervisor = bin("mcp-supervisor");
     let mut args = vec![
         "--cli",
@@ -53,14 +65,7 @@ fn call(home: &Path, target: &Target, era: &str, method: &str, extra: &[&str]) -
             config.to_str().unwrap(),
         ]),
     }
-    let run = inspector(home, &args);
-    assert_eq!(run.code, Some(0), "{era} {method}: {run:?}");
-    let output: Value = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|error| panic!("{era} {method}: not JSON ({error}): {run:?}"));
-    output
-        .get("result")
-        .cloned()
-        .unwrap_or_else(|| panic!("{era} {method}: no result: {run:?}"))
+    inspector(home, &args)
 }
 
 /// `field` of every item of `list` in a listing result.
@@ -265,25 +270,12 @@ fn inspector_cli_sees_a_held_tool_neither_listed_nor_called() {
             tools.iter().any(|tool| tool == "drifting__add"),
             "{era}: {tools:?}"
         );
-        let run = inspector(
+        let run = run(
             home.path(),
-            &[
-                "--cli",
-                "--protocol-era",
-                era,
-                "--format",
-                "json",
-                "--method",
-                "tools/call",
-                "--tool-name",
-                "drifting__echo",
-                "--tool-arg",
-                "text=hi",
-                "--transport",
-                "http",
-                "--server-url",
-                &served.gateway_url,
-            ],
+            &target,
+            era,
+            "tools/call",
+            &["--tool-name", "drifting__echo", "--tool-arg", "text=hi"],
         );
         assert_ne!(run.code, Some(0), "{era}: {run:?}");
         assert!(run.stderr.contains("not found"), "{era}: {run:?}");

@@ -124,6 +124,18 @@ impl Watched {
     }
 }
 
+/// Approves `up`'s `echo` as listed now: one approval.
+async fn approve_echo(registry: &actix::Addr<mcp_supervisor::registry::Registry>) {
+    let approved = registry
+        .send(ApproveContracts {
+            connection: "up".to_owned(),
+            tool: Some("echo".to_owned()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(approved, Ok(1));
+}
+
 fn verdict_of(status: &serde_json::Value, name: &str) -> String {
     status["items"]
         .as_array()
@@ -211,16 +223,7 @@ fn an_approval_serves_the_changed_tool_and_writes_the_lock() {
         assert!(!watched.names().await.contains(&"up__echo".to_owned()));
         let held = watched.status().await;
 
-        let approved = watched
-            .gateway
-            .registry
-            .send(ApproveContracts {
-                connection: "up".to_owned(),
-                tool: Some("echo".to_owned()),
-            })
-            .await
-            .unwrap();
-        assert_eq!(approved, Ok(1));
+        approve_echo(&watched.gateway.registry).await;
         watched.is_told().await;
         let tools: Vec<Tool> = watched.client.list_all_tools().await.unwrap();
         let echo = tools
@@ -440,14 +443,7 @@ fn in_a_fleet_a_change_found_by_one_node_holds_everywhere_and_one_approval_relea
         let spread = everywhere("held").await;
         eprintln!("held on every node {spread:?} after node one found the change");
 
-        let approved = nodes[1]
-            .send(ApproveContracts {
-                connection: "up".to_owned(),
-                tool: Some("echo".to_owned()),
-            })
-            .await
-            .unwrap();
-        assert_eq!(approved, Ok(1));
+        approve_echo(&nodes[1]).await;
         let released = everywhere("approved").await;
         eprintln!("released on every node {released:?} after one approval");
         for name in ["n1", "n2", "n3"] {

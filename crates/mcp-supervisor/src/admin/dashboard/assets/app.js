@@ -107,31 +107,31 @@
     });
   };
 
-  const resetButtons = () => {
-    for (const button of document.querySelectorAll("button[data-reset]")) {
-      const result = button.closest("section")?.querySelector("[data-reset-result]");
+  // A button that posts a state change (with the CSRF token) and says in
+  // its section what came of it: `done(name)` on success.
+  const actionButtons = (selector, resultSelector, request, done, failed) => {
+    for (const button of document.querySelectorAll(selector)) {
+      const result = button.closest("section, article")?.querySelector(resultSelector);
       button.hidden = false;
       button.addEventListener("click", async () => {
-        const name = button.dataset.reset;
+        const { path, name } = request(button);
         button.disabled = true;
+        const tell = (text) => {
+          if (result) {
+            result.textContent = text;
+          }
+        };
         try {
-          const answer = await fetch(`/connections/${encodeURIComponent(name)}/reset`, {
+          const answer = await fetch(path, {
             method: "POST",
             credentials: "same-origin",
             headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
             body: "{}",
           });
           const reply = await answer.json().catch(() => ({}));
-          const text = answer.ok
-            ? `${name} was reset; it reconnects on next use.`
-            : `Reset failed: ${reply.error ?? answer.status}`;
-          if (result) {
-            result.textContent = text;
-          }
+          tell(answer.ok ? done(name) : `${failed}: ${reply.error ?? answer.status}`);
         } catch (error) {
-          if (result) {
-            result.textContent = `Reset failed: ${error}`;
-          }
+          tell(`${failed}: ${error}`);
         } finally {
           button.disabled = false;
         }
@@ -139,38 +139,27 @@
     }
   };
 
+  const resetButtons = () =>
+    actionButtons(
+      "button[data-reset]",
+      "[data-reset-result]",
+      (button) => ({
+        path: `/connections/${encodeURIComponent(button.dataset.reset)}/reset`,
+        name: button.dataset.reset,
+      }),
+      (name) => `${name} was reset; it reconnects on next use.`,
+      "Reset failed",
+    );
+
   // Approve: each held item's button posts to the path it names.
-  const approveButtons = () => {
-    for (const button of document.querySelectorAll("button[data-approve]")) {
-      const result = button.closest("article")?.querySelector("[data-approve-result]");
-      button.hidden = false;
-      button.addEventListener("click", async () => {
-        const label = button.dataset.label;
-        button.disabled = true;
-        try {
-          const answer = await fetch(button.dataset.approve, {
-            method: "POST",
-            credentials: "same-origin",
-            headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-            body: "{}",
-          });
-          const reply = await answer.json().catch(() => ({}));
-          const text = answer.ok
-            ? `${label} approved; it is served again once listed.`
-            : `Approve failed: ${reply.error ?? answer.status}`;
-          if (result) {
-            result.textContent = text;
-          }
-        } catch (error) {
-          if (result) {
-            result.textContent = `Approve failed: ${error}`;
-          }
-        } finally {
-          button.disabled = false;
-        }
-      });
-    }
-  };
+  const approveButtons = () =>
+    actionButtons(
+      "button[data-approve]",
+      "[data-approve-result]",
+      (button) => ({ path: button.dataset.approve, name: button.dataset.label }),
+      (name) => `${name} approved; it is served again once listed.`,
+      "Approve failed",
+    );
 
   const logoutButton = () => {
     const button = document.querySelector("button[data-logout]");
