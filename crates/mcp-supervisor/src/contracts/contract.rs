@@ -303,4 +303,105 @@ mod tests {
             Some(&json!("file:///{path}"))
         );
     }
+
+    mod properties {
+        use proptest::prelude::*;
+        use serde_json::{Map, Value, json};
+
+        use super::*;
+
+        /// A JSON value of a few levels: what schemas and annotations hold.
+        fn value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i32>().prop_map(Value::from),
+                (-1.0e6f64..1.0e6).prop_map(Value::from),
+                "[a-z ~./]{0,12}".prop_map(Value::from),
+            ];
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                    prop::collection::btree_map("[a-z]{1,6}", inner, 0..4)
+                        .prop_map(|map| Value::Object(map.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// `value` written as JSON text with each object's keys in the
+        /// order `flip` picks (reversed or not, level by level).
+        fn written(value: &Value, flip: bool) -> String {
+            match value {
+                Value::Object(map) => {
+                    let mut pairs: Vec<(&String, &Value)> = map.iter().collect();
+                    if flip {
+                        pairs.reverse();
+                    }
+                    let inner: Vec<String> = pairs
+                        .into_iter()
+                        .map(|(key, value)| format!("{}:{}", json!(key), written(value, !flip)))
+                        .collect();
+                    format!("{{{}}}", inner.join(","))
+                }
+                Value::Array(items) => {
+                    let inner: Vec<String> = items.iter().map(|item| written(item, flip)).collect();
+                    format!("[{}]", inner.join(","))
+                }
+                other => other.to_string(),
+            }
+        }
+
+        fn tool_from(text: &str) -> Tool {
+            serde_json::from_str(text).unwrap()
+        }
+
+        fn listing(description: &str, schema: &Value, annotations: &Value) -> Value {
+            let mut listing = Map::new();
+            listing.insert("name".into(), json!("t"));
+            listing.insert("description".into(), json!(description));
+            let mut input = Map::new();
+            input.insert("type".into(), json!("object"));
+            input.insert("properties".into(), json!({ "p": schema }));
+            listing.insert("inputSchema".into(), Value::Object(input));
+            if let Value::Object(annotations) = annotations {
+                let hints: Map<String, Value> = annotations
+                    .iter()
+                    .map(|(key, value)| (format!("{key}Hint"), Value::from(value.is_null())))
+                    .collect();
+                listing.insert("annotations".into(), Value::Object(hints));
+            }
+            Value::Object(listing)
+        }
+
+        proptest! {
+            /// However a listing orders its keys, its contract is the same.
+            #[test]
+            fn key_order_never_changes_the_hash(
+                description in "[a-z ]{0,20}",
+                schema in value(),
+                annotations in value(),
+            ) {
+                let listed = listing(&description, &schema, &annotations);
+                let one = Contract::of_tool(&tool_from(&written(&listed, false)));
+                let other = Contract::of_tool(&tool_from(&written(&listed, true)));
+                prop_assert_eq!(one.sha256, other.sha256);
+            }
+
+            /// Any other schema of the one property is another contract,
+            /// and the diff names the input schema.
+            #[test]
+            fn a_changed_schema_is_always_a_changed_contract(
+                schema in value(),
+                other in value(),
+            ) {
+                // 1 and 1.0 are one JSON number (RFC 8785 writes both `1`).
+                let canonical = |value: &Value| serde_json_canonicalizer::to_string(value).unwrap();
+                prop_assume!(canonical(&schema) != canonical(&other));
+                let one = Contract::of_tool(&tool_from(&listing("d", &schema, &Value::Null).to_string()));
+                let two = Contract::of_tool(&tool_from(&listing("d", &other, &Value::Null).to_string()));
+                prop_assert_ne!(&one.sha256, &two.sha256);
+                prop_assert_eq!(one.changed_fields(&two), vec![Field::InputSchema]);
+            }
+        }
+    }
 }
