@@ -69,8 +69,44 @@ fn a_changed_stdio_tool_is_held_shown_and_approved_with_the_commands() {
     assert!(diff.stdout.contains("  inputSchema:"), "{}", diff.stdout);
     assert!(diff.stdout.contains("\"context\""), "{}", diff.stdout);
 
+    // An approval of another definition than the one listed approves nothing.
+    let stale = "0".repeat(64);
+    let refused = supervisor(
+        &[
+            "contracts",
+            "approve",
+            "up__echo",
+            "--sha256",
+            &stale,
+            "--admin",
+            &admin,
+        ],
+        &[],
+    );
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    assert!(
+        refused.stderr.contains("changed again"),
+        "{}",
+        refused.stderr
+    );
+    // The hash the diff showed is the one approved.
+    let shown = diff
+        .stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("approve: "))
+        .expect("the diff says how to approve");
+    assert!(shown.contains("--sha256 "), "{shown}");
+    let sha = shown.rsplit(' ').next().unwrap().to_owned();
     let approve = supervisor(
-        &["contracts", "approve", "up__echo", "--admin", &admin],
+        &[
+            "contracts",
+            "approve",
+            "up__echo",
+            "--sha256",
+            &sha,
+            "--admin",
+            &admin,
+        ],
         &[],
     );
     assert_eq!(approve.code, Some(0), "{approve:?}");

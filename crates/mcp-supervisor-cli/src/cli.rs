@@ -134,6 +134,10 @@ pub(crate) enum Contracts {
     Approve {
         /// NAME or NAME__TOOL.
         what: String,
+        /// With NAME__TOOL: approve only if the tool is still listed with this hash (the one
+        /// `contracts diff` showed), so a change made since is not approved unseen.
+        #[arg(long, value_name = "HASH")]
+        sha256: Option<String>,
         #[command(flatten)]
         admin: AdminTarget,
     },

@@ -130,6 +130,7 @@ async fn approve_echo(registry: &actix::Addr<mcp_supervisor::registry::Registry>
         .send(ApproveContracts {
             connection: "up".to_owned(),
             tool: Some("echo".to_owned()),
+            sha256: None,
         })
         .await
         .unwrap();

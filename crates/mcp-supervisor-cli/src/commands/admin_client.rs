@@ -93,6 +93,16 @@ impl AdminClient {
     /// Unreachable, or an answer that is not JSON, is a failure naming where
     /// it tried.
     pub(crate) async fn request(&self, method: Method, segments: &[&str]) -> Result<Answer, Exit> {
+        self.request_with(method, segments, "{}").await
+    }
+
+    /// [`AdminClient::request`] with `body` (JSON) as a `POST`'s body.
+    pub(crate) async fn request_with(
+        &self,
+        method: Method,
+        segments: &[&str],
+        body: &str,
+    ) -> Result<Answer, Exit> {
         let url = self.url(segments);
         let mut request = self
             .http
@@ -103,7 +113,7 @@ impl AdminClient {
             // cannot send that cross-site); the body itself is unused.
             request = request
                 .header(header::CONTENT_TYPE, "application/json")
-                .body("{}");
+                .body(body.to_owned());
         }
         if let Some(token) = &self.token {
             request = request.bearer_auth(token.expose());

@@ -97,12 +97,21 @@ pub(crate) fn diff(connection: Option<&str>, target: AdminTarget) -> Result<(), 
 
 /// One item's difference, field by field.
 fn describe(connection: &str, item: &Value) -> String {
-    let mut text = format!(
-        "{connection}  {} {}  {}\n",
+    let (kind, name) = (
         item["kind"].as_str().unwrap_or_default(),
         item["name"].as_str().unwrap_or_default(),
-        item["verdict"].as_str().unwrap_or_default(),
     );
+    let mut text = format!(
+        "{connection}  {kind} {name}  {}  sha256 {}\n",
+        item["verdict"].as_str().unwrap_or_default(),
+        item["sha256"].as_str().unwrap_or_default(),
+    );
+    if kind == "tool" {
+        text.push_str(&format!(
+            "  approve: mcp-supervisor contracts approve {connection}__{name} --sha256 {}\n",
+            item["sha256"].as_str().unwrap_or_default()
+        ));
+    }
     let Some(fields) = item["changed"].as_array() else {
         text.push_str("  (nothing approved yet)\n");
         return text;
@@ -135,14 +144,20 @@ fn shown(value: &Value) -> String {
     }
 }
 
-/// `contracts approve NAME | NAME__TOOL`.
-pub(crate) fn approve(what: &str, target: AdminTarget) -> Result<(), Exit> {
-    let client = AdminClient::new(target)?;
+/// `contracts approve NAME | NAME__TOOL [--sha256 HASH]`.
+pub(crate) fn approve(what: &str, sha256: Option<&str>, target: AdminTarget) -> Result<(), Exit> {
     let segments: Vec<&str> = match what.split_once("__") {
         Some((connection, tool)) => vec!["connections", connection, "tools", tool, "approve"],
+        None if sha256.is_some() => {
+            return Err(Exit::Usage(
+                "--sha256 needs one tool: NAME__TOOL".to_owned(),
+            ));
+        }
         None => vec!["connections", what, "approve"],
     };
-    let answer = block_on(client.request(Method::POST, &segments))??;
+    let body = serde_json::json!({ "sha256": sha256 }).to_string();
+    let client = AdminClient::new(target)?;
+    let answer = block_on(client.request_with(Method::POST, &segments, &body))??;
     if !answer.status.is_success() {
         return Err(Exit::Failed(answer.error_message()));
     }

@@ -42,7 +42,11 @@ pub(crate) fn run(command: Command) -> Result<(), Exit> {
         Command::Contracts { action } => match action {
             Contracts::Lock { config } => contracts::lock(&config),
             Contracts::Diff { connection, admin } => contracts::diff(connection.as_deref(), admin),
-            Contracts::Approve { what, admin } => contracts::approve(&what, admin),
+            Contracts::Approve {
+                what,
+                sha256,
+                admin,
+            } => contracts::approve(&what, sha256.as_deref(), admin),
         },
     }
 }

@@ -366,27 +366,57 @@ async fn reset(State(state): State<AdminState>, Path(name): Path<String>) -> Res
 }
 
 async fn approve_all(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
-    approve(&state, name, None).await
+    approve(&state, name, None, None).await
+}
+
+/// The body of a tool's approval: `{}`, or `{"sha256": "…"}`, the hash the
+/// person reviewed (the approval fails if the tool is listed otherwise now).
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ApproveBody {
+    sha256: Option<String>,
 }
 
 async fn approve_tool(
     State(state): State<AdminState>,
     Path((name, tool)): Path<(String, String)>,
+    body: axum::body::Bytes,
 ) -> Response {
-    approve(&state, name, Some(tool)).await
+    // No body is `{}`, as for reset.
+    let read = if body.iter().all(u8::is_ascii_whitespace) {
+        Ok(ApproveBody::default())
+    } else {
+        serde_json::from_slice::<ApproveBody>(&body)
+    };
+    let Ok(body) = read else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &"expected {} or {\"sha256\": \"the reviewed hash\"}",
+        );
+    };
+    approve(&state, name, Some(tool), body.sha256).await
 }
 
 /// Approves a connection's current contracts (docs/CONTRACTS.md).
-async fn approve(state: &AdminState, connection: String, tool: Option<String>) -> Response {
+async fn approve(
+    state: &AdminState,
+    connection: String,
+    tool: Option<String>,
+    sha256: Option<String>,
+) -> Response {
     let answer = state.registry.send(ApproveContracts {
         connection: connection.clone(),
         tool,
+        sha256,
     });
     match answer.await {
         Ok(Ok(approved)) => {
             Json(json!({ "connection": connection, "approved": approved })).into_response()
         }
         Ok(Err(ApproveError::Lock(problem))) => error(StatusCode::INTERNAL_SERVER_ERROR, &problem),
+        Ok(Err(changed @ ApproveError::ChangedSince { .. })) => {
+            error(StatusCode::CONFLICT, &changed)
+        }
         Ok(Err(refused)) => error(StatusCode::NOT_FOUND, &refused),
         Err(stopped) => registry_gone(stopped),
     }

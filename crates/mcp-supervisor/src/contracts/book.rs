@@ -101,6 +101,11 @@ pub enum ApproveError {
         kind: ItemKind,
         name: String,
     },
+    #[error(
+        "the definition changed again: it is listed now with sha256 {listed}, not the \
+         {expected} you approved; review it again (`mcp-supervisor contracts diff`)"
+    )]
+    ChangedSince { expected: String, listed: String },
     #[error("{0}")]
     Lock(String),
 }
@@ -244,10 +249,14 @@ impl ContractBook {
     /// Approves `connection`'s items as last listed (all, or the one of
     /// `item`): the contracts newly approved. Written to the lock when
     /// enforcing.
+    ///
+    /// With `expected`, the one item must still be listed with that hash:
+    /// an approval covers what the person reviewed, not a later change.
     pub fn approve(
         &mut self,
         connection: &str,
         item: Option<(ItemKind, &str)>,
+        expected: Option<&str>,
     ) -> Result<Vec<Contract>, ApproveError> {
         let judged = self
             .judged
@@ -267,6 +276,14 @@ impl ContractBook {
                 connection: connection.to_owned(),
                 kind,
                 name: name.to_owned(),
+            });
+        }
+        if let Some(expected) = expected
+            && let Some(listed) = chosen.iter().find(|seen| seen.contract.sha256 != expected)
+        {
+            return Err(ApproveError::ChangedSince {
+                expected: expected.to_owned(),
+                listed: listed.contract.sha256.clone(),
             });
         }
         let chosen: Vec<Contract> = chosen

@@ -11,12 +11,14 @@ use crate::{
 };
 
 /// Approves `connection`'s current contracts: every item, or the tool
-/// `tool`. Answers how many approvals changed.
+/// `tool` (with `sha256`, only if it is still listed with that hash).
+/// Answers how many approvals changed.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<usize, ApproveError>")]
 pub struct ApproveContracts {
     pub connection: String,
     pub tool: Option<String>,
+    pub sha256: Option<String>,
 }
 
 impl Handler<ApproveContracts> for Registry {
@@ -27,7 +29,9 @@ impl Handler<ApproveContracts> for Registry {
             return Err(ApproveError::UnknownConnection(msg.connection));
         }
         let item = msg.tool.as_deref().map(|tool| (ItemKind::Tool, tool));
-        let approved = self.contracts.approve(&msg.connection, item)?;
+        let approved = self
+            .contracts
+            .approve(&msg.connection, item, msg.sha256.as_deref())?;
         let count = approved.len();
         if count > 0 {
             self.list_changed(&msg.connection, None, ctx);

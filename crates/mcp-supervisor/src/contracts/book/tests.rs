@@ -102,7 +102,7 @@ fn approving_takes_the_listed_contract_and_writes_the_lock() {
     let lock = dir.path().join("mcp-supervisor.lock");
     let mut book = ContractBook::open(Some(settings(&lock, OnChange::Hold, OnNew::Allow))).unwrap();
     assert_eq!(
-        book.approve("a", None),
+        book.approve("a", None, None),
         Err(ApproveError::NotListed("a".to_owned()))
     );
     book.judge("a", vec![tool("Echo.", json!({}))], now());
@@ -110,7 +110,7 @@ fn approving_takes_the_listed_contract_and_writes_the_lock() {
     let held = book.judge("a", vec![changed.clone()], now());
     assert_eq!(verdicts(&held), ["held"]);
     assert_eq!(
-        book.approve("a", Some((ItemKind::Tool, "other"))),
+        book.approve("a", Some((ItemKind::Tool, "other")), None),
         Err(ApproveError::NoSuchItem {
             connection: "a".to_owned(),
             kind: ItemKind::Tool,
@@ -118,7 +118,27 @@ fn approving_takes_the_listed_contract_and_writes_the_lock() {
         })
     );
     assert_eq!(
-        book.approve("a", Some((ItemKind::Tool, "echo"))),
+        book.approve(
+            "a",
+            Some((ItemKind::Tool, "echo")),
+            Some("0".repeat(64).as_str())
+        ),
+        Err(ApproveError::ChangedSince {
+            expected: "0".repeat(64),
+            listed: changed.sha256.clone()
+        }),
+        "an approval of another hash than listed approves nothing"
+    );
+    assert_eq!(
+        verdicts(&book.judge("a", vec![changed.clone()], now())),
+        ["held"]
+    );
+    assert_eq!(
+        book.approve(
+            "a",
+            Some((ItemKind::Tool, "echo")),
+            Some(changed.sha256.as_str())
+        ),
         Ok(vec![changed.clone()])
     );
     assert_eq!(

@@ -114,7 +114,7 @@
       const result = button.closest("section, article")?.querySelector(resultSelector);
       button.hidden = false;
       button.addEventListener("click", async () => {
-        const { path, name } = request(button);
+        const { path, name, body = {} } = request(button);
         button.disabled = true;
         const tell = (text) => {
           if (result) {
@@ -126,7 +126,7 @@
             method: "POST",
             credentials: "same-origin",
             headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-            body: "{}",
+            body: JSON.stringify(body),
           });
           const reply = await answer.json().catch(() => ({}));
           tell(answer.ok ? done(name) : `${failed}: ${reply.error ?? answer.status}`);
@@ -156,7 +156,11 @@
     actionButtons(
       "button[data-approve]",
       "[data-approve-result]",
-      (button) => ({ path: button.dataset.approve, name: button.dataset.label }),
+      (button) => ({
+        path: button.dataset.approve,
+        name: button.dataset.label,
+        body: button.dataset.sha256 ? { sha256: button.dataset.sha256 } : {},
+      }),
       (name) => `${name} approved; it is served again once listed.`,
       "Approve failed",
     );

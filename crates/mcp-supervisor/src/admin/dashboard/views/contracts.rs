@@ -81,7 +81,7 @@ pub(crate) fn section(out: &mut String, connection: &str, judged: Option<&Judged
             None => out.push_str("<p>Differs only in ways the config lets pass.</p>"),
         }
         if seen.verdict.holds() {
-            let (target, path) = match contract.kind {
+            let (target, path, reviewed) = match contract.kind {
                 crate::contracts::ItemKind::Tool => (
                     format!("{connection}__{}", contract.name),
                     format!(
@@ -89,20 +89,26 @@ pub(crate) fn section(out: &mut String, connection: &str, judged: Option<&Judged
                         Segment(connection),
                         Segment(&contract.name)
                     ),
+                    // The approval covers the definition shown, not a later one.
+                    Some(contract.sha256.as_str()),
                 ),
                 _ => (
                     connection.to_owned(),
                     format!("/connections/{}/approve", Segment(connection)),
+                    None,
                 ),
             };
+            let sha_attribute =
+                reviewed.map_or(String::new(), |sha| format!(" data-sha256=\"{sha}\""));
+            let sha_flag = reviewed.map_or(String::new(), |sha| format!(" --sha256 {sha}"));
             let _ = write!(
                 out,
                 "<p><button type=\"button\" class=\"approve\" data-approve=\"{path}\" \
-                 data-label=\"{target}\" hidden>Approve</button> \
+                 data-label=\"{target}\"{sha_attribute} hidden>Approve</button> \
                  Approve serves the definition above and writes it to the lock.</p>\
                  <p class=\"result\" data-approve-result role=\"status\" aria-live=\"polite\"></p>\
                  <noscript><p>Approve needs JavaScript here; or run \
-                 <code>mcp-supervisor contracts approve {target}{config}</code></p></noscript>",
+                 <code>mcp-supervisor contracts approve {target}{sha_flag}{config}</code></p></noscript>",
                 path = Esc(&path),
                 target = Esc(&target),
             );
