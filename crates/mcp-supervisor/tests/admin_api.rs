@@ -450,3 +450,41 @@ fn reload_adds_connections_and_refuses_an_invalid_file() {
         registry.send(Shutdown).await.unwrap();
     });
 }
+
+/// Approvals over HTTP: no body is `{}`, a body of another shape is a 400
+/// saying what is expected, and a connection not listed yet is a 404 that
+/// says so; `/contracts` is JSON of every connection.
+#[test]
+fn approvals_take_an_empty_or_hashed_body_and_say_what_is_wrong() {
+    run(|| async {
+        let upstream = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_config(dir.path(), &two_connections(&upstream.url()));
+        let registry = Registry::new(Config::from_file(&file).unwrap()).start();
+        let admin = Admin::start(registry.clone(), &file).await;
+        let approve = |body: &'static str| {
+            admin
+                .http
+                .post(format!("{}/connections/a/tools/echo/approve", admin.base))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+        };
+        for body in ["", "{}", r#"{"sha256": null}"#] {
+            let (code, _, text) = answer(approve(body).await.unwrap()).await;
+            assert_eq!(code, 404, "{body:?}: {text}");
+            assert!(text.contains("has not been listed yet"), "{text}");
+        }
+        for body in ["[]", r#"{"sha": "x"}"#, "not json"] {
+            let (code, _, text) = answer(approve(body).await.unwrap()).await;
+            assert_eq!(code, 400, "{body:?}: {text}");
+            assert!(text.contains("sha256"), "{text}");
+        }
+        let (code, contracts) = admin.json("GET", "/contracts").await;
+        assert_eq!(code, 200);
+        assert_eq!(contracts["connections"].as_array().unwrap().len(), 2);
+        admin.stop().await;
+    });
+}

@@ -92,6 +92,15 @@ impl Watched {
         Self::names_of(&self.client).await
     }
 
+    /// The upstream rewords `echo` and says so; waits to be told.
+    async fn reword_echo_and_announce(&mut self) {
+        self.upstream
+            .control()
+            .redefine_and_announce("echo", Some(json!({"description": "Echo, reworded."})))
+            .await;
+        self.is_told().await;
+    }
+
     /// Waits to be told the tools changed.
     async fn is_told(&mut self) {
         tokio::time::timeout(Duration::from_secs(20), self.told.recv())
@@ -215,12 +224,7 @@ fn a_silent_rug_pull_is_held_within_one_relist_and_a_revert_releases_it() {
 fn an_approval_serves_the_changed_tool_and_writes_the_lock() {
     run(|| async {
         let mut watched = Watched::start(TestServerOptions::default(), Some("")).await;
-        watched
-            .upstream
-            .control()
-            .redefine_and_announce("echo", Some(json!({"description": "Echo, reworded."})))
-            .await;
-        watched.is_told().await;
+        watched.reword_echo_and_announce().await;
         assert!(!watched.names().await.contains(&"up__echo".to_owned()));
         let held = watched.status().await;
 
@@ -305,12 +309,7 @@ fn without_contracts_a_change_is_shown_not_held() {
     run(|| async {
         let mut watched = Watched::start(TestServerOptions::default(), None).await;
         assert_eq!(verdict_of(&watched.status().await, "echo"), "approved");
-        watched
-            .upstream
-            .control()
-            .redefine_and_announce("echo", Some(json!({"description": "Echo, reworded."})))
-            .await;
-        watched.is_told().await;
+        watched.reword_echo_and_announce().await;
         assert!(watched.names().await.contains(&"up__echo".to_owned()));
         let status = watched.status().await;
         assert_eq!(verdict_of(&status, "echo"), "changed");

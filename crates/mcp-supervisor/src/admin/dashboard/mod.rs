@@ -601,6 +601,14 @@ mod tests {
             (Method::GET, "/tools", Route::Page),
             (Method::GET, "/connections/a", Route::Page),
             (Method::POST, "/connections/a/reset", Route::Change),
+            // Approvals are state changes under the same rules as reset.
+            (Method::POST, "/connections/a/approve", Route::Change),
+            (
+                Method::POST,
+                "/connections/a/tools/t/approve",
+                Route::Change,
+            ),
+            (Method::GET, "/contracts", Route::Api),
             (Method::GET, "/events", Route::Browser),
             (Method::POST, "/logout", Route::Browser),
             (Method::GET, "/dashboard/api/rows", Route::Browser),
