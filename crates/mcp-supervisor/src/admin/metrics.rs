@@ -166,6 +166,17 @@ impl Collector for StatusCollector {
         }
 
         let mut family = encoder.encode_descriptor(
+            "mcp_supervisor_probes",
+            "Probes sent to the upstream while the connection was parked.",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in connections {
+            let labels = [("connection", status.name.as_str())];
+            ConstCounter::new(status.probes).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
             "mcp_supervisor_restarts",
             "Restarts of the connection's actor after it died.",
             None,
@@ -342,6 +353,7 @@ mod tests {
         github.durations.record(Duration::from_secs(90));
         github.failures = BTreeMap::from([("server", 3), ("timeout", 1)]);
         github.parks = 2;
+        github.probes = 3;
         github.restarts = 1;
         vec![github, status("files", ConnectionState::Idle)]
     }
@@ -445,6 +457,13 @@ mod tests {
         assert_eq!(
             value(
                 &samples,
+                r#"mcp_supervisor_probes_total{connection="github"}"#
+            ),
+            3.0
+        );
+        assert_eq!(
+            value(
+                &samples,
                 r#"mcp_supervisor_restarts_total{connection="github"}"#
             ),
             1.0
@@ -456,7 +475,7 @@ mod tests {
             ),
             0.0
         );
-        for family in ["calls", "failures", "parks", "restarts"] {
+        for family in ["calls", "failures", "parks", "probes", "restarts"] {
             let type_line = format!("# TYPE mcp_supervisor_{family}_total counter");
             assert!(text.contains(&type_line), "{type_line} in\n{text}");
         }
@@ -553,7 +572,7 @@ mod tests {
             text.lines()
                 .filter(|line| line.starts_with("# TYPE"))
                 .count(),
-            8,
+            9,
             "{text}"
         );
     }

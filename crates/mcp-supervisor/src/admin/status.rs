@@ -96,6 +96,7 @@ fn connection_json(status: &ConnectionStatus) -> Value {
         "dead": status.dead,
         "last_failure": last_failure,
         "parks": status.parks,
+        "probes": status.probes,
         "parked_until": status.parked_until.map(rfc3339),
         "held_until": status.held_until.map(rfc3339),
         "retired_reason": status.retired_reason.map(RetireReason::as_str),
@@ -182,7 +183,7 @@ mod tests {
             json!({"connections":[{
                 "name": "files", "transport": "stdio", "protocol": null, "state": "idle",
                 "since": "2026-01-01T00:00:00Z", "tool_count": null, "dead": false,
-                "last_failure": null, "parks": 0, "parked_until": null, "held_until": null,
+                "last_failure": null, "parks": 0, "probes": 0, "parked_until": null, "held_until": null,
                 "retired_reason": null, "restarts": 0, "in_flight": 0, "queued": 0,
                 "calls": {"ok": 0, "tool_error": 0, "rejected": 0, "unavailable": 0,
                           "busy": 0, "timed_out": 0},

@@ -40,9 +40,9 @@ pub use model::{
     DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_ON_BEHALF_IDLE,
     DEFAULT_ON_BEHALF_SESSIONS, Expose, FleetKey, FleetSettings, ForwardedHeader, GatewaySettings,
     HttpTransport, IntrospectionClient, OAuthGrant, OAuthSettings, OnBehalf, OnChange, OnNew,
-    OtlpProtocol, Password, Prefix, QuarantineSettings, ResourceServer, RestartBudget, RetryCalls,
-    SampleRatio, StdioTransport, SupervisorSettings, TelemetrySettings, Transport, UpstreamAuth,
-    UpstreamProtocol,
+    OtlpProtocol, Password, Prefix, ProbeMode, ProbeSettings, QuarantineSettings, ResourceServer,
+    RestartBudget, RetryCalls, SampleRatio, StdioTransport, SupervisorSettings, TelemetrySettings,
+    Transport, UpstreamAuth, UpstreamProtocol,
 };
 pub use summary::summary;
 

@@ -48,7 +48,7 @@ pub use self::{
     listeners::{
         AdminSettings, DEFAULT_MAX_BODY_BYTES, Expose, ForwardedHeader, GatewaySettings, Prefix,
     },
-    supervisor::{QuarantineSettings, RestartBudget, SupervisorSettings},
+    supervisor::{ProbeMode, ProbeSettings, QuarantineSettings, RestartBudget, SupervisorSettings},
     telemetry::{CAPTURE_MAX_BYTES, OtlpProtocol, SampleRatio, TelemetrySettings},
 };
 pub(super) use listeners::DEFAULT_MAX_SESSIONS_PER_CLIENT;

@@ -132,8 +132,45 @@ pub(crate) struct RawSupervisor {
     pub(crate) shutdown_timeout: Option<String>,
     pub(crate) state_dir: Option<String>,
     pub(crate) relist: Option<String>,
+    pub(crate) probe: Option<String>,
+    pub(crate) probe_after: Option<String>,
+    pub(crate) probe_every: Option<String>,
+    pub(crate) max_probes: Option<i64>,
     pub(crate) restart_budget: Option<RawRestartBudget>,
     pub(crate) quarantine: Option<RawQuarantine>,
+}
+
+/// The probe keys of `[supervisor]` and `[connections.NAME]`, taken out
+/// of either (serde's `flatten` does not go with `deny_unknown_fields`).
+#[derive(Debug, Default)]
+pub(crate) struct RawProbe {
+    pub(crate) probe: Option<String>,
+    pub(crate) probe_after: Option<String>,
+    pub(crate) probe_every: Option<String>,
+    pub(crate) max_probes: Option<i64>,
+}
+
+macro_rules! take_probe {
+    ($raw:expr) => {
+        RawProbe {
+            probe: $raw.probe.take(),
+            probe_after: $raw.probe_after.take(),
+            probe_every: $raw.probe_every.take(),
+            max_probes: $raw.max_probes.take(),
+        }
+    };
+}
+
+impl RawSupervisor {
+    pub(crate) fn take_probe(&mut self) -> RawProbe {
+        take_probe!(self)
+    }
+}
+
+impl RawConnection {
+    pub(crate) fn take_probe(&mut self) -> RawProbe {
+        take_probe!(self)
+    }
 }
 
 /// `supervisor.restart_budget = { restarts, within }`.
@@ -238,6 +275,10 @@ pub(crate) struct RawConnection {
     pub(crate) max_attempts: Option<i64>,
     pub(crate) retry_calls: Option<String>,
     pub(crate) protocol: Option<String>,
+    pub(crate) probe: Option<String>,
+    pub(crate) probe_after: Option<String>,
+    pub(crate) probe_every: Option<String>,
+    pub(crate) max_probes: Option<i64>,
     // transport = "http".
     pub(crate) url: Option<String>,
     pub(crate) auth: Option<RawAuth>,

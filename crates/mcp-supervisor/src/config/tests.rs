@@ -11,6 +11,7 @@ mod fleet;
 mod import;
 mod oauth;
 mod on_behalf;
+mod probes;
 mod secrets;
 mod summary;
 mod telemetry;

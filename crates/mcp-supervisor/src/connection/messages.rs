@@ -451,7 +451,7 @@ impl Handler<AttemptFailed> for ConnectionActor {
             parks: self.strikes,
         };
         let asked = self.deps.policy.send(report);
-        Box::pin(asked.into_actor(self).map(move |answer, actor, _| {
+        Box::pin(asked.into_actor(self).map(move |answer, actor, ctx| {
             // A policy that cannot answer (shutting down) ends the operation.
             let decision = answer.unwrap_or(Decision::GiveUp);
             actor.history.recent().failed(FailureRecord::new(
@@ -461,7 +461,7 @@ impl Handler<AttemptFailed> for ConnectionActor {
                 decision.clone(),
                 false,
             ));
-            actor.apply(&decision, &msg.failure, msg.attempt);
+            actor.apply(&decision, &msg.failure, msg.attempt, ctx);
             if matches!(decision, Decision::Retry { .. }) {
                 tracing::info!(
                     connection = %actor.config.name,
@@ -525,8 +525,8 @@ pub(crate) struct Adopt(pub(crate) crate::fleet::Shared);
 impl Handler<Adopt> for ConnectionActor {
     type Result = ();
 
-    fn handle(&mut self, Adopt(shared): Adopt, _: &mut Context<Self>) {
-        self.adopt(shared);
+    fn handle(&mut self, Adopt(shared): Adopt, ctx: &mut Context<Self>) {
+        self.adopt(shared, ctx);
     }
 }
 

@@ -12,6 +12,7 @@ mod lifecycle;
 mod messages;
 mod on_behalf;
 mod operation;
+mod probe;
 mod reports;
 pub mod stats;
 
@@ -119,6 +120,10 @@ pub struct ConnectionActor {
     ready_since: Option<std::time::Instant>,
     /// The sessions with its callers' credentials (`on_behalf`).
     on_behalf: Option<Arc<on_behalf::OnBehalfSessions>>,
+    /// Counts parks, so a probe planned for one that ended is not sent.
+    park: u64,
+    /// Probes sent in the current park.
+    probes: u32,
 }
 
 impl ConnectionActor {
@@ -155,6 +160,8 @@ impl ConnectionActor {
             recorder: HttpRecorder::default(),
             stop: tokio_util::sync::CancellationToken::new(),
             protocol,
+            park: 0,
+            probes: 0,
         }
     }
 
@@ -202,8 +209,13 @@ impl ConnectionActor {
             | Lifecycle::Retired { .. }
             | Lifecycle::Stopped => {}
         }
-        if matches!(self.lifecycle, Lifecycle::Ready(_)) {
-            self.ready_since = Some(std::time::Instant::now());
+        match self.lifecycle {
+            Lifecycle::Ready(_) => self.ready_since = Some(std::time::Instant::now()),
+            Lifecycle::Parked { .. } => {
+                self.park += 1;
+                self.probes = 0;
+            }
+            _ => {}
         }
     }
 
@@ -319,6 +331,21 @@ impl ConnectionActor {
         self.publish(ConnectionEvent::Connecting {
             connection: self.config.name.clone(),
         });
+        let (open, events) = self.open_session();
+        ctx.spawn(
+            open.into_actor(self)
+                .map(move |result, actor, ctx| actor.connected(result, events, ctx)),
+        );
+        LeaseAttempt::Wait(rx)
+    }
+
+    /// A new session to the upstream, and where its notifications arrive.
+    fn open_session(
+        &self,
+    ) -> (
+        impl Future<Output = Result<Session, Failure>> + use<>,
+        mpsc::UnboundedReceiver<SessionEvent>,
+    ) {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let open = open_session(
             self.config.clone(),
@@ -330,11 +357,7 @@ impl ConnectionActor {
                 .clone()
                 .map(|share| crate::oauth::Sharing::new(share, &self.config.name)),
         );
-        ctx.spawn(
-            open.into_actor(self)
-                .map(move |result, actor, ctx| actor.connected(result, events_rx, ctx)),
-        );
-        LeaseAttempt::Wait(rx)
+        (open, events_rx)
     }
 
     /// A session build finished.
@@ -355,22 +378,7 @@ impl ConnectionActor {
         let revived = *revived;
         match result {
             Ok(session) => {
-                self.generation += 1;
-                if let Some(version) = session.protocol_version() {
-                    self.protocol = Some(version);
-                }
-                let lease = Lease {
-                    session: Arc::new(session),
-                    generation: self.generation,
-                };
-                self.transition(Lifecycle::Ready(lease.clone()));
-                tracing::info!(connection = %self.config.name, revived, "ready");
-                self.publish(ConnectionEvent::Ready {
-                    connection: self.config.name.clone(),
-                    revived,
-                });
-                self.forward_session_events(events, ctx);
-                self.watch_for_end(&lease, ctx);
+                let lease = self.ready(session, events, revived, ctx);
                 for waiter in waiters {
                     let _ = waiter.send(Ok(lease.clone()));
                 }
@@ -382,6 +390,33 @@ impl ConnectionActor {
                 }
             }
         }
+    }
+
+    /// Makes `session` the live one (a build or a probe brought it).
+    fn ready(
+        &mut self,
+        session: Session,
+        events: mpsc::UnboundedReceiver<SessionEvent>,
+        revived: bool,
+        ctx: &mut Context<Self>,
+    ) -> Lease {
+        self.generation += 1;
+        if let Some(version) = session.protocol_version() {
+            self.protocol = Some(version);
+        }
+        let lease = Lease {
+            session: Arc::new(session),
+            generation: self.generation,
+        };
+        self.transition(Lifecycle::Ready(lease.clone()));
+        tracing::info!(connection = %self.config.name, revived, "ready");
+        self.publish(ConnectionEvent::Ready {
+            connection: self.config.name.clone(),
+            revived,
+        });
+        self.forward_session_events(events, ctx);
+        self.watch_for_end(&lease, ctx);
+        lease
     }
 
     /// Upstream notifications reach the registry as events.
@@ -457,17 +492,13 @@ impl ConnectionActor {
             failure: failure.clone(),
             parks: self.strikes,
         };
-        ctx.spawn(
-            self.deps
-                .policy
-                .send(report)
-                .into_actor(self)
-                .map(move |decision, actor, _| {
-                    if let Ok(decision) = decision {
-                        actor.apply(&decision, &failure, 0);
-                    }
-                }),
-        );
+        ctx.spawn(self.deps.policy.send(report).into_actor(self).map(
+            move |decision, actor, ctx| {
+                if let Ok(decision) = decision {
+                    actor.apply(&decision, &failure, 0, ctx);
+                }
+            },
+        ));
     }
 
     /// Disposes the session an attempt used, if it is still the current one.
@@ -481,7 +512,13 @@ impl ConnectionActor {
     }
 
     /// Applies the policy's decision to the lifecycle (park, retire).
-    fn apply(&mut self, decision: &Decision, failure: &Failure, attempt: u32) {
+    fn apply(
+        &mut self,
+        decision: &Decision,
+        failure: &Failure,
+        attempt: u32,
+        ctx: &mut Context<Self>,
+    ) {
         if matches!(
             self.lifecycle,
             Lifecycle::Retired { .. } | Lifecycle::Stopped
@@ -519,6 +556,7 @@ impl ConnectionActor {
                     attempt,
                     strikes: self.strikes,
                 });
+                self.plan_probe(ctx);
             }
             // The upstream said when to come back: nobody sends before then.
             Decision::Retry { after }
@@ -577,7 +615,7 @@ impl ConnectionActor {
     /// Takes on what another node of the fleet learned (docs/FLEET.md): a
     /// park, a `Retry-After` window or a retirement, told to subscribers as
     /// if it happened here. A retirement stays; a longer park stays.
-    fn adopt(&mut self, shared: crate::fleet::Shared) {
+    fn adopt(&mut self, shared: crate::fleet::Shared, ctx: &mut Context<Self>) {
         use crate::fleet::Shared;
         match shared {
             Shared::Parked {
@@ -613,6 +651,7 @@ impl ConnectionActor {
                     attempt: 0,
                     strikes: self.strikes,
                 });
+                self.plan_probe(ctx);
             }
             Shared::Held { until, failure } => {
                 if self.hold_until(crate::Deadline::at(until), &failure) {
@@ -653,6 +692,8 @@ impl Actor for ConnectionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        // A park handed over by a crashed predecessor is probed as any other.
+        self.plan_probe(ctx);
         // Sessions with callers' credentials idle for their timeout are
         // closed, whether or not calls come.
         if let Some(on_behalf) = &self.on_behalf {

@@ -31,6 +31,8 @@ pub struct History {
     pub last_failure: Option<(Failure, SystemTime)>,
     /// Every park, counting toward retirement or not.
     pub parks: u64,
+    /// Probes sent while parked (docs/SUPERVISION.md, "Probes").
+    pub probes: u64,
 }
 
 impl History {

@@ -96,6 +96,27 @@ impl FailureKind {
         }
     }
 
+    /// Whether a park for this kind is probed in the background
+    /// (docs/SUPERVISION.md, "Probes"): the upstream failed or could not be
+    /// reached, which a request that runs nothing can tell has ended. Not a
+    /// rate limit (the upstream asked to be left alone), not credentials or
+    /// rights (a person's matter), not contracts that keep changing (a
+    /// healthy answer says nothing of them).
+    pub fn probed(self) -> bool {
+        match self {
+            FailureKind::Server
+            | FailureKind::Protocol
+            | FailureKind::Timeout
+            | FailureKind::Transport
+            | FailureKind::Unknown => true,
+            FailureKind::NeedsLogin
+            | FailureKind::Auth
+            | FailureKind::Permission
+            | FailureKind::RateLimit
+            | FailureKind::ContractChurn => false,
+        }
+    }
+
     /// Lower is more specific; `classify` keeps the cause with the lowest value.
     pub fn priority(self) -> u8 {
         self as u8

@@ -112,6 +112,8 @@ pub struct ConnectionStatus {
     pub last_failure: Option<(Failure, SystemTime)>,
     /// Parks so far (counting or not).
     pub parks: u64,
+    /// Probes sent while parked so far.
+    pub probes: u64,
     pub parked_until: Option<SystemTime>,
     /// The end of a `Retry-After` window every request waits out.
     pub held_until: Option<SystemTime>,
@@ -154,6 +156,7 @@ impl ConnectionStatus {
             dead: false,
             last_failure: None,
             parks: 0,
+            probes: 0,
             parked_until: None,
             held_until: None,
             retired_reason: None,
@@ -280,6 +283,7 @@ impl Reported {
             tool_count: catalog.as_ref().map(|catalog| catalog.len()),
             contracts: catalog.map(|catalog| catalog.contracts.clone()),
             parks: history.parks,
+            probes: history.probes,
             restarts,
             name: s.name,
             transport: s.transport,

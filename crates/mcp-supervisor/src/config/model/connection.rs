@@ -40,6 +40,8 @@ pub struct ConnectionConfig {
     pub retry_calls: RetryCalls,
     /// Which protocol generation the connection speaks to the server.
     pub protocol: UpstreamProtocol,
+    /// How it is probed while parked (see [`SupervisorSettings::probe`]).
+    pub probe: super::ProbeSettings,
 }
 
 /// Default `max_concurrent_calls` of a connection.
@@ -72,6 +74,7 @@ impl ConnectionConfig {
             max_attempts: supervisor.max_attempts,
             retry_calls: RetryCalls::default(),
             protocol: UpstreamProtocol::default(),
+            probe: supervisor.probe,
         }
     }
 

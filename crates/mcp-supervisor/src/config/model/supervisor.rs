@@ -28,6 +28,9 @@ pub struct SupervisorSettings {
     /// How often a loaded catalog is listed again, so a change the upstream
     /// never announces is still seen (docs/CONTRACTS.md).
     pub relist: Duration,
+    /// How a parked connection is probed in the background; each connection
+    /// may set its own.
+    pub probe: ProbeSettings,
 }
 
 impl Default for SupervisorSettings {
@@ -42,7 +45,103 @@ impl Default for SupervisorSettings {
             quarantine: QuarantineSettings::default(),
             state_dir: None,
             relist: Duration::from_secs(300),
+            probe: ProbeSettings::default(),
         }
+    }
+}
+
+/// `probe`, `probe_after`, `probe_every`, `max_probes` (in `[supervisor]` and
+/// each `[connections.NAME]`): while a connection is parked for a failure,
+/// its actor asks the upstream, with a request that runs nothing, whether it
+/// is back; a healthy answer revives it at once (docs/SUPERVISION.md,
+/// "Probes"). The n-th probe comes `after · 2^(n−1)` after the one before
+/// (the first that long after the park), never more than `every` apart,
+/// never past the park's end, at most `max` per park.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeSettings {
+    pub mode: ProbeMode,
+    /// Wait before the first probe of a park.
+    pub after: Duration,
+    /// The longest wait between two probes.
+    pub every: Duration,
+    /// Probes per park, at most.
+    pub max: u32,
+}
+
+impl Default for ProbeSettings {
+    fn default() -> Self {
+        Self {
+            mode: ProbeMode::Auto,
+            after: Duration::from_secs(2),
+            every: Duration::from_secs(5),
+            max: 60,
+        }
+    }
+}
+
+impl ProbeSettings {
+    /// How long after the `done`-th probe (0: the park itself) the next
+    /// one comes, or `None` when no more may be sent.
+    pub fn delay(&self, done: u32) -> Option<Duration> {
+        if self.mode == ProbeMode::Off || done >= self.max {
+            return None;
+        }
+        let doubled = self
+            .after
+            .checked_mul(1u32.checked_shl(done).unwrap_or(u32::MAX))
+            .unwrap_or(Duration::MAX);
+        Some(doubled.min(self.every))
+    }
+}
+
+/// `probe = "auto" | "off"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProbeMode {
+    /// Probe parks for failures (not a `Retry-After` window, not a
+    /// retirement, not contracts that keep changing).
+    #[default]
+    Auto,
+    /// Never probe: a park ends on the first use after its cooldown.
+    Off,
+}
+
+impl super::Choice for ProbeMode {
+    const ALL: &'static [Self] = &[Self::Auto, Self::Off];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Off => "off",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_back_off_to_their_cap_and_stop_at_the_most() {
+        let settings = ProbeSettings {
+            max: 5,
+            ..ProbeSettings::default()
+        };
+        let delays: Vec<_> = (0..6).map(|done| settings.delay(done)).collect();
+        let secs = |s| Some(Duration::from_secs(s));
+        assert_eq!(delays, [secs(2), secs(4), secs(5), secs(5), secs(5), None]);
+        let off = ProbeSettings {
+            mode: ProbeMode::Off,
+            ..settings
+        };
+        assert_eq!(off.delay(0), None);
+        // Far along, the doubling saturates rather than wrapping.
+        let many = ProbeSettings {
+            max: u32::MAX,
+            every: Duration::MAX,
+            ..settings
+        };
+        assert!(many.delay(40).unwrap() >= Duration::from_secs(u64::from(u32::MAX)));
+        assert_eq!(many.delay(3), secs(16));
     }
 }
 

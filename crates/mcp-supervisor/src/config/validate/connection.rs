@@ -64,6 +64,7 @@ impl Validator<'_> {
                 ));
             }
         };
+        let probe = self.probe(key, raw.take_probe(), sup.probe)?;
         let allowed_tools = raw
             .allowed_tools
             .map(|tools| self.allowed_tools(&key.key("allowed_tools"), tools))
@@ -116,6 +117,7 @@ impl Validator<'_> {
             )?,
             retry_calls,
             protocol,
+            probe,
             name,
         })
     }

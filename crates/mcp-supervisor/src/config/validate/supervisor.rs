@@ -6,17 +6,19 @@ use std::path::{Path, PathBuf};
 use super::Validator;
 use crate::config::error::ConfigError;
 use crate::config::keypath::KeyPath;
-use crate::config::model::{QuarantineSettings, RestartBudget, SupervisorSettings};
-use crate::config::raw::{RawQuarantine, RawRestartBudget, RawSupervisor};
+use crate::config::model::{ProbeSettings, QuarantineSettings, RestartBudget, SupervisorSettings};
+use crate::config::raw::{RawProbe, RawQuarantine, RawRestartBudget, RawSupervisor};
 
 impl Validator<'_> {
     pub(super) fn supervisor(
         &self,
         key: &KeyPath,
-        raw: RawSupervisor,
+        mut raw: RawSupervisor,
     ) -> Result<SupervisorSettings, ConfigError> {
         let d = SupervisorSettings::default();
+        let probe = self.probe(key, raw.take_probe(), d.probe)?;
         Ok(SupervisorSettings {
+            probe,
             connect_timeout: self.duration(
                 &key.key("connect_timeout"),
                 raw.connect_timeout,
@@ -69,6 +71,38 @@ impl Validator<'_> {
                 .or_else(|| (self.env)("HOME").map(|home| Path::new(&home).join(".local/state")))
                 .map(|dir| dir.join("mcp-supervisor"))),
         }
+    }
+
+    /// The probe keys of `key` (`[supervisor]` or a connection), each
+    /// defaulting to `inherited`'s.
+    pub(super) fn probe(
+        &self,
+        key: &KeyPath,
+        raw: RawProbe,
+        inherited: ProbeSettings,
+    ) -> Result<ProbeSettings, ConfigError> {
+        let probe = ProbeSettings {
+            mode: self.choice(&key.key("probe"), raw.probe.as_deref(), inherited.mode)?,
+            after: self.duration(&key.key("probe_after"), raw.probe_after, inherited.after)?,
+            every: self.duration(&key.key("probe_every"), raw.probe_every, inherited.every)?,
+            max: self.count_u32(
+                &key.key("max_probes"),
+                raw.max_probes,
+                inherited.max,
+                u32::MAX,
+            )?,
+        };
+        if probe.every < probe.after {
+            return Err(self.invalid(
+                &key.key("probe_every"),
+                format!(
+                    "must be at least probe_after ({} < {})",
+                    humantime::format_duration(probe.every),
+                    humantime::format_duration(probe.after)
+                ),
+            ));
+        }
+        Ok(probe)
     }
 
     fn restart_budget(

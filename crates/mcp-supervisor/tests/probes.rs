@@ -1,0 +1,231 @@
+//! Probes (docs/SUPERVISION.md, "Probes"): a connection parked for a failure
+//! is asked in the background whether its upstream is back, and revived at
+//! once when it is, with no client call; a failed probe adds no strike; the
+//! probes back off, stop at `max_probes` and never go past the park's end;
+//! `probe = "off"`, a rate-limit park and a retirement are never probed.
+//!
+//! HTTP tests run on the paused clock (`run_paused`): every timer fires when
+//! the test's clock says. The stdio test runs in real time (its upstream is a
+//! child process).
+
+mod support;
+
+use std::time::Duration;
+
+use actix::Addr;
+use mcp_supervisor::{
+    CallOutcome, ConnectionState, FailureKind,
+    events::ConnectionEvent,
+    registry::{ConnectionStatus, Registry, Status},
+};
+use mcp_test_support::{Fault, FaultRule, Match, TestServer, test_server_binary};
+use support::*;
+
+/// The only connection's status.
+async fn status(registry: &Addr<Registry>) -> ConnectionStatus {
+    registry.send(Status).await.unwrap().remove(0)
+}
+
+/// Parks `a` with `initialize` answering 503 until told otherwise (three
+/// attempts, then the first park).
+async fn parked_by_503(settings: &str, extra: &str) -> (TestServer, Addr<Registry>, EventLog) {
+    let (upstream, registry) = upstream_and_registry(settings, extra).await;
+    let log = EventLog::default();
+    log.subscribe(&registry).await;
+    upstream.faults().push(FaultRule::always(
+        Match::method("initialize"),
+        Fault::status(503),
+    ));
+    match call(&registry, "a", "echo", echo_args()).await {
+        CallOutcome::Unavailable { failure, .. } => assert_eq!(failure.kind, FailureKind::Server),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert_eq!(status(&registry).await.state, ConnectionState::Parked);
+    assert_eq!(upstream.requests("initialize"), 3);
+    (upstream, registry, log)
+}
+
+/// The parks' cooldowns and revivals in `log`, in order.
+fn standing(log: &EventLog) -> Vec<String> {
+    log.events()
+        .into_iter()
+        .filter_map(|event| match event {
+            ConnectionEvent::Parked { cooldown, .. } => {
+                Some(format!("parked {}s", cooldown.as_secs()))
+            }
+            ConnectionEvent::Revived { .. } => Some("revived".into()),
+            ConnectionEvent::Ready { revived: true, .. } => Some("ready".into()),
+            ConnectionEvent::Retired { reason, .. } => Some(format!("retired {reason}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_upstream_back_after_8_s_is_ready_within_5_s_with_no_call_and_no_strike() {
+    run_paused(|| async {
+        // Retired at the second park: a strike per failed probe would
+        // retire it here.
+        let settings = "[supervisor.quarantine]\nretire_after = 2\n";
+        let (upstream, registry, log) = parked_by_503(settings, "").await;
+        let parked_at = tokio::time::Instant::now();
+
+        // 503 for 8 s (probes at 2 s and 6 s fail), then healthy.
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        assert_eq!(upstream.requests("initialize"), 5, "two probes so far");
+        let parked = status(&registry).await;
+        assert_eq!((parked.state, parked.parks), (ConnectionState::Parked, 1));
+        upstream.faults().clear();
+        let recovered = tokio::time::Instant::now();
+        while status(&registry).await.state != ConnectionState::Ready {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let back = recovered.elapsed();
+        assert!(
+            back <= Duration::from_secs(5),
+            "ready {back:?} after recovery"
+        );
+        // The third probe, 5 s after the second (the cap), revived it (the
+        // loop above looks every 100 ms).
+        let revived = parked_at.elapsed();
+        assert!(revived > ms(11_000) && revived <= ms(11_100), "{revived:?}");
+        let now = status(&registry).await;
+        assert_eq!((now.probes, now.parks), (3, 1));
+        assert_eq!(upstream.requests("initialize"), 6);
+        assert_eq!(upstream.requests("tools/call"), 0, "no call was needed");
+        assert_eq!(standing(&log), ["parked 30s", "revived", "ready"]);
+
+        // A session with calls is the one the probe brought.
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+    });
+}
+
+#[test]
+fn probes_back_off_and_never_go_past_the_park_or_max_probes() {
+    run_paused(|| async {
+        // A 10 s park, probes 1 s, 2 s, 4 s apart: at 1, 3, 7 s; the next
+        // would be at 11 s, after the park.
+        let settings = "[supervisor]\nprobe_after = \"1s\"\nprobe_every = \"4s\"\n\
+                        [supervisor.quarantine]\nbase_cooldown = \"10s\"\n";
+        let (upstream, registry, _log) = parked_by_503(settings, "").await;
+        let parked_at = tokio::time::Instant::now();
+        for (at, probes) in [(900, 0), (1_100, 1), (2_900, 1), (3_100, 2), (7_100, 3)] {
+            tokio::time::sleep_until(parked_at + ms(at)).await;
+            assert_eq!(upstream.requests("initialize"), 3 + probes, "at {at} ms");
+        }
+        tokio::time::sleep(Duration::from_millis(9_800)).await;
+        assert_eq!(upstream.requests("initialize"), 6, "none past the park");
+        assert_eq!(status(&registry).await.probes, 3);
+
+        // `max_probes` stops them sooner.
+        let settings = "[supervisor]\nprobe_after = \"1s\"\nmax_probes = 2\n";
+        let (upstream, registry, _log) = parked_by_503(settings, "").await;
+        tokio::time::sleep(Duration::from_secs(29)).await;
+        assert_eq!(upstream.requests("initialize"), 5);
+        assert_eq!(status(&registry).await.state, ConnectionState::Parked);
+    });
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn probe_off_on_a_connection_leaves_the_park_to_its_end() {
+    run_paused(|| async {
+        let (upstream, registry, _log) = parked_by_503("", "probe = \"off\"\n").await;
+        upstream.faults().clear();
+        tokio::time::sleep(Duration::from_secs(29)).await;
+        assert_eq!(upstream.requests("initialize"), 3, "no probe");
+        assert_eq!(status(&registry).await.state, ConnectionState::Parked);
+        // The first use after the park revives it, as before.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+    });
+}
+
+#[test]
+fn a_rate_limit_park_and_a_retirement_are_never_probed() {
+    run_paused(|| async {
+        // 429 without `Retry-After` on every attempt: parked for rate_limit.
+        let (upstream, registry) = upstream_and_registry("", "").await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(429),
+        ));
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(
+            matches!(outcome, CallOutcome::Unavailable { .. }),
+            "{outcome:?}"
+        );
+        let parked = status(&registry).await;
+        assert_eq!(parked.state, ConnectionState::Parked);
+        let sent = upstream.requests("initialize");
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        assert_eq!(
+            upstream.requests("initialize"),
+            sent,
+            "the upstream asked for quiet"
+        );
+        assert_eq!(status(&registry).await.probes, 0);
+
+        // 401: retired at once, never probed.
+        let (upstream, registry) = upstream_and_registry("", "").await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(401),
+        ));
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(
+            matches!(outcome, CallOutcome::Unavailable { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(status(&registry).await.state, ConnectionState::Retired);
+        let sent = upstream.requests("initialize");
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(upstream.requests("initialize"), sent);
+    });
+}
+
+#[test]
+fn a_stdio_child_that_died_idle_is_restarted_by_a_probe() {
+    run(|| async {
+        // The child is killed while idle: its death parks the connection.
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let command = test_server_binary().display().to_string();
+        let toml = format!(
+            "[supervisor]\nprobe_after = \"300ms\"\n{}",
+            stdio_connection(
+                "a",
+                &command,
+                &["--pid-file", pid_file.to_str().unwrap()],
+                ""
+            )
+        );
+        let registry = mcp_supervisor::registry::Registry::new(config(&toml));
+        let registry = actix::Actor::start(registry);
+        let log = EventLog::default();
+        log.subscribe(&registry).await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        let first = std::fs::read_to_string(&pid_file).unwrap();
+        let killed = std::process::Command::new("kill")
+            .args(["-9", first.trim()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        mcp_test_support::eventually!(
+            standing(&log).starts_with(&["parked 30s".into(), "revived".into(), "ready".into()]),
+            Duration::from_secs(10)
+        );
+        assert!(status(&registry).await.probes >= 1);
+        let dead = log.events().into_iter().find_map(|event| match event {
+            ConnectionEvent::Parked { failure, .. } => Some(failure.kind),
+            _ => None,
+        });
+        assert_eq!(dead, Some(FailureKind::Transport));
+        // A new child answers.
+        assert_ne!(std::fs::read_to_string(&pid_file).unwrap(), first);
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+    });
+}
