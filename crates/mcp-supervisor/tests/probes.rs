@@ -229,3 +229,83 @@ fn a_stdio_child_that_died_idle_is_restarted_by_a_probe() {
         assert_eq!(echo_text(&registry, "a").await, "hi");
     });
 }
+
+/// Three nodes over a real `redis-server`, one upstream answering 503:
+/// one node probes for the fleet at a time (the lease), and when the
+/// upstream recovers, every node is ready within 5 s without a call.
+#[test]
+fn in_a_fleet_one_node_probes_at_a_time_and_a_recovery_revives_every_node() {
+    use mcp_supervisor::registry::FleetOverview;
+
+    run(|| async {
+        let redis = mcp_test_support::RedisServer::start().unwrap();
+        let upstream = TestServer::start(mcp_test_support::TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let node = |name: &str| {
+            let toml = format!(
+                "[supervisor]\nprobe_after = \"500ms\"\nprobe_every = \"1s\"\n\
+                 [fleet]\nredis = \"{}\"\nnode = \"{name}\"\nnamespace = \"p\"\nkey_file = {}\n{}",
+                redis.url(),
+                toml_string(&fleet_key_file().to_string_lossy()),
+                http_connection("a", &upstream.url(), ""),
+            );
+            actix::Actor::start(Registry::new(config(&toml)))
+        };
+        let nodes = [node("n1"), node("n2"), node("n3")];
+        for registry in &nodes {
+            let joined = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
+                let overview = registry.send(FleetOverview).await.unwrap().unwrap();
+                matches!(
+                    overview.store,
+                    mcp_supervisor::fleet::StoreHealth::Up { .. }
+                )
+            })
+            .await;
+            assert!(joined, "joined the fleet");
+        }
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(503),
+        ));
+        let outcome = call(&nodes[0], "a", "echo", echo_args()).await;
+        assert!(matches!(outcome, CallOutcome::Unavailable { .. }), "{outcome:?}");
+        for registry in &nodes {
+            let parked = mcp_test_support::wait_until_async(Duration::from_secs(5), || async {
+                status(registry).await.state == ConnectionState::Parked
+            })
+            .await;
+            assert!(parked, "the park reached every node");
+        }
+        let parked_at = std::time::Instant::now();
+        let before = upstream.requests("initialize");
+
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let probes = upstream.requests("initialize") - before;
+        let elapsed = parked_at.elapsed().as_secs_f64();
+        let mut told = 0;
+        for registry in &nodes {
+            told += status(registry).await.probes;
+        }
+        eprintln!("{probes} probes in {elapsed:.1} s from three nodes");
+        // One per second for the fleet (slots at 0.5, 1.5, 2.5, 3.5 s, one
+        // more on a slow machine), not one per second per node.
+        assert!((3..=(elapsed as u64 + 2)).contains(&probes), "{probes} probes in {elapsed:.1} s");
+        assert_eq!(told, probes, "each probe counted on the node that sent it");
+
+        upstream.faults().clear();
+        let recovered = std::time::Instant::now();
+        for registry in &nodes {
+            let ready = mcp_test_support::wait_until_async(Duration::from_secs(5), || async {
+                status(registry).await.state == ConnectionState::Ready
+            })
+            .await;
+            assert!(ready, "every node ready within 5 s of the recovery");
+        }
+        eprintln!("every node ready {:?} after the recovery", recovered.elapsed());
+        assert_eq!(upstream.requests("tools/call"), 0, "no call was needed");
+        for registry in &nodes {
+            assert_eq!(echo_text(registry, "a").await, "hi");
+        }
+    });
+}

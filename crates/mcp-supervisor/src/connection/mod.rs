@@ -28,6 +28,7 @@ pub(crate) use lifecycle::{Lease, LeaseAttempt, LeaseError};
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub(crate) use messages::{Adopt, ContractsChurned, Forward as ConnectionForward, Retire};
+pub(crate) use probe::Revive;
 pub use messages::{
     ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
@@ -58,6 +59,9 @@ pub struct ConnectionDeps {
     pub policy: Addr<QuarantinePolicy>,
     /// The pooled HTTP client every HTTP connection shares.
     pub http: HttpClients,
+    /// Where a fleet node takes a parked connection's probe lease, so one
+    /// node probes for all (docs/FLEET.md); `None`: this process is alone.
+    pub probes: Option<Arc<crate::fleet::ProbeLeases>>,
     /// Where transitions are published (the registry).
     pub events: Option<Recipient<ConnectionEvent>>,
     /// Where the actor's death is announced (the registry, which restarts it).

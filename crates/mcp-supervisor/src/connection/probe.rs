@@ -5,7 +5,7 @@
 //! connection at once with that session; a failed one adds no strike
 //! (docs/SUPERVISION.md, "Probes").
 
-use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
+use actix::{ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
 use super::{ConnectionActor, Lifecycle};
 use crate::events::ConnectionEvent;
@@ -36,17 +36,36 @@ impl ConnectionActor {
             && matches!(&self.lifecycle, Lifecycle::Parked { until, .. } if until.pending())
     }
 
-    /// Sends the probe planned for `park`, if it still stands.
+    /// Sends the probe planned for `park`, if it still stands and, in a
+    /// fleet, this node holds the connection's probe lease until its next
+    /// probe is due.
     fn probe(&mut self, park: u64, ctx: &mut Context<Self>) {
         if !self.parked_in(park) {
             return;
         }
         self.probes += 1;
-        self.history.lock().probes += 1;
-        self.history.moved();
-        tracing::debug!(connection = %self.config.name, probe = self.probes, "probing the parked upstream");
+        let lease = self.deps.probes.clone().map(|leases| {
+            let until_next = self.config.probe.delay(self.probes);
+            (leases, until_next.unwrap_or(self.config.probe.every))
+        });
+        let connection = self.config.name.clone();
         let (open, events) = self.open_session();
-        ctx.spawn(open.into_actor(self).map(move |result, actor, ctx| {
+        let probe = async move {
+            if let Some((leases, ttl)) = lease
+                && !leases.take(&connection, ttl).await
+            {
+                return None; // another node probes this time
+            }
+            Some(open.await)
+        };
+        ctx.spawn(probe.into_actor(self).map(move |probed, actor, ctx| {
+            let Some(result) = probed else {
+                tracing::debug!(connection = %actor.config.name, "probe: another node of the fleet probes");
+                actor.plan_probe(ctx);
+                return;
+            };
+            actor.history.lock().probes += 1;
+            actor.history.moved();
             if !actor.parked_in(park) {
                 // Revived, reset, retired or stopped meanwhile.
                 if let Ok(session) = result {
@@ -77,5 +96,28 @@ impl ConnectionActor {
                 }
             }
         }));
+    }
+}
+
+/// Another node of the fleet found the upstream back (its probe, or its
+/// first use after the park): revive now, with a session of this node's
+/// own (docs/FLEET.md, "Probes across nodes").
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub(crate) struct Revive;
+
+impl Handler<Revive> for ConnectionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Revive, ctx: &mut Context<Self>) {
+        if !matches!(self.lifecycle, Lifecycle::Parked { .. }) {
+            return;
+        }
+        tracing::info!(connection = %self.config.name, "revived: another node of the fleet found the upstream back");
+        self.publish(ConnectionEvent::Revived {
+            connection: self.config.name.clone(),
+        });
+        // Nobody waits on this build: its session serves the next calls.
+        let _ = self.start_connect(ctx, true);
     }
 }

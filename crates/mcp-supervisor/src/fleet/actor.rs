@@ -46,6 +46,8 @@ pub enum News {
     Standing(Shared),
     /// A person reset the connection: forget its standing.
     Reset,
+    /// Another node found its upstream back: revive it.
+    Revived,
     /// Its contracts changed on another node: list it again now.
     ContractsChanged,
     /// A person approved these of its contracts on another node.
@@ -399,6 +401,13 @@ impl Fleet {
                     news: News::Reset,
                 });
             }
+            Told::Revived { connection } => {
+                self.mirror.remove(&connection);
+                self.registry.do_send(Learned {
+                    connection,
+                    news: News::Revived,
+                });
+            }
             Told::ContractsChanged { connection } => self.registry.do_send(Learned {
                 connection,
                 news: News::ContractsChanged,
@@ -554,9 +563,40 @@ impl Handler<ConnectionEvent> for Fleet {
                 reason: reason @ RetireReason::Failure(_),
                 failure,
             } => (connection, Shared::Retired { reason, failure }),
+            ConnectionEvent::Ready {
+                connection,
+                revived: true,
+            } => return self.revived(connection, ctx),
             _ => return,
         };
         self.share(&connection, shared, ctx);
+    }
+}
+
+impl Fleet {
+    /// `connection` came back from a park here (a probe, or the first use
+    /// after it): the fleet's park of it is over. Told only while the
+    /// fleet knows it parked, so a revival told by another node is not
+    /// told again.
+    fn revived(&mut self, connection: String, ctx: &mut Context<Self>) {
+        if !self
+            .mirror
+            .get(&connection)
+            .is_some_and(|(shared, _)| matches!(shared, Shared::Parked { .. }))
+        {
+            return;
+        }
+        self.mirror.remove(&connection);
+        let message = self
+            .wire(Told::Revived {
+                connection: connection.clone(),
+            })
+            .encode(&self.seal);
+        let store = self.store.clone();
+        self.store_op(
+            ctx,
+            async move { store.forget(&connection, &message).await },
+        );
     }
 }
 

@@ -53,7 +53,8 @@ pub(super) struct Freshness {
     last_seq: HashMap<String, u64>,
     /// When the newest standing or reset taken of each connection was sent.
     newest: HashMap<String, SystemTime>,
-    /// When the newest reset taken (or sent) of each connection was sent.
+    /// When the newest reset or revival taken (or sent) of each connection
+    /// was sent: a park kept from before it is over.
     reset: HashMap<String, SystemTime>,
 }
 
@@ -63,7 +64,7 @@ impl Freshness {
     pub(super) fn sent(&mut self, message: &Message) {
         if let Some(connection) = connection_of(message) {
             latest(&mut self.newest, connection, message.at);
-            if matches!(message.told, Told::Reset { .. }) {
+            if matches!(message.told, Told::Reset { .. } | Told::Revived { .. }) {
                 latest(&mut self.reset, connection, message.at);
             }
         }
@@ -129,7 +130,9 @@ fn latest(of: &mut HashMap<String, SystemTime>, connection: &str, at: SystemTime
 /// The connection a standing or a reset is about.
 fn connection_of(message: &Message) -> Option<&String> {
     match &message.told {
-        Told::Standing { connection, .. } | Told::Reset { connection } => Some(connection),
+        Told::Standing { connection, .. }
+        | Told::Reset { connection }
+        | Told::Revived { connection } => Some(connection),
         // Not standings: an older one heard later does no harm (a relist,
         // an approval of the definitions it carries).
         Told::Reload

@@ -17,12 +17,14 @@
 //!   that it is not an old one written again;
 //! - [`store`]: the [`Store`] trait and the in-process [`LocalStore`];
 //! - `redis`: the [`RedisStore`];
+//! - `probes`: [`ProbeLeases`], one prober per parked connection;
 //! - `tokens`: [`FleetTokens`], the OAuth tokens the fleet shares, sealed
 //!   with the fleet key;
 //! - `actor`: the [`Fleet`] actor and its view for `/status`.
 
 mod actor;
 mod freshness;
+mod probes;
 mod redis;
 pub mod store;
 mod tokens;
@@ -32,6 +34,7 @@ pub use actor::{
     ContractsEverywhere, Fleet, FleetStatus, FleetView, Learned, Member, News, NodeSeen,
     ReloadEverywhere, ReloadedElsewhere, ResetEverywhere, SharedNow, StoreHealth,
 };
+pub use probes::ProbeLeases;
 pub use redis::RedisStore;
 pub use store::{Heard, LocalStore, Store, StoreError};
 pub use tokens::FleetTokens;

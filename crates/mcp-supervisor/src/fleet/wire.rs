@@ -84,6 +84,9 @@ pub enum Told {
     /// A person reset `connection` on some node: every node forgets its
     /// standing.
     Reset { connection: String },
+    /// A probe (or the first use after a park) found `connection`'s
+    /// upstream back on some node: every node revives it.
+    Revived { connection: String },
     /// A node reloaded its config: every node re-reads its own.
     Reload,
     /// A node saw `connection`'s contracts change (docs/CONTRACTS.md):
@@ -273,6 +276,9 @@ enum WireWhat {
     Reset {
         connection: String,
     },
+    Revived {
+        connection: String,
+    },
     Reload,
     ContractsChanged {
         connection: String,
@@ -355,6 +361,9 @@ impl Message {
                 }
             }
             Told::Reset { connection } => WireWhat::Reset {
+                connection: connection.clone(),
+            },
+            Told::Revived { connection } => WireWhat::Revived {
                 connection: connection.clone(),
             },
             Told::Reload => WireWhat::Reload,
@@ -457,6 +466,9 @@ impl Message {
                 connection: checked_name(connection)?,
             },
             WireWhat::Reset { connection } => Told::Reset {
+                connection: checked_name(connection)?,
+            },
+            WireWhat::Revived { connection } => Told::Revived {
                 connection: checked_name(connection)?,
             },
             WireWhat::Reload => Told::Reload,

@@ -70,7 +70,7 @@ impl Registry {
                 }
             },
             News::ContractsChanged => {}
-            News::Standing(_) | News::Reset => return,
+            News::Standing(_) | News::Reset | News::Revived => return,
         }
         // A catalog nobody listed here is judged when it is.
         if self

@@ -565,6 +565,11 @@ impl Handler<Learned> for Registry {
                     tracing::info!(connection = %msg.connection, "reset: by another node of the fleet");
                 }
             }
+            News::Revived => {
+                if let Some(actor) = self.actor(&msg.connection, ctx) {
+                    actor.do_send(crate::connection::Revive);
+                }
+            }
             News::Standing(shared) => match self.actor(&msg.connection, ctx) {
                 Some(actor) => actor.do_send(Adopt(shared)),
                 // Another node's config has it, this one's does not.

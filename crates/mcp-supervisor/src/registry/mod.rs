@@ -61,6 +61,8 @@ pub struct Registry {
     on_fleet_reload: Option<tokio::sync::mpsc::UnboundedSender<()>>,
     /// Where OAuth tokens are shared: in a fleet with a key (`[fleet]`).
     tokens: Option<Arc<dyn crate::oauth::TokenShare>>,
+    /// Where parked connections' probe leases are taken, in a fleet.
+    probes: Option<Arc<crate::fleet::ProbeLeases>>,
     /// Where connections acting on their callers' behalf exchange tokens:
     /// `[gateway] auth`'s issuer as the process started (as the gateway's
     /// own callers are checked: a reload changes neither).
@@ -93,6 +95,7 @@ impl Registry {
             fleet_store: None,
             on_fleet_reload: None,
             tokens: None,
+            probes: None,
             exchange,
             routes: Routes::default(),
         }
@@ -147,6 +150,10 @@ impl Registry {
             skew,
             furthest: self.config.supervisor.quarantine.max_cooldown + skew,
         };
+        self.probes = Some(Arc::new(crate::fleet::ProbeLeases::new(
+            store.clone(),
+            member.node.clone(),
+        )));
         let fleet = Fleet::new(
             member,
             store,
@@ -162,6 +169,7 @@ impl Registry {
         ConnectionDeps {
             policy: self.policy.clone(),
             http: self.http.clone(),
+            probes: self.probes.clone(),
             events: Some(ctx.address().recipient()),
             deaths: Some(ctx.address().recipient()),
             shutdown_timeout: self.config.supervisor.shutdown_timeout,
