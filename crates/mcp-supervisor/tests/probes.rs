@@ -230,53 +230,84 @@ fn a_stdio_child_that_died_idle_is_restarted_by_a_probe() {
     });
 }
 
+/// Three nodes of a fleet over `redis`, each with connection `a` to
+/// `upstream` and `settings` (a `[supervisor]` table), all joined.
+async fn three_nodes(
+    redis: &mcp_test_support::RedisServer,
+    upstream: &TestServer,
+    settings: &str,
+) -> [Addr<Registry>; 3] {
+    use mcp_supervisor::registry::FleetOverview;
+
+    let node = |name: &str| {
+        let toml = format!(
+            "{settings}[fleet]\nredis = \"{}\"\nnode = \"{name}\"\nnamespace = \"p\"\nkey_file = {}\n{}",
+            redis.url(),
+            toml_string(&fleet_key_file().to_string_lossy()),
+            http_connection("a", &upstream.url(), ""),
+        );
+        actix::Actor::start(Registry::new(config(&toml)))
+    };
+    let nodes = [node("n1"), node("n2"), node("n3")];
+    for registry in &nodes {
+        let joined = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
+            let overview = registry.send(FleetOverview).await.unwrap().unwrap();
+            matches!(
+                overview.store,
+                mcp_supervisor::fleet::StoreHealth::Up { .. }
+            )
+        })
+        .await;
+        assert!(joined, "joined the fleet");
+    }
+    nodes
+}
+
+/// Parks `a` on `nodes[0]` with `initialize` answering 503, and waits
+/// until every node has taken the park on.
+async fn park_everywhere(upstream: &TestServer, nodes: &[Addr<Registry>]) {
+    upstream.faults().push(FaultRule::always(
+        Match::method("initialize"),
+        Fault::status(503),
+    ));
+    let outcome = call(&nodes[0], "a", "echo", echo_args()).await;
+    assert!(
+        matches!(outcome, CallOutcome::Unavailable { .. }),
+        "{outcome:?}"
+    );
+    for registry in nodes {
+        let parked = mcp_test_support::wait_until_async(Duration::from_secs(5), || async {
+            status(registry).await.state == ConnectionState::Parked
+        })
+        .await;
+        assert!(parked, "the park reached every node");
+    }
+}
+
+/// Waits until `a` is ready on every node, at most `within`.
+async fn ready_everywhere(nodes: &[Addr<Registry>], within: Duration) {
+    for registry in nodes {
+        let ready = mcp_test_support::wait_until_async(within, || async {
+            status(registry).await.state == ConnectionState::Ready
+        })
+        .await;
+        assert!(ready, "every node ready within {within:?}");
+    }
+}
+
 /// Three nodes over a real `redis-server`, one upstream answering 503:
 /// one node probes for the fleet at a time (the lease), and when the
 /// upstream recovers, every node is ready within 5 s without a call.
 #[test]
 fn in_a_fleet_one_node_probes_at_a_time_and_a_recovery_revives_every_node() {
-    use mcp_supervisor::registry::FleetOverview;
-
     run(|| async {
         let redis = mcp_test_support::RedisServer::start().unwrap();
         let upstream = TestServer::start(mcp_test_support::TestServerOptions::legacy())
             .await
             .unwrap();
-        let node = |name: &str| {
-            let toml = format!(
-                "[supervisor]\nprobe_after = \"500ms\"\nprobe_every = \"1s\"\n\
-                 [fleet]\nredis = \"{}\"\nnode = \"{name}\"\nnamespace = \"p\"\nkey_file = {}\n{}",
-                redis.url(),
-                toml_string(&fleet_key_file().to_string_lossy()),
-                http_connection("a", &upstream.url(), ""),
-            );
-            actix::Actor::start(Registry::new(config(&toml)))
-        };
-        let nodes = [node("n1"), node("n2"), node("n3")];
-        for registry in &nodes {
-            let joined = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
-                let overview = registry.send(FleetOverview).await.unwrap().unwrap();
-                matches!(
-                    overview.store,
-                    mcp_supervisor::fleet::StoreHealth::Up { .. }
-                )
-            })
-            .await;
-            assert!(joined, "joined the fleet");
-        }
-        upstream.faults().push(FaultRule::always(
-            Match::method("initialize"),
-            Fault::status(503),
-        ));
-        let outcome = call(&nodes[0], "a", "echo", echo_args()).await;
-        assert!(matches!(outcome, CallOutcome::Unavailable { .. }), "{outcome:?}");
-        for registry in &nodes {
-            let parked = mcp_test_support::wait_until_async(Duration::from_secs(5), || async {
-                status(registry).await.state == ConnectionState::Parked
-            })
-            .await;
-            assert!(parked, "the park reached every node");
-        }
+        let settings = "[supervisor]\nprobe_after = \"500ms\"\nprobe_every = \"1s\"\n";
+        let nodes = three_nodes(&redis, &upstream, settings).await;
+        park_everywhere(&upstream, &nodes).await;
         let parked_at = std::time::Instant::now();
         let before = upstream.requests("initialize");
 
@@ -290,22 +321,77 @@ fn in_a_fleet_one_node_probes_at_a_time_and_a_recovery_revives_every_node() {
         eprintln!("{probes} probes in {elapsed:.1} s from three nodes");
         // One per second for the fleet (slots at 0.5, 1.5, 2.5, 3.5 s, one
         // more on a slow machine), not one per second per node.
-        assert!((3..=(elapsed as u64 + 2)).contains(&probes), "{probes} probes in {elapsed:.1} s");
+        assert!(
+            (3..=(elapsed as u64 + 2)).contains(&probes),
+            "{probes} probes in {elapsed:.1} s"
+        );
         assert_eq!(told, probes, "each probe counted on the node that sent it");
 
         upstream.faults().clear();
         let recovered = std::time::Instant::now();
-        for registry in &nodes {
-            let ready = mcp_test_support::wait_until_async(Duration::from_secs(5), || async {
-                status(registry).await.state == ConnectionState::Ready
-            })
-            .await;
-            assert!(ready, "every node ready within 5 s of the recovery");
-        }
-        eprintln!("every node ready {:?} after the recovery", recovered.elapsed());
+        ready_everywhere(&nodes, Duration::from_secs(5)).await;
+        eprintln!(
+            "every node ready {:?} after the recovery",
+            recovered.elapsed()
+        );
         assert_eq!(upstream.requests("tools/call"), 0, "no call was needed");
         for registry in &nodes {
             assert_eq!(echo_text(registry, "a").await, "hi");
         }
+    });
+}
+
+/// Without probes, a park's end on three nodes: the first uses of all
+/// three at once send one attempt to the upstream, not one per node; when
+/// it answers, the two others are revived by the news, with no call.
+#[test]
+fn in_a_fleet_the_first_use_after_a_park_tries_once_for_every_node() {
+    run(|| async {
+        let redis = mcp_test_support::RedisServer::start().unwrap();
+        let upstream = TestServer::start(mcp_test_support::TestServerOptions::legacy())
+            .await
+            .unwrap();
+        let settings = "[supervisor]\nprobe = \"off\"\nmax_attempts = 1\n\
+                        [supervisor.quarantine]\nbase_cooldown = \"2s\"\n";
+        let nodes = three_nodes(&redis, &upstream, settings).await;
+        park_everywhere(&upstream, &nodes).await;
+        tokio::time::sleep(Duration::from_millis(2_100)).await;
+
+        // Still failing: three first uses at once, one attempt.
+        let before = upstream.requests("initialize");
+        let calls = nodes
+            .iter()
+            .map(|registry| call(registry, "a", "echo", echo_args()));
+        for outcome in futures::future::join_all(calls).await {
+            assert!(
+                matches!(outcome, CallOutcome::Unavailable { .. }),
+                "{outcome:?}"
+            );
+        }
+        assert_eq!(
+            upstream.requests("initialize") - before,
+            1,
+            "one node tried"
+        );
+
+        // Healthy again: after the next park, one node's call revives all.
+        upstream.faults().clear();
+        for registry in &nodes {
+            let over = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
+                let now = status(registry).await;
+                now.parked_until
+                    .is_none_or(|until| until <= std::time::SystemTime::now())
+            })
+            .await;
+            assert!(over, "the park ends");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(echo_text(&nodes[1], "a").await, "hi");
+        ready_everywhere(&nodes, Duration::from_secs(5)).await;
+        assert_eq!(
+            upstream.tool_calls("echo"),
+            1,
+            "the others were revived without a call"
+        );
     });
 }

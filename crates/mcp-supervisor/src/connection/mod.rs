@@ -28,13 +28,13 @@ pub(crate) use lifecycle::{Lease, LeaseAttempt, LeaseError};
 #[cfg(feature = "fault-injection")]
 pub use messages::InjectPanic;
 pub(crate) use messages::{Adopt, ContractsChurned, Forward as ConnectionForward, Retire};
-pub(crate) use probe::Revive;
 pub use messages::{
     ConnectionDied, ConnectionSnapshot, ListTools as ConnectionList, Snapshot, Stop,
 };
 pub use on_behalf::Exchange;
 pub(crate) use operation::CallContext;
 pub use operation::CallRetry;
+pub(crate) use probe::Revive;
 pub use stats::CallCounts;
 
 use self::{
@@ -126,6 +126,12 @@ pub struct ConnectionActor {
     on_behalf: Option<Arc<on_behalf::OnBehalfSessions>>,
     /// Counts parks, so a probe planned for one that ended is not sent.
     park: u64,
+    /// Counts transitions, so work started in one state can tell it is
+    /// still in it when it ends.
+    transitions: u64,
+    /// The probe lease this node took to try the upstream for the fleet
+    /// at a park's end, given back when the try ends.
+    trying: Option<Arc<crate::fleet::ProbeLeases>>,
     /// Probes sent in the current park.
     probes: u32,
 }
@@ -165,6 +171,8 @@ impl ConnectionActor {
             stop: tokio_util::sync::CancellationToken::new(),
             protocol,
             park: 0,
+            transitions: 0,
+            trying: None,
             probes: 0,
         }
     }
@@ -183,6 +191,7 @@ impl ConnectionActor {
     /// will never complete, and closes a session that is being left behind.
     fn transition(&mut self, next: Lifecycle) {
         self.history.moved();
+        self.transitions += 1;
         let previous = std::mem::replace(&mut self.lifecycle, next);
         if previous.state() != self.lifecycle.state() {
             self.since = SystemTime::now();
@@ -267,11 +276,13 @@ impl ConnectionActor {
                 LeaseAttempt::Wait(rx)
             }
             Lifecycle::Idle => self.start_connect(ctx, false),
-            Lifecycle::Parked { until, .. } if !until.pending() => {
-                tracing::info!(connection = %self.config.name, "revived: cooldown over, rebuilding the session");
-                self.publish(ConnectionEvent::Revived {
-                    connection: self.config.name.clone(),
-                });
+            Lifecycle::Parked { failure, until } if !until.pending() => {
+                // In a fleet, one node tries for all (docs/FLEET.md).
+                if let Some(leases) = self.deps.probes.clone() {
+                    let failure = failure.clone();
+                    return self.revive_for_the_fleet(leases, failure, ctx);
+                }
+                self.revive_on_use();
                 self.start_connect(ctx, true)
             }
             Lifecycle::Parked { .. } | Lifecycle::Retired { .. } | Lifecycle::Stopped => {
@@ -331,6 +342,12 @@ impl ConnectionActor {
             waiters: vec![tx],
             revived,
         });
+        self.connect(ctx);
+        LeaseAttempt::Wait(rx)
+    }
+
+    /// Builds a session for the callers waiting in `Connecting`.
+    fn connect(&mut self, ctx: &mut Context<Self>) {
         tracing::info!(connection = %self.config.name, transport = self.config.transport.kind(), "connecting");
         self.publish(ConnectionEvent::Connecting {
             connection: self.config.name.clone(),
@@ -340,7 +357,6 @@ impl ConnectionActor {
             open.into_actor(self)
                 .map(move |result, actor, ctx| actor.connected(result, events, ctx)),
         );
-        LeaseAttempt::Wait(rx)
     }
 
     /// A new session to the upstream, and where its notifications arrive.
@@ -371,6 +387,11 @@ impl ConnectionActor {
         events: mpsc::UnboundedReceiver<SessionEvent>,
         ctx: &mut Context<Self>,
     ) {
+        if let Some(leases) = self.trying.take() {
+            let connection = self.config.name.clone();
+            let release = async move { leases.release(&connection).await };
+            ctx.spawn(WhenWoken::new(release).into_actor(self));
+        }
         let Lifecycle::Connecting { waiters, revived } = &mut self.lifecycle else {
             // Parked, retired or stopped while connecting: the new session is unwanted.
             if let Ok(session) = result {
@@ -380,6 +401,7 @@ impl ConnectionActor {
         };
         let waiters: Vec<Waiter> = std::mem::take(waiters);
         let revived = *revived;
+
         match result {
             Ok(session) => {
                 let lease = self.ready(session, events, revived, ctx);

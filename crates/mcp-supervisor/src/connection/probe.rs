@@ -1,4 +1,4 @@
-//! Probes: while a connection is parked for a failure, its actor asks the
+//! Probes and revivals. While a connection is parked for a failure, its actor asks the
 //! upstream in the background whether it is back, with a request that runs
 //! nothing (a new session: `initialize`, or `server/discover` for
 //! 2026-07-28; a new child for stdio). A healthy answer revives the
@@ -7,7 +7,7 @@
 
 use actix::{ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
-use super::{ConnectionActor, Lifecycle};
+use super::{ConnectionActor, LeaseAttempt, LeaseError, Lifecycle};
 use crate::events::ConnectionEvent;
 
 impl ConnectionActor {
@@ -98,6 +98,72 @@ impl ConnectionActor {
         }));
     }
 }
+
+impl ConnectionActor {
+    /// The park is over and this call is the first use: it revives the
+    /// connection.
+    pub(super) fn revive_on_use(&self) {
+        tracing::info!(connection = %self.config.name, "revived: cooldown over, rebuilding the session");
+        self.publish(ConnectionEvent::Revived {
+            connection: self.config.name.clone(),
+        });
+    }
+
+    /// The park is over on a node of a fleet: the node that takes the
+    /// probe lease tries for all, and tells them if the upstream is back
+    /// (the `Ready` it publishes); a node that finds the lease taken keeps
+    /// its callers answered as parked for a second more, and hears the
+    /// outcome as news: a revival, or the trying node's new park.
+    pub(super) fn revive_for_the_fleet(
+        &mut self,
+        leases: std::sync::Arc<crate::fleet::ProbeLeases>,
+        failure: crate::Failure,
+        ctx: &mut Context<Self>,
+    ) -> LeaseAttempt {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.transition(Lifecycle::Connecting {
+            waiters: vec![tx],
+            revived: true,
+        });
+        let connecting = self.transitions;
+        let connection = self.config.name.clone();
+        // Held as long as probes are apart: the try is a session build,
+        // seconds at most; one that hangs lets another node try after it.
+        let ttl = self.config.probe.every;
+        let taken = {
+            let leases = leases.clone();
+            async move { leases.take(&connection, ttl).await }
+        };
+        ctx.spawn(taken.into_actor(self).map(move |taken, actor, ctx| {
+            if actor.transitions != connecting {
+                return; // stopped, reset or retired meanwhile
+            }
+            let Lifecycle::Connecting { waiters, .. } = &mut actor.lifecycle else {
+                return;
+            };
+            if taken {
+                actor.trying = Some(leases);
+                actor.revive_on_use();
+                actor.connect(ctx);
+                return;
+            }
+            let waiters = std::mem::take(waiters);
+            actor.transition(Lifecycle::Parked {
+                until: crate::Deadline::after(ANOTHER_NODE_TRIES),
+                failure,
+            });
+            let refusal = actor.refusal();
+            for waiter in waiters {
+                let _ = waiter.send(Err(LeaseError::Refused(refusal.clone())));
+            }
+        }));
+        LeaseAttempt::Wait(rx)
+    }
+}
+
+/// How long a node whose park ended answers its callers as parked while
+/// another node of the fleet tries the upstream.
+const ANOTHER_NODE_TRIES: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Another node of the fleet found the upstream back (its probe, or its
 /// first use after the park): revive now, with a session of this node's

@@ -293,4 +293,40 @@ mod tests {
         );
         assert_eq!(fresh.take(&close, Heard::Sent, at(200), SKEW), Ok(()));
     }
+
+    /// A revival ends the fleet's park as a reset does: the park kept
+    /// from before it is over, read back at a reconnect or not.
+    #[test]
+    fn a_park_kept_from_before_a_revival_is_stale() {
+        let mut fresh = Freshness::default();
+        let revived = message(
+            "b",
+            200,
+            1,
+            Told::Revived {
+                connection: "a".into(),
+            },
+        );
+        assert_eq!(fresh.take(&revived, Heard::Sent, at(200), SKEW), Ok(()));
+        let park = message(
+            "a",
+            199,
+            50,
+            Told::Standing {
+                connection: "a".into(),
+                shared: super::super::Shared::Parked {
+                    until: at(230),
+                    failure: crate::Failure::new(crate::FailureKind::Server, "HTTP 503"),
+                    strikes: 1,
+                },
+            },
+        );
+        assert_eq!(
+            fresh.take(&park, Heard::Kept, at(201), SKEW),
+            Err(Refusal::Stale)
+        );
+        // A park after it is a new one.
+        let again = message("a", 201, 51, park.told.clone());
+        assert_eq!(fresh.take(&again, Heard::Kept, at(202), SKEW), Ok(()));
+    }
 }

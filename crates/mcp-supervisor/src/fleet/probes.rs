@@ -49,4 +49,12 @@ impl ProbeLeases {
             }
         }
     }
+
+    /// Gives `connection`'s probe lease back, if this node still holds it.
+    pub async fn release(&self, connection: &str) {
+        let key = format!("lock:probe:{connection}");
+        if let Err(error) = self.store.unlock(&key, &self.node).await {
+            tracing::debug!(connection, %error, "probe lease not released; it expires");
+        }
+    }
 }

@@ -81,6 +81,14 @@ fn every_message_reads_back_as_written() {
             connection: "x".into(),
         },
     };
+    let revived = Message {
+        node: "n".into(),
+        at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
+        seq: 42,
+        told: Told::Revived {
+            connection: "x".into(),
+        },
+    };
     let alive = Message {
         node: "n".into(),
         at: UNIX_EPOCH + Duration::from_millis(1_799_999_999_999),
@@ -112,6 +120,7 @@ fn every_message_reads_back_as_written() {
         held,
         crash,
         reset,
+        revived,
         reload,
         alive,
         changed,
