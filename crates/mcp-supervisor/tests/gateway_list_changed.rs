@@ -263,3 +263,58 @@ impl ClientHandler for Telling {
         let _ = self.0.send(());
     }
 }
+
+/// A catalog change costs what changed: when one connection's tools
+/// change, or nineteen at once, only those catalogs join the gateway's
+/// view (no refresh asks every connection again) and each client is told
+/// once per batch, not once per connection.
+#[test]
+fn a_change_updates_only_its_catalogs_and_is_told_once_per_batch() {
+    run_paused(|| async {
+        let one = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let many = TestServer::start(TestServerOptions::default())
+            .await
+            .unwrap();
+        let mut toml = http_connection("a", &one.url(), "");
+        for n in 0..19 {
+            toml.push_str(&http_connection(&format!("b{n}"), &many.url(), ""));
+        }
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let seen = Counting::default();
+        let client = gateway.connect(seen.clone()).await;
+        let before = tool_names(client.list_all_tools().await.unwrap());
+        assert_eq!(
+            before.len(),
+            20 * before.iter().filter(|n| n.starts_with("a__")).count()
+        );
+
+        let refreshes = gateway.state.refreshes();
+        one.set_late_tool(true).await;
+        eventually!(seen.0.load(Ordering::SeqCst) >= 1);
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(seen.0.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            gateway.state.refreshes(),
+            refreshes,
+            "no connection but the one that changed was asked"
+        );
+        let after = tool_names(client.list_all_tools().await.unwrap());
+        assert!(after.contains(&"a__late_tool".to_owned()), "{after:?}");
+
+        // Nineteen connections change together: one notification.
+        many.set_late_tool(true).await;
+        eventually!(seen.0.load(Ordering::SeqCst) >= 2);
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(seen.0.load(Ordering::SeqCst), 2, "once for the batch");
+        let after = tool_names(client.list_all_tools().await.unwrap());
+        assert_eq!(
+            after
+                .iter()
+                .filter(|name| name.ends_with("__late_tool"))
+                .count(),
+            20
+        );
+    });
+}

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use actix::{Actor, AsyncContext, Context, Handler, WrapFuture};
 
 use super::state::GatewayState;
-use crate::events::{ConnectionEvent, ListKind};
+use crate::{
+    events::{ConnectionEvent, ListKind},
+    registry::ListTools,
+};
 
 /// Subscribe it to the registry (`Subscribe(addr.recipient())`).
 #[derive(Debug)]
@@ -71,14 +74,14 @@ impl Handler<ConnectionEvent> for ListChangedForwarder {
         let state = self.state.clone();
         match event {
             // The registry reloads the catalog, and says which lists really
-            // changed once the new one is there: a client that lists again
-            // at once sees it.
-            ConnectionEvent::CatalogChanged { lists, .. } => {
+            // changed once the new one is there: that catalog (only) joins
+            // the view, and a client that lists again sees it.
+            ConnectionEvent::CatalogChanged { connection, lists } => {
                 ctx.spawn(
                     async move {
-                        state.refresh().await;
-                        for list in lists {
-                            state.notify_list_changed(list).await;
+                        let asked = state.registry.send(ListTools { connection }).await;
+                        if let Ok(Ok(catalog)) = asked {
+                            state.catalog_changed(catalog, lists);
                         }
                     }
                     .into_actor(self),

@@ -55,10 +55,11 @@ pub const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// wait on an upstream.
 const FRESH_WAIT: Duration = Duration::from_millis(100);
 
-/// First catalogs that come late within this of each other are announced
-/// together: one rebuild of the view and one `list_changed` per list,
-/// however many connections were slow (at start, often all of them).
-const LATE_TOGETHER: Duration = Duration::from_millis(100);
+/// Catalogs that change (or come late, first) within this of each other
+/// join the view together: one rebuild of the view and one `list_changed`
+/// per list, however many connections changed (at start, often all of
+/// them), and no other connection asked again.
+const TOGETHER: Duration = Duration::from_millis(100);
 
 /// Tasks remembered at most, and how long one unheard of is kept once that
 /// many are.
@@ -120,9 +121,9 @@ struct View {
     catalogs: HashMap<String, Arc<Catalog>>,
     /// Connections whose first catalog is awaited in the background.
     awaited: HashSet<String>,
-    /// A late first catalog came, and the view will be rebuilt and clients
-    /// told, once, after [`LATE_TOGETHER`].
-    late_pending: bool,
+    /// The lists to tell clients of when the catalogs that changed join
+    /// the view, after [`TOGETHER`]; `None` while no change waits.
+    told: Option<Vec<ListKind>>,
     /// Clashes already reported, so each is logged once.
     reported: HashSet<String>,
 }
@@ -310,21 +311,62 @@ impl GatewayState {
             let loaded = load.await;
             state.view().awaited.remove(&connection);
             let Ok(Ok(catalog)) = loaded else { return };
-            let announces = {
-                let mut view = state.view();
-                let known = view.catalogs.insert(connection, catalog).is_some();
-                // The first of a group announces them all.
-                !known && !std::mem::replace(&mut view.late_pending, true)
-            };
-            if announces {
-                tokio::time::sleep(LATE_TOGETHER).await;
-                state.view().late_pending = false;
-                state.refresh().await;
-                for list in ListKind::ALL {
-                    state.notify_list_changed(list).await;
+            if state.view().catalogs.contains_key(&connection) {
+                return; // a listing took it meanwhile
+            }
+            let lists = catalog.offered_lists();
+            state.catalog_changed(catalog, lists);
+        });
+    }
+
+    /// `catalog` changed (or came late, first): it joins the view with
+    /// every other that comes within [`TOGETHER`], in one rebuild, and
+    /// clients are told once per list in `lists` (of any of them). No other
+    /// connection's catalog is asked for: a change costs what changed.
+    pub(super) fn catalog_changed(self: &Arc<Self>, catalog: Arc<Catalog>, lists: Vec<ListKind>) {
+        let first = {
+            let mut view = self.view();
+            view.catalogs.insert(catalog.connection.clone(), catalog);
+            let first = view.told.is_none();
+            let told = view.told.get_or_insert_with(Vec::new);
+            for list in lists {
+                if !told.contains(&list) {
+                    told.push(list);
                 }
             }
-        });
+            first
+        };
+        if first {
+            let state = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(TOGETHER).await;
+                state.join_changes().await;
+            });
+        }
+    }
+
+    /// Rebuilds the view with the catalogs that changed, and tells clients.
+    async fn join_changes(self: &Arc<Self>) {
+        let connections = self.registry.send(ListConnections).await;
+        let lists = {
+            let mut view = self.view();
+            let lists = view.told.take().unwrap_or_default();
+            if let Ok(connections) = connections {
+                let configured: HashSet<String> =
+                    connections.iter().map(|c| c.name.clone()).collect();
+                let retired: Vec<ConnectionSummary> =
+                    connections.into_iter().filter(|c| c.dead).collect();
+                view.catalogs.retain(|name, _| configured.contains(name));
+                self.rebuild(&mut view, configured.len(), &retired);
+            }
+            lists
+        };
+        for list in ListKind::ALL
+            .into_iter()
+            .filter(|list| lists.contains(list))
+        {
+            self.notify_list_changed(list).await;
+        }
     }
 
     /// Routes an exposed name with `find`, refreshing the view once if the

@@ -133,6 +133,18 @@ impl Catalog {
         self.tools.is_empty()
     }
 
+    /// The lists it has anything in (templates count with resources).
+    pub fn offered_lists(&self) -> Vec<ListKind> {
+        ListKind::ALL
+            .into_iter()
+            .filter(|list| match list {
+                ListKind::Tools => !self.tools.is_empty(),
+                ListKind::Prompts => !self.prompts.is_empty(),
+                ListKind::Resources => !(self.resources.is_empty() && self.templates.is_empty()),
+            })
+            .collect()
+    }
+
     /// The lists whose content differs in `newer` (templates count with
     /// resources, as `resources/list_changed` covers both).
     pub fn changed_lists(&self, newer: &Catalog) -> Vec<ListKind> {
