@@ -129,12 +129,19 @@ pub(crate) enum Contracts {
         #[command(flatten)]
         admin: AdminTarget,
     },
-    /// Approve a running process's current definitions of a connection (NAME) or one tool
-    /// (NAME__TOOL); the process updates the lock file and serves them again.
+    /// Approve a running process's current definitions of a connection (NAME), one tool
+    /// (NAME__TOOL), or one prompt or resource template (NAME --prompt P, NAME --template T);
+    /// the process updates the lock file and serves them again.
     Approve {
         /// NAME or NAME__TOOL.
         what: String,
-        /// With NAME__TOOL: approve only if the tool is still listed with this hash (the one
+        /// One prompt of connection NAME.
+        #[arg(long, value_name = "PROMPT", conflicts_with = "template")]
+        prompt: Option<String>,
+        /// One resource template of connection NAME.
+        #[arg(long, value_name = "TEMPLATE")]
+        template: Option<String>,
+        /// With one item: approve only if it is still listed with this hash (the one
         /// `contracts diff` showed), so a change made since is not approved unseen.
         #[arg(long, value_name = "HASH")]
         sha256: Option<String>,

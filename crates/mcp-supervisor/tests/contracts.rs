@@ -138,7 +138,7 @@ async fn approve_echo(registry: &actix::Addr<mcp_supervisor::registry::Registry>
     let approved = registry
         .send(ApproveContracts {
             connection: "up".to_owned(),
-            tool: Some("echo".to_owned()),
+            item: Some((mcp_supervisor::contracts::ItemKind::Tool, "echo".to_owned())),
             sha256: None,
         })
         .await

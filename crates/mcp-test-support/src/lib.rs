@@ -92,7 +92,7 @@ pub use idp::Idp;
 pub use otlp::OtlpReceiver;
 pub use redis::RedisServer;
 pub use seen_trace::SeenTrace;
-pub use server::{LATE_TOOL, ServerBehavior, ServerControl, Speaks, TestMcpServer};
+pub use server::{LATE_TOOL, PROMPT, ServerBehavior, ServerControl, Speaks, TestMcpServer};
 pub use stdio::{StdioOptions, serve_stdio};
 pub use wait::{wait_until, wait_until_async};
 

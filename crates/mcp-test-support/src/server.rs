@@ -379,7 +379,7 @@ impl ServerControl {
         seen.push_back(raw.to_owned());
     }
 
-    /// Lists `tool` with `patch` merged into its definition from now on (an
+    /// Lists `tool` (or the prompt, by its name) with `patch` merged into its definition from now on (an
     /// RFC 7396 merge patch: objects merge, `null` removes a field), telling
     /// nobody: an upstream changing a tool silently. `None` lists it as
     /// built again. Calls of the tool work as before.
@@ -400,12 +400,19 @@ impl ServerControl {
 
     /// `tool` as listed now: redefined, or as built.
     fn as_listed(&self, tool: Tool) -> Tool {
-        let Some(patch) = lock(&self.inner.redefined).get(tool.name.as_ref()).cloned() else {
-            return tool;
+        let name = tool.name.to_string();
+        self.patched(&name, tool)
+    }
+
+    /// The item named `name` (a tool or the prompt: `redefine` takes
+    /// either name) as listed now.
+    fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(&self, name: &str, item: T) -> T {
+        let Some(patch) = lock(&self.inner.redefined).get(name).cloned() else {
+            return item;
         };
-        let mut value = serde_json::to_value(&tool).unwrap_or_default();
+        let mut value = serde_json::to_value(&item).unwrap_or_default();
         merge(&mut value, patch);
-        serde_json::from_value(value).unwrap_or(tool)
+        serde_json::from_value(value).unwrap_or(item)
     }
 
     /// Whether `late_tool` is currently listed.
@@ -1046,11 +1053,10 @@ impl ServerHandler for TestMcpServer {
         let argument = PromptArgument::new(PROMPT_ARGUMENT)
             .with_description("Who to greet")
             .with_required(true);
-        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
-            PROMPT,
-            Some("Greet someone by name"),
-            Some(vec![argument]),
-        )]))
+        let prompt = Prompt::new(PROMPT, Some("Greet someone by name"), Some(vec![argument]));
+        Ok(ListPromptsResult::with_all_items(vec![
+            self.control.patched(PROMPT, prompt),
+        ]))
     }
 
     async fn get_prompt(

@@ -4,14 +4,15 @@
 //!   what the lock had for it);
 //! - `diff [NAME]`: what a running process sees that differs from the
 //!   approved contracts, field by field;
-//! - `approve NAME | NAME__TOOL`: approve a running process's current
+//! - `approve NAME | NAME__TOOL | NAME --prompt P | NAME --template T`:
+//!   approve a running process's current
 //!   definitions (it updates the lock).
 
 use std::path::Path;
 
 use mcp_supervisor::{
     config::DEFAULT_LOCK_FILE,
-    contracts::{Contract, ItemKind, Lock},
+    contracts::{Contract, ItemKind, Lock, approve_target},
 };
 use reqwest::Method;
 use serde_json::Value;
@@ -106,9 +107,10 @@ fn describe(connection: &str, item: &Value) -> String {
         item["verdict"].as_str().unwrap_or_default(),
         item["sha256"].as_str().unwrap_or_default(),
     );
-    if kind == "tool" {
+    if let Some(kind) = ItemKind::named(kind) {
         text.push_str(&format!(
-            "  approve: mcp-supervisor contracts approve {connection}__{name} --sha256 {}\n",
+            "  approve: mcp-supervisor contracts approve {} --sha256 {}\n",
+            approve_target(connection, kind, name),
             item["sha256"].as_str().unwrap_or_default()
         ));
     }
@@ -144,16 +146,31 @@ fn shown(value: &Value) -> String {
     }
 }
 
-/// `contracts approve NAME | NAME__TOOL [--sha256 HASH]`.
-pub(crate) fn approve(what: &str, sha256: Option<&str>, target: AdminTarget) -> Result<(), Exit> {
-    let segments: Vec<&str> = match what.split_once("__") {
-        Some((connection, tool)) => vec!["connections", connection, "tools", tool, "approve"],
-        None if sha256.is_some() => {
+/// `contracts approve NAME | NAME__TOOL | NAME --prompt P | NAME --template T
+/// [--sha256 HASH]`.
+pub(crate) fn approve(
+    what: &str,
+    item: Option<(ItemKind, String)>,
+    sha256: Option<&str>,
+    target: AdminTarget,
+) -> Result<(), Exit> {
+    let segments: Vec<&str> = match (what.split_once("__"), &item) {
+        (Some(_), Some(_)) => {
             return Err(Exit::Usage(
-                "--sha256 needs one tool: NAME__TOOL".to_owned(),
+                "--prompt and --template name an item of a connection: give NAME, not NAME__TOOL"
+                    .to_owned(),
             ));
         }
-        None => vec!["connections", what, "approve"],
+        (Some((connection, tool)), None) => {
+            vec!["connections", connection, "tools", tool, "approve"]
+        }
+        (None, Some((kind, name))) => vec!["connections", what, kind.segment(), name, "approve"],
+        (None, None) if sha256.is_some() => {
+            return Err(Exit::Usage(
+                "--sha256 needs one item: NAME__TOOL, --prompt or --template".to_owned(),
+            ));
+        }
+        (None, None) => vec!["connections", what, "approve"],
     };
     let body = serde_json::json!({ "sha256": sha256 }).to_string();
     let client = AdminClient::new(target)?;

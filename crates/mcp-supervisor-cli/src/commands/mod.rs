@@ -12,6 +12,8 @@ mod reset;
 mod serve;
 mod status;
 
+use mcp_supervisor::contracts::ItemKind;
+
 use crate::{
     cli::{Command, Contracts},
     exit::Exit,
@@ -44,9 +46,18 @@ pub(crate) fn run(command: Command) -> Result<(), Exit> {
             Contracts::Diff { connection, admin } => contracts::diff(connection.as_deref(), admin),
             Contracts::Approve {
                 what,
+                prompt,
+                template,
                 sha256,
                 admin,
-            } => contracts::approve(&what, sha256.as_deref(), admin),
+            } => {
+                let item = match (prompt, template) {
+                    (Some(prompt), _) => Some((ItemKind::Prompt, prompt)),
+                    (None, Some(template)) => Some((ItemKind::ResourceTemplate, template)),
+                    (None, None) => None,
+                };
+                contracts::approve(&what, item, sha256.as_deref(), admin)
+            }
         },
     }
 }

@@ -43,6 +43,7 @@ use super::{
 use crate::{
     config::{AdminSettings, BearerToken},
     contracts::ApproveError,
+    contracts::ItemKind,
     fleet::FleetView,
     listener::{
         self, Port, Server,
@@ -240,8 +241,8 @@ fn router_linked(
             post(approve_all).route_layer(json_only()),
         )
         .route(
-            "/connections/{name}/tools/{tool}/approve",
-            post(approve_tool).route_layer(json_only()),
+            "/connections/{name}/{kind}/{item}/approve",
+            post(approve_item).route_layer(json_only()),
         )
         .route("/contracts", get(contracts))
         .route("/reload", post(reload).route_layer(json_only()))
@@ -365,48 +366,71 @@ async fn reset(State(state): State<AdminState>, Path(name): Path<String>) -> Res
     }
 }
 
-async fn approve_all(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
-    approve(&state, name, None, None).await
+/// Approves every item the connection lists now. A hash is refused: it
+/// names one item, and approving everything else with it unseen is what a
+/// hash is there to prevent.
+async fn approve_all(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    match approve_body(&body) {
+        Ok(ApproveBody { sha256: None }) => approve(&state, name, None, None).await,
+        Ok(ApproveBody { sha256: Some(_) }) => error(
+            StatusCode::BAD_REQUEST,
+            &"a sha256 names one item: approve it at \
+              /connections/NAME/{tools|prompts|resource_templates}/ITEM/approve",
+        ),
+        Err(refusal) => refusal,
+    }
 }
 
-/// The body of a tool's approval: `{}`, or `{"sha256": "…"}`, the hash the
-/// person reviewed (the approval fails if the tool is listed otherwise now).
+/// The body of an approval: `{}`, or `{"sha256": "…"}`, the hash the
+/// person reviewed (the approval fails if the item is listed otherwise now).
 #[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct ApproveBody {
     sha256: Option<String>,
 }
 
-async fn approve_tool(
-    State(state): State<AdminState>,
-    Path((name, tool)): Path<(String, String)>,
-    body: axum::body::Bytes,
-) -> Response {
-    // No body is `{}`, as for reset.
-    let read = if body.iter().all(u8::is_ascii_whitespace) {
-        Ok(ApproveBody::default())
-    } else {
-        serde_json::from_slice::<ApproveBody>(&body)
-    };
-    let Ok(body) = read else {
-        return error(
+/// Reads an approval's body; no body is `{}`, as for reset.
+fn approve_body(body: &[u8]) -> Result<ApproveBody, Response> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(ApproveBody::default());
+    }
+    serde_json::from_slice::<ApproveBody>(body).map_err(|_| {
+        error(
             StatusCode::BAD_REQUEST,
             &"expected {} or {\"sha256\": \"the reviewed hash\"}",
-        );
+        )
+    })
+}
+
+/// Approves one tool, prompt or resource template.
+async fn approve_item(
+    State(state): State<AdminState>,
+    Path((name, kind, item)): Path<(String, String, String)>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some(kind) = ItemKind::of_segment(&kind) else {
+        return not_found().await;
     };
-    approve(&state, name, Some(tool), body.sha256).await
+    match approve_body(&body) {
+        Ok(body) => approve(&state, name, Some((kind, item)), body.sha256).await,
+        Err(refusal) => refusal,
+    }
 }
 
 /// Approves a connection's current contracts (docs/CONTRACTS.md).
 async fn approve(
     state: &AdminState,
     connection: String,
-    tool: Option<String>,
+    item: Option<(ItemKind, String)>,
     sha256: Option<String>,
 ) -> Response {
     let answer = state.registry.send(ApproveContracts {
         connection: connection.clone(),
-        tool,
+        item,
         sha256,
     });
     match answer.await {

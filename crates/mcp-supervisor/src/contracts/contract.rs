@@ -21,6 +21,16 @@ pub enum ItemKind {
     ResourceTemplate,
 }
 
+/// What `mcp-supervisor contracts approve` is given to approve one item:
+/// `NAME__TOOL`, `NAME --prompt PROMPT` or `NAME --template TEMPLATE`.
+pub fn approve_target(connection: &str, kind: ItemKind, name: &str) -> String {
+    match kind {
+        ItemKind::Tool => format!("{connection}__{name}"),
+        ItemKind::Prompt => format!("{connection} --prompt {name}"),
+        ItemKind::ResourceTemplate => format!("{connection} --template {name}"),
+    }
+}
+
 impl ItemKind {
     pub const ALL: [ItemKind; 3] = [ItemKind::Tool, ItemKind::Prompt, ItemKind::ResourceTemplate];
 
@@ -31,6 +41,23 @@ impl ItemKind {
             ItemKind::Prompt => "prompt",
             ItemKind::ResourceTemplate => "resource_template",
         }
+    }
+
+    /// The path segment of the admin API's approvals
+    /// (`/connections/NAME/{segment}/ITEM/approve`).
+    pub fn segment(self) -> &'static str {
+        match self {
+            ItemKind::Tool => "tools",
+            ItemKind::Prompt => "prompts",
+            ItemKind::ResourceTemplate => "resource_templates",
+        }
+    }
+
+    /// The kind of an approval path's `segment`.
+    pub fn of_segment(segment: &str) -> Option<ItemKind> {
+        ItemKind::ALL
+            .into_iter()
+            .find(|kind| kind.segment() == segment)
     }
 
     /// The kind spelled `text` (as [`ItemKind::as_str`] writes it).

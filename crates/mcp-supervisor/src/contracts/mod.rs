@@ -14,6 +14,6 @@ mod lock;
 mod risk;
 
 pub use book::{ApproveError, ContractBook, Judged, Seen, Verdict};
-pub use contract::{Contract, Field, ItemKind};
+pub use contract::{Contract, Field, ItemKind, approve_target};
 pub use lock::{Approved, Lock, LockError};
 pub use risk::{Change, Danger, Hint};

@@ -10,14 +10,14 @@ use crate::{
     fleet::{ContractsEverywhere, News},
 };
 
-/// Approves `connection`'s current contracts: every item, or the tool
-/// `tool` (with `sha256`, only if it is still listed with that hash).
-/// Answers how many approvals changed.
+/// Approves `connection`'s current contracts: every item, or one `item`
+/// (with `sha256`, only if it is still listed with that hash). Answers how
+/// many approvals changed.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<usize, ApproveError>")]
 pub struct ApproveContracts {
     pub connection: String,
-    pub tool: Option<String>,
+    pub item: Option<(ItemKind, String)>,
     pub sha256: Option<String>,
 }
 
@@ -28,7 +28,7 @@ impl Handler<ApproveContracts> for Registry {
         if !self.entries.contains_key(&msg.connection) {
             return Err(ApproveError::UnknownConnection(msg.connection));
         }
-        let item = msg.tool.as_deref().map(|tool| (ItemKind::Tool, tool));
+        let item = msg.item.as_ref().map(|(kind, name)| (*kind, name.as_str()));
         let approved = self
             .contracts
             .approve(&msg.connection, item, msg.sha256.as_deref())?;

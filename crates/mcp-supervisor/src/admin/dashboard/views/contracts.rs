@@ -81,26 +81,19 @@ pub(crate) fn section(out: &mut String, connection: &str, judged: Option<&Judged
             None => out.push_str("<p>Differs only in ways the config lets pass.</p>"),
         }
         if seen.verdict.holds() {
-            let (target, path, reviewed) = match contract.kind {
-                crate::contracts::ItemKind::Tool => (
-                    format!("{connection}__{}", contract.name),
-                    format!(
-                        "/connections/{}/tools/{}/approve",
-                        Segment(connection),
-                        Segment(&contract.name)
-                    ),
-                    // The approval covers the definition shown, not a later one.
-                    Some(contract.sha256.as_str()),
-                ),
-                _ => (
-                    connection.to_owned(),
-                    format!("/connections/{}/approve", Segment(connection)),
-                    None,
-                ),
-            };
-            let sha_attribute =
-                reviewed.map_or(String::new(), |sha| format!(" data-sha256=\"{sha}\""));
-            let sha_flag = reviewed.map_or(String::new(), |sha| format!(" --sha256 {sha}"));
+            // The approval covers this item as shown, not a later
+            // definition and nothing else.
+            let path = format!(
+                "/connections/{}/{}/{}/approve",
+                Segment(connection),
+                contract.kind.segment(),
+                Segment(&contract.name)
+            );
+            let reviewed = contract.sha256.as_str();
+            let target =
+                crate::contracts::approve_target(connection, contract.kind, &contract.name);
+            let sha_attribute = format!(" data-sha256=\"{reviewed}\"");
+            let sha_flag = format!(" --sha256 {reviewed}");
             let _ = write!(
                 out,
                 "<p><button type=\"button\" class=\"approve\" data-approve=\"{path}\" \
