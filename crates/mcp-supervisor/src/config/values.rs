@@ -96,10 +96,14 @@ pub(crate) fn connection_name(name: &str) -> Result<(), String> {
                 .to_owned(),
         );
     }
-    if name.contains("__") {
+    // A name ending in '_' would make `a_` + `x` and `a` + `_x` both
+    // `a___x`: without it, the first '__' of a namespaced name ends the
+    // connection's name, so every name has one owner.
+    if name.contains("__") || name.ends_with('_') {
         return Err(
             "invalid connection name: '__' is reserved as the separator of \
-             namespaced tool names ({connection}__{tool})"
+             namespaced tool names ({connection}__{tool}), so a name may not \
+             contain '__' or end with '_'"
                 .to_owned(),
         );
     }
@@ -252,10 +256,22 @@ mod tests {
         for ok in ["a", "github", "GitHub-2", "a_b", "0", &"x".repeat(64)] {
             assert_eq!(connection_name(ok), Ok(()), "{ok}");
         }
-        for bad in ["", "_a", "-a", "a b", "a.b", "a__b", "é", &"x".repeat(65)] {
+        for bad in [
+            "",
+            "_a",
+            "-a",
+            "a b",
+            "a.b",
+            "a__b",
+            "a_",
+            "é",
+            &"x".repeat(65),
+        ] {
             assert!(connection_name(bad).is_err(), "{bad}");
         }
         assert!(connection_name("a__b").unwrap_err().contains("'__'"));
+        // `a_` + `x` would be `a___x`, the name of `a` + `_x`.
+        assert!(connection_name("a_").unwrap_err().contains("end with '_'"));
     }
 
     #[test]

@@ -73,6 +73,12 @@ impl Lock {
     }
 
     fn parse(text: &str) -> Result<Lock, String> {
+        // Every object's keys once: JSON readers disagree on which of two
+        // wins, so a reviewer of the file could read one and the process
+        // approve the other.
+        let mut reader = serde_json::Deserializer::from_str(text);
+        serde::de::DeserializeSeed::deserialize(unique::Keys, &mut reader)
+            .map_err(|error| error.to_string())?;
         let file: LockFile = serde_json::from_str(text).map_err(|error| error.to_string())?;
         if file.version != VERSION {
             return Err(format!(
@@ -87,6 +93,12 @@ impl Lock {
                 let kind = ItemKind::named(&kind)
                     .ok_or_else(|| format!("unknown kind {kind:?} under {connection:?}"))?;
                 for (name, entry) in items {
+                    if entry.contract.get("name").and_then(Value::as_str) != Some(name.as_str()) {
+                        return Err(format!(
+                            "the contract of {} '{name}' of '{connection}' names another item",
+                            kind.as_str()
+                        ));
+                    }
                     let contract = Contract::from_form(kind, &name, entry.contract);
                     if contract.sha256 != entry.sha256 {
                         return Err(format!(
@@ -143,6 +155,73 @@ impl Lock {
     }
 }
 
+/// A reader of any JSON that refuses an object with a key twice.
+mod unique {
+    use std::{collections::HashSet, fmt};
+
+    use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+
+    pub(super) struct Keys;
+
+    impl<'de> DeserializeSeed<'de> for Keys {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<(), D::Error> {
+            reader.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Keys {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("JSON")
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+            while items.next_element_seed(Keys)?.is_some() {}
+            Ok(())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(A::Error::custom(format!(
+                        "the key {key:?} twice in one object"
+                    )));
+                }
+                map.next_value_seed(Keys)?;
+            }
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -193,5 +272,37 @@ mod tests {
         let error =
             Lock::parse(r#"{"version": 1, "connections": {"a": {"widget": {}}}}"#).unwrap_err();
         assert!(error.contains("unknown kind"), "{error}");
+    }
+
+    /// From the attack review of #49: a lock whose reader and reviewer
+    /// could see different things is refused, not read last-wins.
+    #[test]
+    fn a_key_twice_or_an_entry_naming_another_item_is_refused() {
+        let text = lock().render();
+        let entry = text
+            .split_once("\"echo\": ")
+            .map(|(_, rest)| rest)
+            .and_then(|rest| rest.split_once("\n        }").map(|(entry, _)| entry))
+            .unwrap()
+            .to_owned()
+            + "\n        }";
+        let twice = text.replacen(
+            &format!("\"echo\": {entry}"),
+            &format!("\"echo\": {entry},\n        \"echo\": {entry}"),
+            1,
+        );
+        assert_ne!(twice, text);
+        let error = Lock::parse(&twice).unwrap_err();
+        assert!(error.contains("the key \"echo\" twice"), "{error}");
+        let inner = text.replacen(
+            "\"description\": \"Echo.\",",
+            "\"description\": \"Echo.\", \"description\": \"Echo.\",",
+            1,
+        );
+        assert_ne!(inner, text);
+        assert!(Lock::parse(&inner).unwrap_err().contains("twice"));
+        let other = text.replacen("\"echo\": {", "\"other\": {", 1);
+        let error = Lock::parse(&other).unwrap_err();
+        assert!(error.contains("names another item"), "{error}");
     }
 }
