@@ -110,6 +110,11 @@ pub enum ApproveError {
     Lock(String),
 }
 
+/// Approved items one connection may have at most: what an upstream lists
+/// anew beyond it is held, so listing ever new names grows neither the lock
+/// nor memory without bound.
+pub(crate) const MAX_APPROVED: usize = 10_000;
+
 /// The approved contracts and the last judgement of each connection.
 #[derive(Debug, Default)]
 pub struct ContractBook {
@@ -195,6 +200,10 @@ impl ContractBook {
         let approved = self.approved.entry(connection.to_owned()).or_default();
         let mut wrote = false;
         let mut changes = before.changes;
+        // Items that appeared after the first listing and were approved on
+        // first use (`on_new = "allow"`).
+        let mut adopted_late = 0u64;
+        let mut over_the_most = 0u64;
         let mut items = Vec::with_capacity(listed.len());
         for contract in listed {
             let key = (contract.kind, contract.name.clone());
@@ -212,9 +221,18 @@ impl ContractBook {
                     }
                 }
                 (None, Some(s)) if s.on_new == OnNew::Hold && !trusting => Verdict::New,
+                // An upstream cannot grow the lock (and memory) without
+                // bound by listing ever new names.
+                (None, _) if approved.len() >= MAX_APPROVED => {
+                    over_the_most += 1;
+                    Verdict::New
+                }
                 (None, settings) => {
                     approved.insert(key, contract.clone());
                     wrote |= settings.is_some();
+                    if !first_listing {
+                        adopted_late += 1;
+                    }
                     Verdict::Approved
                 }
             };
@@ -236,7 +254,21 @@ impl ContractBook {
         if wrote {
             self.save();
         }
-        let churned = self.churned(connection, changes - before.changes, now);
+        if over_the_most > 0 {
+            tracing::warn!(
+                connection,
+                held = over_the_most,
+                most = MAX_APPROVED,
+                "contracts: more items than one connection may have approved; the new ones are held"
+            );
+        }
+        // Names new since the first listing change what clients see: each
+        // is counted, and a listing that brings any counts once toward
+        // `park_after` (an upstream that adds a few tools in an update is
+        // not parked for it; one that keeps adding them is).
+        changes += adopted_late;
+        let fresh = changes - before.changes - adopted_late + u64::from(adopted_late > 0);
+        let churned = self.churned(connection, fresh, now);
         let judged = Judged {
             items,
             changes,

@@ -215,3 +215,50 @@ fn park_after_changes_within_the_window_churns_once_then_counts_again() {
         );
     }
 }
+
+/// From the attack review of #49: with `on_new = "allow"`, an upstream
+/// listing ever new names neither grows the approvals past
+/// [`MAX_APPROVED`] nor goes on unparked: the names new since the first
+/// listing are counted, and listings that bring them churn.
+#[test]
+fn ever_new_names_are_bounded_counted_and_churn() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("mcp-supervisor.lock");
+    let mut book = ContractBook::open(Some(settings(&lock, OnChange::Hold, OnNew::Allow))).unwrap();
+    let named = |name: String| {
+        let mut contract = tool("Echo.", json!({}));
+        contract.form.insert("name".into(), json!(name));
+        Contract::from_form(ItemKind::Tool, &name, contract.form)
+    };
+    let batch = |from: usize, count: usize| {
+        (from..from + count)
+            .map(|n| named(format!("t{n}")))
+            .collect::<Vec<_>>()
+    };
+    let start = now();
+    let at = |seconds: u64| start + std::time::Duration::from_secs(seconds);
+    let first = book.judge("a", batch(0, 4_000), at(0));
+    assert_eq!(
+        (first.changes, first.churned),
+        (0, false),
+        "the first listing is trusted"
+    );
+    let second = book.judge("a", batch(0, 8_000), at(1));
+    assert_eq!(second.changes, 4_000, "each new name is counted");
+    assert!(!second.churned, "one listing that adds names counts once");
+    let third = book.judge("a", batch(0, 9_000), at(2));
+    assert!(!third.churned, "two listings with new names");
+    let fourth = book.judge("a", batch(0, 12_000), at(3));
+    let held = fourth
+        .items
+        .iter()
+        .filter(|seen| seen.verdict == Verdict::New)
+        .count();
+    assert_eq!(held, 2_000, "past the most, new names are held");
+    assert!(
+        fourth.churned,
+        "a third listing with new names within the window parks"
+    );
+    let written = Lock::read(&lock).unwrap().unwrap();
+    assert_eq!(written.connections["a"].len(), MAX_APPROVED);
+}
