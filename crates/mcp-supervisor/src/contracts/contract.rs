@@ -208,14 +208,54 @@ fn form(kind: ItemKind, mut listed: Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
-/// SHA-256 of `form`'s RFC 8785 canonical text, in hex.
+/// SHA-256 of `form`'s RFC 8785 canonical text, in hex. RFC 8785 writes
+/// every number as a double, so two integers beyond 2^53 that round alike
+/// would hash alike: a form that has any is hashed with their exact digits
+/// after its canonical text (a zero byte, then each, in key order), and
+/// every other form exactly as RFC 8785 says.
 fn digest(form: &Map<String, Value>) -> String {
     // Serializing a `serde_json::Value` cannot fail.
-    let canonical = serde_json_canonicalizer::to_vec(form).unwrap_or_default();
-    Sha256::digest(&canonical)
+    let mut hashed = serde_json_canonicalizer::to_vec(form).unwrap_or_default();
+    let mut exact = Vec::new();
+    for value in form_values(form) {
+        unsafe_integers(value, &mut exact);
+    }
+    if !exact.is_empty() {
+        hashed.push(0);
+        hashed.extend(exact.join(",").into_bytes());
+    }
+    Sha256::digest(&hashed)
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+/// A map's values in key order, whatever order the map keeps.
+fn form_values(map: &Map<String, Value>) -> Vec<&Value> {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries.into_iter().map(|(_, value)| value).collect()
+}
+
+/// The integers in `value` a double does not hold exactly, as written.
+fn unsafe_integers(value: &Value, found: &mut Vec<String>) {
+    const SAFE: u64 = 1 << 53;
+    match value {
+        Value::Number(number) => {
+            let beyond = number.as_u64().is_some_and(|n| n > SAFE)
+                || number.as_i64().is_some_and(|n| n.unsigned_abs() > SAFE);
+            if beyond {
+                found.push(number.to_string());
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| unsafe_integers(item, found)),
+        Value::Object(map) => {
+            for item in form_values(map) {
+                unsafe_integers(item, found);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -226,6 +266,30 @@ mod tests {
 
     fn tool(value: Value) -> Tool {
         serde_json::from_value(value).unwrap()
+    }
+
+    /// From the attack review of #49: RFC 8785 writes numbers as doubles,
+    /// where 12345678901234567890 and 12345678901234567000 are one; the
+    /// contract tells them apart, and a form without such numbers hashes as
+    /// RFC 8785 alone says.
+    #[test]
+    fn integers_beyond_a_double_still_change_the_hash() {
+        let with = |n: Value| {
+            let schema =
+                json!({"type": "object", "properties": {"n": {"type": "integer", "default": n}}});
+            Contract::of_tool(&tool(json!({"name": "t", "inputSchema": schema})))
+        };
+        let exact: Value = serde_json::from_str("12345678901234567890").unwrap();
+        let rounded: Value = serde_json::from_str("12345678901234567000").unwrap();
+        assert_ne!(with(exact.clone()).sha256, with(rounded).sha256);
+        assert_eq!(with(exact.clone()).sha256, with(exact).sha256);
+        let small = with(json!(5));
+        let plain = serde_json_canonicalizer::to_vec(&small.form).unwrap();
+        let hex: String = Sha256::digest(&plain)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(small.sha256, hex);
     }
 
     #[test]
