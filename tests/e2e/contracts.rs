@@ -125,6 +125,66 @@ fn a_changed_stdio_tool_is_held_shown_and_approved_with_the_commands() {
     assert_ne!(now, approved, "the lock has the approved change");
     assert!(now.contains("\"context\""), "{now}");
 
+    // A prompt that changes is approved alone, with the hash the diff shows.
+    let mut patches = widened();
+    patches["greet"] = json!({"description": "Greet someone by name, warmly."});
+    std::fs::write(&patch_file, patches.to_string()).unwrap();
+    let reset = supervisor(&["reset", "up", "--admin", &admin], &[]);
+    assert_eq!(reset.code, Some(0), "{reset:?}");
+    // The next use reconnects (a new child) and lists again.
+    gateway_call_text(
+        &served.gateway_url,
+        "up__echo",
+        json!({"text": "hi", "context": "c"}),
+    );
+    let mut shown = None;
+    let mut last = String::new();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let diff = supervisor(&["contracts", "diff", "up", "--admin", &admin], &[]);
+            shown = diff
+                .stdout
+                .lines()
+                .filter_map(|line| line.trim().strip_prefix("approve: "))
+                .find(|command| command.contains("--prompt greet"))
+                .map(str::to_owned);
+            last = diff.stdout;
+            shown.is_some()
+        }),
+        "the diff shows the held prompt and how to approve it: {last}"
+    );
+    let shown = shown.unwrap();
+    let sha = shown.rsplit(' ').next().unwrap().to_owned();
+    let approve = supervisor(
+        &[
+            "contracts",
+            "approve",
+            "up",
+            "--prompt",
+            "greet",
+            "--sha256",
+            &sha,
+            "--admin",
+            &admin,
+        ],
+        &[],
+    );
+    assert_eq!(approve.code, Some(0), "{approve:?}");
+    assert!(approve.stdout.contains("approved 1"), "{}", approve.stdout);
+    let mixed = supervisor(
+        &[
+            "contracts",
+            "approve",
+            "up__echo",
+            "--prompt",
+            "greet",
+            "--admin",
+            &admin,
+        ],
+        &[],
+    );
+    assert_eq!(mixed.code, Some(2), "{mixed:?}");
+
     let unknown = supervisor(&["contracts", "approve", "nope", "--admin", &admin], &[]);
     assert_eq!(unknown.code, Some(1), "{unknown:?}");
     assert!(
