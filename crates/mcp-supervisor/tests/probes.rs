@@ -395,3 +395,43 @@ fn in_a_fleet_the_first_use_after_a_park_tries_once_for_every_node() {
         );
     });
 }
+
+/// The fleet's word that the upstream is back (`revived`) ends a park a
+/// probe would end, at once and with a session of this node's own; a
+/// rate-limit park of this node runs on to its time.
+#[test]
+fn news_of_a_revival_ends_a_failure_park_but_not_a_rate_limit_one() {
+    use mcp_supervisor::fleet::{Learned, News};
+
+    run_paused(|| async {
+        let revived = || Learned {
+            connection: "a".into(),
+            news: News::Revived,
+        };
+        let (upstream, registry, _log) = parked_by_503("", "probe = \"off\"\n").await;
+        upstream.faults().clear();
+        registry.send(revived()).await.unwrap();
+        let ready = mcp_test_support::wait_until_async(Duration::from_secs(1), || async {
+            status(&registry).await.state == ConnectionState::Ready
+        })
+        .await;
+        assert!(ready, "revived by the news, without a call");
+        assert_eq!(upstream.requests("initialize"), 4, "its own session");
+
+        let (upstream, registry) = upstream_and_registry("", "").await;
+        upstream.faults().push(FaultRule::always(
+            Match::method("initialize"),
+            Fault::status(429),
+        ));
+        let outcome = call(&registry, "a", "echo", echo_args()).await;
+        assert!(
+            matches!(outcome, CallOutcome::Unavailable { .. }),
+            "{outcome:?}"
+        );
+        let sent = upstream.requests("initialize");
+        registry.send(revived()).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(status(&registry).await.state, ConnectionState::Parked);
+        assert_eq!(upstream.requests("initialize"), sent);
+    });
+}

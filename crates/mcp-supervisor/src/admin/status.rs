@@ -132,9 +132,9 @@ pub(crate) fn contracts_json(judged: &crate::contracts::Judged, forms: bool) -> 
                 "approved_sha256": change.map(|change| change.approved.sha256.as_str()),
             });
             if forms && seen.verdict != crate::contracts::Verdict::Approved {
-                item["contract"] = Value::Object(seen.contract.form.clone());
+                item["contract"] = Value::Object((*seen.contract.form).clone());
                 item["approved_contract"] =
-                    change.map_or(Value::Null, |change| Value::Object(change.approved.form.clone()));
+                    change.map_or(Value::Null, |change| Value::Object((*change.approved.form).clone()));
             }
             item
         })

@@ -176,7 +176,14 @@ impl Handler<Revive> for ConnectionActor {
     type Result = ();
 
     fn handle(&mut self, _: Revive, ctx: &mut Context<Self>) {
-        if !matches!(self.lifecycle, Lifecycle::Parked { .. }) {
+        // A park of this node's own that a probe would not end (the
+        // upstream asked for quiet, its contracts keep changing) runs on
+        // until its time; after it, any park ends.
+        let ends = match &self.lifecycle {
+            Lifecycle::Parked { until, failure } => failure.kind.probed() || !until.pending(),
+            _ => false,
+        };
+        if !ends {
             return;
         }
         tracing::info!(connection = %self.config.name, "revived: another node of the fleet found the upstream back");

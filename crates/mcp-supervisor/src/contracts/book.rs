@@ -205,8 +205,16 @@ impl ContractBook {
         let mut adopted_late = 0u64;
         let mut over_the_most = 0u64;
         let mut items = Vec::with_capacity(listed.len());
-        for contract in listed {
+        for mut contract in listed {
             let key = (contract.kind, contract.name.clone());
+            // The approved definition, when it is the one listed: one copy
+            // of it is kept, not two.
+            if let Some(known) = approved
+                .get(&key)
+                .filter(|known| known.sha256 == contract.sha256)
+            {
+                contract = known.clone();
+            }
             let verdict = match (approved.get(&key), &self.settings) {
                 (Some(known), _) if known.sha256 == contract.sha256 => Verdict::Approved,
                 (Some(known), settings) => {

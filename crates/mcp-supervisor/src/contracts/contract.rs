@@ -139,7 +139,7 @@ pub struct Contract {
     /// SHA-256 of the canonical form, lowercase hex.
     pub sha256: String,
     /// The contract fields as listed: what a diff compares.
-    pub form: Map<String, Value>,
+    pub form: std::sync::Arc<Map<String, Value>>,
 }
 
 impl Contract {
@@ -172,7 +172,7 @@ impl Contract {
             kind,
             name: name.to_owned(),
             sha256,
-            form,
+            form: form.into(),
         }
     }
 

@@ -126,7 +126,7 @@ impl Lock {
                     name.clone(),
                     Entry {
                         sha256: contract.sha256.clone(),
-                        contract: contract.form.clone(),
+                        contract: (*contract.form).clone(),
                     },
                 );
             }

@@ -380,7 +380,7 @@ impl Message {
                     .map(|contract| WireContract {
                         kind: contract.kind.as_str().to_owned(),
                         name: contract.name.clone(),
-                        contract: contract.form.clone(),
+                        contract: (*contract.form).clone(),
                     })
                     .collect(),
             },

@@ -226,9 +226,9 @@ fn ever_new_names_are_bounded_counted_and_churn() {
     let lock = dir.path().join("mcp-supervisor.lock");
     let mut book = ContractBook::open(Some(settings(&lock, OnChange::Hold, OnNew::Allow))).unwrap();
     let named = |name: String| {
-        let mut contract = tool("Echo.", json!({}));
-        contract.form.insert("name".into(), json!(name));
-        Contract::from_form(ItemKind::Tool, &name, contract.form)
+        let mut form = (*tool("Echo.", json!({})).form).clone();
+        form.insert("name".into(), json!(name));
+        Contract::from_form(ItemKind::Tool, &name, form)
     };
     let batch = |from: usize, count: usize| {
         (from..from + count)
