@@ -45,6 +45,22 @@ async fn parked_by_503(settings: &str, extra: &str) -> (TestServer, Addr<Registr
     (upstream, registry, log)
 }
 
+/// `a` after a call met `initialize` answering `code` on every attempt
+/// (429 without `Retry-After`: parked for `rate_limit`; 401: retired).
+async fn refused_with(code: u16) -> (TestServer, Addr<Registry>) {
+    let (upstream, registry) = upstream_and_registry("", "").await;
+    upstream.faults().push(FaultRule::always(
+        Match::method("initialize"),
+        Fault::status(code),
+    ));
+    let outcome = call(&registry, "a", "echo", echo_args()).await;
+    assert!(
+        matches!(outcome, CallOutcome::Unavailable { .. }),
+        "{outcome:?}"
+    );
+    (upstream, registry)
+}
+
 /// The parks' cooldowns and revivals in `log`, in order.
 fn standing(log: &EventLog) -> Vec<String> {
     log.events()
@@ -147,17 +163,7 @@ fn probe_off_on_a_connection_leaves_the_park_to_its_end() {
 #[test]
 fn a_rate_limit_park_and_a_retirement_are_never_probed() {
     run_paused(|| async {
-        // 429 without `Retry-After` on every attempt: parked for rate_limit.
-        let (upstream, registry) = upstream_and_registry("", "").await;
-        upstream.faults().push(FaultRule::always(
-            Match::method("initialize"),
-            Fault::status(429),
-        ));
-        let outcome = call(&registry, "a", "echo", echo_args()).await;
-        assert!(
-            matches!(outcome, CallOutcome::Unavailable { .. }),
-            "{outcome:?}"
-        );
+        let (upstream, registry) = refused_with(429).await;
         let parked = status(&registry).await;
         assert_eq!(parked.state, ConnectionState::Parked);
         let sent = upstream.requests("initialize");
@@ -170,16 +176,7 @@ fn a_rate_limit_park_and_a_retirement_are_never_probed() {
         assert_eq!(status(&registry).await.probes, 0);
 
         // 401: retired at once, never probed.
-        let (upstream, registry) = upstream_and_registry("", "").await;
-        upstream.faults().push(FaultRule::always(
-            Match::method("initialize"),
-            Fault::status(401),
-        ));
-        let outcome = call(&registry, "a", "echo", echo_args()).await;
-        assert!(
-            matches!(outcome, CallOutcome::Unavailable { .. }),
-            "{outcome:?}"
-        );
+        let (upstream, registry) = refused_with(401).await;
         assert_eq!(status(&registry).await.state, ConnectionState::Retired);
         let sent = upstream.requests("initialize");
         tokio::time::sleep(Duration::from_secs(600)).await;
@@ -418,16 +415,7 @@ fn news_of_a_revival_ends_a_failure_park_but_not_a_rate_limit_one() {
         assert!(ready, "revived by the news, without a call");
         assert_eq!(upstream.requests("initialize"), 4, "its own session");
 
-        let (upstream, registry) = upstream_and_registry("", "").await;
-        upstream.faults().push(FaultRule::always(
-            Match::method("initialize"),
-            Fault::status(429),
-        ));
-        let outcome = call(&registry, "a", "echo", echo_args()).await;
-        assert!(
-            matches!(outcome, CallOutcome::Unavailable { .. }),
-            "{outcome:?}"
-        );
+        let (upstream, registry) = refused_with(429).await;
         let sent = upstream.requests("initialize");
         registry.send(revived()).await.unwrap();
         tokio::time::sleep(Duration::from_secs(1)).await;
