@@ -8,6 +8,19 @@ use std::time::Duration;
 use e2e::{Served, bin, gateway_call_text, stdio_connection, supervisor, wait_until};
 use serde_json::json;
 
+/// `contracts approve WHAT…` against the process at `admin`, which must
+/// approve exactly one contract.
+fn approve_one(what: &[&str], admin: &str) {
+    let args: Vec<&str> = ["contracts", "approve"]
+        .into_iter()
+        .chain(what.iter().copied())
+        .chain(["--admin", admin])
+        .collect();
+    let approve = supervisor(&args, &[]);
+    assert_eq!(approve.code, Some(0), "{approve:?}");
+    assert!(approve.stdout.contains("approved 1"), "{}", approve.stdout);
+}
+
 /// The wider schema: a new required `context` argument.
 fn widened() -> serde_json::Value {
     json!({
@@ -97,20 +110,7 @@ fn a_changed_stdio_tool_is_held_shown_and_approved_with_the_commands() {
         .expect("the diff says how to approve");
     assert!(shown.contains("--sha256 "), "{shown}");
     let sha = shown.rsplit(' ').next().unwrap().to_owned();
-    let approve = supervisor(
-        &[
-            "contracts",
-            "approve",
-            "up__echo",
-            "--sha256",
-            &sha,
-            "--admin",
-            &admin,
-        ],
-        &[],
-    );
-    assert_eq!(approve.code, Some(0), "{approve:?}");
-    assert!(approve.stdout.contains("approved 1"), "{}", approve.stdout);
+    approve_one(&["up__echo", "--sha256", &sha], &admin);
     assert!(
         wait_until(Duration::from_secs(10), || {
             gateway_call_text(
@@ -155,22 +155,7 @@ fn a_changed_stdio_tool_is_held_shown_and_approved_with_the_commands() {
     );
     let shown = shown.unwrap();
     let sha = shown.rsplit(' ').next().unwrap().to_owned();
-    let approve = supervisor(
-        &[
-            "contracts",
-            "approve",
-            "up",
-            "--prompt",
-            "greet",
-            "--sha256",
-            &sha,
-            "--admin",
-            &admin,
-        ],
-        &[],
-    );
-    assert_eq!(approve.code, Some(0), "{approve:?}");
-    assert!(approve.stdout.contains("approved 1"), "{}", approve.stdout);
+    approve_one(&["up", "--prompt", "greet", "--sha256", &sha], &admin);
     let mixed = supervisor(
         &[
             "contracts",

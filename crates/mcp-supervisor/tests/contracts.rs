@@ -355,7 +355,7 @@ fn a_contract_is_the_same_in_both_protocol_generations() {
 /// How soon is printed, not asserted (a loaded machine decides that).
 #[test]
 fn in_a_fleet_a_change_found_by_one_node_holds_everywhere_and_one_approval_releases_it() {
-    use mcp_supervisor::registry::{FleetOverview, ListTools, Registry};
+    use mcp_supervisor::registry::{ListTools, Registry};
 
     run(|| async {
         let redis = mcp_test_support::RedisServer::start().unwrap();
@@ -386,15 +386,7 @@ fn in_a_fleet_a_change_found_by_one_node_holds_everywhere_and_one_approval_relea
                 .unwrap()
                 .unwrap();
             assert!(listed.tool("echo").is_some());
-            let joined = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
-                let overview = registry.send(FleetOverview).await.unwrap().unwrap();
-                matches!(
-                    overview.store,
-                    mcp_supervisor::fleet::StoreHealth::Up { .. }
-                )
-            })
-            .await;
-            assert!(joined, "joined the fleet");
+            joined_fleet(registry).await;
         }
         let verdict = |registry: &actix::Addr<Registry>| {
             let registry = registry.clone();

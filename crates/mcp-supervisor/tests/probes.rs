@@ -234,8 +234,6 @@ async fn three_nodes(
     upstream: &TestServer,
     settings: &str,
 ) -> [Addr<Registry>; 3] {
-    use mcp_supervisor::registry::FleetOverview;
-
     let node = |name: &str| {
         let toml = format!(
             "{settings}[fleet]\nredis = \"{}\"\nnode = \"{name}\"\nnamespace = \"p\"\nkey_file = {}\n{}",
@@ -247,15 +245,7 @@ async fn three_nodes(
     };
     let nodes = [node("n1"), node("n2"), node("n3")];
     for registry in &nodes {
-        let joined = mcp_test_support::wait_until_async(Duration::from_secs(10), || async {
-            let overview = registry.send(FleetOverview).await.unwrap().unwrap();
-            matches!(
-                overview.store,
-                mcp_supervisor::fleet::StoreHealth::Up { .. }
-            )
-        })
-        .await;
-        assert!(joined, "joined the fleet");
+        joined_fleet(registry).await;
     }
     nodes
 }

@@ -337,12 +337,18 @@ impl ConnectionActor {
     }
 
     fn start_connect(&mut self, ctx: &mut Context<Self>, revived: bool) -> LeaseAttempt {
+        let waiting = self.connecting(revived);
+        self.connect(ctx);
+        waiting
+    }
+
+    /// Moves to `Connecting`, the caller its first waiter.
+    fn connecting(&mut self, revived: bool) -> LeaseAttempt {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.transition(Lifecycle::Connecting {
             waiters: vec![tx],
             revived,
         });
-        self.connect(ctx);
         LeaseAttempt::Wait(rx)
     }
 

@@ -120,11 +120,7 @@ impl ConnectionActor {
         failure: crate::Failure,
         ctx: &mut Context<Self>,
     ) -> LeaseAttempt {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.transition(Lifecycle::Connecting {
-            waiters: vec![tx],
-            revived: true,
-        });
+        let waiting = self.connecting(true);
         let connecting = self.transitions;
         let connection = self.config.name.clone();
         // Held as long as probes are apart: the try is a session build,
@@ -157,7 +153,7 @@ impl ConnectionActor {
                 let _ = waiter.send(Err(LeaseError::Refused(refusal.clone())));
             }
         }));
-        LeaseAttempt::Wait(rx)
+        waiting
     }
 }
 

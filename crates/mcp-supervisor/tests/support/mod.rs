@@ -649,3 +649,21 @@ pub async fn until_refresh_is_due(
         tokio::time::sleep(left).await;
     }
 }
+
+/// Waits (at most 10 s) until `registry` has joined its fleet's store.
+#[allow(dead_code)]
+pub async fn joined_fleet(registry: &Addr<Registry>) {
+    let joined = mcp_test_support::wait_until_async(std::time::Duration::from_secs(10), || async {
+        let overview = registry
+            .send(mcp_supervisor::registry::FleetOverview)
+            .await
+            .unwrap()
+            .unwrap();
+        matches!(
+            overview.store,
+            mcp_supervisor::fleet::StoreHealth::Up { .. }
+        )
+    })
+    .await;
+    assert!(joined, "joined the fleet");
+}
