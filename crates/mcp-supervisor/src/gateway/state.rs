@@ -245,22 +245,22 @@ impl GatewayState {
             .collect();
         catalogs.sort_by(|a, b| a.connection.cmp(&b.connection));
         let mut view = self.view();
-        // A connection a reload removed is gone, names and all.
-        view.catalogs.retain(|name, _| configured.contains(name));
         for catalog in catalogs {
             view.catalogs.insert(catalog.connection.clone(), catalog);
         }
-        self.rebuild(&mut view, configured.len(), &retired)
+        self.rebuild(&mut view, &configured, &retired)
     }
 
-    /// Builds the directory from the catalogs in `view`: those of live
-    /// connections listed, those of `retired` ones only routable.
+    /// Builds the directory from the catalogs in `view` of the `configured`
+    /// connections (one a reload removed is gone, names and all): those of
+    /// live connections listed, those of `retired` ones only routable.
     fn rebuild(
         &self,
         view: &mut View,
-        configured: usize,
+        configured: &HashSet<String>,
         retired: &[ConnectionSummary],
     ) -> Arc<Directory> {
+        view.catalogs.retain(|name, _| configured.contains(name));
         let mut listed: Vec<Arc<Catalog>> = Vec::new();
         let mut hidden: Vec<Arc<Catalog>> = Vec::new();
         for (name, catalog) in &view.catalogs {
@@ -272,7 +272,7 @@ impl GatewayState {
         }
         listed.sort_by(|a, b| a.connection.cmp(&b.connection));
         hidden.sort_by(|a, b| a.connection.cmp(&b.connection));
-        let naming = Naming::new(self.prefix, configured);
+        let naming = Naming::new(self.prefix, configured.len());
         let mut directory = Directory::build(naming, &listed);
         // A retired connection is not listed, but what it offered stays
         // routable: a request for it answers with the supervisor's value.
@@ -356,8 +356,7 @@ impl GatewayState {
                     connections.iter().map(|c| c.name.clone()).collect();
                 let retired: Vec<ConnectionSummary> =
                     connections.into_iter().filter(|c| c.dead).collect();
-                view.catalogs.retain(|name, _| configured.contains(name));
-                self.rebuild(&mut view, configured.len(), &retired);
+                self.rebuild(&mut view, &configured, &retired);
             }
             lists
         };
