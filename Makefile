@@ -54,7 +54,7 @@ PEERS ?=
 with = $(filter-out 0,$(1))
 BENCH_INVOKED := make bench$(if $(call with,$(QUICK)), QUICK=$(QUICK),)$(if $(ONLY), ONLY=$(ONLY),)$(if $(call with,$(PEERS)), PEERS=$(PEERS),)
 .PHONY: bench
-bench: ## Benchmarks P1-P11 -> docs/BENCHMARKS.md (QUICK=1 ~5 min, ONLY=P1,P5, PEERS=1)
+bench: ## Benchmarks P1-P12 -> docs/BENCHMARKS.md (QUICK=1 ~5 min, ONLY=P1,P5, PEERS=1)
 	./scripts/install-test-deps.sh
 	$(if $(call with,$(PEERS)),./scripts/install-peers.sh,)
 	$(CARGO) build --release -p mcp-bench -p mcp-test-support -p mcp-supervisor-cli --bins

@@ -313,14 +313,14 @@ fn config(upstream: &str) -> String {
     text
 }
 
-fn connection(n: usize) -> String {
+pub(crate) fn connection(n: usize) -> String {
     format!("c{n:04}")
 }
 
 /// Raises this process's soft open-file limit to its hard one (at most
 /// 65,536) for the children to inherit: the gateway and the upstream each
 /// hold a socket or more per upstream session. The soft limit in effect.
-fn raise_fd_limit() -> u64 {
+pub(crate) fn raise_fd_limit() -> u64 {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
         return 0;
@@ -334,7 +334,7 @@ fn raise_fd_limit() -> u64 {
 }
 
 /// Descriptors `pid` holds open.
-fn open_fds(pid: u32) -> usize {
+pub(crate) fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
 }
 

@@ -1,4 +1,4 @@
-//! `mcp-bench`: measures the performance targets P1–P11 (docs/BENCHMARKS.md,
+//! `mcp-bench`: measures the performance targets P1–P12 (docs/BENCHMARKS.md,
 //! "Targets") side by side in one run, prints a table and writes `docs/BENCHMARKS.md`.
 //!
 //! Every measured round runs in a worker process of its own (`mcp-bench worker
@@ -11,6 +11,10 @@
 //! - [`scenarios`]: P1–P11, their variants and their rows;
 //! - [`dashboard`]: P10's gateway with 1,000 connections, its call load,
 //!   the `/events` reader and the page timings (headless Chromium);
+//! - [`scale`]: P12's gateway with 1,000 connections over three upstreams:
+//!   its start, listings, a list change, a storm and 10,000 idle sessions;
+//! - [`fleet_sim`]: P12's fleet, 20 library nodes × 1,000 connections over
+//!   one `redis-server`, and the same storm;
 //! - [`callgrind`]: P11's hops under callgrind, and their instructions per call;
 //! - [`worker`]: the client loops (supervised, raw rmcp, …) in a worker process;
 //! - [`procs`]: starting upstreams, the gateway, workers, the Python client;
@@ -23,12 +27,14 @@
 
 mod callgrind;
 mod dashboard;
+mod fleet_sim;
 mod fleet_worker;
 mod measure;
 mod otlp_sink;
 mod procs;
 mod relay;
 mod report;
+mod scale;
 mod scenarios;
 mod soak;
 mod worker;
@@ -43,7 +49,7 @@ use crate::{
     scenarios::{Bench, Settings},
 };
 
-/// Measures the performance targets (P1–P11) side by side and writes docs/BENCHMARKS.md.
+/// Measures the performance targets (P1–P12) side by side and writes docs/BENCHMARKS.md.
 #[derive(Debug, Parser)]
 #[command(name = "mcp-bench")]
 struct Cli {
@@ -98,8 +104,8 @@ enum Command {
     FleetWorker(fleet_worker::FleetWorkerArgs),
 }
 
-const ALL: [&str; 11] = [
-    "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11",
+const ALL: [&str; 12] = [
+    "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12",
 ];
 
 fn main() {
@@ -199,6 +205,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "P9" => bench.p9(),
                 "P10" => bench.p10(),
                 "P11" => bench.p11(),
+                "P12" => bench.p12(),
                 _ => Ok(()),
             };
             if let Err(error) = outcome {

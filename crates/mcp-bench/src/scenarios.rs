@@ -1,4 +1,4 @@
-//! P1–P11 (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
+//! P1–P11, and P12 in scale.rs (docs/BENCHMARKS.md, "Targets"): which variants run, interleaved how, and which rows of
 //! the table they produce.
 
 use std::{

@@ -280,7 +280,7 @@ async fn raw_loop(
 ) -> anyhow::Result<LoopResult> {
     let mut sessions = Vec::with_capacity(plan.sessions);
     for _ in 0..plan.sessions {
-        sessions.push(raw_session_as(client, &url, bearer.as_deref()).await?);
+        sessions.push(raw_session_as(client, &url, bearer.as_deref(), ()).await?);
     }
     let peers: Arc<Vec<_>> = Arc::new(sessions.iter().map(|s| s.peer().clone()).collect());
     let call = {
@@ -307,16 +307,18 @@ pub(crate) async fn raw_session(
     client: Client,
     url: &str,
 ) -> anyhow::Result<rmcp::service::RunningService<rmcp::RoleClient, ()>> {
-    raw_session_as(client, url, None).await
+    raw_session_as(client, url, None, ()).await
 }
 
 /// [`raw_session`] presenting `bearer` (`Authorization: Bearer …`) on
-/// every request, when given.
-async fn raw_session_as(
+/// every request, when given, with `handler` answering what the server
+/// sends (its notifications).
+pub(crate) async fn raw_session_as<H: rmcp::ClientHandler>(
     client: Client,
     url: &str,
     bearer: Option<&str>,
-) -> anyhow::Result<rmcp::service::RunningService<rmcp::RoleClient, ()>> {
+    handler: H,
+) -> anyhow::Result<rmcp::service::RunningService<rmcp::RoleClient, H>> {
     let transport = match (client, bearer) {
         (Client::RawDefault, None) => StreamableHttpClientTransport::from_uri(url.to_owned()),
         (client, bearer) => {
@@ -345,7 +347,8 @@ async fn raw_session_as(
         },
         _ => ClientLifecycleMode::Initialize,
     };
-    ().serve_with_lifecycle(transport, lifecycle)
+    handler
+        .serve_with_lifecycle(transport, lifecycle)
         .await
         .with_context(|| format!("rmcp client ({client:?}) to {url}"))
 }

@@ -229,3 +229,56 @@ fn a_parked_connections_listed_tool_answers_the_unavailable_value() {
         assert_eq!(text(&call_echo(&client, "b__echo").await), "hi");
     });
 }
+
+/// A listing's first page with nothing changed keeps the view as it was
+/// (the registry's lineup and a comparison, no rebuild); a retirement is
+/// seen by the next first page, which leaves the retired connection's tools
+/// out (docs/DECISIONS.md #176).
+#[test]
+fn an_unchanged_first_page_keeps_the_view_and_a_retirement_changes_it() {
+    run_paused(|| async {
+        let (a, b) = servers().await;
+        let toml = "[supervisor.quarantine]\nretire_after = 1\n".to_owned()
+            + &http_connection("a", &a.url(), "")
+            + &http_connection("b", &b.url(), "");
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let client = gateway.connect(Counting::default()).await;
+        let first = tool_names(&client).await;
+        assert!(first.contains(&"b__echo".to_owned()), "{first:?}");
+
+        let (refreshes, rebuilds) = (gateway.state.refreshes(), gateway.state.rebuilds());
+        assert_eq!(tool_names(&client).await, first);
+        assert_eq!(gateway.state.refreshes() - refreshes, 1);
+        assert_eq!(
+            gateway.state.rebuilds(),
+            rebuilds,
+            "nothing changed, yet the view was built again"
+        );
+
+        b.faults()
+            .push(FaultRule::always(Match::tool("lookup"), Fault::status(503)));
+        let retired = call(&client, "b__lookup", json!({"key": "k"})).await;
+        assert!(
+            text(&retired).contains("will not be retried"),
+            "{retired:?}"
+        );
+        // The registry hears of the retirement one mailbox hop after the call.
+        let mut later = tool_names(&client).await;
+        for _ in 0..20 {
+            if !later.contains(&"b__echo".to_owned()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            later = tool_names(&client).await;
+        }
+        assert!(!later.contains(&"b__echo".to_owned()), "{later:?}");
+        assert!(later.contains(&"a__echo".to_owned()), "{later:?}");
+        assert!(gateway.state.rebuilds() > rebuilds);
+        // Still routable: its calls are answered with the supervisor's value.
+        let refused = call_echo(&client, "b__echo").await;
+        assert!(
+            text(&refused).contains("will not be retried"),
+            "{refused:?}"
+        );
+    });
+}

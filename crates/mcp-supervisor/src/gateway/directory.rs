@@ -117,8 +117,14 @@ impl Directory {
     /// `listChanged` wherever offered, because connections coming and going
     /// change the lists too; resource `subscribe` when any upstream offers it.
     pub fn build(naming: Naming, catalogs: &[Arc<Catalog>]) -> Directory {
+        // Sized up front: growing a vector of 20,000 tools (and its routes)
+        // step by step moves them again and again.
+        let tools: usize = catalogs.iter().map(|catalog| catalog.tools.len()).sum();
         let mut directory = Directory {
             naming,
+            tools: Vec::with_capacity(tools),
+            tool_routes: HashMap::with_capacity_and_hasher(tools, Default::default()),
+            tool_contracts: HashMap::with_capacity_and_hasher(tools, Default::default()),
             ..Directory::default()
         };
         let shared_uris = shared(catalogs, |catalog| {

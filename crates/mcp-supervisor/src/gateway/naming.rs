@@ -71,7 +71,11 @@ pub const SEPARATOR: &str = "__";
 /// cut and suffixed with a hash of the full name, so it stays unique and is the
 /// same on every run and every machine.
 pub fn namespaced(connection: &str, tool: &str) -> String {
-    let full = format!("{connection}{SEPARATOR}{tool}");
+    // Joined by hand, not `format!`: a view of 20,000 tools names each.
+    let mut full = String::with_capacity(connection.len() + SEPARATOR.len() + tool.len());
+    full.push_str(connection);
+    full.push_str(SEPARATOR);
+    full.push_str(tool);
     if full.len() <= MAX_TOOL_NAME {
         return full;
     }

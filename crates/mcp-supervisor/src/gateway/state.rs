@@ -35,10 +35,7 @@ use crate::{
     access::Caller,
     call::UpstreamRequest,
     config::{Expose, Prefix},
-    registry::{
-        Catalog, ConnectionSummary, Forward, ListConnections, ListTools, Registry, Routes,
-        ShareRoutes,
-    },
+    registry::{Catalog, Forward, Lineup, ListTools, Registry, Routes, ShareRoutes},
     session::{DownstreamLink, ListKind},
     telemetry::TraceParent,
 };
@@ -79,8 +76,10 @@ pub struct GatewayState {
     pub(super) expose: Expose,
     prefix: Prefix,
     view: Mutex<View>,
-    /// How many times the view was rebuilt from the registry.
+    /// How many times the view was asked of the registry.
     refreshes: AtomicU64,
+    /// Builds of the merged view (see [`GatewayState::rebuilds`]).
+    rebuilds: AtomicU64,
     sessions: Mutex<Vec<Arc<DownstreamSession>>>,
     /// `subscriptions/listen` streams of 2026-07-28 clients, each with the
     /// resource URIs it subscribed to (kept in a session of its own).
@@ -126,6 +125,9 @@ struct View {
     told: Option<Vec<ListKind>>,
     /// Clashes already reported, so each is logged once.
     reported: HashSet<String>,
+    /// The connections (and whether each is retired) the directory was
+    /// built for, in name order.
+    lineup: Vec<(String, bool)>,
 }
 
 impl GatewayState {
@@ -147,6 +149,7 @@ impl GatewayState {
             prefix,
             view: Mutex::new(View::default()),
             refreshes: AtomicU64::new(0),
+            rebuilds: AtomicU64::new(0),
             sessions: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
             subscriptions: Mutex::new(HashMap::new()),
@@ -187,11 +190,16 @@ impl GatewayState {
         self.view().directory.clone()
     }
 
-    /// How many times the gateway rebuilt its view from the registry (at a
-    /// session's start, a listing's first page, a name it did not know, a
-    /// group of late catalogs).
+    /// How many times the gateway asked the registry for its view (at a
+    /// session's start, a listing's first page, a name it did not know).
     pub fn refreshes(&self) -> u64 {
         self.refreshes.load(Ordering::Relaxed)
+    }
+
+    /// How many times the merged view was built anew (a refresh that found
+    /// something changed, a batch of changed catalogs).
+    pub fn rebuilds(&self) -> u64 {
+        self.rebuilds.load(Ordering::Relaxed)
     }
 
     /// The view a listing's page is cut from: rebuilt from the registry for
@@ -205,66 +213,91 @@ impl GatewayState {
         }
     }
 
-    /// Rebuilds the merged view from every live connection's catalog: a fresh
-    /// one when the registry has it at once, else the last good one, else (a
-    /// connection never listed) whatever arrives within [`FIRST_WAIT`]; one
-    /// that arrives later is added by [`GatewayState::await_first`].
+    /// Rebuilds the merged view from every live connection's catalog: the
+    /// registry's when it has one loaded (it says so in one message, the
+    /// [`Lineup`]), else a load's within [`FRESH_WAIT`] when the view holds a
+    /// last good one (kept otherwise), else (a connection never listed)
+    /// whatever arrives within [`FIRST_WAIT`]; one that arrives later is
+    /// added by [`GatewayState::await_first`]. When nothing differs from the
+    /// view (the same connections, standings and catalogs), the view is
+    /// kept as it is, unbuilt: a listing's first page over 1,000
+    /// connections costs one message and a comparison.
     pub(super) async fn refresh(self: &Arc<Self>) -> Arc<Directory> {
         self.refreshes.fetch_add(1, Ordering::Relaxed);
-        let Ok(connections) = self.registry.send(ListConnections).await else {
+        let Ok(members) = self.registry.send(Lineup).await else {
             return self.current();
         };
-        let configured: HashSet<String> = connections.iter().map(|c| c.name.clone()).collect();
-        let (live, retired): (Vec<_>, Vec<_>) = connections.into_iter().partition(|c| !c.dead);
-        let loads = live.into_iter().map(|summary| {
-            let last = self.view().catalogs.get(&summary.name).cloned();
-            let wait = if last.is_some() {
-                FRESH_WAIT
-            } else {
-                FIRST_WAIT
-            };
-            let mut load = Box::pin(self.registry.send(ListTools {
-                connection: summary.name.clone(),
-            }));
-            async move {
+        let lineup: Vec<(String, bool)> = members
+            .iter()
+            .map(|member| (member.name.clone(), member.retired))
+            .collect();
+        let loads = members
+            .into_iter()
+            .filter(|member| !member.retired)
+            .map(|member| async move {
+                if let Some(catalog) = member.catalog {
+                    return Some(catalog);
+                }
+                let last = self.view().catalogs.get(&member.name).cloned();
+                let wait = if last.is_some() {
+                    FRESH_WAIT
+                } else {
+                    FIRST_WAIT
+                };
+                let mut load = Box::pin(self.registry.send(ListTools {
+                    connection: member.name.clone(),
+                }));
                 match tokio::time::timeout(wait, &mut load).await {
                     Ok(Ok(Ok(catalog))) => Some(catalog),
                     Ok(_) => last,
                     Err(_) if last.is_none() => {
-                        self.await_first(summary.name, load);
+                        self.await_first(member.name, load);
                         None
                     }
                     Err(_) => last,
                 }
-            }
-        });
-        let mut catalogs: Vec<Arc<Catalog>> = futures::future::join_all(loads)
+            });
+        let catalogs: Vec<Arc<Catalog>> = futures::future::join_all(loads)
             .await
             .into_iter()
             .flatten()
             .collect();
-        catalogs.sort_by(|a, b| a.connection.cmp(&b.connection));
         let mut view = self.view();
+        // A batch of changed catalogs waiting to join (`told`) is in
+        // `catalogs` already, but not yet in the directory.
+        let mut changed = view.lineup != lineup || view.told.is_some();
         for catalog in catalogs {
-            view.catalogs.insert(catalog.connection.clone(), catalog);
+            match view
+                .catalogs
+                .insert(catalog.connection.clone(), catalog.clone())
+            {
+                Some(before) if Arc::ptr_eq(&before, &catalog) => {}
+                _ => changed = true,
+            }
         }
-        self.rebuild(&mut view, &configured, &retired)
+        if !changed {
+            return view.directory.clone();
+        }
+        self.rebuild(&mut view, lineup)
     }
 
-    /// Builds the directory from the catalogs in `view` of the `configured`
-    /// connections (one a reload removed is gone, names and all): those of
-    /// live connections listed, those of `retired` ones only routable.
-    fn rebuild(
-        &self,
-        view: &mut View,
-        configured: &HashSet<String>,
-        retired: &[ConnectionSummary],
-    ) -> Arc<Directory> {
-        view.catalogs.retain(|name, _| configured.contains(name));
+    /// Builds the directory from the catalogs in `view` of the connections
+    /// in `lineup` (one a reload removed is gone, names and all): those of
+    /// live connections listed, those of retired ones only routable.
+    fn rebuild(&self, view: &mut View, lineup: Vec<(String, bool)>) -> Arc<Directory> {
+        self.rebuilds.fetch_add(1, Ordering::Relaxed);
+        let configured: HashSet<&str> = lineup.iter().map(|(name, _)| name.as_str()).collect();
+        let retired: HashSet<&str> = lineup
+            .iter()
+            .filter(|(_, retired)| *retired)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        view.catalogs
+            .retain(|name, _| configured.contains(name.as_str()));
         let mut listed: Vec<Arc<Catalog>> = Vec::new();
         let mut hidden: Vec<Arc<Catalog>> = Vec::new();
         for (name, catalog) in &view.catalogs {
-            if retired.iter().any(|summary| summary.name == *name) {
+            if retired.contains(name.as_str()) {
                 hidden.push(catalog.clone());
             } else {
                 listed.push(catalog.clone());
@@ -287,6 +320,7 @@ impl GatewayState {
         }
         let directory = Arc::new(directory);
         view.directory = directory.clone();
+        view.lineup = lineup;
         directory
     }
 
@@ -347,16 +381,16 @@ impl GatewayState {
 
     /// Rebuilds the view with the catalogs that changed, and tells clients.
     async fn join_changes(self: &Arc<Self>) {
-        let connections = self.registry.send(ListConnections).await;
+        let members = self.registry.send(Lineup).await;
         let lists = {
             let mut view = self.view();
             let lists = view.told.take().unwrap_or_default();
-            if let Ok(connections) = connections {
-                let configured: HashSet<String> =
-                    connections.iter().map(|c| c.name.clone()).collect();
-                let retired: Vec<ConnectionSummary> =
-                    connections.into_iter().filter(|c| c.dead).collect();
-                self.rebuild(&mut view, &configured, &retired);
+            if let Ok(members) = members {
+                let lineup = members
+                    .into_iter()
+                    .map(|member| (member.name, member.retired))
+                    .collect();
+                self.rebuild(&mut view, lineup);
             }
             lists
         };

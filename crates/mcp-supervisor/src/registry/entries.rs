@@ -51,6 +51,10 @@ pub(super) struct Entry {
     pub(super) recent_restarts: VecDeque<Instant>,
     /// Restarts after a crash, ever (a counter, like the history).
     pub(super) restarts: u32,
+    /// Whether the current actor said it retired (its `Retired` event),
+    /// and no session was built since: what [`Lineup`](super::Lineup)
+    /// answers without asking the actor.
+    pub(super) retired: bool,
 }
 
 impl Entry {
@@ -65,6 +69,7 @@ impl Entry {
             history: SharedHistory::default(),
             recent_restarts: VecDeque::new(),
             restarts: 0,
+            retired: false,
         }
     }
 
@@ -90,6 +95,7 @@ impl Entry {
         };
         let actor = ConnectionActor::new(self.config.clone(), deps, start).start();
         self.actor = Some(actor.clone());
+        self.retired = false;
         actor
     }
 

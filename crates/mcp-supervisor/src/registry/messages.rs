@@ -77,6 +77,23 @@ pub struct ListTools {
 #[rtype(result = "Vec<ConnectionSummary>")]
 pub struct ListConnections;
 
+/// Every configured connection, in name order, as the gateway's merged view
+/// needs it: answered from the registry's own books at once, asking no
+/// connection (a listing over 1,000 connections costs one message).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Vec<LineupMember>")]
+pub struct Lineup;
+
+/// One connection in the [`Lineup`].
+#[derive(Debug, Clone)]
+pub struct LineupMember {
+    pub name: String,
+    /// Its actor said it retired, and no session was built since.
+    pub retired: bool,
+    /// Its catalog, when loaded.
+    pub catalog: Option<Arc<Catalog>>,
+}
+
 /// One connection, as `list_mcps` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnectionSummary {
@@ -372,6 +389,23 @@ fn idle_snapshot(entry: &Entry) -> ConnectionSnapshot {
     }
 }
 
+impl Handler<Lineup> for Registry {
+    type Result = MessageResult<Lineup>;
+
+    fn handle(&mut self, _: Lineup, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(
+            self.entries
+                .iter()
+                .map(|(name, entry)| LineupMember {
+                    name: name.clone(),
+                    retired: entry.retired,
+                    catalog: entry.loaded_catalog(),
+                })
+                .collect(),
+        )
+    }
+}
+
 impl Handler<ListConnections> for Registry {
     type Result = ResponseFuture<Vec<ConnectionSummary>>;
 
@@ -477,6 +511,7 @@ impl Handler<ConnectionEvent> for Registry {
     type Result = ();
 
     fn handle(&mut self, event: ConnectionEvent, ctx: &mut Context<Self>) {
+        self.note_standing(&event);
         match &event {
             ConnectionEvent::ListChanged { connection, list } => {
                 self.list_changed(connection, Some(*list), ctx);
@@ -524,6 +559,20 @@ impl Handler<Reset> for Registry {
 }
 
 impl Registry {
+    /// Keeps the entry's `retired` with what its actor says.
+    fn note_standing(&mut self, event: &ConnectionEvent) {
+        let retired = match event {
+            ConnectionEvent::Retired { .. } => true,
+            ConnectionEvent::Connecting { .. }
+            | ConnectionEvent::Ready { .. }
+            | ConnectionEvent::Revived { .. } => false,
+            _ => return,
+        };
+        if let Some(entry) = self.entries.get_mut(event.connection()) {
+            entry.retired = retired;
+        }
+    }
+
     /// Forgets `connection`'s standing in this process: its actor stops and
     /// the next use starts a fresh one.
     fn reset_here(&mut self, connection: &str) -> Result<(), UnknownConnection> {
@@ -534,6 +583,7 @@ impl Registry {
         if let Some(actor) = entry.actor.take() {
             actor.do_send(Stop);
         }
+        entry.retired = false;
         entry.catalog = drain_catalog(
             std::mem::replace(&mut entry.catalog, super::entries::CatalogState::Unloaded),
             connection,
