@@ -333,6 +333,21 @@ pub(crate) fn raise_fd_limit() -> u64 {
     }
 }
 
+/// The connections of the admin API at `admin`'s `/status`, as listed.
+pub(crate) async fn statuses(http: &reqwest::Client, admin: &str) -> anyhow::Result<Vec<Value>> {
+    let mut status: Value = http
+        .get(format!("{admin}/status"))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    match status["connections"].take() {
+        Value::Array(connections) => Ok(connections),
+        other => bail!("/status has no connections: {other}"),
+    }
+}
+
 /// Descriptors `pid` holds open.
 pub(crate) fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
@@ -511,18 +526,7 @@ impl Scene {
 
     /// `/status`'s connections.
     async fn statuses(&self) -> anyhow::Result<Vec<Value>> {
-        let mut status: Value = self
-            .http
-            .get(format!("{}/status", self.admin))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        match status["connections"].take() {
-            Value::Array(connections) => Ok(connections),
-            other => bail!("/status has no connections: {other}"),
-        }
+        statuses(&self.http, &self.admin).await
     }
 
     /// Parks so far, every connection's together.

@@ -27,7 +27,7 @@ use serde_json::json;
 use crate::{
     dashboard::{CONNECTIONS, connection},
     procs::{self, Binaries},
-    scale::{STORM_FOR, STORMED, opens, set_faults},
+    scale::{STORM_FOR, STORMED, opens, probe_histogram, set_faults},
 };
 
 /// Nodes of the simulated fleet.
@@ -357,9 +357,7 @@ impl crate::scenarios::Bench<'_> {
                 m.storm_named,
                 m.storm_publishes,
                 m.opens_failing,
-                (0..5u64)
-                    .map(|k| m.probes.iter().filter(|p| if k == 4 { **p >= 4 } else { **p == k }).count())
-                    .collect::<Vec<_>>(),
+                probe_histogram(&m.probes),
             )],
         ));
         Ok(())

@@ -634,23 +634,22 @@ impl Scene {
 
     /// `/status`'s connections, in name order (`c0000` first).
     async fn statuses(&self) -> anyhow::Result<Vec<Value>> {
-        let mut status: Value = self
-            .http
-            .get(format!("{}/status", self.admin))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        let Value::Array(mut connections) = status["connections"].take() else {
-            bail!("/status has no connections");
-        };
+        let mut connections = crate::dashboard::statuses(&self.http, &self.admin).await?;
         connections.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
         if connections.len() != CONNECTIONS {
             bail!("/status lists {} connections", connections.len());
         }
         Ok(connections)
     }
+}
+
+/// How many connections made 0, 1, 2, 3, and 4 or more probes.
+pub(crate) fn probe_histogram(probes: &[u64]) -> [usize; 5] {
+    let mut histogram = [0; 5];
+    for probes in probes {
+        histogram[(*probes).min(4) as usize] += 1;
+    }
+    histogram
 }
 
 /// Sets the fault script of the test server at `control` (its origin).
@@ -976,13 +975,7 @@ impl crate::scenarios::Bench<'_> {
                     measure::median(&mut revived)
                 },
                 POLL.as_millis(),
-                (0..5u64)
-                    .map(|k| s
-                        .probes
-                        .iter()
-                        .filter(|p| if k == 4 { **p >= 4 } else { **p == k })
-                        .count())
-                    .collect::<Vec<_>>(),
+                probe_histogram(&s.probes),
             ),
             format!(
                 "Sessions: {} opened ({OPENING} at a time) in {:.1} s.",
@@ -992,5 +985,13 @@ impl crate::scenarios::Bench<'_> {
         ];
         self.report.notes.push(("P12".into(), notes));
         self.p12_fleet()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_probe_histogram_counts_four_and_more_together() {
+        assert_eq!(super::probe_histogram(&[0, 2, 3, 3, 4, 9]), [1, 0, 1, 2, 2]);
     }
 }
