@@ -134,6 +134,10 @@ pub(crate) struct Calls {
     /// Calls to healthy neighbours answered with an error (none expected).
     pub(crate) healthy_errors: u64,
     pub(crate) wall: Duration,
+    /// The gateway's CPU in the stretch, and the share of the machine's
+    /// CPU time that was busy (every process, both cores).
+    pub(crate) gateway_cpu: Duration,
+    pub(crate) machine_busy: f64,
 }
 
 /// The storm, watched.
@@ -320,6 +324,24 @@ impl Scene {
         measure::other_process_cpu(self.gateway_pid).unwrap_or_default()
     }
 
+    fn window(&self) -> Window {
+        Window {
+            gateway: self.cpu(),
+            machine: machine_ticks(),
+        }
+    }
+
+    /// The calls of the stretch that began at `window`, `wall` ago.
+    fn take(&self, book: &Mutex<Calls>, wall: Duration, window: Window) -> Calls {
+        let mut calls = std::mem::take(&mut *book.lock().unwrap_or_else(|p| p.into_inner()));
+        let (busy, total) = machine_ticks();
+        calls.wall = wall;
+        calls.gateway_cpu = self.cpu().saturating_sub(window.gateway);
+        calls.machine_busy =
+            (busy - window.machine.0) as f64 / (total - window.machine.1).max(1) as f64;
+        calls
+    }
+
     /// Lists the gateway's tools (which loads every catalog) until
     /// `/status` shows every catalog.
     async fn load(&self, peer: &Peer<RoleClient>, spawned: Instant) -> anyhow::Result<()> {
@@ -451,15 +473,17 @@ impl Scene {
         });
         let driver = tokio::spawn(drive_calls(caller, book.clone()));
         let started = Instant::now();
+        let window = self.window();
         while started.elapsed() < calm {
             self.states().await?;
             tokio::time::sleep(POLL).await;
         }
-        let calm_calls = take(&book, started.elapsed());
+        let calm_calls = self.take(&book, started.elapsed(), window);
         let before = self.statuses().await?;
         let opens_before = self.opens().await?;
 
         let failed_at = Instant::now();
+        let window = self.window();
         self.set_storm_faults(json!([{
             "when": "any",
             "fault": { "kind": "status", "status": 503 },
@@ -496,7 +520,7 @@ impl Scene {
             }
             tokio::time::sleep(POLL).await;
         }
-        let stormy = take(&book, failed_at.elapsed());
+        let stormy = self.take(&book, failed_at.elapsed(), window);
         driver.abort();
         let after = self.statuses().await?;
         let field =
@@ -685,11 +709,28 @@ pub(crate) async fn opens(http: &reqwest::Client, control: &str) -> anyhow::Resu
 
 /// What has been booked since the last take, over `wall`; the book starts
 /// again.
-fn take(book: &Mutex<Calls>, wall: Duration) -> Calls {
-    let mut book = book.lock().unwrap_or_else(|p| p.into_inner());
-    let mut calls = std::mem::take(&mut *book);
-    calls.wall = wall;
-    calls
+/// Where the CPU stood when a stretch of calls began: the gateway's, and
+/// the machine's busy and total time (`/proc/stat`, in ticks).
+struct Window {
+    gateway: Duration,
+    machine: (u64, u64),
+}
+
+/// The machine's busy and total CPU time so far, in ticks (`/proc/stat`'s
+/// first line: idle and iowait are not busy).
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().sum();
+    let idle = ticks.get(3).unwrap_or(&0) + ticks.get(4).unwrap_or(&0);
+    (total - idle, total)
 }
 
 /// Calls `lookup` on every connection in turn, [`CALL_RATE`] a second, each
@@ -911,6 +952,23 @@ impl crate::scenarios::Bench<'_> {
             "≤ 1.10×",
             neighbours <= NEIGHBOUR_TARGET,
         ));
+        let busy = |calls: &Calls| {
+            format!(
+                "gateway {:.0}% of a core, machine {:.0}% busy",
+                100.0 * calls.gateway_cpu.as_secs_f64() / calls.wall.as_secs_f64().max(1e-9),
+                100.0 * calls.machine_busy
+            )
+        };
+        rows.push(crate::report::Row {
+            met: None,
+            ..row(
+                "storm: CPU during the storm against before it".into(),
+                busy(&s.stormy),
+                busy(&s.calm),
+                "—",
+                true,
+            )
+        });
         rows.push(row(
             format!("storm: each of the {STORMED} parked, revived (ready in /status) after its upstream recovered, the slowest"),
             slowest.map_or("—".into(), |d| if d == Duration::MAX { "not revived".into() } else { format!("{:.1} s", d.as_secs_f64()) }),

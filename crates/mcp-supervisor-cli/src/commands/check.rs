@@ -52,13 +52,13 @@ fn unmatched(access: &Rules, directory: &Directory) -> Vec<String> {
         target.map_or("", |target| target.connection.as_str())
     }
     let mut items: Vec<Item<'_>> = Vec::new();
-    for tool in &directory.tools {
+    for tool in directory.tools() {
         items.push(Item::tool(
             connection_of(directory.tool(&tool.name)),
             &tool.name,
         ));
     }
-    for prompt in &directory.prompts {
+    for prompt in directory.prompts() {
         items.push(Item::prompt(
             connection_of(directory.prompt(&prompt.name)),
             &prompt.name,

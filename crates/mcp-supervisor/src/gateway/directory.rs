@@ -75,10 +75,20 @@ impl std::fmt::Display for Clash {
 }
 
 /// Everything the gateway exposes of its upstreams, with the routes back.
+///
+/// Tools and prompts are held per connection, in [`Share`]s built from one
+/// catalog each: a view rebuilt after one connection's catalog changed
+/// builds that connection's share and keeps every other one of the view
+/// before it (when names are prefixed, so no two connections' names can
+/// clash: docs/DECISIONS.md #177). Resources, templates and capabilities,
+/// which depend on every catalog at once, are merged anew each time.
 #[derive(Debug, Clone, Default)]
 pub struct Directory {
-    pub tools: Vec<Tool>,
-    pub prompts: Vec<Prompt>,
+    /// The listed connections' shares, in connection name order.
+    parts: Vec<Arc<Share>>,
+    /// The retired connections' shares, in connection name order: routed,
+    /// not listed (see [`Directory::assemble`]).
+    routed_only: Vec<Arc<Share>>,
     pub resources: Vec<Resource>,
     pub templates: Vec<ResourceTemplate>,
     /// What the upstreams offer together (see [`Directory::build`]).
@@ -87,13 +97,6 @@ pub struct Directory {
     pub clashes: Vec<Clash>,
     /// How the names were exposed.
     pub naming: Naming,
-    tool_routes: HashMap<String, Target>,
-    /// Each exposed tool's contract hash, as listed (docs/CONTRACTS.md).
-    tool_contracts: HashMap<String, Arc<str>>,
-    /// Exposed tools whose input schema marks arguments for `Mcp-Param-*`
-    /// headers (SEP-2243), which rmcp's server checks on a call.
-    header_tools: HashSet<String>,
-    prompt_routes: HashMap<String, Target>,
     resource_routes: HashMap<String, Target>,
     /// Exposed template → target, in connection name order (matching tries
     /// them in that order).
@@ -104,9 +107,123 @@ pub struct Directory {
     /// Resource URIs and templates two connections both serve (exposed in
     /// their prefixed form).
     shared: HashSet<String>,
-    /// The connections whose catalogs are here (listed or only routed):
-    /// the only ones a prefixed URI may name.
-    known: HashSet<String>,
+}
+
+/// One connection's tools and prompts under their exposed names, with the
+/// routes back: what its catalog alone decides.
+#[derive(Debug)]
+struct Share {
+    /// The catalog it was built from (a later view keeps the share while
+    /// the connection's catalog is this one).
+    catalog: Arc<Catalog>,
+    tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    tool_routes: HashMap<String, Target>,
+    prompt_routes: HashMap<String, Target>,
+    /// Each exposed tool's contract hash, as listed (docs/CONTRACTS.md).
+    tool_contracts: HashMap<String, Arc<str>>,
+    /// Exposed tools whose input schema marks arguments for `Mcp-Param-*`
+    /// headers (SEP-2243), which rmcp's server checks on a call.
+    header_tools: HashSet<String>,
+    /// Its names another connection (or an earlier item of its own) has.
+    clashes: Vec<Clash>,
+}
+
+/// The names earlier connections claimed, while shares are built in
+/// connection name order: unprefixed, the first connection keeps a name.
+#[derive(Default)]
+struct Claimed<'a> {
+    tools: HashMap<String, &'a str>,
+    prompts: HashMap<String, &'a str>,
+}
+
+impl Share {
+    /// `catalog`'s share under `naming`: its tools and prompts, less the
+    /// names `claimed` by an earlier connection (its clashes).
+    fn build<'a>(naming: Naming, catalog: &'a Arc<Catalog>, claimed: &mut Claimed<'a>) -> Share {
+        let connection = catalog.connection.as_str();
+        let mut part = Share {
+            catalog: catalog.clone(),
+            tools: Vec::with_capacity(catalog.tools.len()),
+            prompts: Vec::new(),
+            tool_routes: HashMap::with_capacity_and_hasher(catalog.tools.len(), Default::default()),
+            prompt_routes: HashMap::default(),
+            tool_contracts: HashMap::with_capacity_and_hasher(
+                catalog.tools.len(),
+                Default::default(),
+            ),
+            header_tools: HashSet::default(),
+            clashes: Vec::new(),
+        };
+        let contracts: HashMap<&str, &str> = catalog
+            .contracts
+            .items
+            .iter()
+            .filter(|seen| seen.contract.kind == crate::contracts::ItemKind::Tool)
+            .map(|seen| (seen.contract.name.as_str(), seen.contract.sha256.as_str()))
+            .collect();
+        let mut claim = |kind: Named, exposed: &str, name: &str, part: &mut Share| {
+            let (routes, earlier) = match kind {
+                Named::Tool => (&mut part.tool_routes, &mut claimed.tools),
+                Named::Prompt => (&mut part.prompt_routes, &mut claimed.prompts),
+            };
+            let kept = match earlier.get(exposed) {
+                Some(kept) => Some(*kept),
+                None => routes.contains_key(exposed).then_some(connection),
+            };
+            if let Some(kept) = kept {
+                part.clashes.push(Clash {
+                    kind,
+                    name: exposed.to_owned(),
+                    kept: kept.to_owned(),
+                    hidden: connection.to_owned(),
+                });
+                return false;
+            }
+            if !naming.prefixed() {
+                earlier.insert(exposed.to_owned(), connection);
+            }
+            routes.insert(exposed.to_owned(), Target::new(connection, name));
+            true
+        };
+        for tool in &catalog.tools {
+            let exposed = naming.exposed(connection, &tool.name);
+            if claim(Named::Tool, &exposed, &tool.name, &mut part) {
+                if let Some(sha256) = contracts.get(tool.name.as_ref()) {
+                    part.tool_contracts
+                        .insert(exposed.clone(), Arc::from(*sha256));
+                }
+                if mcp_headers::promotes_headers(&tool.input_schema) {
+                    part.header_tools.insert(exposed.clone());
+                }
+                let mut tool = tool.clone();
+                tool.name = exposed.into();
+                part.tools.push(tool);
+            }
+        }
+        // Held tools are not listed, but a call of one still reaches its
+        // connection, which says why it is held.
+        for tool in catalog.held_tools() {
+            let exposed = naming.exposed(connection, tool);
+            claim(Named::Tool, &exposed, tool, &mut part);
+        }
+        for prompt in &catalog.prompts {
+            let exposed = naming.exposed(connection, &prompt.name);
+            if claim(Named::Prompt, &exposed, &prompt.name, &mut part) {
+                let mut prompt = prompt.clone();
+                prompt.name = exposed;
+                part.prompts.push(prompt);
+            }
+        }
+        part
+    }
+
+    fn routes(&self, kind: Named) -> &HashMap<String, Target> {
+        match kind {
+            Named::Tool => &self.tool_routes,
+            Named::Prompt => &self.prompt_routes,
+        }
+    }
 }
 
 impl Directory {
@@ -117,16 +234,76 @@ impl Directory {
     /// `listChanged` wherever offered, because connections coming and going
     /// change the lists too; resource `subscribe` when any upstream offers it.
     pub fn build(naming: Naming, catalogs: &[Arc<Catalog>]) -> Directory {
-        // Sized up front: growing a vector of 20,000 tools (and its routes)
-        // step by step moves them again and again.
-        let tools: usize = catalogs.iter().map(|catalog| catalog.tools.len()).sum();
+        Directory::assemble(naming, catalogs, &[], None)
+    }
+
+    /// Merges the `listed` catalogs (in connection name order) under
+    /// `naming`, and routes the names of the `hidden` ones without listing
+    /// them: connections that are retired keep their names routable, so a
+    /// request for one is answered with the supervisor's value rather than
+    /// "unknown" (a name a listed connection has keeps its route).
+    ///
+    /// With prefixed names, each connection's share whose catalog is the one
+    /// `before` was built from is shared with it, not built again.
+    pub(crate) fn assemble(
+        naming: Naming,
+        listed: &[Arc<Catalog>],
+        hidden: &[Arc<Catalog>],
+        before: Option<&Directory>,
+    ) -> Directory {
+        let before = before.filter(|before| naming.prefixed() && before.naming == naming);
+        let parts = |catalogs: &[Arc<Catalog>]| {
+            let mut claimed = Claimed::default();
+            catalogs
+                .iter()
+                .map(|catalog| {
+                    let kept = before
+                        .and_then(|before| before.part(&catalog.connection))
+                        .filter(|part| Arc::ptr_eq(&part.catalog, catalog));
+                    match kept {
+                        Some(part) => part.clone(),
+                        None => Arc::new(Share::build(naming, catalog, &mut claimed)),
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let listed_parts = parts(listed);
+        // A retired connection's clashes were reported while it was listed.
+        let clashes = listed_parts
+            .iter()
+            .flat_map(|part| part.clashes.iter().cloned())
+            .collect();
         let mut directory = Directory {
             naming,
-            tools: Vec::with_capacity(tools),
-            tool_routes: HashMap::with_capacity_and_hasher(tools, Default::default()),
-            tool_contracts: HashMap::with_capacity_and_hasher(tools, Default::default()),
+            parts: listed_parts,
+            routed_only: parts(hidden),
+            clashes,
             ..Directory::default()
         };
+        directory.merge_resources(listed);
+        for catalog in listed {
+            directory.add_capabilities(&catalog.capabilities);
+        }
+        let hidden_resources = Directory::build_resources_only(hidden);
+        for (uri, target) in hidden_resources.resource_routes {
+            directory.resource_routes.entry(uri).or_insert(target);
+        }
+        directory
+            .template_routes
+            .extend(hidden_resources.template_routes);
+        directory
+    }
+
+    /// Only the resource routes of `catalogs`.
+    fn build_resources_only(catalogs: &[Arc<Catalog>]) -> Directory {
+        let mut directory = Directory::default();
+        directory.merge_resources(catalogs);
+        directory
+    }
+
+    /// Lists and routes the resources and templates of `catalogs`: a URI
+    /// two of them serve is exposed by each under its prefixed form.
+    fn merge_resources(&mut self, catalogs: &[Arc<Catalog>]) {
         let shared_uris = shared(catalogs, |catalog| {
             catalog.resources.iter().map(|r| r.uri.as_str()).collect()
         });
@@ -137,96 +314,79 @@ impl Directory {
                 .map(|t| t.uri_template.as_str())
                 .collect()
         });
-        directory.shared = shared_uris.union(&shared_templates).cloned().collect();
-        let mut resource_servers = Vec::new();
+        self.shared = shared_uris.union(&shared_templates).cloned().collect();
+        let mut resource_servers = catalogs
+            .iter()
+            .filter(|catalog| catalog.capabilities.resources.is_some());
+        if let (Some(only), None) = (resource_servers.next(), resource_servers.next()) {
+            self.sole_resource_server = Some(only.connection.clone());
+        }
         for catalog in catalogs {
             let connection = catalog.connection.as_str();
-            directory.known.insert(connection.to_owned());
-            let contracts: HashMap<&str, &str> = catalog
-                .contracts
-                .items
-                .iter()
-                .filter(|seen| seen.contract.kind == crate::contracts::ItemKind::Tool)
-                .map(|seen| (seen.contract.name.as_str(), seen.contract.sha256.as_str()))
-                .collect();
-            for tool in &catalog.tools {
-                let exposed = naming.exposed(connection, &tool.name);
-                if directory.claim(Named::Tool, &exposed, connection, &tool.name) {
-                    if let Some(sha256) = contracts.get(tool.name.as_ref()) {
-                        directory
-                            .tool_contracts
-                            .insert(exposed.clone(), Arc::from(*sha256));
-                    }
-                    if mcp_headers::promotes_headers(&tool.input_schema) {
-                        directory.header_tools.insert(exposed.clone());
-                    }
-                    let mut tool = tool.clone();
-                    tool.name = exposed.into();
-                    directory.tools.push(tool);
-                }
-            }
-            // Held tools are not listed, but a call of one still reaches
-            // its connection, which says why it is held.
-            for tool in catalog.held_tools() {
-                let exposed = naming.exposed(connection, tool);
-                directory.claim(Named::Tool, &exposed, connection, tool);
-            }
-            for prompt in &catalog.prompts {
-                let exposed = naming.exposed(connection, &prompt.name);
-                if directory.claim(Named::Prompt, &exposed, connection, &prompt.name) {
-                    let mut prompt = prompt.clone();
-                    prompt.name = exposed;
-                    directory.prompts.push(prompt);
-                }
-            }
             for resource in &catalog.resources {
                 let exposed = exposed_uri(connection, &resource.uri, &shared_uris);
                 let mut resource = resource.clone();
-                directory
-                    .resource_routes
+                self.resource_routes
                     .insert(exposed.clone(), Target::new(connection, &resource.uri));
                 resource.uri = exposed;
-                directory.resources.push(resource);
+                self.resources.push(resource);
             }
             for template in &catalog.templates {
                 let exposed = exposed_uri(connection, &template.uri_template, &shared_templates);
                 let mut template = template.clone();
-                directory.template_routes.push((
+                self.template_routes.push((
                     exposed.clone(),
                     Target::new(connection, &template.uri_template),
                 ));
                 template.uri_template = exposed;
-                directory.templates.push(template);
+                self.templates.push(template);
             }
-            if catalog.capabilities.resources.is_some() {
-                resource_servers.push(connection.to_owned());
-            }
-            directory.add_capabilities(&catalog.capabilities);
         }
-        if let [only] = resource_servers.as_slice() {
-            directory.sole_resource_server = Some(only.clone());
-        }
-        directory
     }
 
-    /// Routes `exposed` to `connection`'s `name` unless another connection
-    /// already has it (a clash: recorded, and the first one keeps it).
-    fn claim(&mut self, kind: Named, exposed: &str, connection: &str, name: &str) -> bool {
-        let routes = match kind {
-            Named::Tool => &mut self.tool_routes,
-            Named::Prompt => &mut self.prompt_routes,
+    /// Connection `connection`'s share, listed or only routed.
+    fn part(&self, connection: &str) -> Option<&Arc<Share>> {
+        let find = |parts: &'_ [Arc<Share>]| {
+            parts
+                .binary_search_by(|part| part.catalog.connection.as_str().cmp(connection))
+                .ok()
         };
-        if let Some(kept) = routes.get(exposed) {
-            self.clashes.push(Clash {
-                kind,
-                name: exposed.to_owned(),
-                kept: kept.connection.clone(),
-                hidden: connection.to_owned(),
-            });
-            return false;
+        find(&self.parts)
+            .map(|at| &self.parts[at])
+            .or_else(|| find(&self.routed_only).map(|at| &self.routed_only[at]))
+    }
+
+    /// The share that routes exposed `name` of `kind`: prefixed, the one its
+    /// prefix names; else the first (listed before only routed) that has it.
+    fn part_of(&self, kind: Named, name: &str) -> Option<&Arc<Share>> {
+        if self.naming.prefixed() {
+            let (connection, _) = name.split_once(super::naming::SEPARATOR)?;
+            return self
+                .part(connection)
+                .filter(|part| part.routes(kind).contains_key(name));
         }
-        routes.insert(exposed.to_owned(), Target::new(connection, name));
-        true
+        self.parts
+            .iter()
+            .chain(&self.routed_only)
+            .find(|part| part.routes(kind).contains_key(name))
+    }
+
+    /// Every listed tool, in connection name order.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.parts.iter().flat_map(|part| &part.tools)
+    }
+
+    /// Every listed prompt, in connection name order.
+    pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
+        self.parts.iter().flat_map(|part| &part.prompts)
+    }
+
+    /// The listed definition of exposed tool `exposed`.
+    pub fn tool_definition(&self, exposed: &str) -> Option<&Tool> {
+        self.part_of(Named::Tool, exposed)?
+            .tools
+            .iter()
+            .find(|tool| tool.name == exposed)
     }
 
     fn add_capabilities(&mut self, upstream: &ServerCapabilities) {
@@ -263,22 +423,27 @@ impl Directory {
 
     /// The tool behind an exposed name.
     pub fn tool(&self, exposed: &str) -> Option<&Target> {
-        self.tool_routes.get(exposed)
+        self.part_of(Named::Tool, exposed)?.tool_routes.get(exposed)
     }
 
     /// The contract hash of exposed tool `exposed`, as listed.
     pub fn tool_contract(&self, exposed: &str) -> Option<&Arc<str>> {
-        self.tool_contracts.get(exposed)
+        self.part_of(Named::Tool, exposed)?
+            .tool_contracts
+            .get(exposed)
     }
 
     /// Whether exposed tool `exposed` marks arguments for headers.
     pub fn promotes_headers(&self, exposed: &str) -> bool {
-        self.header_tools.contains(exposed)
+        self.part_of(Named::Tool, exposed)
+            .is_some_and(|part| part.header_tools.contains(exposed))
     }
 
     /// The prompt behind an exposed name.
     pub fn prompt(&self, exposed: &str) -> Option<&Target> {
-        self.prompt_routes.get(exposed)
+        self.part_of(Named::Prompt, exposed)?
+            .prompt_routes
+            .get(exposed)
     }
 
     /// The template behind an exposed URI template (completion references).
@@ -297,7 +462,7 @@ impl Directory {
             return Some(target.clone());
         }
         if let Some((connection, original)) = split_prefixed_uri(uri)
-            && self.known.contains(connection)
+            && self.part(connection).is_some()
         {
             return Some(Target::new(connection, original));
         }
@@ -321,25 +486,6 @@ impl Directory {
         } else {
             target.name.clone()
         }
-    }
-
-    /// Adds the routes of `catalogs` without listing them: connections that
-    /// are retired keep their names routable, so a request for one is
-    /// answered with the supervisor's value rather than "unknown". Names
-    /// already routed keep their route.
-    pub fn route_also(&mut self, naming: Naming, catalogs: &[Arc<Catalog>]) {
-        let hidden = Directory::build(naming, catalogs);
-        for (name, target) in hidden.tool_routes {
-            self.tool_routes.entry(name).or_insert(target);
-        }
-        for (name, target) in hidden.prompt_routes {
-            self.prompt_routes.entry(name).or_insert(target);
-        }
-        for (uri, target) in hidden.resource_routes {
-            self.resource_routes.entry(uri).or_insert(target);
-        }
-        self.template_routes.extend(hidden.template_routes);
-        self.known.extend(hidden.known);
     }
 }
 
@@ -420,190 +566,4 @@ fn matches(parts: &[Part<'_>], text: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use rmcp::model::{ResourcesCapability, ToolsCapability};
-    use serde_json::json;
-
-    use super::*;
-    use crate::{config::Prefix, session::Surface};
-
-    fn catalog(
-        connection: &str,
-        tools: &[&str],
-        uris: &[&str],
-        templates: &[&str],
-    ) -> Arc<Catalog> {
-        let config: crate::config::Config = crate::config::Config::from_toml_str(
-            &format!("[connections.{connection}]\ntransport = \"stdio\"\ncommand = \"x\"\n"),
-            std::path::Path::new("t.toml"),
-            &|_| None,
-        )
-        .unwrap();
-        let mut capabilities = ServerCapabilities::default();
-        capabilities.tools = Some(ToolsCapability::default());
-        if !uris.is_empty() || !templates.is_empty() {
-            let mut resources = ResourcesCapability::default();
-            resources.subscribe = Some(true);
-            capabilities.resources = Some(resources);
-        }
-        let surface = Surface {
-            tools: tools
-                .iter()
-                .map(|name| {
-                    serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}}))
-                        .unwrap()
-                })
-                .collect(),
-            prompts: tools
-                .iter()
-                .map(|name| Prompt::new(format!("p_{name}"), None::<String>, None))
-                .collect(),
-            resources: uris
-                .iter()
-                .map(|uri| serde_json::from_value(json!({"uri": uri, "name": uri})).unwrap())
-                .collect(),
-            templates: templates
-                .iter()
-                .map(|t| serde_json::from_value(json!({"uriTemplate": t, "name": t})).unwrap())
-                .collect(),
-            capabilities,
-            instructions: None,
-        };
-        Arc::new(Catalog::new(
-            &config.connections[0],
-            surface,
-            &mut Default::default(),
-        ))
-    }
-
-    fn names(directory: &Directory) -> Vec<String> {
-        directory.tools.iter().map(|t| t.name.to_string()).collect()
-    }
-
-    #[test]
-    fn prefixed_names_route_back() {
-        let catalogs = [
-            catalog("a", &["echo"], &[], &[]),
-            catalog("b", &["echo"], &[], &[]),
-        ];
-        let directory = Directory::build(Naming::new(Prefix::Always, 2), &catalogs);
-        assert_eq!(names(&directory), ["a__echo", "b__echo"]);
-        assert_eq!(directory.tool("b__echo"), Some(&Target::new("b", "echo")));
-        assert_eq!(
-            directory.prompt("a__p_echo"),
-            Some(&Target::new("a", "p_echo"))
-        );
-        assert!(directory.clashes.is_empty());
-    }
-
-    #[test]
-    fn unprefixed_clashes_keep_the_first_connection() {
-        let catalogs = [
-            catalog("a", &["echo", "x"], &[], &[]),
-            catalog("b", &["echo"], &[], &[]),
-        ];
-        let directory = Directory::build(Naming::new(Prefix::Never, 2), &catalogs);
-        assert_eq!(names(&directory), ["echo", "x"]);
-        assert_eq!(directory.tool("echo"), Some(&Target::new("a", "echo")));
-        let clashes: Vec<String> = directory.clashes.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            clashes,
-            [
-                "connections 'a' and 'b' both offer tool 'echo'",
-                "connections 'a' and 'b' both offer prompt 'p_echo'"
-            ]
-        );
-    }
-
-    #[test]
-    fn shared_uris_are_prefixed_and_others_pass_through() {
-        let catalogs = [
-            catalog("a", &[], &["file:///same", "file:///a"], &["a://{id}"]),
-            catalog("b", &[], &["file:///same"], &["b://items/{id}{?q}"]),
-        ];
-        let directory = Directory::build(Naming::new(Prefix::Always, 2), &catalogs);
-        let uris: Vec<&str> = directory.resources.iter().map(|r| r.uri.as_str()).collect();
-        assert_eq!(
-            uris,
-            [
-                "mcp-supervisor://a/file:///same",
-                "file:///a",
-                "mcp-supervisor://b/file:///same"
-            ]
-        );
-        let route = |uri: &str| directory.resource(uri);
-        assert_eq!(route("file:///a"), Some(Target::new("a", "file:///a")));
-        assert_eq!(
-            route("mcp-supervisor://b/file:///same"),
-            Some(Target::new("b", "file:///same"))
-        );
-        assert_eq!(route("a://42"), Some(Target::new("a", "a://42")));
-        assert_eq!(
-            route("b://items/7?q=x"),
-            Some(Target::new("b", "b://items/7?q=x"))
-        );
-        assert_eq!(
-            route("a://42/more"),
-            None,
-            "a simple expansion stops at '/'"
-        );
-        assert_eq!(
-            route("c://nothing"),
-            None,
-            "two resource servers: no fallback"
-        );
-        assert_eq!(
-            directory.template("b://items/{id}{?q}"),
-            Some(&Target::new("b", "b://items/{id}{?q}"))
-        );
-    }
-
-    #[test]
-    fn the_only_resource_server_gets_unknown_uris() {
-        let catalogs = [
-            catalog("a", &["t"], &[], &[]),
-            catalog("r", &[], &["x://1"], &[]),
-        ];
-        let directory = Directory::build(Naming::new(Prefix::Auto, 2), &catalogs);
-        assert_eq!(directory.resource("x://2"), Some(Target::new("r", "x://2")));
-    }
-
-    #[test]
-    fn capabilities_are_the_union() {
-        let tools_only = Directory::build(
-            Naming::new(Prefix::Auto, 1),
-            &[catalog("a", &["t"], &[], &[])],
-        );
-        assert!(tools_only.capabilities.resources.is_none());
-        assert!(tools_only.capabilities.prompts.is_none());
-        let catalogs = [
-            catalog("a", &["t"], &[], &[]),
-            catalog("r", &[], &["x://1"], &[]),
-        ];
-        let both = Directory::build(Naming::new(Prefix::Auto, 2), &catalogs);
-        let resources = both.capabilities.resources.unwrap();
-        assert_eq!(
-            (resources.subscribe, resources.list_changed),
-            (Some(true), Some(true))
-        );
-    }
-
-    #[test]
-    fn template_matching() {
-        assert!(template_matches("file:///{path}", "file:///x"));
-        assert!(!template_matches("file:///{path}", "file:///"));
-        assert!(template_matches("file:///{+path}", "file:///a/b/c"));
-        assert!(template_matches(
-            "test://template/{id}/data",
-            "test://template/42/data"
-        ));
-        assert!(!template_matches(
-            "test://template/{id}/data",
-            "test://template/42/other"
-        ));
-        assert!(template_matches("x://{a}{?b,c}", "x://1"));
-        assert!(template_matches("x://{a}{?b,c}", "x://1?b=2"));
-        assert!(template_matches("plain://uri", "plain://uri"));
-        assert!(!template_matches("broken://{x", "broken://y"));
-    }
-}
+mod tests;

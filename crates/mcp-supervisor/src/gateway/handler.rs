@@ -182,11 +182,7 @@ impl ServerHandler for GatewayHandler {
                 return None;
             }
         }
-        directory
-            .tools
-            .iter()
-            .find(|tool| tool.name == name)
-            .cloned()
+        directory.tool_definition(name).cloned()
     }
 
     async fn initialize(
@@ -351,7 +347,7 @@ impl ServerHandler for GatewayHandler {
         let prompts = self.state.rights.visible(
             &caller_of(&context),
             Kind::Prompt,
-            &directory.prompts,
+            directory.prompts(),
             |prompt| &prompt.name,
             |name| {
                 directory
@@ -562,7 +558,7 @@ impl GatewayHandler {
             tools = self.state.rights.visible(
                 &caller_of(&context),
                 Kind::Tool,
-                &directory.tools,
+                directory.tools(),
                 |tool| &tool.name,
                 |name| directory.tool(name).map(|target| target.connection.clone()),
             );

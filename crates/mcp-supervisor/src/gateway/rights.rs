@@ -103,9 +103,9 @@ impl Rights {
             };
             target.is_some_and(|target| target.connection == connection)
         };
-        directory.tools.iter().any(|tool| {
+        directory.tools().any(|tool| {
             named(Kind::Tool, &tool.name) && self.may(caller, Item::tool(connection, &tool.name))
-        }) || directory.prompts.iter().any(|prompt| {
+        }) || directory.prompts().any(|prompt| {
             named(Kind::Prompt, &prompt.name)
                 && self.may(caller, Item::prompt(connection, &prompt.name))
         }) || directory.resources.iter().any(|resource| {
@@ -197,19 +197,19 @@ impl Rights {
     /// The items of a list `caller` may see: all of them when no rule
     /// exists; else those whose connection `route` finds and the rules
     /// allow as `kind`.
-    pub(super) fn visible<T: Clone>(
+    pub(super) fn visible<'a, T: Clone + 'a>(
         &self,
         caller: &Caller,
         kind: Kind,
-        items: &[T],
+        items: impl IntoIterator<Item = &'a T>,
         name: impl Fn(&T) -> &str,
         route: impl Fn(&str) -> Option<String>,
     ) -> Vec<T> {
+        let items = items.into_iter();
         if self.is_open() {
-            return items.to_vec();
+            return items.cloned().collect();
         }
         items
-            .iter()
             .filter(|item| {
                 let name = name(item);
                 self.may_routed(caller, (kind, name), route(name).as_deref())
@@ -362,13 +362,13 @@ impl Rights {
             };
         match list {
             ListKind::Tools => {
-                for tool in &directory.tools {
+                for tool in directory.tools() {
                     let connection = directory.tool(&tool.name).map(|t| t.connection.clone());
                     add(Kind::Tool, &tool.name, connection, tool);
                 }
             }
             ListKind::Prompts => {
-                for prompt in &directory.prompts {
+                for prompt in directory.prompts() {
                     let connection = directory.prompt(&prompt.name).map(|t| t.connection.clone());
                     add(Kind::Prompt, &prompt.name, connection, prompt);
                 }

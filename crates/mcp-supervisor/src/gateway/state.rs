@@ -306,10 +306,10 @@ impl GatewayState {
         listed.sort_by(|a, b| a.connection.cmp(&b.connection));
         hidden.sort_by(|a, b| a.connection.cmp(&b.connection));
         let naming = Naming::new(self.prefix, configured.len());
-        let mut directory = Directory::build(naming, &listed);
         // A retired connection is not listed, but what it offered stays
         // routable: a request for it answers with the supervisor's value.
-        directory.route_also(naming, &hidden);
+        // The parts of the catalogs that did not change are the view's.
+        let directory = Directory::assemble(naming, &listed, &hidden, Some(&view.directory));
         for clash in &directory.clashes {
             if view.reported.insert(clash.to_string()) {
                 tracing::error!(
