@@ -140,12 +140,33 @@ pub(crate) struct Calls {
     pub(crate) machine_busy: f64,
 }
 
+impl Calls {
+    /// This stretch and `next` as one.
+    fn joined(&self, next: &Calls) -> Calls {
+        let wall = self.wall + next.wall;
+        let share = |calls: &Calls| calls.wall.as_secs_f64() / wall.as_secs_f64().max(1e-9);
+        Calls {
+            healthy: [self.healthy.as_slice(), &next.healthy].concat(),
+            results: self.results + next.results,
+            errors: self.errors + next.errors,
+            lost: self.lost + next.lost,
+            healthy_errors: self.healthy_errors + next.healthy_errors,
+            wall,
+            gateway_cpu: self.gateway_cpu + next.gateway_cpu,
+            machine_busy: self.machine_busy * share(self) + next.machine_busy * share(next),
+        }
+    }
+}
+
 /// The storm, watched.
 #[derive(Debug, Clone)]
 pub(crate) struct Storm {
     pub(crate) calm: Calls,
-    /// From the failure to every stormed connection revived (or given up).
+    /// From the failure to every stormed connection revived (or given up):
+    /// `failing` until the upstream recovered, `reviving` after.
     pub(crate) stormy: Calls,
+    pub(crate) failing: Calls,
+    pub(crate) reviving: Calls,
     /// Stormed connections parked during the storm.
     pub(crate) parked: usize,
     /// For each stormed connection that was parked: from the recovery to
@@ -499,6 +520,8 @@ impl Scene {
         }
         self.set_storm_faults(json!([])).await?;
         let recovered_at = Instant::now();
+        let failing = self.take(&book, failed_at.elapsed(), window);
+        let window = self.window();
         eprintln!(
             "  storm: recovered; {} of {STORMED} were seen parked",
             parked.iter().filter(|p| **p).count()
@@ -520,14 +543,16 @@ impl Scene {
             }
             tokio::time::sleep(POLL).await;
         }
-        let stormy = self.take(&book, failed_at.elapsed(), window);
+        let reviving = self.take(&book, recovered_at.elapsed(), window);
         driver.abort();
         let after = self.statuses().await?;
         let field =
             |statuses: &[Value], n: usize, key: &str| statuses[n][key].as_u64().unwrap_or(0);
         Ok(Storm {
             calm: calm_calls,
-            stormy,
+            stormy: failing.joined(&reviving),
+            failing,
+            reviving,
             parked: parked.iter().filter(|p| **p).count(),
             revived: (0..STORMED)
                 .filter(|n| parked[*n])
@@ -959,16 +984,26 @@ impl crate::scenarios::Bench<'_> {
                 100.0 * calls.machine_busy
             )
         };
-        rows.push(crate::report::Row {
-            met: None,
-            ..row(
-                "storm: CPU during the storm against before it".into(),
-                busy(&s.stormy),
-                busy(&s.calm),
-                "—",
-                true,
-            )
-        });
+        let p99 = |calls: &Calls| {
+            let mut healthy = calls.healthy.clone();
+            ms(measure::percentile_ns(&mut healthy, 99.0) as f64)
+        };
+        for (phase, calls) in [
+            ("before it", &s.calm),
+            ("while the upstream failed", &s.failing),
+            ("from its recovery to the last revival", &s.reviving),
+        ] {
+            rows.push(crate::report::Row {
+                met: None,
+                ..row(
+                    format!("storm: {phase}, healthy neighbours' p99 and the CPU"),
+                    format!("{:.2} ms", p99(calls)),
+                    busy(calls),
+                    "—",
+                    true,
+                )
+            });
+        }
         rows.push(row(
             format!("storm: each of the {STORMED} parked, revived (ready in /status) after its upstream recovered, the slowest"),
             slowest.map_or("—".into(), |d| if d == Duration::MAX { "not revived".into() } else { format!("{:.1} s", d.as_secs_f64()) }),
