@@ -65,15 +65,14 @@ fn unmatched(access: &Rules, directory: &Directory) -> Vec<String> {
         ));
     }
     let resources: Vec<(String, &str)> = directory
-        .resources
-        .iter()
+        .resources()
         .map(|resource| {
             let connection = directory
                 .resource(&resource.uri)
                 .map(|target| target.connection);
             (connection.unwrap_or_default(), resource.uri.as_str())
         })
-        .chain(directory.templates.iter().map(|template| {
+        .chain(directory.templates().map(|template| {
             (
                 connection_of(directory.template(&template.uri_template)).to_owned(),
                 template.uri_template.as_str(),

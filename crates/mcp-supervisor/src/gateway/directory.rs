@@ -80,8 +80,9 @@ impl std::fmt::Display for Clash {
 /// catalog each: a view rebuilt after one connection's catalog changed
 /// builds that connection's share and keeps every other one of the view
 /// before it (when names are prefixed, so no two connections' names can
-/// clash: docs/DECISIONS.md #177). Resources, templates and capabilities,
-/// which depend on every catalog at once, are merged anew each time.
+/// clash: docs/DECISIONS.md #177). A share's resources and templates also
+/// depend on which of its URIs another connection serves (those are exposed
+/// prefixed): a share is kept only while each is shared as it was.
 #[derive(Debug, Clone, Default)]
 pub struct Directory {
     /// The listed connections' shares, in connection name order.
@@ -89,28 +90,64 @@ pub struct Directory {
     /// The retired connections' shares, in connection name order: routed,
     /// not listed (see [`Directory::assemble`]).
     routed_only: Vec<Arc<Share>>,
-    pub resources: Vec<Resource>,
-    pub templates: Vec<ResourceTemplate>,
     /// What the upstreams offer together (see [`Directory::build`]).
     pub capabilities: ServerCapabilities,
     /// Names two connections both expose; the first connection's wins.
     pub clashes: Vec<Clash>,
     /// How the names were exposed.
     pub naming: Naming,
-    resource_routes: HashMap<String, Target>,
-    /// Exposed template → target, in connection name order (matching tries
-    /// them in that order).
-    template_routes: Vec<(String, Target)>,
     /// The only connection that offers resources, if exactly one does: any
     /// URI no route knows goes there (templates may not cover every URI).
     sole_resource_server: Option<String>,
-    /// Resource URIs and templates two connections both serve (exposed in
-    /// their prefixed form).
-    shared: HashSet<String>,
+    /// Resource URIs and templates two listed connections both serve
+    /// (exposed in their prefixed form), and two retired ones.
+    shared: Shared,
+    shared_hidden: Shared,
 }
 
-/// One connection's tools and prompts under their exposed names, with the
-/// routes back: what its catalog alone decides.
+/// The resource URIs and the URI templates that more than one catalog has.
+#[derive(Debug, Clone, Default)]
+struct Shared {
+    uris: HashSet<String>,
+    templates: HashSet<String>,
+}
+
+impl Shared {
+    fn of(catalogs: &[Arc<Catalog>]) -> Shared {
+        Shared {
+            uris: shared(catalogs, |catalog| {
+                catalog.resources.iter().map(|r| r.uri.as_str()).collect()
+            }),
+            templates: shared(catalogs, |catalog| {
+                catalog
+                    .templates
+                    .iter()
+                    .map(|t| t.uri_template.as_str())
+                    .collect()
+            }),
+        }
+    }
+
+    /// Whether `catalog`'s URIs and templates are each shared in `self` as
+    /// they are in `before`: then they are exposed alike under both.
+    fn exposes_alike(&self, before: &Shared, catalog: &Catalog) -> bool {
+        let alike = |now: &HashSet<String>, then: &HashSet<String>, item: &str| {
+            now.contains(item) == then.contains(item)
+        };
+        catalog
+            .resources
+            .iter()
+            .all(|resource| alike(&self.uris, &before.uris, &resource.uri))
+            && catalog
+                .templates
+                .iter()
+                .all(|template| alike(&self.templates, &before.templates, &template.uri_template))
+    }
+}
+
+/// One connection's tools, prompts, resources and templates under their
+/// exposed names, with the routes back: what its catalog decides (and, for
+/// resources, which URIs another connection serves too).
 #[derive(Debug)]
 struct Share {
     /// The catalog it was built from (a later view keeps the share while
@@ -127,6 +164,11 @@ struct Share {
     header_tools: HashSet<String>,
     /// Its names another connection (or an earlier item of its own) has.
     clashes: Vec<Clash>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    resource_routes: HashMap<String, Target>,
+    /// Exposed template → target, in its catalog's order.
+    template_routes: Vec<(String, Target)>,
 }
 
 /// The names earlier connections claimed, while shares are built in
@@ -140,7 +182,12 @@ struct Claimed<'a> {
 impl Share {
     /// `catalog`'s share under `naming`: its tools and prompts, less the
     /// names `claimed` by an earlier connection (its clashes).
-    fn build<'a>(naming: Naming, catalog: &'a Arc<Catalog>, claimed: &mut Claimed<'a>) -> Share {
+    fn build<'a>(
+        naming: Naming,
+        catalog: &'a Arc<Catalog>,
+        claimed: &mut Claimed<'a>,
+        shared: &Shared,
+    ) -> Share {
         let connection = catalog.connection.as_str();
         let mut part = Share {
             catalog: catalog.clone(),
@@ -154,6 +201,10 @@ impl Share {
             ),
             header_tools: HashSet::default(),
             clashes: Vec::new(),
+            resources: Vec::with_capacity(catalog.resources.len()),
+            templates: Vec::with_capacity(catalog.templates.len()),
+            resource_routes: HashMap::default(),
+            template_routes: Vec::with_capacity(catalog.templates.len()),
         };
         let contracts: HashMap<&str, &str> = catalog
             .contracts
@@ -215,6 +266,24 @@ impl Share {
                 part.prompts.push(prompt);
             }
         }
+        for resource in &catalog.resources {
+            let exposed = exposed_uri(connection, &resource.uri, &shared.uris);
+            let mut resource = resource.clone();
+            part.resource_routes
+                .insert(exposed.clone(), Target::new(connection, &resource.uri));
+            resource.uri = exposed;
+            part.resources.push(resource);
+        }
+        for template in &catalog.templates {
+            let exposed = exposed_uri(connection, &template.uri_template, &shared.templates);
+            let mut template = template.clone();
+            part.template_routes.push((
+                exposed.clone(),
+                Target::new(connection, &template.uri_template),
+            ));
+            template.uri_template = exposed;
+            part.templates.push(template);
+        }
         part
     }
 
@@ -252,96 +321,58 @@ impl Directory {
         before: Option<&Directory>,
     ) -> Directory {
         let before = before.filter(|before| naming.prefixed() && before.naming == naming);
-        let parts = |catalogs: &[Arc<Catalog>]| {
-            let mut claimed = Claimed::default();
-            catalogs
-                .iter()
-                .map(|catalog| {
-                    let kept = before
-                        .and_then(|before| before.part(&catalog.connection))
-                        .filter(|part| Arc::ptr_eq(&part.catalog, catalog));
-                    match kept {
-                        Some(part) => part.clone(),
-                        None => Arc::new(Share::build(naming, catalog, &mut claimed)),
-                    }
-                })
-                .collect::<Vec<_>>()
-        };
-        let listed_parts = parts(listed);
+        let (shared, shared_hidden) = (Shared::of(listed), Shared::of(hidden));
+        let shares =
+            |catalogs: &[Arc<Catalog>], shared: &Shared, then: fn(&Directory) -> &Shared| {
+                let mut claimed = Claimed::default();
+                catalogs
+                    .iter()
+                    .map(|catalog| {
+                        let kept = before.and_then(|before| {
+                            before.part(&catalog.connection).filter(|part| {
+                                Arc::ptr_eq(&part.catalog, catalog)
+                                    && shared.exposes_alike(then(before), catalog)
+                            })
+                        });
+                        match kept {
+                            Some(part) => part.clone(),
+                            None => Arc::new(Share::build(naming, catalog, &mut claimed, shared)),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            };
+        let parts = shares(listed, &shared, |before| &before.shared);
         // A retired connection's clashes were reported while it was listed.
-        let clashes = listed_parts
+        let clashes = parts
             .iter()
             .flat_map(|part| part.clashes.iter().cloned())
             .collect();
+        let mut resource_servers = listed
+            .iter()
+            .filter(|catalog| catalog.capabilities.resources.is_some());
+        let sole_resource_server = match (resource_servers.next(), resource_servers.next()) {
+            (Some(only), None) => Some(only.connection.clone()),
+            _ => None,
+        };
         let mut directory = Directory {
             naming,
-            parts: listed_parts,
-            routed_only: parts(hidden),
+            parts,
+            routed_only: shares(hidden, &shared_hidden, |before| &before.shared_hidden),
             clashes,
+            sole_resource_server,
+            shared,
+            shared_hidden,
             ..Directory::default()
         };
-        directory.merge_resources(listed);
         for catalog in listed {
             directory.add_capabilities(&catalog.capabilities);
         }
-        let hidden_resources = Directory::build_resources_only(hidden);
-        for (uri, target) in hidden_resources.resource_routes {
-            directory.resource_routes.entry(uri).or_insert(target);
-        }
-        directory
-            .template_routes
-            .extend(hidden_resources.template_routes);
         directory
     }
 
-    /// Only the resource routes of `catalogs`.
-    fn build_resources_only(catalogs: &[Arc<Catalog>]) -> Directory {
-        let mut directory = Directory::default();
-        directory.merge_resources(catalogs);
-        directory
-    }
-
-    /// Lists and routes the resources and templates of `catalogs`: a URI
-    /// two of them serve is exposed by each under its prefixed form.
-    fn merge_resources(&mut self, catalogs: &[Arc<Catalog>]) {
-        let shared_uris = shared(catalogs, |catalog| {
-            catalog.resources.iter().map(|r| r.uri.as_str()).collect()
-        });
-        let shared_templates = shared(catalogs, |catalog| {
-            catalog
-                .templates
-                .iter()
-                .map(|t| t.uri_template.as_str())
-                .collect()
-        });
-        self.shared = shared_uris.union(&shared_templates).cloned().collect();
-        let mut resource_servers = catalogs
-            .iter()
-            .filter(|catalog| catalog.capabilities.resources.is_some());
-        if let (Some(only), None) = (resource_servers.next(), resource_servers.next()) {
-            self.sole_resource_server = Some(only.connection.clone());
-        }
-        for catalog in catalogs {
-            let connection = catalog.connection.as_str();
-            for resource in &catalog.resources {
-                let exposed = exposed_uri(connection, &resource.uri, &shared_uris);
-                let mut resource = resource.clone();
-                self.resource_routes
-                    .insert(exposed.clone(), Target::new(connection, &resource.uri));
-                resource.uri = exposed;
-                self.resources.push(resource);
-            }
-            for template in &catalog.templates {
-                let exposed = exposed_uri(connection, &template.uri_template, &shared_templates);
-                let mut template = template.clone();
-                self.template_routes.push((
-                    exposed.clone(),
-                    Target::new(connection, &template.uri_template),
-                ));
-                template.uri_template = exposed;
-                self.templates.push(template);
-            }
-        }
+    /// Every share, the listed ones first: what routes a name or URI.
+    fn shares(&self) -> impl Iterator<Item = &Arc<Share>> {
+        self.parts.iter().chain(&self.routed_only)
     }
 
     /// Connection `connection`'s share, listed or only routed.
@@ -365,9 +396,7 @@ impl Directory {
                 .part(connection)
                 .filter(|part| part.routes(kind).contains_key(name));
         }
-        self.parts
-            .iter()
-            .chain(&self.routed_only)
+        self.shares()
             .find(|part| part.routes(kind).contains_key(name))
     }
 
@@ -379,6 +408,22 @@ impl Directory {
     /// Every listed prompt, in connection name order.
     pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
         self.parts.iter().flat_map(|part| &part.prompts)
+    }
+
+    /// Every listed resource, in connection name order.
+    pub fn resources(&self) -> impl Iterator<Item = &Resource> {
+        self.parts.iter().flat_map(|part| &part.resources)
+    }
+
+    /// Every listed resource template, in connection name order.
+    pub fn templates(&self) -> impl Iterator<Item = &ResourceTemplate> {
+        self.parts.iter().flat_map(|part| &part.templates)
+    }
+
+    /// Every template route, listed connections' first, each in connection
+    /// name order (matching tries them in that order).
+    fn template_routes(&self) -> impl Iterator<Item = &(String, Target)> {
+        self.shares().flat_map(|part| &part.template_routes)
     }
 
     /// The listed definition of exposed tool `exposed`.
@@ -448,8 +493,7 @@ impl Directory {
 
     /// The template behind an exposed URI template (completion references).
     pub fn template(&self, exposed: &str) -> Option<&Target> {
-        self.template_routes
-            .iter()
+        self.template_routes()
             .find(|(template, _)| template == exposed)
             .map(|(_, target)| target)
     }
@@ -458,7 +502,7 @@ impl Directory {
     /// first template (in connection name order) it matches, or the only
     /// connection that offers resources.
     pub fn resource(&self, uri: &str) -> Option<Target> {
-        if let Some(target) = self.resource_routes.get(uri) {
+        if let Some(target) = self.shares().find_map(|part| part.resource_routes.get(uri)) {
             return Some(target.clone());
         }
         if let Some((connection, original)) = split_prefixed_uri(uri)
@@ -466,7 +510,7 @@ impl Directory {
         {
             return Some(Target::new(connection, original));
         }
-        for (template, target) in &self.template_routes {
+        for (template, target) in self.template_routes() {
             if template_matches(template, uri) {
                 return Some(Target::new(&target.connection, uri));
             }
@@ -481,7 +525,7 @@ impl Directory {
     /// its prefixed form. The access rules judge a resource by this name
     /// (`rights.rs`), so no other spelling of it decides otherwise.
     pub fn exposed_uri(&self, target: &Target) -> String {
-        if self.shared.contains(&target.name) {
+        if self.shared.uris.contains(&target.name) || self.shared.templates.contains(&target.name) {
             prefixed_uri(&target.connection, &target.name)
         } else {
             target.name.clone()

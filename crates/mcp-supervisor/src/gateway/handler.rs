@@ -383,7 +383,7 @@ impl ServerHandler for GatewayHandler {
         let resources = self.state.rights.visible(
             &caller_of(&context),
             Kind::Resource,
-            &directory.resources,
+            directory.resources(),
             |resource| &resource.uri,
             |uri| directory.resource(uri).map(|target| target.connection),
         );
@@ -402,7 +402,7 @@ impl ServerHandler for GatewayHandler {
         let templates = self.state.rights.visible(
             &caller_of(&context),
             Kind::Resource,
-            &directory.templates,
+            directory.templates(),
             |template| &template.uri_template,
             |uri| {
                 directory

@@ -108,7 +108,7 @@ impl Rights {
         }) || directory.prompts().any(|prompt| {
             named(Kind::Prompt, &prompt.name)
                 && self.may(caller, Item::prompt(connection, &prompt.name))
-        }) || directory.resources.iter().any(|resource| {
+        }) || directory.resources().any(|resource| {
             named(Kind::Resource, &resource.uri)
                 && self.may(caller, Item::resource(connection, &resource.uri))
         })
@@ -374,11 +374,11 @@ impl Rights {
                 }
             }
             ListKind::Resources => {
-                for resource in &directory.resources {
+                for resource in directory.resources() {
                     let connection = directory.resource(&resource.uri).map(|t| t.connection);
                     add(Kind::Resource, &resource.uri, connection, resource);
                 }
-                for template in &directory.templates {
+                for template in directory.templates() {
                     let connection = directory
                         .template(&template.uri_template)
                         .map(|t| t.connection.clone());

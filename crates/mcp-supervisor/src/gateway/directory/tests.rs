@@ -137,6 +137,48 @@ fn a_rebuild_keeps_the_shares_of_unchanged_catalogs() {
 }
 
 #[test]
+fn a_uri_another_connection_comes_to_serve_rebuilds_the_shares_that_list_it() {
+    let naming = Naming::new(Prefix::Always, 3);
+    let a = catalog("a", &["x"], &["file:///same", "file:///a"], &[]);
+    let c = catalog("c", &["z"], &[], &[]);
+    let before = Directory::build(
+        naming,
+        &[a.clone(), catalog("b", &["y"], &[], &[]), c.clone()],
+    );
+    let uris = |directory: &Directory| -> Vec<String> {
+        directory.resources().map(|r| r.uri.clone()).collect()
+    };
+    assert_eq!(uris(&before), ["file:///same", "file:///a"]);
+
+    // b's tools change, no URI is shared anew: a's share is kept.
+    let b2 = catalog("b", &["y2"], &[], &[]);
+    let kept = Directory::assemble(naming, &[a.clone(), b2, c.clone()], &[], Some(&before));
+    assert!(Arc::ptr_eq(share(&before, "a"), share(&kept, "a")));
+
+    // b now serves a's URI too: both expose it prefixed.
+    let b3 = catalog("b", &["y"], &["file:///same"], &[]);
+    let after = Directory::assemble(naming, &[a, b3, c.clone()], &[], Some(&kept));
+    assert!(!Arc::ptr_eq(share(&kept, "a"), share(&after, "a")));
+    assert!(Arc::ptr_eq(share(&kept, "c"), share(&after, "c")));
+    assert_eq!(
+        uris(&after),
+        [
+            "mcp-supervisor://a/file:///same",
+            "file:///a",
+            "mcp-supervisor://b/file:///same"
+        ]
+    );
+    assert_eq!(
+        after.resource("mcp-supervisor://b/file:///same"),
+        Some(Target::new("b", "file:///same"))
+    );
+    assert_eq!(
+        after.resource("file:///a"),
+        Some(Target::new("a", "file:///a"))
+    );
+}
+
+#[test]
 fn retired_connections_are_routed_not_listed() {
     let naming = Naming::new(Prefix::Never, 2);
     let listed = [catalog("a", &["echo"], &[], &[])];
@@ -150,7 +192,7 @@ fn retired_connections_are_routed_not_listed() {
     );
     assert_eq!(directory.tool("gone"), Some(&Target::new("r", "gone")));
     assert_eq!(directory.resource("x://1"), Some(Target::new("r", "x://1")));
-    assert!(directory.resources.is_empty());
+    assert!(directory.resources().next().is_none());
     assert!(directory.clashes.is_empty(), "{:?}", directory.clashes);
 }
 
@@ -161,7 +203,7 @@ fn shared_uris_are_prefixed_and_others_pass_through() {
         catalog("b", &[], &["file:///same"], &["b://items/{id}{?q}"]),
     ];
     let directory = Directory::build(Naming::new(Prefix::Always, 2), &catalogs);
-    let uris: Vec<&str> = directory.resources.iter().map(|r| r.uri.as_str()).collect();
+    let uris: Vec<&str> = directory.resources().map(|r| r.uri.as_str()).collect();
     assert_eq!(
         uris,
         [
