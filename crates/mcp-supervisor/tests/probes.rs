@@ -142,6 +142,44 @@ fn probes_back_off_and_never_go_past_the_park_or_max_probes() {
     });
 }
 
+/// A longer park taken on from the fleet while parked (another node parked
+/// it later) is the same outage: the probes made so far count towards
+/// `max_probes`, so the upstream is not probed afresh by every park that
+/// reaches the node.
+#[test]
+fn a_longer_park_from_the_fleet_does_not_start_the_probes_again() {
+    use mcp_supervisor::fleet::{Learned, News, Shared};
+
+    run_paused(|| async {
+        let settings = "[supervisor]\nprobe_after = \"1s\"\nprobe_every = \"1s\"\n\
+                        max_probes = 2\n[supervisor.quarantine]\nbase_cooldown = \"10s\"\n";
+        let (upstream, registry, _log) = parked_by_503(settings, "").await;
+        tokio::time::sleep(ms(1_100)).await;
+        assert_eq!(upstream.requests("initialize"), 4, "the first probe");
+
+        let longer = Shared::Parked {
+            until: std::time::SystemTime::now() + Duration::from_secs(20),
+            failure: mcp_supervisor::Failure::new(FailureKind::Server, "parked on another node"),
+            strikes: 1,
+        };
+        registry
+            .send(Learned {
+                connection: "a".into(),
+                news: News::Standing(longer),
+            })
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        assert_eq!(status(&registry).await.state, ConnectionState::Parked);
+        assert_eq!(
+            upstream.requests("initialize"),
+            5,
+            "one more probe, then max_probes"
+        );
+        assert_eq!(status(&registry).await.probes, 2);
+    });
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }

@@ -10,6 +10,7 @@
 mod admission;
 mod lifecycle;
 mod messages;
+mod news;
 mod on_behalf;
 mod operation;
 mod probe;
@@ -193,6 +194,7 @@ impl ConnectionActor {
         self.history.moved();
         self.transitions += 1;
         let previous = std::mem::replace(&mut self.lifecycle, next);
+        let was_parked = matches!(previous, Lifecycle::Parked { .. });
         if previous.state() != self.lifecycle.state() {
             self.since = SystemTime::now();
         }
@@ -226,7 +228,11 @@ impl ConnectionActor {
             Lifecycle::Ready(_) => self.ready_since = Some(std::time::Instant::now()),
             Lifecycle::Parked { .. } => {
                 self.park += 1;
-                self.probes = 0;
+                // A longer park taken on from the fleet while parked is
+                // the same outage: its probes count on, up to `max_probes`.
+                if !was_parked {
+                    self.probes = 0;
+                }
             }
             _ => {}
         }
@@ -642,56 +648,6 @@ impl ConnectionActor {
             reason,
             failure: failure.cloned(),
         });
-    }
-
-    /// Takes on what another node of the fleet learned (docs/FLEET.md): a
-    /// park, a `Retry-After` window or a retirement, told to subscribers as
-    /// if it happened here. A retirement stays; a longer park stays.
-    fn adopt(&mut self, shared: crate::fleet::Shared, ctx: &mut Context<Self>) {
-        use crate::fleet::Shared;
-        match shared {
-            Shared::Parked {
-                until,
-                failure,
-                strikes,
-            } => {
-                self.strikes = self.strikes.max(strikes);
-                let until = crate::Deadline::at(until);
-                let longer = match &self.lifecycle {
-                    Lifecycle::Retired { .. } | Lifecycle::Stopped => false,
-                    Lifecycle::Parked { until: mine, .. } => mine.wall() < until.wall(),
-                    _ => true,
-                };
-                if !longer || !until.pending() {
-                    return;
-                }
-                tracing::info!(
-                    connection = %self.config.name,
-                    kind = %failure.kind,
-                    delay_secs = until.remaining().as_secs_f64(),
-                    "parked: the fleet parked it"
-                );
-                self.transition(Lifecycle::Parked {
-                    until,
-                    failure: failure.clone(),
-                });
-                self.publish(ConnectionEvent::Parked {
-                    connection: self.config.name.clone(),
-                    failure,
-                    cooldown: until.remaining(),
-                    until,
-                    attempt: 0,
-                    strikes: self.strikes,
-                });
-                self.plan_probe(ctx);
-            }
-            Shared::Held { until, failure } => {
-                if self.hold_until(crate::Deadline::at(until), &failure) {
-                    tracing::info!(connection = %self.config.name, "held: the fleet was asked to wait (Retry-After)");
-                }
-            }
-            Shared::Retired { reason, failure } => self.retire(reason, failure.as_ref(), 0),
-        }
     }
 
     fn snapshot(&self) -> ConnectionSnapshot {
