@@ -187,7 +187,14 @@ pub(crate) struct Sessions {
     pub(crate) opened: usize,
     pub(crate) took: Duration,
     pub(crate) rss_before_kib: u64,
+    /// Two seconds after the last was opened: every one awake.
+    pub(crate) rss_awake_kib: u64,
+    /// Once they rested (`session_rest_after`) and the allocator gave the
+    /// memory back.
     pub(crate) rss_after_kib: u64,
+    /// Sessions the gateway rested, and from the last opened until then.
+    pub(crate) rested: u64,
+    pub(crate) rest_took: Duration,
 }
 
 /// Everything P12 measured.
@@ -590,20 +597,69 @@ impl Scene {
             .await;
         let took = started.elapsed();
         let opened = opened.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        let opened_at = Instant::now();
         tokio::time::sleep(Duration::from_secs(2)).await;
+        let rss_awake_kib = self.rss_kib();
+        // Each rests after the gateway's `session_rest_after` (its default):
+        // wait for every one, then for the allocator to give back what they
+        // held (jemalloc's background thread, within seconds).
+        let rested_before = self.rested().await?;
+        let mut rested = 0;
+        while opened_at.elapsed() < REST_PATIENCE {
+            rested = self.rested().await?.saturating_sub(rested_before);
+            if rested >= opened.len() as u64 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let rest_took = opened_at.elapsed();
+        let mut rss_after_kib = self.rss_kib();
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = self.rss_kib();
+            let settled = rss_after_kib.abs_diff(now) < 1024;
+            rss_after_kib = now;
+            if settled {
+                break;
+            }
+        }
         let sessions = Sessions {
             opened: opened.len(),
             took,
             rss_before_kib,
-            rss_after_kib: self.rss_kib(),
+            rss_awake_kib,
+            rss_after_kib,
+            rested,
+            rest_took,
         };
         eprintln!(
-            "  {} idle sessions opened in {took:.1?}: {} → {} MiB",
+            "  {} idle sessions opened in {took:.1?}: {} → {} MiB awake; {rested} rested in {rest_took:.1?}: {} MiB",
             sessions.opened,
             rss_before_kib / 1024,
+            rss_awake_kib / 1024,
             sessions.rss_after_kib / 1024
         );
         Ok(sessions)
+    }
+
+    /// Sessions the gateway rested so far (`/metrics`).
+    async fn rested(&self) -> anyhow::Result<u64> {
+        let metrics = self
+            .http
+            .get(format!("{}/metrics", self.admin))
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?;
+        Ok(metrics
+            .lines()
+            .find(|line| {
+                line.starts_with("mcp_supervisor_gateway_rests_total")
+                    && line.contains("reason=\"quiet\"")
+            })
+            .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0))
     }
 
     /// One session, as a 2025 client opens it; its id.
@@ -840,6 +896,9 @@ const RSS_TARGET_MIB: f64 = 300.0;
 const CHANGE_TARGET: Duration = Duration::from_millis(5);
 const LISTING_TARGET: Duration = Duration::from_millis(50);
 const SESSIONS_TARGET_MIB: f64 = 200.0;
+/// How long the idle sessions may take to rest: the gateway's default
+/// `session_rest_after` (30 s), its sweep (every 5 s) and room to spare.
+const REST_PATIENCE: Duration = Duration::from_secs(60);
 const REVIVE_TARGET: Duration = Duration::from_secs(5);
 const PROBES_TARGET: u64 = 3;
 /// Healthy neighbours' p99 during the storm, against before it.
@@ -1028,12 +1087,17 @@ impl crate::scenarios::Bench<'_> {
             .rss_after_kib
             .saturating_sub(m.sessions.rss_before_kib);
         rows.push(row(
-            format!("{IDLE_SESSIONS} idle 2025 sessions held: the gateway's RSS above before"),
+            format!(
+                "{IDLE_SESSIONS} idle 2025 sessions held, resting (after `session_rest_after`): the gateway's RSS above before"
+            ),
             format!("+{:.0} MiB", mib(held)),
             format!(
-                "{:.0} → {:.0} MiB",
+                "{:.0} → {:.0} MiB; awake +{:.0} MiB; {} rested {:.0} s after the last opened",
                 mib(m.sessions.rss_before_kib),
-                mib(m.sessions.rss_after_kib)
+                mib(m.sessions.rss_after_kib),
+                mib(m.sessions.rss_awake_kib.saturating_sub(m.sessions.rss_before_kib)),
+                m.sessions.rested,
+                m.sessions.rest_took.as_secs_f64()
             ),
             "≤ +200 MiB",
             m.sessions.opened == IDLE_SESSIONS && mib(held) <= SESSIONS_TARGET_MIB,

@@ -306,6 +306,11 @@ impl Collector for GatewayCollector {
                 "mcp_supervisor_gateway_forwarded",
                 "Requests of sessions another node holds, forwarded there or taken from there.",
             ),
+            (
+                Family::Rests,
+                "mcp_supervisor_gateway_rests",
+                "Sessions that gave up their memory while quiet, and were restored by a request.",
+            ),
         ] {
             let mut series = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (protection, value) in self.0 {

@@ -211,6 +211,7 @@ pub(crate) struct RawGateway {
     pub(crate) max_sessions: Option<i64>,
     pub(crate) max_sessions_per_client: Option<i64>,
     pub(crate) session_idle_timeout: Option<String>,
+    pub(crate) session_rest_after: Option<String>,
     pub(crate) trusted_proxies: Option<Vec<String>>,
     pub(crate) forwarded_header: Option<String>,
     pub(crate) public_url: Option<String>,

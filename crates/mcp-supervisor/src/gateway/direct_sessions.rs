@@ -76,6 +76,25 @@ impl DirectCalls {
             .cloned()
     }
 
+    /// Takes session `id` off the direct path if it may rest
+    /// (docs/DECISIONS.md #178): it is here (its client asks nothing of the
+    /// gateway: no sampling, elicitation or roots), open, with no direct
+    /// call in progress, no subscription and no log level, so ending rmcp's
+    /// session loses nothing a replayed `initialize` does not bring back.
+    /// `true` if it was taken off; its restore admits it again.
+    pub(super) fn rest(&self, id: &str) -> bool {
+        let mut sessions = self.lock();
+        let may = sessions.get(id).is_some_and(|session| {
+            !session.downstream.is_closed()
+                && session.downstream.holds_nothing()
+                && session.calls().is_empty()
+        });
+        if may {
+            sessions.remove(id);
+        }
+        may
+    }
+
     /// Counts a call taking the direct path.
     pub(super) fn taken(&self) {
         self.answered.fetch_add(1, Ordering::Relaxed);

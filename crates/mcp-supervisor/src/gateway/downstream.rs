@@ -98,6 +98,17 @@ impl DownstreamSession {
         self.peer().is_none_or(Peer::is_transport_closed)
     }
 
+    /// Whether it keeps nothing a replayed `initialize` would not set
+    /// again: no subscription, no log level.
+    pub(super) fn holds_nothing(&self) -> bool {
+        self.subscriptions().is_empty()
+            && self
+                .log_level
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_none()
+    }
+
     pub(super) fn set_log_level(&self, level: LoggingLevel) {
         *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
     }

@@ -167,10 +167,14 @@ pub async fn serve_http(
     let sessions = Arc::new(CappedSessions::new(
         settings.max_sessions,
         settings.max_sessions_per_client,
-        settings.session_idle_timeout,
+        (settings.session_idle_timeout, settings.session_rest_after),
         shutdown.tallies(),
         ids,
     ));
+    // Resting sessions are restored through rmcp's session store.
+    config.session_store = Some(sessions.clone());
+    let direct = state.clone();
+    sessions.keep_resting(move |id| direct.direct.rest(id));
     let keep_alive = config.sse_keep_alive;
     let handlers = state.clone();
     let mcp = StreamableHttpService::new(

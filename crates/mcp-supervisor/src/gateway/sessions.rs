@@ -19,6 +19,15 @@
 //!   shared bearer names nobody).
 //!
 //! Each eviction and refusal is counted in [`Tallies`].
+//!
+//! A session that can lose nothing *rests* after `session_rest_after`
+//! without a request (docs/DECISIONS.md #178): rmcp's session (its worker,
+//! channels and tasks, about 80 KB) ends, and the session keeps its id, its
+//! owner, its place under the caps and the client's `initialize`. Its next
+//! request restores it through rmcp's own restore path (this is its session
+//! store): a new rmcp session under the same id, the `initialize` replayed
+//! to a new handler. The client sees nothing of it. A resting session still
+//! ends after `session_idle_timeout`, or at a client's `DELETE`.
 
 use foldhash::{HashMap, HashSet};
 use std::{
@@ -29,7 +38,7 @@ use std::{
 
 use futures::Stream;
 use rmcp::{
-    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
+    model::{ClientJsonRpcMessage, InitializeRequestParams, ServerJsonRpcMessage},
     transport::{
         WorkerTransport,
         streamable_http_server::{
@@ -37,6 +46,7 @@ use rmcp::{
             session::{
                 EventStore, ServerSseMessage,
                 local::{LocalSessionManager, LocalSessionManagerError, create_local_session},
+                store::{SessionState, SessionStore, SessionStoreError},
             },
         },
     },
@@ -102,6 +112,20 @@ struct Use {
     open: usize,
     /// When its last request began or ended (or it was opened).
     last: Instant,
+    /// What its client sent at `initialize` (rmcp hands it to the store
+    /// once the handshake is done): what a restore replays.
+    initialize: Option<Arc<InitializeRequestParams>>,
+    rest: Rest,
+}
+
+/// Whether a session holds an rmcp session now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rest {
+    Awake,
+    /// Its rmcp session is being ended, to rest.
+    Falling,
+    /// Without an rmcp session until its next request.
+    Resting,
 }
 
 type Uses = Arc<Mutex<HashMap<SessionId, Use>>>;
@@ -125,7 +149,15 @@ pub(super) struct CappedSessions {
     /// In a fleet, the ids name this node (`session_ids.rs`); alone, they
     /// are rmcp's own.
     ids: Option<Arc<SessionIds>>,
+    rest_after: Duration,
+    /// Told when a falling session comes to rest.
+    settled: tokio::sync::Notify,
 }
+
+/// How long a request waits for its session to come to rest before it is
+/// restored (the end of rmcp's session takes a mailbox round; a worker that
+/// never says it ended does not hold the request longer than this).
+const FALLING_AT_MOST: Duration = Duration::from_secs(1);
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -167,7 +199,7 @@ impl CappedSessions {
     pub(super) fn new(
         max: usize,
         per_client: usize,
-        idle_timeout: Duration,
+        (idle_timeout, rest_after): (Duration, Duration),
         tallies: Arc<Tallies>,
         ids: Option<Arc<SessionIds>>,
     ) -> Self {
@@ -181,11 +213,94 @@ impl CappedSessions {
             uses: Uses::default(),
             tallies,
             ids,
+            rest_after,
+            settled: tokio::sync::Notify::new(),
         }
     }
 
+    /// Whether session `id` is this gateway's (awake or resting).
     pub(super) async fn has(&self, id: &str) -> bool {
         self.local.sessions.read().await.contains_key(id)
+            || lock(&self.uses)
+                .get(id)
+                .is_some_and(|session| session.rest != Rest::Awake)
+    }
+
+    /// Rests, every so often, each session quiet for `rest_after` that
+    /// `may_rest` lets go (it takes the session off the direct path), and
+    /// ends resting sessions idle for the idle timeout; until `self` goes.
+    pub(super) fn keep_resting(
+        self: &Arc<Self>,
+        may_rest: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) {
+        let sessions = Arc::downgrade(self);
+        let every = (self.rest_after / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(sessions) = sessions.upgrade() else {
+                    return;
+                };
+                sessions.rest_quiet(&may_rest).await;
+            }
+        });
+    }
+
+    /// One round of [`CappedSessions::keep_resting`].
+    async fn rest_quiet(&self, may_rest: &impl Fn(&str) -> bool) {
+        let now = Instant::now();
+        let idle = self.local.session_config.keep_alive;
+        let falling: Vec<SessionId> = {
+            let mut uses = lock(&self.uses);
+            uses.retain(|_, session| {
+                session.rest != Rest::Resting
+                    || idle.is_none_or(|idle| now.duration_since(session.last) < idle)
+            });
+            // Decided under the lock a request's `begin_for` takes: a
+            // request that began first keeps its session awake; one that
+            // begins after finds it off the direct path, and restores it.
+            uses.values_mut()
+                .filter(|session| {
+                    session.rest == Rest::Awake
+                        && session.open == 0
+                        && session.initialize.is_some()
+                        && now.duration_since(session.last) >= self.rest_after
+                        && may_rest(&session.id)
+                })
+                .map(|session| {
+                    session.rest = Rest::Falling;
+                    session.id.clone()
+                })
+                .collect()
+        };
+        for id in falling {
+            self.tallies.count(Protection::SessionRested);
+            if let Err(error) = self.local.close_session(&id).await {
+                tracing::debug!(%error, "resting a session");
+            }
+        }
+    }
+
+    /// Session `id`'s rest, once it is not falling any more (waited for at
+    /// most [`FALLING_AT_MOST`]); `None`: not a session of this gateway.
+    async fn settled_rest(&self, id: &str) -> Option<Rest> {
+        let deadline = Instant::now() + FALLING_AT_MOST;
+        loop {
+            let settled = self.settled.notified();
+            let rest = lock(&self.uses).get(id).map(|session| session.rest)?;
+            if rest != Rest::Falling {
+                return Some(rest);
+            }
+            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+                // Its worker never said it ended: it rests now.
+                let mut uses = lock(&self.uses);
+                let session = uses.get_mut(id)?;
+                session.rest = Rest::Resting;
+                return Some(Rest::Resting);
+            }
+        }
     }
 
     /// Marks session `id` busy for a request of the caller named
@@ -236,13 +351,19 @@ impl CappedSessions {
         let mut uses = lock(&self.uses);
         let of_client = |session: &Use| client.is_some() && session.client.as_ref() == client;
         let at_quota = || uses.values().filter(|s| of_client(s)).count() >= self.per_client;
-        if live.len() < self.max && !at_quota() {
+        // Resting sessions count as sessions: they come back on a request.
+        let resting = |uses: &HashMap<SessionId, Use>| {
+            uses.values()
+                .filter(|session| session.rest != Rest::Awake && !live.contains_key(&session.id))
+                .count()
+        };
+        if live.len() + resting(&uses) < self.max && !at_quota() {
             return Room::Free;
         }
         // Forget the sessions rmcp has ended by itself (idled out) before
         // counting again.
         let known: HashSet<&SessionId> = live.keys().collect();
-        uses.retain(|id, _| known.contains(id));
+        uses.retain(|id, session| session.rest != Rest::Awake || known.contains(id));
         let least_recent = |candidates: &mut dyn Iterator<Item = (&SessionId, &Use)>| {
             candidates
                 .filter(|(_, session)| session.open == 0)
@@ -255,7 +376,7 @@ impl CappedSessions {
                 None => Room::Refuse(Protection::SessionRefusedAtClientQuota),
             };
         }
-        if live.len() >= self.max {
+        if live.len() + resting(&uses) >= self.max {
             return match least_recent(&mut uses.iter()) {
                 Some(id) => Room::Evict(id, Protection::SessionEvictedAtCap),
                 None => Room::Refuse(Protection::SessionRefusedAtCap),
@@ -349,6 +470,8 @@ impl SessionManager for CappedSessions {
                 owner,
                 open: 0,
                 last: Instant::now(),
+                initialize: None,
+                rest: Rest::Awake,
             },
         );
         Ok((id, transport))
@@ -362,12 +485,32 @@ impl SessionManager for CappedSessions {
         Ok(self.local.initialize_session(id, message).await?)
     }
 
+    /// A resting session is not here for rmcp, which then restores it (a
+    /// falling one is waited for first).
     async fn has_session(&self, id: &SessionId) -> Result<bool, SessionsError> {
+        if self.settled_rest(id).await == Some(Rest::Resting) {
+            return Ok(false);
+        }
         Ok(self.local.has_session(id).await?)
     }
 
+    /// A falling session's rmcp session ended: it rests. Any other ends.
     async fn close_session(&self, id: &SessionId) -> Result<(), SessionsError> {
-        lock(&self.uses).remove(id);
+        {
+            let mut uses = lock(&self.uses);
+            match uses.get_mut(id) {
+                Some(session) if session.rest == Rest::Falling => {
+                    session.rest = Rest::Resting;
+                    drop(uses);
+                    self.settled.notify_waiters();
+                    return Ok(());
+                }
+                Some(session) if session.rest == Rest::Resting => return Ok(()),
+                _ => {
+                    uses.remove(id);
+                }
+            }
+        }
         Ok(self.local.close_session(id).await?)
     }
 
@@ -402,11 +545,20 @@ impl SessionManager for CappedSessions {
         Ok(self.local.resume(id, last_event_id).await?)
     }
 
+    /// A resting session's request: rmcp's session comes back under its id
+    /// (rmcp replays its `initialize`).
     async fn restore_session(
         &self,
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, SessionsError> {
-        Ok(self.local.restore_session(id).await?)
+        let outcome = self.local.restore_session(id.clone()).await?;
+        if let RestoreOutcome::Restored(_) = &outcome {
+            if let Some(session) = lock(&self.uses).get_mut(&id) {
+                session.rest = Rest::Awake;
+            }
+            self.tallies.count(Protection::SessionRestored);
+        }
+        Ok(outcome)
     }
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
@@ -414,186 +566,34 @@ impl SessionManager for CappedSessions {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const A: Option<Holder> = Some(Holder::Address(IpAddr::V4(std::net::Ipv4Addr::new(
-        10, 0, 0, 1,
-    ))));
-    const B: Option<Holder> = Some(Holder::Address(IpAddr::V4(std::net::Ipv4Addr::new(
-        10, 0, 0, 2,
-    ))));
-
-    fn sessions(max: usize, per_client: usize) -> CappedSessions {
-        CappedSessions::new(
-            max,
-            per_client,
-            Duration::from_secs(60),
-            Arc::default(),
-            None,
-        )
+/// What rmcp keeps of a session to restore it: here, the `initialize` of
+/// each session, given back only for one that rests (an ended or unknown
+/// session stays unknown: 404).
+#[async_trait::async_trait]
+impl SessionStore for CappedSessions {
+    async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        if self.settled_rest(id).await != Some(Rest::Resting) {
+            return Ok(None);
+        }
+        Ok(lock(&self.uses)
+            .get(id)
+            .and_then(|session| session.initialize.as_deref().cloned())
+            .map(SessionState::new))
     }
 
-    /// A session opened by `client`, as rmcp opens one for `initialize`.
-    async fn open(
-        sessions: &CappedSessions,
-        client: Option<Holder>,
-    ) -> Result<SessionId, Protection> {
-        let opening = Opening {
-            client,
-            caller: None,
-            refused: Default::default(),
-        };
-        OPENING
-            .scope(opening, async {
-                match sessions.create_session().await {
-                    Ok((id, _transport)) => Ok(id),
-                    Err(_) => Err(OPENING.with(|opening| opening.refused.get()).unwrap()),
-                }
-            })
-            .await
+    async fn store(&self, id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        if let Some(session) = lock(&self.uses).get_mut(id) {
+            session.initialize = Some(Arc::new(state.initialize_params.clone()));
+        }
+        Ok(())
     }
 
-    /// Two callers behind one address (a NAT, a proxy) each have their
-    /// own quota; the shared bearer's holders share the address's.
-    #[tokio::test(start_paused = true)]
-    async fn a_named_caller_has_its_own_quota_whatever_its_address() {
-        use crate::access::Via;
-        let address = Some(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 9)));
-        let named = |client: &str| Caller {
-            client: Some(client.to_owned()),
-            ..Caller::anonymous(Via::Key)
-        };
-        let (alice, bob) = (named("alice"), named("bob"));
-        assert_eq!(
-            Holder::of(&alice, address),
-            Some(Holder::Caller("client:alice".into()))
-        );
-        assert_eq!(
-            Holder::of(&Caller::anonymous(Via::Bearer), address),
-            address.map(Holder::Address)
-        );
-        let sessions = sessions(10, 1);
-        let first = open(&sessions, Holder::of(&alice, address)).await.unwrap();
-        let _busy = sessions.begin(&first).unwrap();
-        assert!(open(&sessions, Holder::of(&bob, address)).await.is_ok());
-        assert_eq!(
-            open(&sessions, Holder::of(&alice, address)).await,
-            Err(Protection::SessionRefusedAtClientQuota)
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn at_the_cap_the_least_recently_used_idle_session_makes_room() {
-        let sessions = sessions(2, 2);
-        let first = open(&sessions, A).await.unwrap();
-        tokio::time::advance(Duration::from_secs(1)).await;
-        let second = open(&sessions, B).await.unwrap();
-        tokio::time::advance(Duration::from_secs(1)).await;
-        // The first is used again: now the second is the least recent.
-        drop(sessions.begin(&first).unwrap());
-        let third = open(&sessions, B).await.unwrap();
-        assert!(sessions.has(&first).await && sessions.has(&third).await);
-        assert!(!sessions.has(&second).await, "the least recently used went");
-        assert_eq!(sessions.tallies.get(Protection::SessionEvictedAtCap), 1);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn busy_sessions_are_never_ended_and_a_full_busy_gateway_refuses() {
-        let sessions = sessions(2, 2);
-        let first = open(&sessions, A).await.unwrap();
-        let second = open(&sessions, B).await.unwrap();
-        let _first_busy = sessions.begin(&first).unwrap();
-        let second_busy = sessions.begin(&second).unwrap();
-        assert_eq!(
-            sessions.refusal(A).await,
-            Some(Protection::SessionRefusedAtCap)
-        );
-        assert_eq!(
-            open(&sessions, A).await,
-            Err(Protection::SessionRefusedAtCap)
-        );
-        assert!(sessions.has(&first).await && sessions.has(&second).await);
-        // Once the second's request ends, it is the one that makes room.
-        drop(second_busy);
-        let third = open(&sessions, A).await.unwrap();
-        assert!(sessions.has(&first).await && sessions.has(&third).await);
-        assert!(!sessions.has(&second).await);
-        assert_eq!(sessions.tallies.get(Protection::SessionRefusedAtCap), 1);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_client_at_its_quota_replaces_its_own_idle_sessions_only() {
-        let sessions = sessions(10, 2);
-        let other = open(&sessions, B).await.unwrap();
-        let oldest = open(&sessions, A).await.unwrap();
-        tokio::time::advance(Duration::from_secs(1)).await;
-        let mine = [oldest, open(&sessions, A).await.unwrap()];
-        tokio::time::advance(Duration::from_secs(1)).await;
-        let third = open(&sessions, A).await.unwrap();
-        assert!(!sessions.has(&mine[0]).await, "its oldest went");
-        assert!(sessions.has(&mine[1]).await && sessions.has(&third).await);
-        assert!(
-            sessions.has(&other).await,
-            "another client's session is not touched"
-        );
-        assert_eq!(
-            sessions
-                .tallies
-                .get(Protection::SessionEvictedAtClientQuota),
-            1
-        );
-        // All of its sessions busy: refused, though the gateway has room.
-        let _busy = [
-            sessions.begin(&mine[1]).unwrap(),
-            sessions.begin(&third).unwrap(),
-        ];
-        assert_eq!(
-            open(&sessions, A).await,
-            Err(Protection::SessionRefusedAtClientQuota)
-        );
-        assert!(
-            open(&sessions, B).await.is_ok(),
-            "another client still gets in"
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn sessions_rmcp_ended_by_itself_are_forgotten() {
-        let sessions = sessions(1, 1);
-        let first = open(&sessions, A).await.unwrap();
-        let _busy = sessions.begin(&first).unwrap();
-        // As when it idles out: rmcp drops it without asking us.
-        sessions.local.close_session(&first).await.unwrap();
-        assert!(open(&sessions, A).await.is_ok());
-        assert_eq!(sessions.tallies.get(Protection::SessionEvictedAtCap), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn in_a_fleet_the_ids_name_this_node_and_are_sessions_like_any_other() {
-        let key = crate::config::FleetKey::new([9; 32]);
-        let ids = Arc::new(SessionIds::new("node-a", &key));
-        let sessions = CappedSessions::new(
-            1,
-            1,
-            Duration::from_secs(60),
-            Arc::default(),
-            Some(ids.clone()),
-        );
-        let first = open(&sessions, A).await.unwrap();
-        assert!(first.starts_with("node-a."), "{first}");
-        assert_eq!(ids.holder(&first), super::super::session_ids::Holder::Here);
-        let other = SessionIds::new("node-b", &key);
-        assert_eq!(
-            other.holder(&first),
-            super::super::session_ids::Holder::Node("node-a")
-        );
-        assert!(sessions.has(&first).await);
-        // The cap holds as before: the idle first session makes room.
-        let second = open(&sessions, A).await.unwrap();
-        assert!(!sessions.has(&first).await && sessions.has(&second).await);
-        sessions.close_session(&second).await.unwrap();
-        assert!(!sessions.has(&second).await);
+    /// A client's `DELETE`: the session ends, resting or not.
+    async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
+        lock(&self.uses).remove(id);
+        Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

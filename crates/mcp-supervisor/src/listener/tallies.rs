@@ -38,6 +38,11 @@ pub enum Protection {
     ForwardedOut,
     /// A request another node forwarded here, with its voucher, was taken.
     ForwardedIn,
+    /// A session quiet for `session_rest_after` gave up rmcp's session
+    /// until its next request (docs/DECISIONS.md #178).
+    SessionRested,
+    /// A resting session's request restored it.
+    SessionRestored,
 }
 
 /// How a [`Protection`] shows in `/metrics`: which family, and its `reason`.
@@ -49,10 +54,12 @@ pub enum Family {
     Refusals,
     /// `mcp_supervisor_gateway_forwarded_total{what, reason}`.
     Forwards,
+    /// `mcp_supervisor_gateway_rests_total{what, reason}`.
+    Rests,
 }
 
 impl Protection {
-    pub const ALL: [Protection; 11] = [
+    pub const ALL: [Protection; 13] = [
         Protection::ConnectionEvicted,
         Protection::ConnectionRefused,
         Protection::SessionEvictedAtCap,
@@ -64,6 +71,8 @@ impl Protection {
         Protection::ForgedForwarding,
         Protection::ForwardedOut,
         Protection::ForwardedIn,
+        Protection::SessionRested,
+        Protection::SessionRestored,
     ];
 
     /// The family it is counted in.
@@ -79,6 +88,7 @@ impl Protection {
             | Protection::UnreadableArguments
             | Protection::ForgedForwarding => Family::Refusals,
             Protection::ForwardedOut | Protection::ForwardedIn => Family::Forwards,
+            Protection::SessionRested | Protection::SessionRestored => Family::Rests,
         }
     }
 
@@ -89,7 +99,9 @@ impl Protection {
             Protection::SessionEvictedAtCap
             | Protection::SessionEvictedAtClientQuota
             | Protection::SessionRefusedAtCap
-            | Protection::SessionRefusedAtClientQuota => "session",
+            | Protection::SessionRefusedAtClientQuota
+            | Protection::SessionRested
+            | Protection::SessionRestored => "session",
             // A new session, or a session-less request.
             Protection::RefusedWhileDraining
             | Protection::UnreadableArguments
@@ -112,6 +124,8 @@ impl Protection {
             Protection::ForgedForwarding => "forged_forwarding",
             Protection::ForwardedOut => "to_holder",
             Protection::ForwardedIn => "from_node",
+            Protection::SessionRested => "quiet",
+            Protection::SessionRestored => "request",
         }
     }
 

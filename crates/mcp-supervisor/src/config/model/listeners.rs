@@ -56,6 +56,10 @@ pub struct GatewaySettings {
     /// A session with no activity for this long is closed (its client must
     /// initialize again).
     pub session_idle_timeout: Duration,
+    /// A session with no request for this long rests: it keeps its id, its
+    /// caller and its place under the caps, without rmcp's session (about
+    /// 80 KB), until its next request restores it (docs/DECISIONS.md #178).
+    pub session_rest_after: Duration,
     /// Reverse proxies whose `forwarded_header` says who the client is
     /// (for `max_sessions_per_client`); empty: none.
     pub trusted_proxies: Vec<ipnet::IpNet>,
@@ -97,6 +101,7 @@ impl Default for GatewaySettings {
             trusted_proxies: Vec::new(),
             forwarded_header: ForwardedHeader::default(),
             session_idle_timeout: Duration::from_secs(300),
+            session_rest_after: Duration::from_secs(30),
         }
     }
 }

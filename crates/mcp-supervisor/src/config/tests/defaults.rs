@@ -170,6 +170,7 @@ fn connection_limits_and_admin_protection_have_defaults() {
     assert_eq!(g.max_sessions, 256);
     assert_eq!(g.max_sessions_per_client, 64);
     assert_eq!(g.session_idle_timeout, Duration::from_secs(300));
+    assert_eq!(g.session_rest_after, Duration::from_secs(30));
     let a = &config.admin;
     assert!(a.auth.is_none());
     assert_eq!(a.allowed_hosts, ["localhost", "127.0.0.1", "[::1]"]);
@@ -191,6 +192,7 @@ fn connection_limits_and_admin_protection_are_read() {
         max_sessions = 6
         max_sessions_per_client = 3
         session_idle_timeout = "7m"
+        session_rest_after = "45s"
         [admin]
         auth = { kind = "bearer", token_env = "ADMIN_TOKEN" }
         allowed_hosts = ["Admin.Example:8443"]
@@ -210,6 +212,7 @@ fn connection_limits_and_admin_protection_are_read() {
     assert_eq!(g.max_sessions, 6);
     assert_eq!(g.max_sessions_per_client, 3);
     assert_eq!(g.session_idle_timeout, Duration::from_secs(420));
+    assert_eq!(g.session_rest_after, Duration::from_secs(45));
     let a = &config.admin;
     assert_eq!(a.auth.as_ref().map(BearerToken::expose), Some("adm1n"));
     assert_eq!(a.allowed_hosts, ["admin.example:8443"]);

@@ -131,6 +131,11 @@ impl Validator<'_> {
                 raw.session_idle_timeout,
                 d.session_idle_timeout,
             )?,
+            session_rest_after: self.duration(
+                &key.key("session_rest_after"),
+                raw.session_rest_after,
+                d.session_rest_after,
+            )?,
             trusted_proxies: raw
                 .trusted_proxies
                 .unwrap_or_default()
