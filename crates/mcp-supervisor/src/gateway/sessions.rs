@@ -116,6 +116,9 @@ struct Use {
     /// once the handshake is done): what a restore replays.
     initialize: Option<Arc<InitializeRequestParams>>,
     rest: Rest,
+    /// Its rested rmcp session's end is still to be heard (its worker's
+    /// `close_session`): heard after a restore, it must not end the new one.
+    unheard_end: bool,
 }
 
 /// Whether a session holds an rmcp session now.
@@ -250,35 +253,42 @@ impl CappedSessions {
 
     /// One round of [`CappedSessions::keep_resting`].
     async fn rest_quiet(&self, may_rest: &impl Fn(&str) -> bool) {
-        let now = Instant::now();
-        let idle = self.local.session_config.keep_alive;
-        let falling: Vec<SessionId> = {
+        let quiet = |session: &Use| {
+            session.rest == Rest::Awake
+                && session.open == 0
+                && session.initialize.is_some()
+                && session.last.elapsed() >= self.rest_after
+        };
+        let candidates: Vec<SessionId> = {
             let mut uses = lock(&self.uses);
+            let idle = self.local.session_config.keep_alive;
             uses.retain(|_, session| {
                 session.rest != Rest::Resting
-                    || idle.is_none_or(|idle| now.duration_since(session.last) < idle)
+                    || idle.is_none_or(|idle| session.last.elapsed() < idle)
             });
-            // Decided under the lock a request's `begin_for` takes: a
-            // request that began first keeps its session awake; one that
-            // begins after finds it off the direct path, and restores it.
-            uses.values_mut()
-                .filter(|session| {
-                    session.rest == Rest::Awake
-                        && session.open == 0
-                        && session.initialize.is_some()
-                        && now.duration_since(session.last) >= self.rest_after
-                        && may_rest(&session.id)
-                })
-                .map(|session| {
-                    session.rest = Rest::Falling;
-                    session.id.clone()
-                })
+            uses.values()
+                .filter(|session| quiet(session))
+                .map(|session| session.id.clone())
                 .collect()
         };
-        for id in falling {
-            self.tallies.count(Protection::SessionRested);
-            if let Err(error) = self.local.close_session(&id).await {
-                tracing::debug!(%error, "resting a session");
+        // One at a time, each decided under the lock a request's
+        // `begin_for` takes: a request that began first keeps its session
+        // awake; one that begins after finds it off the direct path, and
+        // waits for its rmcp session to end before restoring it.
+        for id in candidates {
+            let falls = match lock(&self.uses).get_mut(&id) {
+                Some(session) if quiet(session) && may_rest(&id) => {
+                    session.rest = Rest::Falling;
+                    session.unheard_end = true;
+                    true
+                }
+                _ => false,
+            };
+            if falls {
+                self.tallies.count(Protection::SessionRested);
+                if let Err(error) = self.local.close_session(&id).await {
+                    tracing::debug!(%error, "resting a session");
+                }
             }
         }
     }
@@ -294,7 +304,8 @@ impl CappedSessions {
                 return Some(rest);
             }
             if tokio::time::timeout_at(deadline, settled).await.is_err() {
-                // Its worker never said it ended: it rests now.
+                // Its worker has not said it ended: it rests now (its end,
+                // if it comes later, ends nothing: `unheard_end`).
                 let mut uses = lock(&self.uses);
                 let session = uses.get_mut(id)?;
                 session.rest = Rest::Resting;
@@ -472,6 +483,7 @@ impl SessionManager for CappedSessions {
                 last: Instant::now(),
                 initialize: None,
                 rest: Rest::Awake,
+                unheard_end: false,
             },
         );
         Ok((id, transport))
@@ -494,13 +506,17 @@ impl SessionManager for CappedSessions {
         Ok(self.local.has_session(id).await?)
     }
 
-    /// A falling session's rmcp session ended: it rests. Any other ends.
+    /// A rested rmcp session's end (its worker's last word): a falling
+    /// session rests, a restored one goes on. Any other session ends.
     async fn close_session(&self, id: &SessionId) -> Result<(), SessionsError> {
         {
             let mut uses = lock(&self.uses);
             match uses.get_mut(id) {
-                Some(session) if session.rest == Rest::Falling => {
-                    session.rest = Rest::Resting;
+                Some(session) if session.unheard_end => {
+                    session.unheard_end = false;
+                    if session.rest == Rest::Falling {
+                        session.rest = Rest::Resting;
+                    }
                     drop(uses);
                     self.settled.notify_waiters();
                     return Ok(());

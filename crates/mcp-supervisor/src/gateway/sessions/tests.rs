@@ -124,6 +124,43 @@ async fn resting_sessions_count_at_the_cap() {
     );
 }
 
+/// The end of a rested rmcp session, heard only after the session was
+/// restored (its worker slow to say so), ends nothing: the restored
+/// session goes on.
+#[tokio::test(start_paused = true)]
+async fn a_rested_sessions_late_end_does_not_end_its_restored_one() {
+    let sessions = sessions(4, 4);
+    let id = open(&sessions, A).await.unwrap();
+    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }))
+    .unwrap();
+    SessionStore::store(&sessions, &id, &SessionState::new(initialize))
+        .await
+        .unwrap();
+    tokio::time::advance(Duration::from_secs(31)).await;
+    sessions.rest_quiet(&|_: &str| true).await;
+    // A request: rmcp finds no session (after waiting out the fall), loads
+    // it and restores it.
+    assert!(!sessions.has_session(&id).await.unwrap());
+    assert!(SessionStore::load(&sessions, &id).await.unwrap().is_some());
+    let restored = sessions.restore_session(id.clone()).await.unwrap();
+    assert!(matches!(restored, RestoreOutcome::Restored(_)));
+    assert_eq!(sessions.tallies.get(Protection::SessionRestored), 1);
+
+    // The old worker's last word comes now.
+    sessions.close_session(&id).await.unwrap();
+    assert!(
+        sessions.local.has_session(&id).await.unwrap(),
+        "the restored one goes on"
+    );
+    assert!(sessions.has(&id).await);
+    // Its own end, later, ends it.
+    sessions.close_session(&id).await.unwrap();
+    assert!(!sessions.has(&id).await);
+}
+
 #[tokio::test(start_paused = true)]
 async fn busy_sessions_are_never_ended_and_a_full_busy_gateway_refuses() {
     let sessions = sessions(2, 2);
