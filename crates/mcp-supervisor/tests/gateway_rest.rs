@@ -222,3 +222,58 @@ fn a_resting_session_is_restored_only_for_its_opener() {
         );
     });
 }
+
+/// Requests that come together to a resting session (an agent's parallel
+/// calls after a pause) all get their answer: one restores it, the others
+/// wait for it.
+#[test]
+fn parallel_requests_to_a_resting_session_all_get_their_answer() {
+    run(|| async {
+        let (_upstream, gateway) = gateway("[gateway]\nsession_rest_after = \"100ms\"\n").await;
+        let tallies = gateway.tallies();
+        let id = session(&http(), &gateway.url, json!({})).await;
+        for round in 1..=3 {
+            eventually!(tallies.get(Protection::SessionRested) == round);
+            let lists = (0..8).map(|n| {
+                let list = json!({"jsonrpc": "2.0", "id": n, "method": "tools/list"});
+                let (http, url, id) = (http(), gateway.url.clone(), id.clone());
+                async move { post(&http, &url, &id, &list).send().await.unwrap() }
+            });
+            for answer in futures::future::join_all(lists).await {
+                assert_eq!(answer.status(), 200, "round {round}");
+                let listed = messages(&answer.text().await.unwrap()).pop().unwrap();
+                assert!(listed["result"]["tools"].is_array(), "{listed}");
+            }
+            assert_eq!(tallies.get(Protection::SessionRestored), round);
+        }
+        assert_eq!(sum(&gateway, &id, &add(9, 4, 5)).await, Ok("9".into()));
+    });
+}
+
+/// A session whose client went away from a request still running upstream
+/// stays awake until the upstream answers: resting it would cancel the work
+/// and lose the answer kept for the client to resume.
+#[test]
+fn a_session_with_a_request_still_upstream_stays_awake() {
+    run(|| async {
+        let (_upstream, gateway) = gateway("[gateway]\nsession_rest_after = \"100ms\"\n").await;
+        let tallies = gateway.tallies();
+        let id = session(&http(), &gateway.url, json!({})).await;
+        // An empty `_meta` keeps it on rmcp's path; the client gives up at
+        // 200 ms, the upstream sleeps 1.5 s.
+        let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "a__sleep", "arguments": {"ms": 1500}, "_meta": {}}});
+        let gave_up = post(&http(), &gateway.url, &id, &slow)
+            .timeout(Duration::from_millis(200))
+            .send()
+            .await;
+        assert!(gave_up.is_err(), "the client went away");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(
+            tallies.get(Protection::SessionRested),
+            0,
+            "awake while upstream"
+        );
+        eventually!(tallies.get(Protection::SessionRested) == 1);
+    });
+}

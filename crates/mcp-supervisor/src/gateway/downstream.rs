@@ -52,6 +52,30 @@ pub struct DownstreamSession {
     /// caller when last told of (a fingerprint), with access rules: it is
     /// told a list changed only when what it may see did.
     seen: Mutex<[Option<u64>; 3]>,
+    /// Its requests forwarded upstream and not yet answered (a client that
+    /// went away does not end them).
+    forwarded: std::sync::atomic::AtomicUsize,
+}
+
+/// One of a session's forwarded requests, counted while it lasts.
+#[derive(Debug)]
+struct Forwarded(Arc<DownstreamSession>);
+
+impl Forwarded {
+    fn new(session: &Arc<DownstreamSession>) -> Self {
+        session
+            .forwarded
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Forwarded(session.clone())
+    }
+}
+
+impl Drop for Forwarded {
+    fn drop(&mut self) {
+        self.0
+            .forwarded
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl DownstreamSession {
@@ -99,9 +123,11 @@ impl DownstreamSession {
     }
 
     /// Whether it keeps nothing a replayed `initialize` would not set
-    /// again: no subscription, no log level.
+    /// again: no request forwarded and unanswered, no subscription, no log
+    /// level.
     pub(super) fn holds_nothing(&self) -> bool {
-        self.subscriptions().is_empty()
+        self.forwarded.load(std::sync::atomic::Ordering::Relaxed) == 0
+            && self.subscriptions().is_empty()
             && self
                 .log_level
                 .lock()
@@ -201,6 +227,8 @@ pub struct DownstreamRequest {
     log_level: Option<LoggingLevel>,
     /// A 2025 client's session: log messages go there, at its level.
     session: Option<Arc<DownstreamSession>>,
+    /// Counts it among the session's forwarded requests.
+    _forwarded: Option<Forwarded>,
 }
 
 /// How a client is asked what an upstream wants to know.
@@ -398,6 +426,7 @@ impl Origin {
             connection: connection.to_owned(),
             log_level: self.log_level,
             session: session.cloned(),
+            _forwarded: session.map(Forwarded::new),
         }
     }
 }

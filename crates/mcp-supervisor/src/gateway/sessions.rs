@@ -38,7 +38,9 @@ use std::{
 
 use futures::Stream;
 use rmcp::{
-    model::{ClientJsonRpcMessage, InitializeRequestParams, ServerJsonRpcMessage},
+    model::{
+        ClientJsonRpcMessage, ClientNotification, InitializeRequestParams, ServerJsonRpcMessage,
+    },
     transport::{
         WorkerTransport,
         streamable_http_server::{
@@ -129,6 +131,9 @@ enum Rest {
     Falling,
     /// Without an rmcp session until its next request.
     Resting,
+    /// A request claimed it and is restoring it: until its `initialize`
+    /// and `initialized` are replayed, other requests wait.
+    Waking,
 }
 
 type Uses = Arc<Mutex<HashMap<SessionId, Use>>>;
@@ -161,6 +166,12 @@ pub(super) struct CappedSessions {
 /// restored (the end of rmcp's session takes a mailbox round; a worker that
 /// never says it ended does not hold the request longer than this).
 const FALLING_AT_MOST: Duration = Duration::from_secs(1);
+
+/// How long a request waits for another to restore its session. A restore
+/// replays `initialize`, which waits at most a second for a catalog never
+/// listed; one taking longer (its request went away midway) is undone, and
+/// the waiting request restores the session itself.
+const WAKING_AT_MOST: Duration = Duration::from_secs(5);
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -293,24 +304,54 @@ impl CappedSessions {
         }
     }
 
-    /// Session `id`'s rest, once it is not falling any more (waited for at
-    /// most [`FALLING_AT_MOST`]); `None`: not a session of this gateway.
+    /// Session `id`'s rest once it is neither falling nor waking (waited
+    /// for at most [`FALLING_AT_MOST`] and [`WAKING_AT_MOST`]); `None`: not
+    /// a session of this gateway.
     async fn settled_rest(&self, id: &str) -> Option<Rest> {
-        let deadline = Instant::now() + FALLING_AT_MOST;
+        let started = Instant::now();
         loop {
             let settled = self.settled.notified();
             let rest = lock(&self.uses).get(id).map(|session| session.rest)?;
-            if rest != Rest::Falling {
-                return Some(rest);
+            let most = match rest {
+                Rest::Falling => FALLING_AT_MOST,
+                Rest::Waking => WAKING_AT_MOST,
+                Rest::Awake | Rest::Resting => return Some(rest),
+            };
+            if tokio::time::timeout_at(started + most, settled)
+                .await
+                .is_ok()
+            {
+                continue;
             }
-            if tokio::time::timeout_at(deadline, settled).await.is_err() {
-                // Its worker has not said it ended: it rests now (its end,
-                // if it comes later, ends nothing: `unheard_end`).
+            // Its worker has not said it ended, or its restore did not end:
+            // it rests now. The end of that rmcp session, if it comes
+            // later, ends nothing (`unheard_end`).
+            let undone = {
                 let mut uses = lock(&self.uses);
                 let session = uses.get_mut(id)?;
+                if session.rest != rest {
+                    continue;
+                }
                 session.rest = Rest::Resting;
-                return Some(Rest::Resting);
+                session.unheard_end = true;
+                rest == Rest::Waking
+            };
+            if undone {
+                let _ = self.local.close_session(&id.into()).await;
             }
+            return Some(Rest::Resting);
+        }
+    }
+
+    /// Claims resting session `id` for this request to restore: `false`
+    /// when another request claimed it first.
+    fn claim(&self, id: &str) -> bool {
+        match lock(&self.uses).get_mut(id) {
+            Some(session) if session.rest == Rest::Resting => {
+                session.rest = Rest::Waking;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -497,13 +538,17 @@ impl SessionManager for CappedSessions {
         Ok(self.local.initialize_session(id, message).await?)
     }
 
-    /// A resting session is not here for rmcp, which then restores it (a
-    /// falling one is waited for first).
+    /// A resting session is not here for rmcp, which then restores it: the
+    /// first request to ask claims it; one that comes while it falls or
+    /// wakes waits for that.
     async fn has_session(&self, id: &SessionId) -> Result<bool, SessionsError> {
-        if self.settled_rest(id).await == Some(Rest::Resting) {
-            return Ok(false);
+        loop {
+            match self.settled_rest(id).await {
+                Some(Rest::Resting) if self.claim(id) => return Ok(false),
+                Some(Rest::Resting) => continue,
+                _ => return Ok(self.local.has_session(id).await?),
+            }
         }
-        Ok(self.local.has_session(id).await?)
     }
 
     /// A rested rmcp session's end (its worker's last word): a falling
@@ -538,12 +583,31 @@ impl SessionManager for CappedSessions {
         Ok(self.local.create_stream(id, message).await?)
     }
 
+    /// A waking session is awake once its replayed `initialized` is in.
     async fn accept_message(
         &self,
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), SessionsError> {
-        Ok(self.local.accept_message(id, message).await?)
+        let initialized = matches!(
+            &message,
+            ClientJsonRpcMessage::Notification(notification)
+                if matches!(notification.notification, ClientNotification::InitializedNotification(_))
+        );
+        self.local.accept_message(id, message).await?;
+        if initialized {
+            let woke = match lock(&self.uses).get_mut(id) {
+                Some(session) if session.rest == Rest::Waking => {
+                    session.rest = Rest::Awake;
+                    true
+                }
+                _ => false,
+            };
+            if woke {
+                self.settled.notify_waiters();
+            }
+        }
+        Ok(())
     }
 
     async fn create_standalone_stream(
@@ -561,16 +625,25 @@ impl SessionManager for CappedSessions {
         Ok(self.local.resume(id, last_event_id).await?)
     }
 
-    /// A resting session's request: rmcp's session comes back under its id
-    /// (rmcp replays its `initialize`).
+    /// The request that claimed a resting session: rmcp's session comes
+    /// back under its id (rmcp replays its `initialize`). A session that
+    /// ended meanwhile (a `DELETE`, an eviction) stays ended.
     async fn restore_session(
         &self,
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, SessionsError> {
+        let waking = |uses: &HashMap<SessionId, Use>| {
+            uses.get(&id)
+                .is_some_and(|session| session.rest == Rest::Waking)
+        };
+        if !waking(&lock(&self.uses)) {
+            return Ok(RestoreOutcome::NotSupported);
+        }
         let outcome = self.local.restore_session(id.clone()).await?;
         if let RestoreOutcome::Restored(_) = &outcome {
-            if let Some(session) = lock(&self.uses).get_mut(&id) {
-                session.rest = Rest::Awake;
+            if !waking(&lock(&self.uses)) {
+                let _ = self.local.close_session(&id).await;
+                return Ok(RestoreOutcome::NotSupported);
             }
             self.tallies.count(Protection::SessionRestored);
         }
@@ -587,12 +660,11 @@ impl SessionManager for CappedSessions {
 /// session stays unknown: 404).
 #[async_trait::async_trait]
 impl SessionStore for CappedSessions {
+    /// Only for the request that claimed the session (`has_session`).
     async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        if self.settled_rest(id).await != Some(Rest::Resting) {
-            return Ok(None);
-        }
         Ok(lock(&self.uses)
             .get(id)
+            .filter(|session| session.rest == Rest::Waking)
             .and_then(|session| session.initialize.as_deref().cloned())
             .map(SessionState::new))
     }
@@ -604,9 +676,11 @@ impl SessionStore for CappedSessions {
         Ok(())
     }
 
-    /// A client's `DELETE`: the session ends, resting or not.
+    /// A client's `DELETE`: the session ends, resting or not (and an rmcp
+    /// session restored for it since is closed too).
     async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
         lock(&self.uses).remove(id);
+        let _ = self.local.close_session(&id.into()).await;
         Ok(())
     }
 }

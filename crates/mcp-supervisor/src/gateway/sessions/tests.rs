@@ -109,7 +109,8 @@ async fn resting_sessions_count_at_the_cap() {
         SessionStore::load(&sessions, &second)
             .await
             .unwrap()
-            .is_some()
+            .is_none(),
+        "given only to the request that claims it"
     );
 
     let third = open(&sessions, A).await.unwrap();
@@ -159,6 +160,74 @@ async fn a_rested_sessions_late_end_does_not_end_its_restored_one() {
     // Its own end, later, ends it.
     sessions.close_session(&id).await.unwrap();
     assert!(!sessions.has(&id).await);
+}
+
+/// A session its client ended (`DELETE`) while a request of its was
+/// restoring it stays ended: the restore is refused, no rmcp session is
+/// left behind without an owner.
+#[tokio::test(start_paused = true)]
+async fn a_session_deleted_while_it_wakes_stays_ended() {
+    let sessions = sessions(1, 1);
+    let id = open(&sessions, A).await.unwrap();
+    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }))
+    .unwrap();
+    SessionStore::store(&sessions, &id, &SessionState::new(initialize))
+        .await
+        .unwrap();
+    tokio::time::advance(Duration::from_secs(31)).await;
+    sessions.rest_quiet(&|_: &str| true).await;
+    assert!(!sessions.has_session(&id).await.unwrap(), "claimed");
+    assert!(SessionStore::load(&sessions, &id).await.unwrap().is_some());
+    // The client's DELETE, as rmcp sends it on.
+    sessions.close_session(&id).await.unwrap();
+    SessionStore::delete(&sessions, &id).await.unwrap();
+    let restored = sessions.restore_session(id.clone()).await.unwrap();
+    assert!(matches!(restored, RestoreOutcome::NotSupported));
+    assert!(!sessions.has(&id).await);
+    assert!(!sessions.local.has_session(&id).await.unwrap());
+    assert!(open(&sessions, B).await.is_ok(), "its place is free");
+}
+
+/// While one request restores a resting session, another waits for it
+/// (rmcp's new session must get its `initialize` first); a restore that
+/// never ends (its request went away) is undone, and the waiting request
+/// restores the session itself.
+#[tokio::test(start_paused = true)]
+async fn a_request_waits_for_another_to_restore_and_undoes_one_left_midway() {
+    let sessions = Arc::new(sessions(4, 4));
+    let id = open(&sessions, A).await.unwrap();
+    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }))
+    .unwrap();
+    SessionStore::store(&*sessions, &id, &SessionState::new(initialize))
+        .await
+        .unwrap();
+    tokio::time::advance(Duration::from_secs(31)).await;
+    sessions.rest_quiet(&|_: &str| true).await;
+    // The first request claims it and gets rmcp's session back, then goes
+    // away before `initialize` is replayed.
+    assert!(!sessions.has_session(&id).await.unwrap());
+    let restored = sessions.restore_session(id.clone()).await.unwrap();
+    assert!(matches!(restored, RestoreOutcome::Restored(_)));
+
+    let second = tokio::spawn({
+        let (sessions, id) = (sessions.clone(), id.clone());
+        async move { sessions.has_session(&id).await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!second.is_finished(), "it waits for the restore");
+    // Undone after WAKING_AT_MOST: the second claims it, to restore.
+    assert!(!second.await.unwrap());
+    assert!(
+        !sessions.local.has_session(&id).await.unwrap(),
+        "the half one closed"
+    );
+    assert!(SessionStore::load(&*sessions, &id).await.unwrap().is_some());
 }
 
 #[tokio::test(start_paused = true)]
