@@ -36,6 +36,22 @@ async fn open(sessions: &CappedSessions, client: Option<Holder>) -> Result<Sessi
         .await
 }
 
+/// Sessions `ids`, initialized, left quiet past `session_rest_after` and
+/// rested (every one may).
+async fn rest(sessions: &CappedSessions, ids: &[&SessionId]) {
+    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }))
+    .unwrap();
+    for id in ids {
+        let state = SessionState::new(initialize.clone());
+        SessionStore::store(sessions, id, &state).await.unwrap();
+    }
+    tokio::time::advance(Duration::from_secs(31)).await;
+    sessions.rest_quiet(&|_: &str| true).await;
+}
+
 /// Two callers behind one address (a NAT, a proxy) each have their
 /// own quota; the shared bearer's holders share the address's.
 #[tokio::test(start_paused = true)]
@@ -88,17 +104,7 @@ async fn resting_sessions_count_at_the_cap() {
     let first = open(&sessions, A).await.unwrap();
     tokio::time::advance(Duration::from_secs(1)).await;
     let second = open(&sessions, B).await.unwrap();
-    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    }))
-    .unwrap();
-    for id in [&first, &second] {
-        let state = SessionState::new(initialize.clone());
-        SessionStore::store(&sessions, id, &state).await.unwrap();
-    }
-    tokio::time::advance(Duration::from_secs(31)).await;
-    sessions.rest_quiet(&|_: &str| true).await;
+    rest(&sessions, &[&first, &second]).await;
     assert_eq!(sessions.tallies.get(Protection::SessionRested), 2);
     assert!(
         sessions.local.sessions.read().await.is_empty(),
@@ -132,16 +138,7 @@ async fn resting_sessions_count_at_the_cap() {
 async fn a_rested_sessions_late_end_does_not_end_its_restored_one() {
     let sessions = sessions(4, 4);
     let id = open(&sessions, A).await.unwrap();
-    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    }))
-    .unwrap();
-    SessionStore::store(&sessions, &id, &SessionState::new(initialize))
-        .await
-        .unwrap();
-    tokio::time::advance(Duration::from_secs(31)).await;
-    sessions.rest_quiet(&|_: &str| true).await;
+    rest(&sessions, &[&id]).await;
     // A request: rmcp finds no session (after waiting out the fall), loads
     // it and restores it.
     assert!(!sessions.has_session(&id).await.unwrap());
@@ -169,16 +166,7 @@ async fn a_rested_sessions_late_end_does_not_end_its_restored_one() {
 async fn a_session_deleted_while_it_wakes_stays_ended() {
     let sessions = sessions(1, 1);
     let id = open(&sessions, A).await.unwrap();
-    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    }))
-    .unwrap();
-    SessionStore::store(&sessions, &id, &SessionState::new(initialize))
-        .await
-        .unwrap();
-    tokio::time::advance(Duration::from_secs(31)).await;
-    sessions.rest_quiet(&|_: &str| true).await;
+    rest(&sessions, &[&id]).await;
     assert!(!sessions.has_session(&id).await.unwrap(), "claimed");
     assert!(SessionStore::load(&sessions, &id).await.unwrap().is_some());
     // The client's DELETE, as rmcp sends it on.
@@ -199,16 +187,7 @@ async fn a_session_deleted_while_it_wakes_stays_ended() {
 async fn a_request_waits_for_another_to_restore_and_undoes_one_left_midway() {
     let sessions = Arc::new(sessions(4, 4));
     let id = open(&sessions, A).await.unwrap();
-    let initialize: InitializeRequestParams = serde_json::from_value(serde_json::json!({
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    }))
-    .unwrap();
-    SessionStore::store(&*sessions, &id, &SessionState::new(initialize))
-        .await
-        .unwrap();
-    tokio::time::advance(Duration::from_secs(31)).await;
-    sessions.rest_quiet(&|_: &str| true).await;
+    rest(&sessions, &[&id]).await;
     // The first request claims it and gets rmcp's session back, then goes
     // away before `initialize` is replayed.
     assert!(!sessions.has_session(&id).await.unwrap());
