@@ -5,9 +5,10 @@
 //! (`codec/reply.rs`) and the upstream call's (`codec/request.rs`). A fast step that answers differently from its
 //! twin is a bug, not a speed-up (docs/TESTING.md, "Fuzzing").
 //!
-//! The input is tried as it is, and as the arguments of a posted call (so
+//! The input is tried as it is, as the arguments of a posted call (so
 //! what the fuzzer writes reaches the scanner's argument reading and the
-//! door's check of it in one body).
+//! door's check of it in one body), and as the client capabilities of a
+//! 2026-07-28 call.
 //!
 //! Invariants:
 //! - the arguments check admits exactly what its serde twin admits;
@@ -34,8 +35,15 @@ pub fn run(data: &[u8]) {
         br#","_meta":{"progressToken":1}}}"#.as_slice(),
     ]
     .concat();
-    for body in [data, wrapped.as_slice()] {
-        if let Some((quick, full)) = twins::posted_call(body) {
+    let stateless = [
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"#
+            .as_slice(),
+        data,
+        br#","io.modelcontextprotocol/clientInfo":{"name":"f","version":"1"}}}}"#.as_slice(),
+    ]
+    .concat();
+    for body in [data, wrapped.as_slice(), stateless.as_slice()] {
+        for (quick, full) in twins::posted_call(body) {
             assert_eq!(
                 quick,
                 full,

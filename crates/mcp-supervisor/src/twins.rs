@@ -16,8 +16,9 @@ pub fn arguments(bytes: &[u8]) -> (Result<(), &'static str>, Result<(), &'static
 }
 
 /// A posted `tools/call` read by hand, when the hand reading answers, and
-/// read fully by serde, each as `Debug` text.
-pub fn posted_call(body: &[u8]) -> Option<(String, String)> {
+/// read fully by serde, each as `Debug` text: as a 2025 session's message
+/// and as a 2026-07-28 client's call.
+pub fn posted_call(body: &[u8]) -> Vec<(String, String)> {
     crate::codec::posted::twins(body)
 }
 

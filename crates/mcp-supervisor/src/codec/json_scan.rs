@@ -89,14 +89,7 @@ impl<'a> Scan<'a> {
 
     /// A string of printable ASCII with no escapes.
     pub(crate) fn plain_str(&mut self) -> Option<&'a str> {
-        let text = self.quoted()?;
-        if text
-            .iter()
-            .any(|&b| !(0x20..0x80).contains(&b) || b == b'\\')
-        {
-            return None;
-        }
-        std::str::from_utf8(text).ok()
+        plain(self.quoted()?)
     }
 
     /// An id or a progress token: a plain string, or an integer written as
@@ -200,6 +193,11 @@ impl<'a> Scan<'a> {
 
     /// A JSON object, checked by serde_json, as its text.
     pub(crate) fn raw_object(&mut self) -> Option<Box<RawValue>> {
+        self.object_text().map(RawValue::to_owned)
+    }
+
+    /// A JSON object, checked by serde_json, as its text in the body.
+    pub(crate) fn object_text(&mut self) -> Option<&'a RawValue> {
         if self.peek()? != b'{' {
             return None;
         }
@@ -207,8 +205,20 @@ impl<'a> Scan<'a> {
             serde_json::Deserializer::from_slice(&self.bytes[self.at..]).into_iter::<&RawValue>();
         let raw = values.next()?.ok()?;
         self.at += values.byte_offset();
-        Some(raw.to_owned())
+        Some(raw)
     }
+}
+
+/// A string's bytes (as [`Scan::quoted`] gives them, a key's too) as its
+/// text, when they are printable ASCII with no escapes.
+pub(crate) fn plain(text: &[u8]) -> Option<&str> {
+    if text
+        .iter()
+        .any(|&b| !(0x20..0x80).contains(&b) || b == b'\\')
+    {
+        return None;
+    }
+    std::str::from_utf8(text).ok()
 }
 
 /// Every single-byte change to `body`: each byte dropped, doubled, and

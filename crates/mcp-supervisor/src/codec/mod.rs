@@ -12,7 +12,7 @@
 //! | scanning JSON | [`json_scan::Scan`] | serde_json |
 //! | admitting a call's arguments | [`json_check::check`] | [`json_check::by_serde`] |
 //! | reading an upstream's answer | [`answers::plain_tool_answer`] | [`answers::tool_answer`], and that one rmcp's reading |
-//! | reading a posted call | [`posted`]'s `quick` | [`posted::Posted::read_fully`] |
+//! | reading a posted call (2025 and 2026-07-28) | [`posted`]'s `quick` | `Posted::read_fully`, `StatelessCall::read_fully` |
 //! | writing a call to the upstream | [`request::Outgoing`] | rmcp's serialization |
 //! | writing a client's answer | [`reply::plain_answer`] | serde |
 //! | the MCP headers | [`mcp_headers`] | rmcp's client and server |

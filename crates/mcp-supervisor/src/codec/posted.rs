@@ -1,9 +1,10 @@
 //! A posted message read, as far as the gateway's direct path cares: a
 //! plain `tools/call` of a 2025 session, a 2026-07-28 client's plain call
 //! with its context in `_meta`, or a cancellation (docs/DECISIONS.md #78,
-//! #81, #140). The usual call is read by hand ([`quick`]); its twin, serde's
-//! derived reading ([`Posted::read_fully`]), reads everything else and is
-//! what the hand reading is held to. A call's arguments are kept as sent,
+//! #81, #140, #179). The usual call of either generation is read by hand
+//! ([`quick`]); its twin, serde's derived reading ([`Posted::read_fully`],
+//! [`StatelessCall::read_fully`]), reads everything else and is what the
+//! hand reading is held to. A call's arguments are kept as sent,
 //! checked ([`Checked`]), never parsed.
 
 // Logging is deprecated by SEP-2577 (protocol 2026-07-28), yet a 2026-07-28
@@ -194,14 +195,23 @@ impl Posted {
 }
 
 /// `body` read by hand, when the hand reading answers, beside the full
-/// reading (as `Debug` text), for the fuzz target `codec`.
+/// reading (as `Debug` text), for the fuzz target `codec`: as a 2025
+/// session's message and as a 2026-07-28 client's call.
 #[cfg(feature = "twins")]
-pub(crate) fn twins(body: &[u8]) -> Option<(String, String)> {
-    let quick = quick::call(body)?;
-    Some((
-        format!("{quick:?}"),
-        format!("{:?}", Posted::read_fully(body)),
-    ))
+pub(crate) fn twins(body: &[u8]) -> Vec<(String, String)> {
+    let session = quick::call(body).map(|quick| {
+        (
+            format!("{quick:?}"),
+            format!("{:?}", Posted::read_fully(body)),
+        )
+    });
+    let stateless = quick::stateless(body).map(|quick| {
+        (
+            format!("{:?}", Some(quick)),
+            format!("{:?}", StatelessCall::read_fully(body)),
+        )
+    });
+    session.into_iter().chain(stateless).collect()
 }
 
 /// A 2026-07-28 `tools/call`'s params with nothing but a name, arguments
@@ -248,6 +258,12 @@ impl StatelessCall {
     /// `body` as a 2026-07-28 client's plain call; `None` for anything else
     /// (rmcp then answers it, errors included).
     pub(crate) fn read(body: &[u8]) -> Option<StatelessCall> {
+        quick::stateless(body).or_else(|| StatelessCall::read_fully(body))
+    }
+
+    /// `body` as a 2026-07-28 client's plain call, read with serde (see
+    /// [`quick`] for the usual call).
+    fn read_fully(body: &[u8]) -> Option<StatelessCall> {
         let envelope = serde_json::from_slice::<Envelope<'_, StatelessParams>>(body).ok()?;
         let (id, params) = envelope.of("tools/call", true)?;
         let id = id?;

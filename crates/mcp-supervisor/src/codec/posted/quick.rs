@@ -1,5 +1,5 @@
 //! A posted plain `tools/call` read in one hand-written pass
-//! (docs/DECISIONS.md #140).
+//! (docs/DECISIONS.md #140, #179).
 //!
 //! serde's derived reading of a posted call ([`Posted::read_fully`]) costs
 //! about as much as a fifth of the rest of the gateway's own work on a call:
@@ -9,7 +9,8 @@
 //! only when it is sure: keys and strings of plain ASCII (no escapes), an
 //! integer or string id, each key once, nothing but `jsonrpc`, `id`,
 //! `method` and `params` (`name`, `arguments`, `_meta` with a progress
-//! token and trace context). Anything else — another method, an escape,
+//! token and trace context, and for a 2026-07-28 call its client's context:
+//! see [`stateless`]). Anything else — another method, an escape,
 //! a float id, a `null`, an unknown key, a key twice, a malformed body — is
 //! not answered here (`None`) and goes to the full reading, which decides
 //! it as before. The arguments are checked by serde_json (they must be one
@@ -18,39 +19,17 @@
 //! The tests hold the two readings to the same answer on every body the
 //! scanner answers, including thousands of mutations of real calls.
 
-use rmcp::model::ProgressToken;
+use rmcp::model::{ClientCapabilities, LoggingLevel, ProgressToken, ProtocolVersion, RequestId};
+use serde::{Deserialize, de::IntoDeserializer};
 use serde_json::value::RawValue;
 
-use super::{Posted, PostedCall, ProgressOnly, object_or_none};
-use crate::codec::json_scan::Scan;
+use super::{Posted, PostedCall, ProgressOnly, StatelessCall, TraceText, object_or_none};
+use crate::codec::json_scan::{self, Scan};
 
-/// `body` as a plain call, when it plainly is one; `None` when the full
-/// reading must decide.
+/// `body` as a 2025 session's plain call, when it plainly is one; `None`
+/// when the full reading must decide.
 pub(super) fn call(body: &[u8]) -> Option<Posted> {
-    let mut scan = Scan::new(body);
-    let mut id = None;
-    let mut method_seen = false;
-    let mut params = None;
-    let mut jsonrpc_seen = false;
-    scan.object(|scan, key| match key {
-        b"jsonrpc" => scan.literal_once(&mut jsonrpc_seen, b"2.0"),
-        b"id" if id.is_none() => {
-            id = Some(scan.id()?);
-            Some(())
-        }
-        b"method" => scan.literal_once(&mut method_seen, b"tools/call"),
-        b"params" if params.is_none() => {
-            params = Some(call_params(scan)?);
-            Some(())
-        }
-        _ => None,
-    })?;
-    scan.end()?;
-    let (Some(id), true, true, Some((name, arguments, meta))) =
-        (id, jsonrpc_seen, method_seen, params)
-    else {
-        return None;
-    };
+    let (id, (name, arguments, meta)) = envelope(body, progress_only)?;
     // An empty `_meta` is rmcp's (see `Posted::read_fully`).
     if meta.as_ref().is_some_and(|meta| !meta.says_something()) {
         return None;
@@ -66,25 +45,159 @@ pub(super) fn call(body: &[u8]) -> Option<Posted> {
     }))
 }
 
+/// `body` as a 2026-07-28 client's plain call, when it plainly is one;
+/// `None` when the full reading must decide. Its `_meta` is read for what
+/// the gateway acts on: the protocol version, the client's capabilities
+/// (read by serde from their text, or none at all when they are `{}`), a
+/// log level, a progress token and trace context; the client's info is
+/// passed over.
+pub(super) fn stateless(body: &[u8]) -> Option<StatelessCall> {
+    let (id, (name, arguments, context)) = envelope(body, client_context)?;
+    let context = context?;
+    let arguments = object_or_none(arguments)?;
+    Some(StatelessCall {
+        call: PostedCall {
+            id,
+            name: name.to_owned(),
+            arguments,
+            progress: context.progress_token,
+            trace: TraceText {
+                traceparent: context.traceparent,
+                tracestate: context.tracestate,
+                baggage: context.baggage,
+            },
+        },
+        capabilities: context.capabilities,
+        log_level: context.log_level,
+    })
+}
+
+/// A `tools/call` request's id and params, its `_meta` read by `meta`.
+fn envelope<'a, M>(
+    body: &'a [u8],
+    meta: impl Fn(&mut Scan<'a>) -> Option<M>,
+) -> Option<(RequestId, Params<'a, M>)> {
+    let mut scan = Scan::new(body);
+    let mut id = None;
+    let mut method_seen = false;
+    let mut params = None;
+    let mut jsonrpc_seen = false;
+    scan.object(|scan, key| match key {
+        b"jsonrpc" => scan.literal_once(&mut jsonrpc_seen, b"2.0"),
+        b"id" if id.is_none() => {
+            id = Some(scan.id()?);
+            Some(())
+        }
+        b"method" => scan.literal_once(&mut method_seen, b"tools/call"),
+        b"params" if params.is_none() => {
+            params = Some(call_params(scan, &meta)?);
+            Some(())
+        }
+        _ => None,
+    })?;
+    scan.end()?;
+    let (Some(id), true, true, Some(params)) = (id, jsonrpc_seen, method_seen, params) else {
+        return None;
+    };
+    Some((id, params))
+}
+
 /// The call's params: its name, its arguments as sent, its `_meta`.
-type Params<'a> = (&'a str, Option<Box<RawValue>>, Option<ProgressOnly>);
+type Params<'a, M> = (&'a str, Option<Box<RawValue>>, Option<M>);
 
 /// A `tools/call`'s params with nothing but a name, arguments (an object,
-/// checked and kept as sent) and a `_meta`.
-fn call_params<'a>(scan: &mut Scan<'a>) -> Option<Params<'a>> {
+/// checked and kept as sent) and a `_meta` (read by `meta`).
+fn call_params<'a, M>(
+    scan: &mut Scan<'a>,
+    meta: &impl Fn(&mut Scan<'a>) -> Option<M>,
+) -> Option<Params<'a, M>> {
     let mut name = None;
     let mut arguments = None;
-    let mut meta = None;
+    let mut read_meta = None;
     scan.object(|scan, key| {
         match key {
             b"name" if name.is_none() => name = Some(scan.plain_str()?),
             b"arguments" if arguments.is_none() => arguments = Some(scan.raw_object()?),
-            b"_meta" if meta.is_none() => meta = Some(progress_only(scan)?),
+            b"_meta" if read_meta.is_none() => read_meta = Some(meta(scan)?),
             _ => return None,
         }
         Some(())
     })?;
-    Some((name?, arguments, meta))
+    Some((name?, arguments, read_meta))
+}
+
+/// A 2026-07-28 request's `_meta`, as read by [`client_context`].
+struct Context {
+    capabilities: ClientCapabilities,
+    log_level: Option<LoggingLevel>,
+    progress_token: Option<ProgressToken>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+    baggage: Option<String>,
+}
+
+/// A `_meta` of the client's context (SEP-2575: protocol version 2026-07-28
+/// and capabilities, optionally its info and a log level), a progress token
+/// and trace context, each once.
+fn client_context(scan: &mut Scan<'_>) -> Option<Context> {
+    let (mut version, mut capabilities, mut info, mut log_level) = (false, None, false, None);
+    let mut token = None;
+    let mut trace: [Option<String>; 3] = [None, None, None];
+    scan.object(|scan, key| {
+        match key {
+            b"io.modelcontextprotocol/protocolVersion" => {
+                scan.literal_once(
+                    &mut version,
+                    ProtocolVersion::V_2026_07_28.as_str().as_bytes(),
+                )?;
+            }
+            b"io.modelcontextprotocol/clientCapabilities" if capabilities.is_none() => {
+                let text = scan.object_text()?.get();
+                capabilities = Some(if text == "{}" {
+                    ClientCapabilities::default()
+                } else {
+                    serde_json::from_str(text).ok()?
+                });
+            }
+            // Its usual shape, an object of plain strings, is passed over
+            // here; any other is the full reading's.
+            b"io.modelcontextprotocol/clientInfo" if !info => {
+                scan.object(|scan, key| {
+                    json_scan::plain(key)?;
+                    scan.plain_str().map(drop)
+                })?;
+                info = true;
+            }
+            b"io.modelcontextprotocol/logLevel" if log_level.is_none() => {
+                let level: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+                    scan.plain_str()?.into_deserializer();
+                log_level = Some(LoggingLevel::deserialize(level).ok()?);
+            }
+            b"progressToken" if token.is_none() => token = Some(ProgressToken(scan.id()?)),
+            b"traceparent" | b"tracestate" | b"baggage" => {
+                let slot = match key {
+                    b"traceparent" => &mut trace[0],
+                    b"tracestate" => &mut trace[1],
+                    _ => &mut trace[2],
+                };
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(scan.plain_str()?.to_owned());
+            }
+            _ => return None,
+        }
+        Some(())
+    })?;
+    let [traceparent, tracestate, baggage] = trace;
+    version.then_some(Context {
+        capabilities: capabilities?,
+        log_level,
+        progress_token: token,
+        traceparent,
+        tracestate,
+        baggage,
+    })
 }
 
 /// A `_meta` of a progress token and trace context.
@@ -207,6 +320,123 @@ mod tests {
         ] {
             assert_eq!(call(body.as_bytes()).map(|_| ()), None, "{body}");
         }
+    }
+
+    /// What the full reading makes of `body` as a 2026-07-28 call.
+    fn fully_stateless(body: &[u8]) -> String {
+        format!("{:?}", StatelessCall::read_fully(body))
+    }
+
+    /// `body` read here as a 2026-07-28 call: `None` when left to the full
+    /// reading, else the full reading's answer, which it must be.
+    fn agreed_stateless(body: &[u8]) -> Option<String> {
+        let quick = format!("{:?}", Some(stateless(body)?));
+        assert_eq!(
+            quick,
+            fully_stateless(body),
+            "the readings differ on {:?}",
+            String::from_utf8_lossy(body)
+        );
+        Some(quick)
+    }
+
+    /// A 2026-07-28 call as rmcp's client writes it: its client's context
+    /// in `_meta`, and a progress token.
+    fn rmcps_stateless(id: i64, capabilities: ClientCapabilities) -> Vec<u8> {
+        use rmcp::model::{Implementation, RequestMetaObject};
+        let mut params = CallToolRequestParams::new("a__echo");
+        params.arguments = Some(
+            serde_json::json!({"text": "héllo", "n": [1, {"z": null}]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let mut meta = RequestMetaObject::with_client_context(
+            ProtocolVersion::V_2026_07_28,
+            Implementation::new("bench-client", "1.0.0"),
+            capabilities,
+        );
+        meta.set_progress_token(ProgressToken(NumberOrString::Number(id)));
+        let mut request = CallToolRequest::new(params);
+        request.params.meta = Some(meta);
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::CallToolRequest(request),
+            RequestId::Number(id),
+        );
+        serde_json::to_vec(&message).unwrap()
+    }
+
+    const STATELESS: &str = r#"{"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/logLevel":"warning","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{"form":{}},"roots":{"listChanged":true},"experimental":{"x":{"y":1}}},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p-1","tracestate":"k=v"},"name":"t"},"id":"s","jsonrpc":"2.0"}"#;
+
+    /// The 2026-07-28 calls a client usually sends are read here, as fully,
+    /// with the context the gateway acts on.
+    #[test]
+    fn a_usual_2026_call_is_read_here_as_fully() {
+        let elicits = ClientCapabilities::builder().enable_elicitation().build();
+        for body in [
+            rmcps_stateless(7, ClientCapabilities::default()),
+            rmcps_stateless(8, elicits),
+            STATELESS.as_bytes().to_vec(),
+        ] {
+            assert!(
+                agreed_stateless(&body).is_some(),
+                "{:?} was not read here",
+                String::from_utf8_lossy(&body)
+            );
+        }
+        let call = stateless(STATELESS.as_bytes()).unwrap();
+        assert!(call.capabilities.sampling.is_some());
+        assert!(call.capabilities.roots.is_some());
+        assert_eq!(call.log_level, Some(LoggingLevel::Warning));
+        assert_eq!(call.call.trace.tracestate.as_deref(), Some("k=v"));
+        assert_eq!(
+            call.call.progress,
+            Some(ProgressToken(NumberOrString::String("p-1".into())))
+        );
+    }
+
+    /// What is not plainly a 2026-07-28 call is left to the full reading
+    /// (which refuses most of these too).
+    #[test]
+    fn anything_unusual_in_a_2026_call_is_left_to_the_full_reading() {
+        let context = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}"#;
+        for meta in [
+            // Half the context, another version, an escape in it.
+            r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#.to_owned(),
+            context.replace("2026-07-28", "2025-11-25"),
+            context.replace("2026-07-28", r"2026\u002d07-28"),
+            // Another key, a key twice, a null where a value is read.
+            format!(r#"{context},"example.com/x":1"#),
+            format!(r#"{context},"progressToken":1,"progressToken":2"#),
+            format!(r#"{context},"io.modelcontextprotocol/logLevel":null"#),
+            format!(r#"{context},"io.modelcontextprotocol/logLevel":"loud""#),
+            format!(r#"{context},"traceparent":null"#),
+            context.replace("{}", "null"),
+            context.replace("{}", r#"{"sampling":1}"#),
+        ] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","_meta":{{{meta}}}}}}}"#
+            );
+            assert!(stateless(body.as_bytes()).is_none(), "{body}");
+        }
+        // A 2025 session's call is no 2026-07-28 call.
+        assert!(stateless(&rmcps(1, Some(1))).is_none());
+    }
+
+    /// Every single-byte change to real 2026-07-28 calls is either left to
+    /// the full reading or read here as fully.
+    #[test]
+    fn mutated_2026_calls_are_read_as_fully_or_not_at_all() {
+        let mut read_here = 0;
+        for body in [
+            rmcps_stateless(12, ClientCapabilities::default()),
+            STATELESS.as_bytes().to_vec(),
+        ] {
+            for variant in crate::codec::json_scan::mutations(&body) {
+                read_here += usize::from(agreed_stateless(&variant).is_some());
+            }
+        }
+        assert!(read_here > 100, "{read_here}");
     }
 
     /// Every single-byte change to real calls (a byte dropped, doubled, or
