@@ -572,6 +572,40 @@ fn a_2026_direct_call_asks_its_client_through_input_required() {
     });
 }
 
+/// A 2026-07-28 client that declared none of sampling, elicitation and
+/// roots can be asked nothing, so its call runs in one round: a 2025
+/// upstream's question is refused at once, and a 2026-07-28 upstream's
+/// refusal to ask it is what rmcp's path answers too.
+#[test]
+fn a_2026_direct_call_whose_client_can_be_asked_nothing_runs_in_one_round() {
+    run(|| async {
+        use mcp_test_support::conformance::ConformanceServer;
+        let (_upstream, gateway) = conformance_gateway(ConformanceServer::legacy_only()).await;
+        let http = http();
+        let call = modern_call(6, "c__test_elicitation", json!({"message": "who?"}));
+        let (status, _, done) = answered(post_modern(&http, &gateway.url, &call)).await;
+        let said = done[0].to_string();
+        assert_eq!(status, 200, "{said}");
+        assert_eq!(gateway.state.direct_calls(), 1);
+        assert!(said.contains("does not support elicitation"), "{said}");
+        assert_ne!(done[0]["result"]["resultType"], "input_required", "{said}");
+
+        // A 2026-07-28 upstream sees the client's own context, and refuses
+        // to ask a client that declared nothing, as rmcp's path does.
+        let (_upstream, gateway) = conformance_gateway(ConformanceServer::new()).await;
+        let tool = "c__test_input_required_result_elicitation";
+        let call = modern_call(7, tool, json!({"message": "who are you?"}));
+        let (status, _, refused) = answered(post_modern(&http, &gateway.url, &call)).await;
+        assert_eq!(gateway.state.direct_calls(), 1);
+        assert_eq!(status, 400, "{refused:?}");
+        assert_eq!(refused[0]["error"]["code"], -32021, "{refused:?}");
+        let through_rmcp = modern_through_rmcp(call);
+        let (status, _, by_rmcp) = answered(post_modern(&http, &gateway.url, &through_rmcp)).await;
+        assert_eq!(gateway.state.direct_calls(), 1);
+        assert_eq!((status, &by_rmcp[0]["error"]), (400, &refused[0]["error"]));
+    });
+}
+
 /// A 2026-07-28 client that goes away during its direct call (it has no
 /// other way to cancel) cancels the call upstream: a 2025 upstream is told.
 #[test]

@@ -241,6 +241,10 @@ enum Asking {
     /// `input_required` and hands the answer back when the client retries
     /// (see `mrtr`).
     Question(mpsc::UnboundedSender<Question>),
+    /// A 2026-07-28 client that declared none of sampling, elicitation and
+    /// roots: nothing can be asked of it, so its request has no rounds
+    /// (`mrtr`), and every question is refused.
+    Nothing,
 }
 
 /// A question an upstream asks a 2026-07-28 client, and where its answer goes.
@@ -295,6 +299,16 @@ impl DownstreamRequest {
     /// questions arrive on the returned channel; `cancelled` cancels the
     /// forwarded request (it may outlive the client's first request, see
     /// `mrtr`).
+    /// The link for a 2026-07-28 request whose client can be asked
+    /// nothing (see [`Origin::may_be_asked`]).
+    pub(super) fn unasked(
+        origin: Origin,
+        connection: &str,
+        cancelled: CancellationToken,
+    ) -> DownstreamLink {
+        origin.link(connection, Asking::Nothing, cancelled, None)
+    }
+
     pub(super) fn questioning(
         origin: Origin,
         connection: &str,
@@ -390,6 +404,16 @@ impl Origin {
             log_level,
             caller: Some(caller),
         }
+    }
+
+    /// Whether a question may go to its client: it declared sampling,
+    /// elicitation or roots (the others are refused as they come).
+    pub(super) fn may_be_asked(&self) -> bool {
+        self.capabilities.as_ref().is_some_and(|capabilities| {
+            capabilities.sampling.is_some()
+                || capabilities.elicitation.is_some()
+                || capabilities.roots.is_some()
+        })
     }
 
     fn link(
@@ -527,7 +551,7 @@ impl Downstream for DownstreamRequest {
         // A 2026-07-28 client has no ping to be asked; the upstream asks
         // whether its client (the gateway) is alive, and it is.
         if matches!(request, ServerRequest::PingRequest(_))
-            && matches!(self.asking, Asking::Question(_))
+            && matches!(self.asking, Asking::Question(_) | Asking::Nothing)
         {
             return Box::pin(std::future::ready(Ok(ClientResult::empty(()))));
         }
@@ -539,6 +563,7 @@ impl Downstream for DownstreamRequest {
             ))));
         }
         match &self.asking {
+            Asking::Nothing => Box::pin(std::future::ready(Err(super::mrtr::not_askable()))),
             Asking::Request(peer) => {
                 Box::pin(ask_by_request(peer.clone(), self.id.clone(), request))
             }
@@ -603,6 +628,42 @@ mod tests {
     use rmcp::model::NumberOrString;
 
     use super::*;
+
+    /// A 2026-07-28 client that declared none of sampling, elicitation and
+    /// roots is asked nothing: a ping is answered for it, a question it did
+    /// not declare is refused by name, anything else as in rounds.
+    #[tokio::test]
+    async fn a_client_that_can_be_asked_nothing_is_asked_nothing() {
+        use crate::session::Downstream;
+        let origin = |capabilities| {
+            let (answer, _) = mpsc::unbounded_channel();
+            let caller = (RequestId::Number(1), Caller::open());
+            Origin::answered(caller, capabilities, None, None, answer)
+        };
+        for asks in [
+            ClientCapabilities::builder().enable_sampling().build(),
+            ClientCapabilities::builder().enable_elicitation().build(),
+            ClientCapabilities::builder().enable_roots().build(),
+        ] {
+            assert!(origin(asks).may_be_asked());
+        }
+        let unasked = origin(ClientCapabilities::default());
+        assert!(!unasked.may_be_asked());
+        let request = unasked.request("a", Asking::Nothing, None);
+        let ping = ServerRequest::PingRequest(Default::default());
+        assert!(request.request(ping).await.is_ok());
+        let sampling = ServerRequest::CreateMessageRequest(rmcp::model::CreateMessageRequest::new(
+            rmcp::model::CreateMessageRequestParams::new(vec![], 10),
+        ));
+        let refused = request.request(sampling).await.unwrap_err();
+        assert!(
+            refused.message.contains("does not support sampling"),
+            "{refused:?}"
+        );
+        let other = ServerRequest::CustomRequest(rmcp::model::CustomRequest::new("x/y", None));
+        let refused = request.request(other).await.unwrap_err();
+        assert_eq!(refused, super::super::mrtr::not_askable());
+    }
 
     #[tokio::test]
     async fn progress_is_relayed_in_order_with_the_clients_token_once_there_is_some() {

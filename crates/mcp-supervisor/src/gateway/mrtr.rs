@@ -98,7 +98,7 @@ impl<'a> Answering<'a> {
 pub(super) async fn exchange(
     state: &Arc<GatewayState>,
     target: &Target,
-    request: UpstreamRequest,
+    mut request: UpstreamRequest,
     answering: Answering<'_>,
 ) -> Result<Exchange, ErrorData> {
     match answering {
@@ -108,8 +108,58 @@ pub(super) async fn exchange(
             ask_by_requests(state, target, request, link).await
         }
         Answering::InRounds { origin, gone } => {
+            let (responses, sealed) = inputs(&mut request);
+            if !origin.may_be_asked() && responses.is_none() && sealed.is_none() {
+                return ask_nothing(state, target, request, origin, gone).await;
+            }
             ask_by_input_required(state, target, request, origin, gone).await
         }
+    }
+}
+
+/// A 2026-07-28 client that declared none of sampling, elicitation and
+/// roots can be asked nothing (every question is refused as it comes, see
+/// `DownstreamRequest::unasked`), so its request has no rounds: it is
+/// forwarded here, in this round, with nothing kept for a retry. `gone` (or
+/// dropping the future) cancels it upstream, as in rounds.
+async fn ask_nothing(
+    state: &Arc<GatewayState>,
+    target: &Target,
+    request: UpstreamRequest,
+    origin: Origin,
+    gone: &CancellationToken,
+) -> Result<Exchange, ErrorData> {
+    let cancel = CancellationToken::new();
+    let abandoned = cancel.clone().drop_guard();
+    let link = DownstreamRequest::unasked(origin, &target.connection, cancel);
+    // Named only if the upstream asks for input itself (rare).
+    let method = request.method().to_owned();
+    tokio::select! {
+        forwarded = state.forward(&target.connection, request, Some(link)) => {
+            abandoned.disarm();
+            finished(&state.rounds, forwarded, || binding(target, &method))
+        }
+        () = gone.cancelled() => Ok(Exchange::Done(ended())),
+    }
+}
+
+/// The upstream's answer to a round: an `input_required` of its own (a
+/// 2026-07-28 upstream) goes to the client with its `requestState` sealed
+/// to what `binding` names; any other is the request's.
+fn finished(
+    rounds: &Rounds,
+    forwarded: Forwarded,
+    binding: impl FnOnce() -> String,
+) -> Result<Exchange, ErrorData> {
+    match forwarded {
+        Forwarded::Answered(ServerResult::InputRequiredResult(mut upstream)) => {
+            let sealed = Sealed::Upstream {
+                state: upstream.request_state.take(),
+            };
+            upstream.request_state = Some(rounds.seal(&sealed, &binding())?);
+            Ok(Exchange::InputRequired(upstream))
+        }
+        other => Ok(Exchange::Done(other)),
     }
 }
 
@@ -124,7 +174,7 @@ async fn ask_by_input_required(
     origin: Origin,
     gone: &CancellationToken,
 ) -> Result<Exchange, ErrorData> {
-    let binding = binding(target, &request);
+    let binding = binding(target, request.method());
     let rounds = &state.rounds;
     if let Some(sealed) = inputs(&mut request).1.take() {
         match rounds.open(&sealed, &binding)? {
@@ -183,14 +233,7 @@ async fn next_round(
             forwarded = &mut waiting.result => {
                 abandoned.disarm();
                 let forwarded = forwarded.unwrap_or_else(|_| ended());
-                return match forwarded {
-                    Forwarded::Answered(ServerResult::InputRequiredResult(mut upstream)) => {
-                        let sealed = Sealed::Upstream { state: upstream.request_state.take() };
-                        upstream.request_state = Some(rounds.seal(&sealed, &waiting.binding)?);
-                        Ok(Exchange::InputRequired(upstream))
-                    }
-                    other => Ok(Exchange::Done(other)),
-                };
+                return finished(rounds, forwarded, || waiting.binding.clone());
             }
             // `None`: the request is over (its link is gone), and its answer
             // is on the way: the loop takes the branch above.
@@ -221,11 +264,7 @@ impl Waiting {
     /// refused at once).
     fn ask(&mut self, question: Question) {
         if input_request(&question.request).is_none() {
-            let _ = question.answer.send(Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                "a 2026-07-28 client can only be asked for sampling, elicitation or roots",
-                None,
-            )));
+            let _ = question.answer.send(Err(not_askable()));
             return;
         }
         self.asked_so_far += 1;
@@ -298,13 +337,8 @@ async fn ask_by_requests(
 }
 
 /// What a `requestState` is bound to: connection, method and target.
-fn binding(target: &Target, request: &UpstreamRequest) -> String {
-    format!(
-        "{}\n{}\n{}",
-        target.connection,
-        request.method(),
-        target.name
-    )
+fn binding(target: &Target, method: &str) -> String {
+    format!("{}\n{}\n{}", target.connection, method, target.name)
 }
 
 /// The retry fields of the requests that can take several rounds (only
@@ -313,6 +347,15 @@ fn inputs(request: &mut UpstreamRequest) -> (&mut Option<InputResponses>, &mut O
     request
         .inputs_mut()
         .expect("only calls, prompts and reads take several rounds")
+}
+
+/// The refusal of a question a 2026-07-28 client cannot be asked.
+pub(super) fn not_askable() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        "a 2026-07-28 client can only be asked for sampling, elicitation or roots",
+        None,
+    )
 }
 
 fn input_request(request: &ServerRequest) -> Option<InputRequest> {
