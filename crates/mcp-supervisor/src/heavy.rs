@@ -11,7 +11,6 @@ use futures::{
     FutureExt,
     future::{BoxFuture, Either},
 };
-use serde::de::DeserializeOwned;
 
 /// A message that encodes to this many bytes or more is encoded (and a body
 /// this long parsed) off the thread; a smaller one costs what it did.
@@ -77,15 +76,16 @@ pub(crate) fn encode<T: Encode + Send + 'static>(message: T) -> Encoding {
     }
 }
 
-/// `body` parsed as JSON: here if it is under [`HEAVY_BYTES`], else on a
+/// `body` read by `read`: here if it is under [`HEAVY_BYTES`], else on a
 /// blocking thread.
-pub(crate) async fn decode<T: DeserializeOwned + Send + 'static>(
+pub(crate) async fn decode<T: Send + 'static>(
     body: Vec<u8>,
+    read: fn(&[u8]) -> serde_json::Result<T>,
 ) -> serde_json::Result<T> {
     if body.len() < HEAVY_BYTES {
-        return serde_json::from_slice(&body);
+        return read(&body);
     }
-    off_thread(move || serde_json::from_slice(&body))
+    off_thread(move || read(&body))
         .await
         .unwrap_or_else(|| Err(shutting_down()))
 }
@@ -175,11 +175,12 @@ mod tests {
     async fn a_heavy_body_decodes_like_a_small_one() {
         let big = serde_json::to_vec(&values(HEAVY_BYTES)).unwrap();
         assert!(big.len() >= HEAVY_BYTES);
-        let parsed: Value = decode(big).await.unwrap();
+        let json = |body: &[u8]| serde_json::from_slice::<Value>(body);
+        let parsed = decode(big, json).await.unwrap();
         assert_eq!(parsed["pad"].as_array().unwrap().len(), HEAVY_BYTES - 2);
-        let small: Value = decode(b"{\"a\":1}".to_vec()).await.unwrap();
+        let small = decode(b"{\"a\":1}".to_vec(), json).await.unwrap();
         assert_eq!(small, json!({"a": 1}));
-        assert!(decode::<Value>(vec![b'{'; HEAVY_BYTES]).await.is_err());
+        assert!(decode(vec![b'{'; HEAVY_BYTES], json).await.is_err());
     }
 
     #[tokio::test]

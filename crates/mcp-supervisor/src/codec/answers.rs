@@ -18,6 +18,16 @@ pub(crate) fn read(data: &str) -> Option<ServerJsonRpcMessage> {
         .or_else(|| message_of(data))
 }
 
+/// An answer sent as JSON (not as an event stream) read as [`read`] reads
+/// an event's data; what is not JSON-RPC is an error, as rmcp's reading
+/// tells it.
+pub(crate) fn decode(body: &[u8]) -> serde_json::Result<ServerJsonRpcMessage> {
+    let known = std::str::from_utf8(body)
+        .ok()
+        .and_then(|data| plain_tool_answer(data).or_else(|| tool_answer(data)));
+    known.map_or_else(|| serde_json::from_slice(body), Ok)
+}
+
 /// The data of an event that carries JSON-RPC (blank and `message` events,
 /// as rmcp reads them).
 pub(crate) fn payload(event: Sse) -> Option<String> {
@@ -356,6 +366,28 @@ mod tests {
         ] {
             let data = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{twice}]}}}}"#);
             assert!(tool_answer(&data).is_none(), "{twice}");
+        }
+    }
+
+    /// An answer sent as JSON is read as an event's data is, to what rmcp
+    /// reads; a body that is not JSON-RPC is an error.
+    #[test]
+    fn an_answer_sent_as_json_is_read_as_rmcp_reads_it() {
+        for body in [
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "a"}]}}),
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [], "structuredContent": {"pad": [{"k": 1}]}, "isError": false}}),
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}),
+            json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "no"}}),
+        ] {
+            let body = body.to_string();
+            let rmcp: ServerJsonRpcMessage = serde_json::from_str(&body).unwrap();
+            assert_eq!(
+                serde_json::to_value(decode(body.as_bytes()).unwrap()).unwrap(),
+                serde_json::to_value(rmcp).unwrap()
+            );
+        }
+        for not_json_rpc in [&b"{}"[..], b"[1]", b"\xff", b""] {
+            assert!(decode(not_json_rpc).is_err());
         }
     }
 

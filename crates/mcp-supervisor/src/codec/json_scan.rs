@@ -73,7 +73,7 @@ impl<'a> Scan<'a> {
     pub(crate) fn quoted(&mut self) -> Option<&'a [u8]> {
         self.take(b'"')?;
         let rest = &self.bytes[self.at..];
-        let len = rest.iter().position(|&b| b == b'"')?;
+        let len = memchr::memchr(b'"', rest)?;
         self.at += len + 1;
         Some(&rest[..len])
     }
@@ -173,15 +173,19 @@ impl<'a> Scan<'a> {
         let mut escaped = false;
         let mut at = start;
         loop {
-            match *self.bytes.get(at)? {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    at += 2;
-                }
-                0..0x20 => return None,
-                _ => at += 1,
+            at += memchr::memchr2(b'"', b'\\', self.bytes.get(at..)?)?;
+            if self.bytes[at] == b'"' {
+                break;
             }
+            escaped = true;
+            at += 2;
+        }
+        // A control byte is not JSON (escaped either: serde refuses it).
+        if self.bytes[start..at]
+            .iter()
+            .fold(false, |control, &b| control | (b < 0x20))
+        {
+            return None;
         }
         self.at = at + 1;
         if escaped {
@@ -212,10 +216,11 @@ impl<'a> Scan<'a> {
 /// A string's bytes (as [`Scan::quoted`] gives them, a key's too) as its
 /// text, when they are printable ASCII with no escapes.
 pub(crate) fn plain(text: &[u8]) -> Option<&str> {
-    if text
-        .iter()
-        .any(|&b| !(0x20..0x80).contains(&b) || b == b'\\')
-    {
+    // Without an early exit, so that it runs many bytes at a time.
+    let plain = text.iter().fold(true, |plain, &b| {
+        plain & (0x20..0x80).contains(&b) & (b != b'\\')
+    });
+    if !plain {
         return None;
     }
     std::str::from_utf8(text).ok()

@@ -74,7 +74,7 @@ impl PostOutgoing for RecordingClient {
             }
             Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
                 let body = read_bounded(response, limits.max_json_response_size).await?;
-                match heavy::decode::<ServerJsonRpcMessage>(body).await {
+                match heavy::decode(body, crate::codec::answers::decode).await {
                     Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
                     Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
                     Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
