@@ -101,35 +101,40 @@ impl Counted {
         Ok(Counted { process, out })
     }
 
-    /// Our gateway (`serve`) in front of `upstream_url`, as P5 runs it.
+    /// Our gateway (`serve`) in front of `upstream_url`, as P5 runs it; its
+    /// dumps are `{name}.callgrind.N`.
     pub(crate) fn gateway(
         bins: &Binaries,
         upstream_url: &str,
         dirs: Dirs<'_>,
+        name: &str,
     ) -> anyhow::Result<Self> {
-        let config = procs::write_gateway_config(upstream_url, dirs.logs, "gateway-callgrind", "")?;
+        let config =
+            procs::write_gateway_config(upstream_url, dirs.logs, &format!("{name}-callgrind"), "")?;
         let config = config.display().to_string();
         Counted::start(
             &bins.supervisor,
             &["serve", "--config", &config],
             &procs::SERVE_MARKERS,
             dirs,
-            "gateway",
+            name,
         )
     }
 
-    /// The relay (`mcp-bench relay`) in front of `upstream_url`.
+    /// The relay (`mcp-bench relay`) in front of `upstream_url`; its dumps
+    /// are `{name}.callgrind.N`.
     pub(crate) fn relay(
         bins: &Binaries,
         upstream_url: &str,
         dirs: Dirs<'_>,
+        name: &str,
     ) -> anyhow::Result<Self> {
         Counted::start(
             &bins.bench,
             &["relay", "--upstream", upstream_url],
             &["relay listening on"],
             dirs,
-            "relay",
+            name,
         )
     }
 

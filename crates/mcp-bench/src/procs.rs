@@ -204,6 +204,89 @@ pub(crate) fn start_upstream_with(
     start_announcing(command, &["listening on"], log)
 }
 
+/// An upstream built on an official SDK, for P11's rows beside the rmcp one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SdkUpstream {
+    /// `tests/interop/python_server.py`: FastMCP of the Python `mcp` 1.x
+    /// SDK (`.tools/venv`), stateful streamable HTTP.
+    Python,
+    /// `tests/interop/ts_server.mjs`: the TypeScript SDK v2 on Node 22
+    /// (`.tools/node`).
+    TypeScript,
+}
+
+impl SdkUpstream {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SdkUpstream::Python => "a Python-SDK (FastMCP) upstream",
+            SdkUpstream::TypeScript => "a TypeScript-SDK upstream",
+        }
+    }
+
+    /// Its short name, for file names.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            SdkUpstream::Python => "python",
+            SdkUpstream::TypeScript => "ts",
+        }
+    }
+
+    /// A plain tool of it, and its arguments.
+    pub(crate) fn tool(self) -> (&'static str, serde_json::Value) {
+        match self {
+            SdkUpstream::Python => ("greet", serde_json::json!({"name": "bench"})),
+            SdkUpstream::TypeScript => ("add", serde_json::json!({"a": 1, "b": 2})),
+        }
+    }
+
+    /// Starts it over streamable HTTP on loopback; its log goes to `logs`.
+    pub(crate) fn start(self, root: &Path, logs: &Path) -> anyhow::Result<Guarded> {
+        match self {
+            SdkUpstream::TypeScript => {
+                let node = root.join(".tools/node/node_modules/.bin/node");
+                let mut command = Command::new(&node);
+                command
+                    .arg(root.join("tests/interop/ts_server.mjs"))
+                    .arg("--http");
+                start_announcing(command, &["listening on"], &logs.join("ts-upstream.log"))
+            }
+            SdkUpstream::Python => {
+                let python = root.join(".tools/venv/bin/python");
+                // It takes a port rather than announcing one: a free one.
+                let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                    .local_addr()?
+                    .port();
+                let log = logs.join("python-upstream.log");
+                let stderr = std::fs::File::create(&log)
+                    .with_context(|| format!("creating {}", log.display()))?;
+                let mut child = Command::new(&python)
+                    .arg(root.join("tests/interop/python_server.py"))
+                    .args(["--http", &port.to_string()])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(stderr)
+                    .spawn()
+                    .with_context(|| format!("spawning {}", python.display()))?;
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                    if std::time::Instant::now() > deadline || child.try_wait()?.is_some() {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        bail!("the Python upstream did not listen; see {}", log.display());
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let url = format!("http://127.0.0.1:{port}/mcp");
+                Ok(Guarded {
+                    child,
+                    url: url.clone(),
+                    urls: vec![url],
+                })
+            }
+        }
+    }
+}
+
 /// `mcp-supervisor serve` with one connection `up` to `upstream_url` (8 calls
 /// in flight, like the 8 callers of the throughput run), `extra` keys added
 /// to it; its config and log are `{name}.toml` and `{name}.log` in `dir`.

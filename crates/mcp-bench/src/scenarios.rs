@@ -13,7 +13,7 @@ use crate::{
     callgrind,
     dashboard::{self, CONNECTIONS, CpuWindow, Pages, TOOLS_PER_CONNECTION},
     measure::{Aggregate, Paired, median},
-    procs::{self, Binaries, Guarded},
+    procs::{self, Binaries, Guarded, SdkUpstream},
     report::{Detail, Report, Row},
     worker::{Client, Spec, read_pids},
 };
@@ -1908,8 +1908,8 @@ impl Bench<'_> {
             logs: &self.settings.scratch,
             dumps: &dumps,
         };
-        let relay = callgrind::Counted::relay(self.bins, &upstream.url, dirs)?;
-        let gateway = callgrind::Counted::gateway(self.bins, &upstream.url, dirs)?;
+        let relay = callgrind::Counted::relay(self.bins, &upstream.url, dirs, "relay")?;
+        let gateway = callgrind::Counted::gateway(self.bins, &upstream.url, dirs, "gateway")?;
         let mut counts = Vec::new();
         for client in [Client::RawPooled, Client::RawModern] {
             let floor = relay.per_call(client, "echo", &echo(), plan)?;
@@ -1918,6 +1918,30 @@ impl Bench<'_> {
             counts.push((client, floor, ours));
         }
         drop((relay, gateway, upstream));
+        // The same hop in front of upstreams built on the other official
+        // SDKs, for a 2025 session (the generation all three speak).
+        let mut sdks = Vec::new();
+        for sdk in [SdkUpstream::Python, SdkUpstream::TypeScript] {
+            let upstream = sdk.start(&self.settings.root, &self.settings.scratch)?;
+            let (tool, arguments) = sdk.tool();
+            let relay = callgrind::Counted::relay(
+                self.bins,
+                &upstream.url,
+                dirs,
+                &format!("relay-{}", sdk.key()),
+            )?;
+            let gateway = callgrind::Counted::gateway(
+                self.bins,
+                &upstream.url,
+                dirs,
+                &format!("gateway-{}", sdk.key()),
+            )?;
+            let floor = relay.per_call(Client::RawPooled, tool, &arguments, plan)?;
+            let ours =
+                gateway.per_call(Client::RawPooled, &format!("up__{tool}"), &arguments, plan)?;
+            eprintln!("  {sdk:?}: relay {floor:.0}, gateway {ours:.0} instructions per call");
+            sdks.push((sdk, floor, ours));
+        }
         for (client, floor, ours) in counts {
             let ratio = ours / floor;
             // Judged: the 2025 session, P5's one-caller row and the figure
@@ -1942,6 +1966,23 @@ impl Bench<'_> {
             if !judged {
                 row.met = None;
             }
+            self.report.rows.push(row);
+        }
+        for (sdk, floor, ours) in sdks {
+            let mut row = Row::ratio(
+                "P11",
+                &format!(
+                    "1 caller, a 2025-11-25 session, {}: gateway instructions per call vs \
+                     the relay's (callgrind)",
+                    sdk.name()
+                ),
+                format!("{ours:.0}"),
+                format!("{floor:.0}"),
+                ours / floor,
+                "—",
+                true,
+            );
+            row.met = None;
             self.report.rows.push(row);
         }
         self.report.notes.push((

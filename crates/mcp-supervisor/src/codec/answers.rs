@@ -132,9 +132,10 @@ pub(crate) fn twins(data: &str) -> Option<(String, Option<String>)> {
 }
 
 /// `data` read as the usual tool answer, when it plainly is one: text
-/// blocks (`type` and `text` only), `isError`, `resultType: complete`,
-/// each once, read by hand (`json_scan`) for what [`tool_answer`] costs
-/// through serde (docs/DECISIONS.md #142). `None` for anything else, which
+/// blocks (`type` and `text` only), structured content (the SDKs' typed
+/// tools send both), `isError`, `resultType: complete`, `_meta`, each once, read by
+/// hand (`json_scan`) for what [`tool_answer`] costs through serde
+/// (docs/DECISIONS.md #142). `None` for anything else, which
 /// [`tool_answer`] then reads.
 fn plain_tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     let mut scan = Scan::new(data.as_bytes());
@@ -164,9 +165,13 @@ fn plain_tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
 /// A tool's result of text blocks, read by [`plain_tool_answer`].
 fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult> {
     let mut result = rmcp::model::CallToolResult::default();
-    let (mut content, mut complete) = (None, false);
+    let (mut content, mut complete, mut meta) = (None, false, false);
     scan.object(|scan, key| {
         match key {
+            // Its `_meta` (a 2026-07-28 SDK's server info, say), kept.
+            b"_meta" if !std::mem::replace(&mut meta, true) => {
+                result.meta = serde_json::from_str(scan.value_text()?.get()).ok()?;
+            }
             b"content" if content.is_none() => {
                 let mut blocks = Vec::new();
                 scan.array(|scan| {
@@ -175,6 +180,11 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult>
                 })?;
                 content = Some(blocks);
             }
+            b"structuredContent" if result.structured_content.is_none() => {
+                // Kept whatever it is, `null` too (as rmcp keeps it).
+                let text = scan.value_text()?.get();
+                result.structured_content = Some(serde_json::from_str(text).ok()?);
+            }
             b"isError" if result.is_error.is_none() => result.is_error = Some(scan.boolean()?),
             b"resultType" => scan.literal_once(&mut complete, b"complete")?,
             _ => return None,
@@ -182,7 +192,7 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult>
         Some(())
     })?;
     // rmcp's check: a result has content, structured content or `isError`.
-    if content.is_none() && result.is_error.is_none() {
+    if content.is_none() && result.structured_content.is_none() && result.is_error.is_none() {
         return None;
     }
     result.content = content.unwrap_or_default();
@@ -417,6 +427,12 @@ mod tests {
             r#" {"result": {"resultType":"complete", "isError" : true, "content":[ {"text":"a\n\"é\u00e9","type":"text"} , {"type":"text","text":""}]},"id":"x","jsonrpc":"2.0"} "#.to_owned(),
             r#"{"jsonrpc":"2.0","id":-3,"result":{"content":[]}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","id":3,"result":{"isError":false}}"#.to_owned(),
+            // FastMCP's answer to a typed tool: text and structured content.
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\n  \"n\": 1.5\n}"}],"structuredContent":{"n":1.5,"a":[true,null,"x"]},"isError":false}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":4,"result":{"structuredContent":null}}"#.to_owned(),
+            // The TypeScript SDK's 2026-07-28 answer.
+            r#"{"result":{"content":[{"type":"text","text":"3"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"ts","version":"1.0.0"}}},"jsonrpc":"2.0","id":2}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":5,"result":{"content":[],"_meta":null}}"#.to_owned(),
         ];
         let mut read_here = 0;
         for data in &usual {
@@ -430,11 +446,11 @@ mod tests {
         assert!(read_here > 100, "{read_here}");
         // What it does not plainly know is left to the straight reading.
         for other in [
-            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{},"structuredContent":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a","_meta":{}}]}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"image","data":"","mimeType":"a"}]}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","content":[]}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{"k":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"_meta":{},"_meta":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1.5,"result":{"content":[]}}"#,
         ] {

@@ -205,6 +205,12 @@ impl<'a> Scan<'a> {
         if self.peek()? != b'{' {
             return None;
         }
+        self.value_text()
+    }
+
+    /// Any JSON value, checked by serde_json, as its text in the body.
+    pub(crate) fn value_text(&mut self) -> Option<&'a RawValue> {
+        self.skip_blank();
         let mut values =
             serde_json::Deserializer::from_slice(&self.bytes[self.at..]).into_iter::<&RawValue>();
         let raw = values.next()?.ok()?;

@@ -13,7 +13,8 @@ pub(crate) fn encoded(message: &ServerJsonRpcMessage) -> Vec<u8> {
     plain_answer(message).unwrap_or_else(|| serde_json::to_vec(message).unwrap_or_default())
 }
 
-/// A tool's answer of plain text blocks, written as serde writes it
+/// A tool's answer of plain text blocks, structured content and `_meta`,
+/// written as serde writes it
 /// (`encoded`'s test holds the two to the same bytes); `None` for any other
 /// message. The fields are those rmcp 3.11's `CallToolResult` and
 /// `TextContent` have (both `non_exhaustive`): one a later rmcp adds must
@@ -25,9 +26,6 @@ pub(crate) fn plain_answer(message: &ServerJsonRpcMessage) -> Option<Vec<u8>> {
     let ServerResult::CallToolResult(result) = &response.result else {
         return None;
     };
-    if result.structured_content.is_some() || result.meta.is_some() {
-        return None;
-    }
     let mut texts = Vec::with_capacity(result.content.len());
     for block in &result.content {
         match block {
@@ -58,10 +56,18 @@ pub(crate) fn plain_answer(message: &ServerJsonRpcMessage) -> Option<Vec<u8>> {
         out.push(b'}');
     }
     out.push(b']');
+    if let Some(structured) = &result.structured_content {
+        out.extend_from_slice(br#","structuredContent":"#);
+        serde_json::to_writer(&mut out, structured).ok()?;
+    }
     match result.is_error {
         Some(true) => out.extend_from_slice(br#","isError":true"#),
         Some(false) => out.extend_from_slice(br#","isError":false"#),
         None => {}
+    }
+    if let Some(meta) = &result.meta {
+        out.extend_from_slice(br#","_meta":"#);
+        serde_json::to_writer(&mut out, meta).ok()?;
     }
     out.extend_from_slice(b"}}");
     Some(out)
@@ -91,30 +97,38 @@ mod tests {
         typed.result_type = Some(ResultType::COMPLETE);
         let mut unflagged = CallToolResult::success(vec![]);
         unflagged.is_error = None;
+        let mut structured = CallToolResult::success(texts(&["{\"n\": 1}"]));
+        structured.structured_content = Some(serde_json::json!({"n": 1, "a": [1.5, null, "é\""]}));
+        let mut with_meta = CallToolResult::success(texts(&["m"]));
+        with_meta.meta = Some(rmcp::model::MetaObject(
+            serde_json::json!({"io.modelcontextprotocol/serverInfo": {"name": "s"}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ));
+        structured.meta = with_meta.meta.clone();
         let plain = [
             CallToolResult::success(texts(&["hello"])),
             CallToolResult::error(texts(&["no", "twice"])),
             typed,
             unflagged,
-        ];
-        let mut annotated = TextContent::new("t");
-        annotated.meta = Some(Default::default());
-        let mut structured = CallToolResult::success(texts(&["s"]));
-        structured.structured_content = Some(serde_json::json!({"n": 1}));
-        let mut with_meta = CallToolResult::success(vec![]);
-        with_meta.meta = Some(Default::default());
-        let others = [
-            CallToolResult::success(vec![ContentBlock::Text(annotated)]),
-            CallToolResult::success(vec![ContentBlock::image("AA==", "image/png")]),
             structured,
             with_meta,
         ];
-        for (results, by_hand) in [(plain, true), (others, false)] {
+        let mut annotated = TextContent::new("t");
+        annotated.meta = Some(Default::default());
+        let others = [
+            CallToolResult::success(vec![ContentBlock::Text(annotated)]),
+            CallToolResult::success(vec![ContentBlock::image("AA==", "image/png")]),
+        ];
+        for (results, by_hand) in [(plain.to_vec(), true), (others.to_vec(), false)] {
             for (result, id) in results.into_iter().zip([
                 RequestId::Number(-7),
                 RequestId::String("s\"1".into()),
                 RequestId::Number(0),
                 RequestId::String("".into()),
+                RequestId::Number(5),
+                RequestId::Number(6),
             ]) {
                 let message =
                     ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id);
