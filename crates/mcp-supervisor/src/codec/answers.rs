@@ -18,6 +18,22 @@ pub(crate) fn read(data: &str) -> Option<ServerJsonRpcMessage> {
         .or_else(|| message_of(data))
 }
 
+/// The JSON-RPC message of an event's `data`, read as [`read`] reads it:
+/// here if it is small, else on a blocking thread (a large answer's reading
+/// would hold the thread every connection and client shares).
+pub(crate) async fn read_event(data: String) -> Option<ServerJsonRpcMessage> {
+    if data.len() < crate::heavy::HEAVY_BYTES {
+        return read(&data);
+    }
+    match crate::heavy::decode(data.into_bytes(), decode).await {
+        Ok(message) => Some(message),
+        Err(error) => {
+            tracing::debug!(%error, "skipping an event that is not JSON-RPC");
+            None
+        }
+    }
+}
+
 /// An answer sent as JSON (not as an event stream) read as [`read`] reads
 /// an event's data; what is not JSON-RPC is an error, as rmcp's reading
 /// tells it.
@@ -377,6 +393,27 @@ mod tests {
             let data = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{twice}]}}}}"#);
             assert!(tool_answer(&data).is_none(), "{twice}");
         }
+    }
+
+    /// A large event is read off the thread, to what a small one is read
+    /// to; a large one that is not JSON-RPC is skipped.
+    #[tokio::test]
+    async fn a_large_event_is_read_as_a_small_one() {
+        let pad: Vec<_> = (0..40_000)
+            .map(|k| json!({"k": k, "v": "abcdefgh"}))
+            .collect();
+        let answer = json!({"jsonrpc": "2.0", "id": 9, "result": {
+            "content": [{"type": "text", "text": "t".repeat(1000)}],
+            "structuredContent": {"pad": pad}, "isError": false}});
+        let data = answer.to_string();
+        assert!(data.len() >= crate::heavy::HEAVY_BYTES);
+        let read_off = read_event(data.clone()).await.expect("read");
+        assert_eq!(
+            format!("{read_off:?}"),
+            format!("{:?}", read(&data).unwrap())
+        );
+        assert!(read_event(format!("[{data}")).await.is_none());
+        assert!(read_event("{}".to_owned()).await.is_none());
     }
 
     /// An answer sent as JSON is read as an event's data is, to what rmcp

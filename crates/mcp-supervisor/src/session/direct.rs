@@ -539,7 +539,13 @@ impl DirectClient {
                         if event.id.is_some() {
                             last_event_id.clone_from(&event.id);
                         }
-                        if let Some(answer) = self.event(event, id, &session, handler) {
+                        let Some(data) = answers::payload(event) else {
+                            continue;
+                        };
+                        let Some(message) = answers::read_event(data).await else {
+                            continue;
+                        };
+                        if let Some(answer) = self.event(message, id, &session, handler) {
                             return answer;
                         }
                     }
@@ -606,16 +612,16 @@ impl DirectClient {
         }
     }
 
-    /// One event of the stream: the answer to `id`, or something for the
+    /// One message of the stream: the answer to `id`, or something for the
     /// handler (`None`).
     fn event(
         &self,
-        event: Sse,
+        message: ServerJsonRpcMessage,
         id: &RequestId,
         session: &Option<Arc<str>>,
         handler: &SessionHandler,
     ) -> Option<Result<ServerResult, ServiceError>> {
-        match answers::read(&answers::payload(event)?)? {
+        match message {
             ServerJsonRpcMessage::Notification(notification) => {
                 handler.notified(notification.notification);
                 None

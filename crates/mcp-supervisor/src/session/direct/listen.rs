@@ -52,8 +52,10 @@ impl DirectClient {
                 Some(Err(error)) => return Err(transport(StreamableHttpError::Sse(error))),
                 None => return Err(ServiceError::TransportClosed),
             };
-            let Some(message) = answers::payload(event).and_then(|data| answers::read(&data))
-            else {
+            let Some(data) = answers::payload(event) else {
+                continue;
+            };
+            let Some(message) = answers::read_event(data).await else {
                 continue;
             };
             return match message {
@@ -102,8 +104,10 @@ impl Listening {
     pub(crate) async fn next(&mut self) -> Option<ServerNotification> {
         loop {
             let event = self.events.next().await?.ok()?;
-            let Some(message) = answers::payload(event).and_then(|data| answers::read(&data))
-            else {
+            let Some(data) = answers::payload(event) else {
+                continue;
+            };
+            let Some(message) = answers::read_event(data).await else {
                 continue;
             };
             let notification = match message {
