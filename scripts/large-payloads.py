@@ -1,8 +1,12 @@
-"""Eight callers send 3.6 MB calls to `a` while one times `b` (scripts/large-payloads.sh)."""
+"""Eight callers send 3.6 MB calls to `a` while one times `b` (scripts/large-payloads.sh).
+
+    large-payloads.py GATEWAY_URL GATEWAY_PID [ROUNDS] [TOOL]
+"""
 import http.client, json, sys, threading, time, statistics, urllib.parse
 
 url = urllib.parse.urlparse(sys.argv[1]); pid = int(sys.argv[2])
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+tool = sys.argv[4] if len(sys.argv) > 4 else "a__echo"
 
 def rss():
     for line in open(f"/proc/{pid}/status"):
@@ -38,7 +42,7 @@ print("payload bytes", len(json.dumps({"text": big_text, "pad": pad})))
 def big(errors):
     c = Client()
     for _ in range(rounds):
-        m = c.rpc("tools/call", {"name": "a__echo", "arguments": {"text": big_text, "pad": pad}})
+        m = c.rpc("tools/call", {"name": tool, "arguments": {"text": big_text, "pad": pad}})
         if "result" not in m or m["result"].get("isError"): errors.append(str(m)[:200])
 
 probe = Client(); probe.rpc("tools/call", {"name": "b__add", "arguments": {"a": 1, "b": 2}})

@@ -4,7 +4,9 @@
 //! stream. The test holds the hand-written bytes to serde's.
 
 use bytes::Bytes;
-use rmcp::model::{ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{CallToolResult, ContentBlock, RequestId, ServerJsonRpcMessage, ServerResult};
+
+use crate::heavy::Encode;
 
 /// `message` as JSON: the usual answer, a tool's text blocks, written
 /// here (rmcp's types serialize it through serde's derive at several times
@@ -13,70 +15,102 @@ pub(crate) fn encoded(message: &ServerJsonRpcMessage) -> Vec<u8> {
     plain_answer(message).unwrap_or_else(|| serde_json::to_vec(message).unwrap_or_default())
 }
 
+/// An answer to a client writes itself as [`encoded`] writes it, for
+/// `heavy::encode` (a large one is written, and dropped, off the thread).
+impl Encode for ServerJsonRpcMessage {
+    fn encode<W: std::io::Write>(&self, writer: &mut W) -> serde_json::Result<()> {
+        match plain(self) {
+            Some((id, result)) => write_plain(id, result, writer),
+            None => serde_json::to_writer(writer, self),
+        }
+    }
+}
+
 /// A tool's answer of plain text blocks, structured content and `_meta`,
-/// written as serde writes it
-/// (`encoded`'s test holds the two to the same bytes); `None` for any other
-/// message. The fields are those rmcp 3.11's `CallToolResult` and
-/// `TextContent` have (both `non_exhaustive`): one a later rmcp adds must
-/// be added here, or the answer taken only when it is unset.
+/// written as serde writes it (`encoded`'s test holds the two to the same
+/// bytes); `None` for any other message.
 pub(crate) fn plain_answer(message: &ServerJsonRpcMessage) -> Option<Vec<u8>> {
+    let (id, result) = plain(message)?;
+    let texts: usize = (result.content.iter())
+        .filter_map(|block| Some(block.as_text()?.text.len() + 32))
+        .sum();
+    let mut out = Vec::with_capacity(96 + texts);
+    write_plain(id, result, &mut out).ok()?;
+    Some(out)
+}
+
+/// The id and result of a tool's answer written by hand: text blocks with
+/// nothing but their text. The fields are those rmcp 3.11's
+/// `CallToolResult` and `TextContent` have (both `non_exhaustive`): one a
+/// later rmcp adds must be added here, or the answer taken only when it is
+/// unset.
+fn plain(message: &ServerJsonRpcMessage) -> Option<(&RequestId, &CallToolResult)> {
     let ServerJsonRpcMessage::Response(response) = message else {
         return None;
     };
     let ServerResult::CallToolResult(result) = &response.result else {
         return None;
     };
-    let mut texts = Vec::with_capacity(result.content.len());
-    for block in &result.content {
-        match block {
-            rmcp::model::ContentBlock::Text(text)
-                if text.meta.is_none() && text.annotations.is_none() =>
-            {
-                texts.push(text.text.as_str());
-            }
-            _ => return None,
-        }
+    let plain = result.content.iter().all(|block| {
+        matches!(block, ContentBlock::Text(text) if text.meta.is_none() && text.annotations.is_none())
+    });
+    plain.then_some((&response.id, result))
+}
+
+/// Writes a [`plain`] answer, field by field as serde writes it.
+fn write_plain<W: std::io::Write>(
+    id: &RequestId,
+    result: &CallToolResult,
+    out: &mut W,
+) -> serde_json::Result<()> {
+    fn put<W: std::io::Write>(out: &mut W, bytes: &[u8]) -> serde_json::Result<()> {
+        out.write_all(bytes).map_err(serde_json::Error::io)
     }
-    let mut out = Vec::with_capacity(96 + texts.iter().map(|text| text.len() + 32).sum::<usize>());
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    serde_json::to_writer(&mut out, &response.id).ok()?;
-    out.extend_from_slice(br#","result":{"#);
+    put(out, br#"{"jsonrpc":"2.0","id":"#)?;
+    serde_json::to_writer(&mut *out, id)?;
+    put(out, br#","result":{"#)?;
     if let Some(result_type) = &result.result_type {
-        out.extend_from_slice(br#""resultType":"#);
-        serde_json::to_writer(&mut out, result_type).ok()?;
-        out.push(b',');
+        put(out, br#""resultType":"#)?;
+        serde_json::to_writer(&mut *out, result_type)?;
+        put(out, b",")?;
     }
-    out.extend_from_slice(br#""content":["#);
-    for (at, text) in texts.iter().enumerate() {
+    put(out, br#""content":["#)?;
+    let texts = result.content.iter().filter_map(ContentBlock::as_text);
+    for (at, text) in texts.enumerate() {
         if at > 0 {
-            out.push(b',');
+            put(out, b",")?;
         }
-        out.extend_from_slice(br#"{"type":"text","text":"#);
-        serde_json::to_writer(&mut out, text).ok()?;
-        out.push(b'}');
+        put(out, br#"{"type":"text","text":"#)?;
+        serde_json::to_writer(&mut *out, &text.text)?;
+        put(out, b"}")?;
     }
-    out.push(b']');
+    put(out, b"]")?;
     if let Some(structured) = &result.structured_content {
-        out.extend_from_slice(br#","structuredContent":"#);
-        serde_json::to_writer(&mut out, structured).ok()?;
+        put(out, br#","structuredContent":"#)?;
+        serde_json::to_writer(&mut *out, structured)?;
     }
     match result.is_error {
-        Some(true) => out.extend_from_slice(br#","isError":true"#),
-        Some(false) => out.extend_from_slice(br#","isError":false"#),
+        Some(true) => put(out, br#","isError":true"#)?,
+        Some(false) => put(out, br#","isError":false"#)?,
         None => {}
     }
     if let Some(meta) = &result.meta {
-        out.extend_from_slice(br#","_meta":"#);
-        serde_json::to_writer(&mut out, meta).ok()?;
+        put(out, br#","_meta":"#)?;
+        serde_json::to_writer(&mut *out, meta)?;
     }
-    out.extend_from_slice(b"}}");
-    Some(out)
+    put(out, b"}}")
 }
 
 /// `message` as one event of an event stream (`data: …`, a blank line).
 pub(crate) fn event(message: &ServerJsonRpcMessage) -> Bytes {
-    let mut event = b"data: ".to_vec();
-    event.extend(encoded(message));
+    event_of(&encoded(message))
+}
+
+/// A message's JSON as one event of an event stream.
+pub(crate) fn event_of(json: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(json.len() + 8);
+    event.extend_from_slice(b"data: ");
+    event.extend_from_slice(json);
     event.extend_from_slice(b"\n\n");
     event.into()
 }
@@ -86,6 +120,30 @@ mod tests {
     use rmcp::model::{ErrorData, RequestId};
 
     use super::*;
+
+    /// An answer encoded for `heavy::encode` (off the thread when large)
+    /// is what [`encoded`] writes, by hand or by serde.
+    #[tokio::test]
+    async fn an_answer_encodes_itself_as_encoded_writes_it() {
+        use rmcp::model::{CallToolResult, ContentBlock};
+        let large = "\"x\"".repeat(crate::heavy::HEAVY_BYTES);
+        let mut structured = CallToolResult::success(vec![ContentBlock::text("s")]);
+        structured.structured_content = Some(serde_json::json!({"pad": [large.clone(), 1.5]}));
+        let results = [
+            CallToolResult::success(vec![ContentBlock::text("small")]),
+            CallToolResult::success(vec![ContentBlock::text(large.clone())]),
+            structured,
+            CallToolResult::success(vec![ContentBlock::image(large, "image/png")]),
+        ];
+        for result in results {
+            let message = ServerJsonRpcMessage::response(
+                ServerResult::CallToolResult(result),
+                RequestId::Number(3),
+            );
+            let written = encoded(&message);
+            assert_eq!(crate::heavy::encode(message).await.unwrap(), written);
+        }
+    }
 
     /// The usual answers are written by hand, byte for byte as serde
     /// writes them; anything else is serde's.

@@ -29,7 +29,7 @@ use rmcp::model::ServerJsonRpcMessage;
 use serde::de::IgnoredAny;
 use tokio::sync::mpsc;
 
-use crate::codec::reply;
+use crate::{codec::reply, heavy};
 
 /// `response` (rmcp's answer to one POSTed request) as JSON if its stream
 /// starts with the request's answer; otherwise the same stream.
@@ -239,7 +239,10 @@ pub(super) async fn direct(
         answered: None,
     };
     let first = match pending.next(keep_alive).await {
-        Next::Answer(Some(message)) => return json(&message, generation.status(&message)),
+        Next::Answer(Some(message)) => {
+            let status = generation.status(&message);
+            return json_written(message, status).await;
+        }
         Next::Answer(None) => return event_stream(Body::empty()),
         first => first,
     };
@@ -248,7 +251,10 @@ pub(super) async fn direct(
         let (bytes, more) = match now {
             Next::Before(message) => (reply::event(&message), true),
             Next::Idle => (Bytes::from_static(KEEP_ALIVE), true),
-            Next::Answer(Some(message)) => (reply::event(&message), false),
+            Next::Answer(Some(message)) => {
+                let json = heavy::encode(message).await.unwrap_or_default();
+                (reply::event_of(&json), false)
+            }
             Next::Answer(None) => return None,
         };
         let rest = if more {
@@ -276,10 +282,21 @@ fn event_stream(body: Body) -> Response {
         .into_response()
 }
 
+/// `message` as a JSON answer with `status`, written (and dropped) off the
+/// thread when it is large (`heavy::encode`).
+async fn json_written(message: ServerJsonRpcMessage, status: StatusCode) -> Response {
+    let json = heavy::encode(message).await.unwrap_or_default();
+    json_response(json, status)
+}
+
 pub(super) fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
+    json_response(reply::encoded(message), status)
+}
+
+fn json_response(json: Vec<u8>, status: StatusCode) -> Response {
     // Built in place: axum's conversion of a (status, headers, body) tuple
     // parses the header's name and value and merges a header map per answer.
-    let mut response = Response::new(Body::from(reply::encoded(message)));
+    let mut response = Response::new(Body::from(json));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
