@@ -143,11 +143,17 @@ fn a_direct_calls_progress_comes_before_its_answer() {
             plain["params"]["_meta"] = json!({"progressToken": "p-3"});
             let direct = exchange(&http, &gateway.url, &id, &plain).await;
             assert_eq!(gateway.state.direct_calls(), 1);
-            // Another `_meta` key keeps the call on rmcp's path.
+            // A reserved `_meta` key the gateway does not read keeps the
+            // call on rmcp's path; another's key does not.
+            let mut vendor = plain.clone();
+            vendor["params"]["_meta"]["example.com/note"] = json!({"a": [1]});
+            let passed_over = exchange(&http, &gateway.url, &id, &vendor).await;
+            assert_eq!(gateway.state.direct_calls(), 2);
+            assert_progress_before_answer(&direct, &passed_over);
             let mut other = plain.clone();
-            other["params"]["_meta"]["example.com/note"] = json!(1);
+            other["params"]["_meta"]["io.modelcontextprotocol/note"] = json!(1);
             let rmcp = exchange(&http, &gateway.url, &id, &other).await;
-            assert_eq!(gateway.state.direct_calls(), 1);
+            assert_eq!(gateway.state.direct_calls(), 2);
             assert_progress_before_answer(&direct, &rmcp);
             assert!(
                 direct[3]["result"].get("resultType").is_none(),
@@ -276,10 +282,10 @@ fn modern_call(id: u64, name: &str, arguments: Value) -> Value {
            "params": {"name": name, "arguments": arguments, "_meta": client_context(json!({}))}})
 }
 
-/// The same call with a `_meta` key of another's, which keeps it on rmcp's
-/// path (rmcp ignores it).
+/// The same call with a reserved `_meta` key the gateway does not read,
+/// which keeps it on rmcp's path (rmcp ignores it).
 fn modern_through_rmcp(mut call: Value) -> Value {
-    call["params"]["_meta"]["example.com/note"] = json!(1);
+    call["params"]["_meta"]["io.modelcontextprotocol/note"] = json!(1);
     call
 }
 

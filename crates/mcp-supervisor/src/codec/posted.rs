@@ -100,10 +100,13 @@ struct PlainCall {
     meta: Option<ProgressOnly>,
 }
 
-/// A `_meta` holding only a progress token (what rmcp's client sends with
-/// every request) and trace context (SEP-414).
+/// A `_meta` holding a progress token (what rmcp's client sends with every
+/// request), trace context (SEP-414), and keys of others, which are passed
+/// over: the gateway does not forward a client's `_meta` on either path
+/// (docs/DECISIONS.md #31), so rmcp's server would pass them over too. A
+/// reserved key it does not know ([`reserved`]) is rmcp's to read.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct ProgressOnly {
     #[serde(default, deserialize_with = "crate::ids::optional_token")]
     progress_token: Option<ProgressToken>,
@@ -113,10 +116,33 @@ struct ProgressOnly {
     tracestate: Option<String>,
     #[serde(default)]
     baggage: Option<String>,
+    #[serde(flatten)]
+    others: Others,
+}
+
+/// The keys of a `_meta` the gateway passes over.
+type Others = std::collections::HashMap<String, IgnoredAny>;
+
+/// Whether `key` is in a namespace MCP reserves (a prefix with the label
+/// `modelcontextprotocol` or `mcp`, as `io.modelcontextprotocol/`): one
+/// the gateway does not read is left to rmcp.
+pub(crate) fn reserved(key: &str) -> bool {
+    key.split_once('/').is_some_and(|(prefix, _)| {
+        prefix
+            .split('.')
+            .any(|label| label == "modelcontextprotocol" || label == "mcp")
+    })
 }
 
 impl ProgressOnly {
+    /// It has a key (an empty `_meta` is rmcp's, as before), and no
+    /// reserved one the gateway does not read.
     fn says_something(&self) -> bool {
+        (self.known() || !self.others.is_empty()) && !self.others.keys().any(|key| reserved(key))
+    }
+
+    /// It has a key the gateway reads.
+    fn known(&self) -> bool {
         self.progress_token.is_some()
             || self.traceparent.is_some()
             || self.tracestate.is_some()
@@ -226,10 +252,9 @@ struct StatelessParams {
     meta: ClientContext,
 }
 
-/// The per-request client context (SEP-2575) and a progress token; no other
-/// `_meta`.
+/// The per-request client context (SEP-2575) and a progress token; others'
+/// keys are passed over, as in [`ProgressOnly`].
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ClientContext {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     protocol_version: ProtocolVersion,
@@ -252,6 +277,8 @@ struct ClientContext {
     tracestate: Option<String>,
     #[serde(default)]
     baggage: Option<String>,
+    #[serde(flatten)]
+    others: Others,
 }
 
 impl StatelessCall {
@@ -268,7 +295,9 @@ impl StatelessCall {
         let (id, params) = envelope.of("tools/call", true)?;
         let id = id?;
         let context = params.meta;
-        if context.protocol_version != ProtocolVersion::V_2026_07_28 {
+        if context.protocol_version != ProtocolVersion::V_2026_07_28
+            || context.others.keys().any(|key| reserved(key))
+        {
             return None;
         }
         let arguments = object_or_none(params.arguments)?;
@@ -371,11 +400,24 @@ mod tests {
             ),
             Posted::Call(_)
         ));
+        // Another's keys are passed over, alone or beside a token.
+        for others in [
+            r#"{"x":2}"#,
+            r#"{"progressToken":1,"example.com/x":{"a":[1,null]}}"#,
+        ] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","_meta":{others}}}}}"#
+            );
+            assert!(matches!(read(&body), Posted::Call(_)), "{body}");
+        }
+        assert!(reserved("io.modelcontextprotocol/x") && reserved("dev.mcp/y"));
+        assert!(!reserved("example.com/x") && !reserved("x") && !reserved("mcpx.io/y"));
         for other in [
             // `_meta` without a progress token or with more, a task, a
             // retry's fields: rmcp's.
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"x":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"io.modelcontextprotocol/x":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"dev.mcp/x":2}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","requestState":"s"}}"#,
             // Arguments that are not an object, no name, no id, a null id.

@@ -14,15 +14,17 @@
 //!   sampling, elicitation or roots, so no request can go back to it during
 //!   the call (its log messages still reach it, on its session); the body
 //!   holds one `tools/call` with only `name`, `arguments` and a
-//!   progress token in `_meta` (rmcp's client sends one with every request;
-//!   no task, no other `_meta`); no `Mcp-*` header but the session id and
-//!   the session's own protocol version;
+//!   progress token and trace context in `_meta` (rmcp's client sends a
+//!   token with every request; no task; others' `_meta` keys are passed
+//!   over, a reserved one it does not read is rmcp's); no `Mcp-*` header
+//!   but the session id and the session's own protocol version;
 //! - a 2026-07-28 client's call ([`StatelessCall`]): no session id; a
 //!   body holding one `tools/call` with only `name`, `arguments` and a
 //!   `_meta` of the client's context (protocol version 2026-07-28,
 //!   capabilities, optionally its info and a log level) and optionally a
-//!   progress token: no task, no `inputResponses` or `requestState` (a
-//!   retry goes to rmcp); the SEP-2243 headers `MCP-Protocol-Version`,
+//!   progress token and trace context (others' keys passed over, as for
+//!   2025): no task, no `inputResponses` or `requestState` (a retry goes
+//!   to rmcp); the SEP-2243 headers `MCP-Protocol-Version`,
 //!   `Mcp-Method` and `Mcp-Name` each once and equal to the body, and no
 //!   other `Mcp-*` header; a tool whose name travels in a header as it is
 //!   and whose input schema marks no argument for a header;

@@ -31,9 +31,11 @@ use crate::codec::json_scan::{self, Scan};
 pub(super) fn call(body: &[u8]) -> Option<Posted> {
     let (id, (name, arguments, meta)) = envelope(body, progress_only)?;
     // An empty `_meta` is rmcp's (see `Posted::read_fully`).
-    if meta.as_ref().is_some_and(|meta| !meta.says_something()) {
-        return None;
-    }
+    let meta = match meta {
+        Some((meta, others)) if meta.known() || others => Some(meta),
+        Some(_) => return None,
+        None => None,
+    };
     let arguments = object_or_none(arguments)?;
     let (progress, trace) = ProgressOnly::split(meta);
     Some(Posted::Call(PostedCall {
@@ -174,6 +176,8 @@ fn client_context(scan: &mut Scan<'_>) -> Option<Context> {
                 log_level = Some(LoggingLevel::deserialize(level).ok()?);
             }
             b"progressToken" if token.is_none() => token = Some(ProgressToken(scan.id()?)),
+            // Twice (a reserved key twice is the full reading's too).
+            b"progressToken" => return None,
             b"traceparent" | b"tracestate" | b"baggage" => {
                 let slot = match key {
                     b"traceparent" => &mut trace[0],
@@ -185,7 +189,7 @@ fn client_context(scan: &mut Scan<'_>) -> Option<Context> {
                 }
                 *slot = Some(scan.plain_str()?.to_owned());
             }
-            _ => return None,
+            other => pass_over(scan, other)?,
         }
         Some(())
     })?;
@@ -200,24 +204,32 @@ fn client_context(scan: &mut Scan<'_>) -> Option<Context> {
     })
 }
 
-/// A `_meta` of a progress token and trace context.
-fn progress_only(scan: &mut Scan<'_>) -> Option<ProgressOnly> {
+/// A `_meta` of a progress token and trace context, and whether it has
+/// others' keys (passed over, see [`pass_over`]).
+fn progress_only(scan: &mut Scan<'_>) -> Option<(ProgressOnly, bool)> {
     let mut meta = ProgressOnly {
         progress_token: None,
         traceparent: None,
         tracestate: None,
         baggage: None,
+        others: Default::default(),
     };
+    let mut others = false;
     scan.object(|scan, key| {
         let (slot, value) = match key {
             b"progressToken" if meta.progress_token.is_none() => {
                 meta.progress_token = Some(ProgressToken(scan.id()?));
                 return Some(());
             }
+            b"progressToken" => return None,
             b"traceparent" => (&mut meta.traceparent, scan.plain_str()?),
             b"tracestate" => (&mut meta.tracestate, scan.plain_str()?),
             b"baggage" => (&mut meta.baggage, scan.plain_str()?),
-            _ => return None,
+            other => {
+                pass_over(scan, other)?;
+                others = true;
+                return Some(());
+            }
         };
         if slot.is_some() {
             return None;
@@ -225,7 +237,17 @@ fn progress_only(scan: &mut Scan<'_>) -> Option<ProgressOnly> {
         *slot = Some(value.to_owned());
         Some(())
     })?;
-    Some(meta)
+    Some((meta, others))
+}
+
+/// Passes over another's `_meta` key (`key`) and its value, checked as
+/// JSON; `None` (the full reading's to decide) for a key with an escape or
+/// one in a namespace MCP reserves.
+fn pass_over(scan: &mut Scan<'_>, key: &[u8]) -> Option<()> {
+    if super::reserved(json_scan::plain(key)?) {
+        return None;
+    }
+    scan.value_text().map(drop)
 }
 
 #[cfg(test)]
@@ -279,7 +301,7 @@ mod tests {
         serde_json::to_vec(&message).unwrap()
     }
 
-    const TRACED: &str = r#" { "id" : "c-1" , "jsonrpc":"2.0","params":{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"k=v","baggage":"a=b","progressToken":"p"},"arguments":{},"name":"t"},"method":"tools/call"}
+    const TRACED: &str = r#" { "id" : "c-1" , "jsonrpc":"2.0","params":{"_meta":{"vendor":[1,{"a":null}],"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"k=v","baggage":"a=b","progressToken":"p"},"arguments":{},"name":"t"},"method":"tools/call"}
 "#;
 
     /// The bodies a client usually sends are read here, as fully.
@@ -366,7 +388,7 @@ mod tests {
         serde_json::to_vec(&message).unwrap()
     }
 
-    const STATELESS: &str = r#"{"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/logLevel":"warning","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{"form":{}},"roots":{"listChanged":true},"experimental":{"x":{"y":1}}},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p-1","tracestate":"k=v"},"name":"t"},"id":"s","jsonrpc":"2.0"}"#;
+    const STATELESS: &str = r#"{"method":"tools/call","params":{"_meta":{"example.com/note":{"a":[1,"b"]},"io.modelcontextprotocol/logLevel":"warning","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{"form":{}},"roots":{"listChanged":true},"experimental":{"x":{"y":1}}},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p-1","tracestate":"k=v"},"name":"t"},"id":"s","jsonrpc":"2.0"}"#;
 
     /// The 2026-07-28 calls a client usually sends are read here, as fully,
     /// with the context the gateway acts on.
@@ -405,8 +427,13 @@ mod tests {
             r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#.to_owned(),
             context.replace("2026-07-28", "2025-11-25"),
             context.replace("2026-07-28", r"2026\u002d07-28"),
-            // Another key, a key twice, a null where a value is read.
-            format!(r#"{context},"example.com/x":1"#),
+            // A reserved key the gateway does not read, a key twice, a null
+            // where a value is read.
+            format!(r#"{context},"io.modelcontextprotocol/x":1"#),
+            format!(r#"{context},"example.com/x":1,"dev.mcp/y":1"#),
+            format!(
+                r#"{context},"io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/logLevel":"info""#
+            ),
             format!(r#"{context},"progressToken":1,"progressToken":2"#),
             format!(r#"{context},"io.modelcontextprotocol/logLevel":null"#),
             format!(r#"{context},"io.modelcontextprotocol/logLevel":"loud""#),

@@ -26,6 +26,13 @@ fn only_plain_2026_calls_with_their_headers_are_taken() {
         Some(ProgressToken(RequestId::String("p".into())))
     );
     assert!(call.call.trace.is_none());
+    // Another's `_meta` key is passed over (the gateway forwards no
+    // client's `_meta`).
+    let vendor = read(&format!(
+        r#""name":"a__echo","_meta":{{{context},"example.com/x":{{"y":[1]}}}}"#
+    ))
+    .expect("a call with another's _meta key");
+    assert_eq!(vendor.name(), "a__echo");
     let traced = read(&format!(
         r#""name":"a__echo","_meta":{{{context},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}"#
     ))
@@ -39,7 +46,7 @@ fn only_plain_2026_calls_with_their_headers_are_taken() {
             r#""name":"t","_meta":{{{}}}"#,
             context.replace("2026-07-28", "2025-11-25")
         ),
-        format!(r#""name":"t","_meta":{{{context},"example.com/x":1}}"#),
+        format!(r#""name":"t","_meta":{{{context},"io.modelcontextprotocol/x":1}}"#),
         // A retry's fields, a task.
         format!(r#""name":"t","_meta":{{{context}}},"requestState":"s""#),
         format!(r#""name":"t","_meta":{{{context}}},"inputResponses":{{}}"#),
