@@ -118,6 +118,14 @@ impl Arguments {
         matches!(self.0, Held::None)
     }
 
+    /// The length of raw arguments' text (0 for others).
+    pub(crate) fn raw_len(&self) -> usize {
+        match &self.0 {
+            Held::Raw(raw) => raw.get().len(),
+            _ => 0,
+        }
+    }
+
     /// Whether parsing, copying or freeing them is work for a blocking
     /// thread: 4,096 JSON values or more, or raw text of 256 KiB or more
     /// (`HEAVY_VALUES`, `crate::heavy::HEAVY_BYTES`).

@@ -40,6 +40,12 @@ pub(crate) fn drop_off_thread<T: Send + 'static>(value: T) {
 /// A message that writes itself as JSON.
 pub(crate) trait Encode {
     fn encode<W: std::io::Write>(&self, writer: &mut W) -> serde_json::Result<()>;
+
+    /// About how long its JSON is, when it knows (a heavy one's buffer is
+    /// made that large at once, not grown by doubling and copying).
+    fn size_hint(&self) -> usize {
+        0
+    }
 }
 
 /// A message's JSON: ready, or being written on a blocking thread.
@@ -64,7 +70,7 @@ pub(crate) fn encode<T: Encode + Send + 'static>(message: T) -> Encoding {
         Err(error) if error.is_io() => Either::Right(
             async move {
                 off_thread(move || {
-                    let mut whole = Vec::new();
+                    let mut whole = Vec::with_capacity(message.size_hint());
                     message.encode(&mut whole).map(|()| whole)
                 })
                 .await

@@ -24,6 +24,18 @@ impl Encode for ServerJsonRpcMessage {
             None => serde_json::to_writer(writer, self),
         }
     }
+
+    /// A tool answer's texts and room for the rest.
+    fn size_hint(&self) -> usize {
+        let ServerJsonRpcMessage::Response(response) = self else {
+            return 0;
+        };
+        let ServerResult::CallToolResult(result) = &response.result else {
+            return 0;
+        };
+        let texts = result.content.iter().filter_map(ContentBlock::as_text);
+        texts.map(|text| text.text.len() + 32).sum::<usize>() + 1024
+    }
 }
 
 /// A tool's answer of plain text blocks, structured content and `_meta`,

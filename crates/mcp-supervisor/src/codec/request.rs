@@ -157,6 +157,14 @@ impl Encode for Outgoing {
             Outgoing::Other(message) => serde_json::to_writer(writer, message),
         }
     }
+
+    /// A call's raw arguments and room for the rest.
+    fn size_hint(&self) -> usize {
+        match self {
+            Outgoing::Call(call) => call.call.arguments.raw_len() + 1024,
+            Outgoing::Other(_) => 0,
+        }
+    }
 }
 
 fn raw<W: io::Write>(writer: &mut W, bytes: &[u8]) -> serde_json::Result<()> {
