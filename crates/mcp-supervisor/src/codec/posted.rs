@@ -294,18 +294,28 @@ impl StatelessCall {
         let envelope = serde_json::from_slice::<Envelope<'_, StatelessParams>>(body).ok()?;
         let (id, params) = envelope.of("tools/call", true)?;
         let id = id?;
-        let context = params.meta;
+        StatelessCall::of(id, params.name, params.arguments, params.meta)
+    }
+
+    /// The call read from its parts: `None` for another protocol version,
+    /// a reserved `_meta` key the gateway does not read, or arguments that
+    /// are not an object every reader reads alike.
+    fn of(
+        id: RequestId,
+        name: String,
+        arguments: Option<Box<RawValue>>,
+        context: ClientContext,
+    ) -> Option<StatelessCall> {
         if context.protocol_version != ProtocolVersion::V_2026_07_28
             || context.others.keys().any(|key| reserved(key))
         {
             return None;
         }
-        let arguments = object_or_none(params.arguments)?;
         Some(StatelessCall {
             call: PostedCall {
                 id,
-                name: params.name,
-                arguments,
+                name,
+                arguments: object_or_none(arguments)?,
                 progress: context.progress_token,
                 trace: TraceText {
                     traceparent: context.traceparent,

@@ -23,7 +23,9 @@ use rmcp::model::{ClientCapabilities, LoggingLevel, ProgressToken, ProtocolVersi
 use serde::{Deserialize, de::IntoDeserializer};
 use serde_json::value::RawValue;
 
-use super::{Posted, PostedCall, ProgressOnly, StatelessCall, TraceText, object_or_none};
+use super::{
+    ClientContext, Others, Posted, PostedCall, ProgressOnly, StatelessCall, object_or_none,
+};
 use crate::codec::json_scan::{self, Scan};
 
 /// `body` as a 2025 session's plain call, when it plainly is one; `None`
@@ -55,23 +57,7 @@ pub(super) fn call(body: &[u8]) -> Option<Posted> {
 /// passed over.
 pub(super) fn stateless(body: &[u8]) -> Option<StatelessCall> {
     let (id, (name, arguments, context)) = envelope(body, client_context)?;
-    let context = context?;
-    let arguments = object_or_none(arguments)?;
-    Some(StatelessCall {
-        call: PostedCall {
-            id,
-            name: name.to_owned(),
-            arguments,
-            progress: context.progress_token,
-            trace: TraceText {
-                traceparent: context.traceparent,
-                tracestate: context.tracestate,
-                baggage: context.baggage,
-            },
-        },
-        capabilities: context.capabilities,
-        log_level: context.log_level,
-    })
+    StatelessCall::of(id, name.to_owned(), arguments, context?)
 }
 
 /// A `tools/call` request's id and params, its `_meta` read by `meta`.
@@ -128,20 +114,10 @@ fn call_params<'a, M>(
     Some((name?, arguments, read_meta))
 }
 
-/// A 2026-07-28 request's `_meta`, as read by [`client_context`].
-struct Context {
-    capabilities: ClientCapabilities,
-    log_level: Option<LoggingLevel>,
-    progress_token: Option<ProgressToken>,
-    traceparent: Option<String>,
-    tracestate: Option<String>,
-    baggage: Option<String>,
-}
-
 /// A `_meta` of the client's context (SEP-2575: protocol version 2026-07-28
 /// and capabilities, optionally its info and a log level), a progress token
 /// and trace context, each once.
-fn client_context(scan: &mut Scan<'_>) -> Option<Context> {
+fn client_context(scan: &mut Scan<'_>) -> Option<ClientContext> {
     let (mut version, mut capabilities, mut info, mut log_level) = (false, None, false, None);
     let mut token = None;
     let mut trace: [Option<String>; 3] = [None, None, None];
@@ -194,13 +170,16 @@ fn client_context(scan: &mut Scan<'_>) -> Option<Context> {
         Some(())
     })?;
     let [traceparent, tracestate, baggage] = trace;
-    version.then_some(Context {
+    version.then_some(ClientContext {
+        protocol_version: ProtocolVersion::V_2026_07_28,
         capabilities: capabilities?,
+        _client_info: None,
         log_level,
         progress_token: token,
         traceparent,
         tracestate,
         baggage,
+        others: Others::default(),
     })
 }
 
