@@ -173,12 +173,19 @@ pub(crate) fn by_serde(bytes: &[u8]) -> Result<(), Unreadable> {
 struct Checker<'a> {
     text: &'a str,
     at: usize,
+    /// The keys of the objects being read, outermost first: each object's
+    /// from where it started (one stack, not a list per object).
+    keys: Vec<Cow<'a, str>>,
 }
 
 impl<'a> Checker<'a> {
     /// `text` as one JSON value and nothing else but whitespace.
     fn whole(text: &'a str) -> Result<(), Unreadable> {
-        let mut checker = Checker { text, at: 0 };
+        let mut checker = Checker {
+            text,
+            at: 0,
+            keys: Vec::new(),
+        };
         checker.value(0)?;
         checker.skip_blank();
         if checker.at == text.len() {
@@ -242,19 +249,26 @@ impl<'a> Checker<'a> {
             self.at += 1;
             return Ok(());
         }
-        let mut keys = Keys::default();
+        let mut keys = Keys {
+            from: self.keys.len(),
+            many: None,
+        };
         loop {
             if self.next()? != b'"' {
                 return Err(Unreadable::Syntax);
             }
-            keys.insert(self.key()?)?;
+            let key = self.key()?;
+            keys.insert(&mut self.keys, key)?;
             if self.next()? != b':' {
                 return Err(Unreadable::Syntax);
             }
             self.value(depth)?;
             match self.next()? {
                 b',' => {}
-                b'}' => return Ok(()),
+                b'}' => {
+                    self.keys.truncate(keys.from);
+                    return Ok(());
+                }
                 _ => return Err(Unreadable::Syntax),
             }
         }
@@ -407,27 +421,31 @@ fn held(token: &str, integer: bool) -> Result<(), Unreadable> {
     fits.then_some(()).ok_or(Unreadable::NumberOutOfRange)
 }
 
-/// An object's keys so far. Most objects have a few: those are compared
-/// one by one; past [`Keys::FEW`] they are hashed.
-#[derive(Default)]
+/// An object's keys so far: on the checker's stack from `from`. Most
+/// objects have a few: those are compared one by one; past [`Keys::FEW`]
+/// they are hashed.
 struct Keys<'a> {
-    few: Vec<Cow<'a, str>>,
-    many: HashSet<Cow<'a, str>>,
+    from: usize,
+    many: Option<HashSet<Cow<'a, str>>>,
 }
 
 impl<'a> Keys<'a> {
     const FEW: usize = 16;
 
-    fn insert(&mut self, key: Cow<'a, str>) -> Result<(), Unreadable> {
-        let fresh = if self.few.len() < Self::FEW {
-            let fresh = !self.few.contains(&key);
-            self.few.push(key);
-            fresh
-        } else {
-            if self.many.is_empty() {
-                self.many.extend(self.few.iter().cloned());
+    fn insert(
+        &mut self,
+        stack: &mut Vec<Cow<'a, str>>,
+        key: Cow<'a, str>,
+    ) -> Result<(), Unreadable> {
+        let few = &stack[self.from..];
+        let fresh = match &mut self.many {
+            None if few.len() < Self::FEW => {
+                let fresh = !few.contains(&key);
+                stack.push(key);
+                fresh
             }
-            self.many.insert(key)
+            None => self.many.insert(few.iter().cloned().collect()).insert(key),
+            Some(many) => many.insert(key),
         };
         fresh.then_some(()).ok_or(Unreadable::DuplicateKey)
     }

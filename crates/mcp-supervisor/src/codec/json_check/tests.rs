@@ -49,6 +49,33 @@ fn usual_arguments_are_admitted() {
     assert_eq!(verdict(&nested(MAX_DEPTH)), Ok(()), "{MAX_DEPTH} levels");
 }
 
+/// Each object's keys are its own, however deep its neighbours go: a key
+/// twice in one object is refused, a key in two objects is not.
+#[test]
+fn each_object_keeps_its_own_keys() {
+    let many = |prefix: &str| {
+        (0..20)
+            .map(|i| format!(r#""{prefix}{i}":{{"{prefix}{i}":[{{"x":1}},{{"x":2}}]}}"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    for text in [
+        r#"{"a":{"a":1,"b":{"a":2}},"b":{"a":3},"c":[{"a":1},{"a":1}]}"#.to_owned(),
+        format!("{{{},\"z\":{{{}}}}}", many("k"), many("k")),
+    ] {
+        assert_eq!(verdict(&text), Ok(()), "{text}");
+    }
+    for text in [
+        r#"{"a":{"b":1},"a":2}"#.to_owned(),
+        r#"{"a":{"b":{"c":1,"c":2}}}"#.to_owned(),
+        r#"{"a":[{"x":1},{"x":1,"y":2,"x":3}]}"#.to_owned(),
+        format!("{{{},\"k3\":1}}", many("k")),
+        format!("{{\"z\":{{{},\"k19\":1}}}}", many("k")),
+    ] {
+        assert_eq!(verdict(&text), Err(Unreadable::DuplicateKey), "{text}");
+    }
+}
+
 #[test]
 fn each_fault_is_refused_for_what_it_is() {
     let wide: String = format!(
