@@ -15,6 +15,8 @@
 //! - a posted call the hand reading answers is read so by serde too;
 //! - an upstream's answer the hand reading answers is read so by serde too;
 //! - an answer the hand writes is written byte for byte as serde writes it;
+//! - an event stream, whole or in small chunks, gives the same items read by
+//!   hand (`http/events.rs`) as `sse_stream` gives;
 //! - a call to an upstream, its arguments raw or parsed, means what rmcp
 //!   writes for it.
 
@@ -59,6 +61,14 @@ pub fn run(data: &[u8]) {
             Some(&plain),
             serde.as_ref(),
             "the tool answer's readings differ on {text:?}"
+        );
+    }
+    for (hand, theirs) in twins::event_stream(data) {
+        assert_eq!(
+            hand,
+            theirs,
+            "the event stream's readings differ on {:?}",
+            String::from_utf8_lossy(data)
         );
     }
     if let Some((hand, serde)) = twins::reply(data) {

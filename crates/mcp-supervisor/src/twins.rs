@@ -22,6 +22,23 @@ pub fn posted_call(body: &[u8]) -> Vec<(String, String)> {
     crate::codec::posted::twins(body)
 }
 
+/// An upstream's event stream read by hand (`http::events`) and by
+/// `sse_stream`, each item as `Debug` text, with `data` as the stream: whole,
+/// and cut into chunks of 1 to 7 bytes (the sizes taken from its own bytes).
+pub fn event_stream(data: &[u8]) -> Vec<(Vec<String>, Vec<String>)> {
+    let mut cut = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let at = (usize::from(rest[0]) % 7 + 1).min(rest.len());
+        cut.push(bytes::Bytes::copy_from_slice(&rest[..at]));
+        rest = &rest[at..];
+    }
+    [vec![bytes::Bytes::copy_from_slice(data)], cut]
+        .into_iter()
+        .map(|chunks| crate::http::event_twins(&chunks))
+        .collect()
+}
+
 /// An upstream's tool answer read by hand, when the hand reading answers,
 /// and read by serde (`None`: serde does not read it as one), each as
 /// `Debug` text.

@@ -16,6 +16,7 @@
 //! | writing a call to the upstream | [`request::Outgoing`] | rmcp's serialization |
 //! | writing a client's answer | [`reply::plain_answer`] | serde |
 //! | the MCP headers | [`mcp_headers`] | rmcp's client and server |
+//! | reading an upstream's event stream | `http::events` | `sse_stream` |
 //!
 //! The unit tests of each step, and the fuzz target `codec` (through
 //! `crate::twins`), hold every hand step to its twin.

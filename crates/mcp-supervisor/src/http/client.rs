@@ -23,7 +23,7 @@ use rmcp::{
         },
     },
 };
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
 use tokio::sync::watch;
 
 use super::{
@@ -612,7 +612,7 @@ impl StreamableHttpClient for RecordingClient {
                     || media_type_is(&ct, JSON_MIME_TYPE) =>
             {
                 let events = LimitedEvents::new(body_chunks(response), max_sse_event_size);
-                Ok(SseStream::from_bytes_stream(events).boxed())
+                Ok(super::events::Events::new(events).boxed())
             }
             other => Err(StreamableHttpError::UnexpectedContentType(other)),
         }

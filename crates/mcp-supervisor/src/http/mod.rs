@@ -9,6 +9,7 @@
 mod client;
 mod plain;
 pub(crate) use plain::{LaneError, LaneTarget, PlainLane};
+mod events;
 mod recorder;
 mod reuse;
 mod sse_limit;
@@ -18,3 +19,33 @@ pub use client::{RecordingClient, ServerStreamDecision, SessionIds};
 pub use recorder::{HttpObservation, HttpRecorder};
 pub use reuse::{HttpClients, OriginReuse, Reuse};
 pub(crate) use reuse::{PROBE_PINGS, Ping, probe_verdict};
+
+/// `chunks` read as an event stream by hand and by `sse_stream`, each item
+/// as `Debug` text, for the fuzz target `codec` (`crate::twins`).
+#[cfg(feature = "twins")]
+pub(crate) fn event_twins(chunks: &[bytes::Bytes]) -> (Vec<String>, Vec<String>) {
+    use futures::StreamExt;
+    let body = || {
+        futures::stream::iter(
+            chunks
+                .iter()
+                .map(|chunk| Ok::<_, std::io::Error>(chunk.clone()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let read = |items: futures::stream::BoxStream<'_, String>| {
+        futures::executor::block_on(items.collect::<Vec<_>>())
+    };
+    (
+        read(
+            events::Events::new(body())
+                .map(|item| format!("{item:?}"))
+                .boxed(),
+        ),
+        read(
+            sse_stream::SseStream::from_bytes_stream(body())
+                .map(|item| format!("{item:?}"))
+                .boxed(),
+        ),
+    )
+}

@@ -68,7 +68,7 @@ impl PostOutgoing for RecordingClient {
             Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
                 let events = LimitedEvents::new(body_chunks(response), limits.max_sse_event_size);
                 Ok(StreamableHttpPostResponse::Sse(
-                    SseStream::from_bytes_stream(events).boxed(),
+                    crate::http::events::Events::new(events).boxed(),
                     new_session,
                 ))
             }
