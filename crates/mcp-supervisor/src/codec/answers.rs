@@ -9,13 +9,10 @@ use sse_stream::Sse;
 
 use super::json_scan::Scan;
 
-/// `data` as a JSON-RPC message: the usual tool answer by hand when it
-/// plainly is one, else as serde reads it; `None` (skipped, as rmcp skips
-/// it) when it is not JSON-RPC.
+/// `data` as a JSON-RPC message, as [`decode`] reads it; `None` (skipped,
+/// as rmcp skips it) when it is not JSON-RPC.
 pub(crate) fn read(data: &str) -> Option<ServerJsonRpcMessage> {
-    plain_tool_answer(data)
-        .or_else(|| tool_answer(data))
-        .or_else(|| message_of(data))
+    skipped_unless_read(decode(data.as_bytes()))
 }
 
 /// The JSON-RPC message of an event's `data`, read as [`read`] reads it:
@@ -25,18 +22,20 @@ pub(crate) async fn read_event(data: String) -> Option<ServerJsonRpcMessage> {
     if data.len() < crate::heavy::HEAVY_BYTES {
         return read(&data);
     }
-    match crate::heavy::decode(data.into_bytes(), decode).await {
-        Ok(message) => Some(message),
-        Err(error) => {
-            tracing::debug!(%error, "skipping an event that is not JSON-RPC");
-            None
-        }
-    }
+    skipped_unless_read(crate::heavy::decode(data.into_bytes(), decode).await)
 }
 
-/// An answer sent as JSON (not as an event stream) read as [`read`] reads
-/// an event's data; what is not JSON-RPC is an error, as rmcp's reading
-/// tells it.
+/// A message read, or an event that is not JSON-RPC skipped, as rmcp does.
+fn skipped_unless_read(
+    read: serde_json::Result<ServerJsonRpcMessage>,
+) -> Option<ServerJsonRpcMessage> {
+    read.inspect_err(|error| tracing::debug!(%error, "skipping an event that is not JSON-RPC"))
+        .ok()
+}
+
+/// An answer, sent as JSON or as an event's data: the usual tool answer by
+/// hand when it plainly is one, else straight into its type, else as rmcp
+/// reads it; what is not JSON-RPC is an error, as rmcp's reading tells it.
 pub(crate) fn decode(body: &[u8]) -> serde_json::Result<ServerJsonRpcMessage> {
     let known = std::str::from_utf8(body)
         .ok()
@@ -51,17 +50,6 @@ pub(crate) fn payload(event: Sse) -> Option<String> {
         return None;
     }
     event.data.filter(|data| !data.is_empty())
-}
-
-/// `data` as a JSON-RPC message; anything else is skipped, as rmcp does.
-fn message_of(data: &str) -> Option<ServerJsonRpcMessage> {
-    match serde_json::from_str(data) {
-        Ok(message) => Some(message),
-        Err(error) => {
-            tracing::debug!(%error, "skipping an event that is not JSON-RPC");
-            None
-        }
-    }
 }
 
 /// `data` read as a `tools/call` result, if that is what it is: the common

@@ -14,7 +14,7 @@
 //! | reading an upstream's answer | [`answers::plain_tool_answer`] | [`answers::tool_answer`], and that one rmcp's reading |
 //! | reading a posted call (2025 and 2026-07-28) | [`posted`]'s `quick` | `Posted::read_fully`, `StatelessCall::read_fully` |
 //! | writing a call to the upstream | [`request::Outgoing`] | rmcp's serialization |
-//! | writing a client's answer | [`reply::plain_answer`] | serde |
+//! | writing a client's answer | [`reply::encoded`] | serde |
 //! | the MCP headers | [`mcp_headers`] | rmcp's client and server |
 //! | reading an upstream's event stream | `http::events` | `sse_stream` |
 //!

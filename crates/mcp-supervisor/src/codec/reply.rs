@@ -1,5 +1,5 @@
 //! An answer written for a client: the usual `tools/call` answer, a tool's
-//! text blocks, by hand ([`plain_answer`]), anything else by serde, its
+//! text blocks, by hand (`write_plain`), anything else by serde, its
 //! twin (docs/DECISIONS.md #143); and an answer as an event of an event
 //! stream. The test holds the hand-written bytes to serde's.
 
@@ -12,7 +12,11 @@ use crate::heavy::Encode;
 /// here (rmcp's types serialize it through serde's derive at several times
 /// the cost); anything else by serde (docs/DECISIONS.md #143).
 pub(crate) fn encoded(message: &ServerJsonRpcMessage) -> Vec<u8> {
-    plain_answer(message).unwrap_or_else(|| serde_json::to_vec(message).unwrap_or_default())
+    let mut out = Vec::with_capacity(message.size_hint());
+    match message.encode(&mut out) {
+        Ok(()) => out,
+        Err(_) => Vec::new(),
+    }
 }
 
 /// An answer to a client writes itself as [`encoded`] writes it, for
@@ -34,19 +38,18 @@ impl Encode for ServerJsonRpcMessage {
             return 0;
         };
         let texts = result.content.iter().filter_map(ContentBlock::as_text);
-        texts.map(|text| text.text.len() + 32).sum::<usize>() + 1024
+        texts.map(|text| text.text.len() + 32).sum::<usize>() + 96
     }
 }
 
 /// A tool's answer of plain text blocks, structured content and `_meta`,
 /// written as serde writes it (`encoded`'s test holds the two to the same
-/// bytes); `None` for any other message.
+/// bytes); `None` for any other message. What [`encoded`] writes for it,
+/// apart, for the tests and the fuzz target.
+#[cfg(any(test, feature = "twins"))]
 pub(crate) fn plain_answer(message: &ServerJsonRpcMessage) -> Option<Vec<u8>> {
     let (id, result) = plain(message)?;
-    let texts: usize = (result.content.iter())
-        .filter_map(|block| Some(block.as_text()?.text.len() + 32))
-        .sum();
-    let mut out = Vec::with_capacity(96 + texts);
+    let mut out = Vec::with_capacity(message.size_hint());
     write_plain(id, result, &mut out).ok()?;
     Some(out)
 }
