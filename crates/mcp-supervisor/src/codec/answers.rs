@@ -481,5 +481,14 @@ mod tests {
         ] {
             assert!(plain_tool_answer(other).is_none(), "{other}");
         }
+        // Structured content or `_meta` nested deep enough that serde's
+        // limit, counted from the message, may refuse it: not by hand.
+        let deep = format!("{}{}", "[".repeat(126), "]".repeat(126));
+        for field in ["structuredContent", "_meta"] {
+            let data = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[],"{field}":{{"a":{deep}}}}}}}"#
+            );
+            assert!(plain_tool_answer(&data).is_none(), "{field}");
+        }
     }
 }

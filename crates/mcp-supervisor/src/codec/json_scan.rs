@@ -208,15 +208,53 @@ impl<'a> Scan<'a> {
         self.value_text()
     }
 
-    /// Any JSON value, checked by serde_json, as its text in the body.
+    /// Any JSON value, checked by serde_json, as its text in the body; `None`
+    /// for one nested deeper than [`NESTING`].
     pub(crate) fn value_text(&mut self) -> Option<&'a RawValue> {
         self.skip_blank();
         let mut values =
             serde_json::Deserializer::from_slice(&self.bytes[self.at..]).into_iter::<&RawValue>();
         let raw = values.next()?.ok()?;
+        if !nests_within(raw.get().as_bytes(), NESTING) {
+            return None;
+        }
         self.at += values.byte_offset();
         Some(raw)
     }
+}
+
+/// How deep a value read whole ([`Scan::value_text`]) may nest. serde counts
+/// its recursion limit (128) from the top of the whole message, and passes
+/// over a value it ignores at any depth: a value nested deeper than this is
+/// left to the full reading, which decides it as rmcp would.
+const NESTING: usize = 64;
+
+/// Whether the JSON `text` nests at most `most` arrays and objects deep.
+fn nests_within(text: &[u8], most: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > most {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// A string's bytes (as [`Scan::quoted`] gives them, a key's too) as its

@@ -420,6 +420,26 @@ mod tests {
             );
             assert!(matches!(read(&body), Posted::Call(_)), "{body}");
         }
+        // A hostile client's others' keys: a reserved key disguised by an
+        // escape is still reserved (rmcp's), a value nested past serde's
+        // limit or not JSON is no call: neither panics nor passes.
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        for meta in [
+            r#"{"progressToken":1,"io.modelcontextprotocol\/x":1}"#.to_owned(),
+            format!(r#"{{"progressToken":1,"example.com/x":{deep}}}"#),
+            r#"{"progressToken":1,"example.com/x":[1,}"#.to_owned(),
+        ] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","_meta":{meta}}}}}"#
+            );
+            assert!(matches!(read(&body), Posted::Other), "{meta:.80}");
+            let context = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}"#;
+            let stateless = body.replace(r#""_meta":{"#, &format!(r#""_meta":{{{context},"#));
+            assert!(
+                StatelessCall::read(stateless.as_bytes()).is_none(),
+                "{meta:.80}"
+            );
+        }
         assert!(reserved("io.modelcontextprotocol/x") && reserved("dev.mcp/y"));
         assert!(!reserved("example.com/x") && !reserved("x") && !reserved("mcpx.io/y"));
         for other in [

@@ -419,6 +419,16 @@ mod tests {
             format!(r#"{context},"traceparent":null"#),
             context.replace("{}", "null"),
             context.replace("{}", r#"{"sampling":1}"#),
+            // Nested deep enough that serde's limit, counted from the body,
+            // may refuse it.
+            context.replace(
+                "{}",
+                &format!(
+                    r#"{{"experimental":{{"x":{{"y":{}1{}}}}}}}"#,
+                    "[".repeat(124),
+                    "]".repeat(124)
+                ),
+            ),
         ] {
             let body = format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","_meta":{{{meta}}}}}}}"#
