@@ -374,10 +374,13 @@ mod tests {
     #[test]
     fn a_usual_2026_call_is_read_here_as_fully() {
         let elicits = ClientCapabilities::builder().enable_elicitation().build();
+        // What the Python SDK 2.x (`mcp` 2.3, `Client(url)`) posts.
+        let python = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"mcp","version":"0.1.0"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{"form":{},"url":{}},"roots":{"listChanged":true}},"progressToken":2}}}"#;
         for body in [
             rmcps_stateless(7, ClientCapabilities::default()),
             rmcps_stateless(8, elicits),
             STATELESS.as_bytes().to_vec(),
+            python.to_vec(),
         ] {
             assert!(
                 agreed_stateless(&body).is_some(),
