@@ -15,6 +15,9 @@
 //! - a posted call the hand reading answers is read so by serde too;
 //! - an upstream's answer the hand reading answers is read so by serde too;
 //! - an answer the hand writes is written byte for byte as serde writes it;
+//! - an upstream's tool answer passed on by hand, its structured content as
+//!   the upstream wrote it, means what serde's reading and writing make of
+//!   it (the input as the answer, and as its structured content);
 //! - an event stream, whole or in small chunks, gives the same items read by
 //!   hand (`http/events.rs`) as `sse_stream` gives;
 //! - a call to an upstream, its arguments raw or parsed, means what rmcp
@@ -68,6 +71,14 @@ pub fn run(data: &[u8]) {
             hand,
             theirs,
             "the event stream's readings differ on {:?}",
+            String::from_utf8_lossy(data)
+        );
+    }
+    for (hand, serde) in twins::passed_answer(data) {
+        assert_eq!(
+            hand,
+            serde,
+            "the answer passed on differs on {:?}",
             String::from_utf8_lossy(data)
         );
     }

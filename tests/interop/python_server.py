@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
@@ -47,6 +48,10 @@ def build(host: str, port: int) -> FastMCP:
     )
     def server_pid() -> int:
         return os.getpid()
+
+    @server.tool(description="A profile of someone: structured content, its keys not in order.")
+    def profile(name: str) -> dict[str, Any]:
+        return {"name": name, "greeting": f"Hello, {name}!", "letters": len(name), "ratio": 0.5}
 
     @server.tool(description="Changes greet's description and tells nobody (a rug pull).")
     def rug_pull() -> str:

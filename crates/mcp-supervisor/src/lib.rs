@@ -63,6 +63,8 @@ pub mod registry;
 pub mod session;
 pub mod standing;
 pub mod telemetry;
+mod tool_answer;
+pub use tool_answer::ToolAnswer;
 #[cfg(feature = "twins")]
 #[doc(hidden)]
 pub mod twins;

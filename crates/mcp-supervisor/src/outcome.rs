@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ErrorData, ServerResult};
 
-use crate::failure::Failure;
+use crate::{failure::Failure, tool_answer::ToolAnswer};
 
 /// The result of one `CallTool`.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +42,10 @@ pub enum CallOutcome {
 pub enum Forwarded {
     /// The upstream's answer.
     Answered(ServerResult),
+    /// The upstream's answer to a tool call, its structured content kept as
+    /// the upstream wrote it ([`ToolAnswer::into_result`] reads it as rmcp's
+    /// type; `Answered` holds the answers it does not keep so).
+    Tool(ToolAnswer),
     /// The upstream refused the request with this JSON-RPC error, passed on
     /// as it is (a resource that does not exist, bad arguments, …).
     Error(ErrorData),
@@ -59,6 +63,7 @@ impl CallOutcome {
             Forwarded::Answered(ServerResult::CallToolResult(result)) => {
                 CallOutcome::from_result(result)
             }
+            Forwarded::Tool(answer) => CallOutcome::from_result(answer.into_result()),
             Forwarded::Refused(outcome) => outcome,
             // The upstream needs what only a client could give (sampling).
             Forwarded::Answered(ServerResult::InputRequiredResult(_)) => CallOutcome::Rejected {
@@ -74,6 +79,24 @@ impl CallOutcome {
                     failure,
                 }
             }
+        }
+    }
+}
+
+impl Forwarded {
+    /// Whether the upstream answered (with a result, not an error).
+    pub fn answered(&self) -> bool {
+        matches!(self, Forwarded::Answered(_) | Forwarded::Tool(_))
+    }
+
+    /// The upstream's answer as rmcp's type: a tool's structured content
+    /// kept as text is read into a tree.
+    pub fn into_rmcp(self) -> Self {
+        match self {
+            Forwarded::Tool(answer) => {
+                Forwarded::Answered(ServerResult::CallToolResult(answer.into_result()))
+            }
+            other => other,
         }
     }
 }

@@ -46,6 +46,22 @@ pub fn tool_answer(data: &str) -> Option<(String, Option<String>)> {
     crate::codec::answers::twins(data)
 }
 
+/// An upstream's tool answer passed to the client by hand (its structured
+/// content as the upstream wrote it) and by serde, each read back as JSON:
+/// `data` as the answer, and as its structured content.
+pub fn passed_answer(data: &[u8]) -> Vec<(serde_json::Value, serde_json::Value)> {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Vec::new();
+    };
+    let wrapped = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[],"structuredContent":{text}}}}}"#
+    );
+    [text, wrapped.as_str()]
+        .into_iter()
+        .filter_map(crate::codec::answers::passed_twins)
+        .collect()
+}
+
 /// An answer written by hand and by serde, when the hand writes it: the
 /// message `data` holds, or else a tool's answer with `data` as its text
 /// (so any bytes reach the writer's escaping).

@@ -628,3 +628,53 @@ fn a_2026_direct_call_whose_client_goes_away_is_cancelled_upstream() {
         assert_eq!(upstream.completed_calls("echo"), 0);
     });
 }
+
+/// A tool's structured content reaches a direct call's client as the
+/// upstream wrote it (docs/DECISIONS.md #184): FastMCP's keys in the tool's
+/// own order, not read into a tree and written again (which would sort
+/// them), for a 2025 session and a 2026-07-28 client alike; rmcp's path
+/// reads it into rmcp's type, with the same meaning.
+#[test]
+fn structured_content_reaches_the_client_as_the_upstream_wrote_it() {
+    run(|| async {
+        let (_python, url) = python_http_server().await;
+        let toml = format!(
+            "[supervisor]\ncall_timeout = \"30s\"\nconnect_timeout = \"30s\"\n{}",
+            http_connection("py", &url, "")
+        );
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let http = http();
+        let as_written = r#""structuredContent":{"name":"Ada","greeting":"Hello, Ada!","letters":3,"ratio":0.5}"#;
+        let arguments = json!({"name": "Ada"});
+
+        let session = session(&http, &gateway.url, json!({})).await;
+        let sent = post(
+            &http,
+            &gateway.url,
+            &session,
+            &call(1, "py__profile", arguments.clone()),
+        );
+        let body = sent.send().await.unwrap().text().await.unwrap();
+        assert!(body.contains(as_written), "{body}");
+
+        let modern = modern_call(2, "py__profile", arguments.clone());
+        let body = post_modern(&http, &gateway.url, &modern)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(body.contains(as_written), "{body}");
+        assert_eq!(gateway.state.direct_calls(), 2);
+
+        let by_rmcp = through_rmcp(call(3, "py__profile", arguments));
+        let answer = exchange(&http, &gateway.url, &session, &by_rmcp).await;
+        assert_eq!(gateway.state.direct_calls(), 2);
+        let structured = &answer.last().unwrap()["result"]["structuredContent"];
+        assert_eq!(
+            structured,
+            &json!({"name": "Ada", "greeting": "Hello, Ada!", "letters": 3, "ratio": 0.5})
+        );
+    });
+}

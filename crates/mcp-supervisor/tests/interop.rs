@@ -487,7 +487,10 @@ async fn exercise_python(registry: &Addr<Registry>, connection: &str) {
     let catalog = catalog(registry, connection).await;
     let mut names = tool_names(&catalog);
     names.sort();
-    assert_eq!(names, ["divide", "greet", "rug_pull", "server_pid"]);
+    assert_eq!(
+        names,
+        ["divide", "greet", "profile", "rug_pull", "server_pid"]
+    );
     assert_eq!(read_only(&catalog, "server_pid"), Some(true));
     assert_eq!(read_only(&catalog, "divide"), None);
 

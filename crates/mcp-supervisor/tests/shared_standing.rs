@@ -11,10 +11,8 @@
 
 mod support;
 
-use std::{path::PathBuf, process::Command, time::Duration};
-
 use mcp_supervisor::{ConnectionState, registry::Status};
-use mcp_test_support::{TestServer, TestServerOptions, free_loopback_port, test_server_binary};
+use mcp_test_support::{TestServer, TestServerOptions, test_server_binary};
 use reqwest::header;
 use serde_json::{Value, json};
 use support::{raw::*, *};
@@ -128,18 +126,6 @@ fn lines(path: &std::path::Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |text| text.lines().count())
 }
 
-fn python() -> (String, String) {
-    let root = repo_root();
-    let python: PathBuf = root.join(".tools/venv/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        python.display()
-    );
-    let script = root.join("tests/interop/python_server.py");
-    (python.display().to_string(), script.display().to_string())
-}
-
 #[test]
 fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
     run(|| async {
@@ -148,17 +134,7 @@ fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let (pid_file, count_file) = (dir.path().join("pid"), dir.path().join("count"));
-        let (python, script) = python();
-        let port = free_loopback_port();
-        let mut python_server = Command::new(&python);
-        python_server
-            .arg(&script)
-            .arg("--http")
-            .arg(port.to_string());
-        let mut python_server = ChildProcess::spawn("python_server.py --http", python_server);
-        python_server
-            .wait_for_port(port, Duration::from_secs(60))
-            .await;
+        let (mut python_server, python_url) = python_http_server().await;
         let test_server = test_server_binary().display().to_string();
         let toml = format!(
             "[supervisor]\ncall_timeout = \"30s\"\nconnect_timeout = \"30s\"\n{}{}{}",
@@ -173,7 +149,7 @@ fn unreadable_arguments_are_their_senders_problem_on_every_way_and_upstream() {
                 ],
                 ""
             ),
-            http_connection("p", &format!("http://127.0.0.1:{port}/mcp"), ""),
+            http_connection("p", &python_url, ""),
             http_connection("r", &rmcp_upstream.url(), ""),
         );
         let gateway = ServedGateway::start(config(&toml)).await;

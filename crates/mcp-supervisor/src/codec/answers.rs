@@ -1,6 +1,7 @@
 //! An upstream's answer, read: the data of an event-stream event, and the
 //! JSON-RPC message in it. The usual `tools/call` answer is read by hand
-//! ([`plain_tool_answer`]), then straight into its type by serde
+//! ([`plain_tool_answer`], its structured content kept as text:
+//! `crate::tool_answer`), then straight into its type by serde
 //! ([`tool_answer`]), and anything else as rmcp reads it; the tests hold the
 //! hand reading to the straight one, and the straight one to rmcp's.
 
@@ -8,39 +9,46 @@ use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
 use sse_stream::Sse;
 
 use super::json_scan::Scan;
+use crate::tool_answer::{Message, ToolAnswer};
 
-/// `data` as a JSON-RPC message, as [`decode`] reads it; `None` (skipped,
-/// as rmcp skips it) when it is not JSON-RPC.
-pub(crate) fn read(data: &str) -> Option<ServerJsonRpcMessage> {
-    skipped_unless_read(decode(data.as_bytes()))
+/// The JSON-RPC message of an event's `data`, as [`read_message`] reads it,
+/// as rmcp's type.
+pub(crate) async fn read_event(data: String) -> Option<ServerJsonRpcMessage> {
+    read_message(data).await.map(Message::into_rmcp)
 }
 
-/// The JSON-RPC message of an event's `data`, read as [`read`] reads it:
-/// here if it is small, else on a blocking thread (a large answer's reading
-/// would hold the thread every connection and client shares).
-pub(crate) async fn read_event(data: String) -> Option<ServerJsonRpcMessage> {
+/// The JSON-RPC message of an event's `data`, read as [`message`] reads
+/// it: here if it is small, else on a blocking thread (a large answer's
+/// reading would hold the thread every connection and client shares).
+/// `None` (skipped, as rmcp skips it) when it is not JSON-RPC.
+pub(crate) async fn read_message(data: String) -> Option<Message> {
     if data.len() < crate::heavy::HEAVY_BYTES {
-        return read(&data);
+        return skipped_unless_read(message(data.as_bytes()));
     }
-    skipped_unless_read(crate::heavy::decode(data.into_bytes(), decode).await)
+    skipped_unless_read(crate::heavy::decode(data.into_bytes(), message).await)
 }
 
 /// A message read, or an event that is not JSON-RPC skipped, as rmcp does.
-fn skipped_unless_read(
-    read: serde_json::Result<ServerJsonRpcMessage>,
-) -> Option<ServerJsonRpcMessage> {
+fn skipped_unless_read<T>(read: serde_json::Result<T>) -> Option<T> {
     read.inspect_err(|error| tracing::debug!(%error, "skipping an event that is not JSON-RPC"))
         .ok()
 }
 
 /// An answer, sent as JSON or as an event's data: the usual tool answer by
-/// hand when it plainly is one, else straight into its type, else as rmcp
-/// reads it; what is not JSON-RPC is an error, as rmcp's reading tells it.
-pub(crate) fn decode(body: &[u8]) -> serde_json::Result<ServerJsonRpcMessage> {
-    let known = std::str::from_utf8(body)
-        .ok()
-        .and_then(|data| plain_tool_answer(data).or_else(|| tool_answer(data)));
-    known.map_or_else(|| serde_json::from_slice(body), Ok)
+/// hand when it plainly is one (its structured content kept as text), else
+/// straight into its type, else as rmcp reads it; what is not JSON-RPC is
+/// an error, as rmcp's reading tells it.
+pub(crate) fn message(body: &[u8]) -> serde_json::Result<Message> {
+    let Ok(data) = std::str::from_utf8(body) else {
+        return serde_json::from_slice(body).map(Message::Rmcp);
+    };
+    if let Some(plain) = plain_tool_answer(data) {
+        return Ok(plain);
+    }
+    match tool_answer(data) {
+        Some(straight) => Ok(Message::Rmcp(straight)),
+        None => serde_json::from_slice(body).map(Message::Rmcp),
+    }
 }
 
 /// The data of an event that carries JSON-RPC (blank and `message` events,
@@ -128,10 +136,28 @@ fn tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
 /// reading (as `Debug` text), for the fuzz target `codec`.
 #[cfg(feature = "twins")]
 pub(crate) fn twins(data: &str) -> Option<(String, Option<String>)> {
-    let plain = plain_tool_answer(data)?;
+    let plain = plain_tool_answer(data)?.into_rmcp();
     Some((
         format!("{plain:?}"),
         tool_answer(data).map(|answer| format!("{answer:?}")),
+    ))
+}
+
+/// `data` read by hand and written for the client by hand (its structured
+/// content as it came), beside `data` read and written by serde, each read
+/// back as JSON; `None` when the hand reading does not answer, or rmcp's
+/// does not read it. For the fuzz target `codec`.
+#[cfg(feature = "twins")]
+pub(crate) fn passed_twins(data: &str) -> Option<(serde_json::Value, serde_json::Value)> {
+    let read_back = |bytes: &[u8]| {
+        serde_json::from_slice(bytes)
+            .unwrap_or_else(|error| serde_json::Value::String(format!("not JSON: {error}")))
+    };
+    let hand = plain_tool_answer(data)?;
+    let rmcp: ServerJsonRpcMessage = serde_json::from_str(data).ok()?;
+    Some((
+        read_back(&super::reply::encoded(&hand)),
+        read_back(&serde_json::to_vec(&rmcp).ok()?),
     ))
 }
 
@@ -139,9 +165,11 @@ pub(crate) fn twins(data: &str) -> Option<(String, Option<String>)> {
 /// blocks (`type` and `text` only), structured content (the SDKs' typed
 /// tools send both), `isError`, `resultType: complete`, `_meta`, each once, read by
 /// hand (`json_scan`) for what [`tool_answer`] costs through serde
-/// (docs/DECISIONS.md #142). `None` for anything else, which
+/// (docs/DECISIONS.md #142). Its structured content is kept as text when
+/// every reader reads it alike (`json_check::value`, docs/DECISIONS.md
+/// #184), else read into a tree. `None` for anything else, which
 /// [`tool_answer`] then reads.
-fn plain_tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
+fn plain_tool_answer(data: &str) -> Option<Message> {
     let mut scan = Scan::new(data.as_bytes());
     let (mut jsonrpc, mut id, mut result) = (false, None, None);
     scan.object(|scan, key| {
@@ -157,19 +185,14 @@ fn plain_tool_answer(data: &str) -> Option<ServerJsonRpcMessage> {
     let (true, Some(id), Some(result)) = (jsonrpc, id, result) else {
         return None;
     };
-    Some(ServerJsonRpcMessage::Response(
-        rmcp::model::JsonRpcResponse {
-            jsonrpc: rmcp::model::JsonRpcVersion2_0,
-            id,
-            result: ServerResult::CallToolResult(result),
-        },
-    ))
+    Some(Message::Tool(id, result))
 }
 
 /// A tool's result of text blocks, read by [`plain_tool_answer`].
-fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult> {
+fn plain_tool_result(scan: &mut Scan<'_>) -> Option<ToolAnswer> {
     let mut result = rmcp::model::CallToolResult::default();
     let (mut content, mut complete, mut meta) = (None, false, false);
+    let (mut structured, mut kept) = (false, None);
     scan.object(|scan, key| {
         match key {
             // Its `_meta` (a 2026-07-28 SDK's server info, say), kept.
@@ -184,10 +207,16 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult>
                 })?;
                 content = Some(blocks);
             }
-            b"structuredContent" if result.structured_content.is_none() => {
-                // Kept whatever it is, `null` too (as rmcp keeps it).
-                let text = scan.value_text()?.get();
-                result.structured_content = Some(serde_json::from_str(text).ok()?);
+            b"structuredContent" if !std::mem::replace(&mut structured, true) => {
+                // Kept whatever it is, `null` too (as rmcp keeps it); as
+                // text when every reader reads it alike.
+                let raw = scan.value_text()?;
+                match super::json_check::value(raw.get()) {
+                    Ok(()) => kept = Some(raw.to_owned()),
+                    Err(_) => {
+                        result.structured_content = Some(serde_json::from_str(raw.get()).ok()?);
+                    }
+                }
             }
             b"isError" if result.is_error.is_none() => result.is_error = Some(scan.boolean()?),
             b"resultType" => scan.literal_once(&mut complete, b"complete")?,
@@ -196,12 +225,12 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<rmcp::model::CallToolResult>
         Some(())
     })?;
     // rmcp's check: a result has content, structured content or `isError`.
-    if content.is_none() && result.structured_content.is_none() && result.is_error.is_none() {
+    if content.is_none() && !structured && result.is_error.is_none() {
         return None;
     }
     result.content = content.unwrap_or_default();
     result.result_type = complete.then_some(rmcp::model::ResultType::COMPLETE);
-    Some(result)
+    Some(ToolAnswer::new(result, kept))
 }
 
 /// A text block with nothing but `type` and `text`.
@@ -398,7 +427,7 @@ mod tests {
         let read_off = read_event(data.clone()).await.expect("read");
         assert_eq!(
             format!("{read_off:?}"),
-            format!("{:?}", read(&data).unwrap())
+            format!("{:?}", message(data.as_bytes()).unwrap().into_rmcp())
         );
         assert!(read_event(format!("[{data}")).await.is_none());
         assert!(read_event("{}".to_owned()).await.is_none());
@@ -417,12 +446,12 @@ mod tests {
             let body = body.to_string();
             let rmcp: ServerJsonRpcMessage = serde_json::from_str(&body).unwrap();
             assert_eq!(
-                serde_json::to_value(decode(body.as_bytes()).unwrap()).unwrap(),
+                serde_json::to_value(message(body.as_bytes()).unwrap().into_rmcp()).unwrap(),
                 serde_json::to_value(rmcp).unwrap()
             );
         }
         for not_json_rpc in [&b"{}"[..], b"[1]", b"\xff", b""] {
-            assert!(decode(not_json_rpc).is_err());
+            assert!(message(not_json_rpc).is_err());
         }
     }
 
@@ -432,7 +461,7 @@ mod tests {
     #[test]
     fn a_plain_tool_answer_is_read_by_hand_as_straight() {
         let agreed = |data: &str| {
-            let plain = format!("{:?}", plain_tool_answer(data)?);
+            let plain = format!("{:?}", plain_tool_answer(data)?.into_rmcp());
             assert_eq!(
                 Some(plain.clone()),
                 tool_answer(data).map(|answer| format!("{answer:?}")),
@@ -469,6 +498,29 @@ mod tests {
             }
         }
         assert!(read_here > 100, "{read_here}");
+        // Structured content every reader reads alike is kept as the
+        // upstream wrote it; any other (a key twice, an integer beyond 64
+        // bits) is read into a tree, as the straight reading reads it.
+        let kept = |data: &str| match plain_tool_answer(data) {
+            Some(Message::Tool(_, answer)) => answer.parts().1.map(|raw| raw.get().to_owned()),
+            other => panic!("{data}: {other:?}"),
+        };
+        for (structured, as_text) in [
+            (r#"{ "n" : 1.5e0, "a":[true,null,"\u00e9"]}"#, true),
+            ("null", true),
+            ("[1,2]", true),
+            (r#"{"a":1,"a":2}"#, false),
+            (r#"{"a":123456789012345678901234567890}"#, false),
+        ] {
+            let data = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[],"structuredContent":{structured}}}}}"#
+            );
+            assert!(agreed(&data).is_some(), "{data}");
+            assert_eq!(kept(&data).is_some(), as_text, "{data}");
+            if as_text {
+                assert_eq!(kept(&data).as_deref(), Some(structured));
+            }
+        }
         // What it does not plainly know is left to the straight reading.
         for other in [
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{},"structuredContent":{}}}"#,

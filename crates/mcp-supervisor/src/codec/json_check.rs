@@ -112,8 +112,15 @@ impl fmt::Display for Unreadable {
 
 /// `text` as a call's arguments: one JSON object, read alike by every reader.
 pub(crate) fn arguments(text: &str) -> Result<(), Unreadable> {
-    Checker::whole(text)?;
+    value(text)?;
     object_first(text)
+}
+
+/// `text` as one JSON value read alike by every reader, as [`arguments`]
+/// checks it but for being an object (a tool's structured content, kept as
+/// the upstream wrote it: `crate::tool_answer`).
+pub(crate) fn value(text: &str) -> Result<(), Unreadable> {
+    Checker::whole(text)
 }
 
 /// A call's arguments as the client sent them, admitted by [`arguments`]:

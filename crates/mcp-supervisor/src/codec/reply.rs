@@ -5,13 +5,14 @@
 
 use bytes::Bytes;
 use rmcp::model::{CallToolResult, ContentBlock, RequestId, ServerJsonRpcMessage, ServerResult};
+use serde_json::value::RawValue;
 
-use crate::heavy::Encode;
+use crate::{heavy::Encode, tool_answer::Message};
 
 /// `message` as JSON: the usual answer, a tool's text blocks, written
 /// here (rmcp's types serialize it through serde's derive at several times
 /// the cost); anything else by serde (docs/DECISIONS.md #143).
-pub(crate) fn encoded(message: &ServerJsonRpcMessage) -> Vec<u8> {
+pub(crate) fn encoded(message: &impl Encode) -> Vec<u8> {
     let mut out = Vec::with_capacity(message.size_hint());
     match message.encode(&mut out) {
         Ok(()) => out,
@@ -24,7 +25,7 @@ pub(crate) fn encoded(message: &ServerJsonRpcMessage) -> Vec<u8> {
 impl Encode for ServerJsonRpcMessage {
     fn encode<W: std::io::Write>(&self, writer: &mut W) -> serde_json::Result<()> {
         match plain(self) {
-            Some((id, result)) => write_plain(id, result, writer),
+            Some((id, result)) => write_plain(id, (result, None), writer),
             None => serde_json::to_writer(writer, self),
         }
     }
@@ -37,9 +38,43 @@ impl Encode for ServerJsonRpcMessage {
         let ServerResult::CallToolResult(result) = &response.result else {
             return 0;
         };
-        let texts = result.content.iter().filter_map(ContentBlock::as_text);
-        texts.map(|text| text.text.len() + 32).sum::<usize>() + 96
+        texts_size(result)
     }
+}
+
+/// A tool's answer with its structured content kept as text is written
+/// with that text as it came (docs/DECISIONS.md #184), by hand when its
+/// blocks are plain text, else as rmcp's type.
+impl Encode for Message {
+    fn encode<W: std::io::Write>(&self, writer: &mut W) -> serde_json::Result<()> {
+        match self {
+            Message::Rmcp(message) => message.encode(writer),
+            Message::Tool(id, answer) => {
+                let (result, structured) = answer.parts();
+                if plain_blocks(result) {
+                    write_plain(id, (result, structured), writer)
+                } else {
+                    self.clone().into_rmcp().encode(writer)
+                }
+            }
+        }
+    }
+
+    fn size_hint(&self) -> usize {
+        match self {
+            Message::Rmcp(message) => message.size_hint(),
+            Message::Tool(_, answer) => {
+                let (result, structured) = answer.parts();
+                texts_size(result) + structured.map_or(0, |raw| raw.get().len() + 24)
+            }
+        }
+    }
+}
+
+/// About how long a tool answer's JSON is: its texts and room for the rest.
+fn texts_size(result: &CallToolResult) -> usize {
+    let texts = result.content.iter().filter_map(ContentBlock::as_text);
+    texts.map(|text| text.text.len() + 32).sum::<usize>() + 96
 }
 
 /// A tool's answer of plain text blocks, structured content and `_meta`,
@@ -50,7 +85,7 @@ impl Encode for ServerJsonRpcMessage {
 pub(crate) fn plain_answer(message: &ServerJsonRpcMessage) -> Option<Vec<u8>> {
     let (id, result) = plain(message)?;
     let mut out = Vec::with_capacity(message.size_hint());
-    write_plain(id, result, &mut out).ok()?;
+    write_plain(id, (result, None), &mut out).ok()?;
     Some(out)
 }
 
@@ -66,16 +101,21 @@ fn plain(message: &ServerJsonRpcMessage) -> Option<(&RequestId, &CallToolResult)
     let ServerResult::CallToolResult(result) = &response.result else {
         return None;
     };
-    let plain = result.content.iter().all(|block| {
-        matches!(block, ContentBlock::Text(text) if text.meta.is_none() && text.annotations.is_none())
-    });
-    plain.then_some((&response.id, result))
+    plain_blocks(result).then_some((&response.id, result))
 }
 
-/// Writes a [`plain`] answer, field by field as serde writes it.
+/// Whether a tool's answer holds only text blocks with nothing but text.
+fn plain_blocks(result: &CallToolResult) -> bool {
+    result.content.iter().all(|block| {
+        matches!(block, ContentBlock::Text(text) if text.meta.is_none() && text.annotations.is_none())
+    })
+}
+
+/// Writes a [`plain`] answer, field by field as serde writes it; its
+/// structured content as the text given, when it is kept as text.
 fn write_plain<W: std::io::Write>(
     id: &RequestId,
-    result: &CallToolResult,
+    (result, kept): (&CallToolResult, Option<&RawValue>),
     out: &mut W,
 ) -> serde_json::Result<()> {
     fn put<W: std::io::Write>(out: &mut W, bytes: &[u8]) -> serde_json::Result<()> {
@@ -100,7 +140,10 @@ fn write_plain<W: std::io::Write>(
         put(out, b"}")?;
     }
     put(out, b"]")?;
-    if let Some(structured) = &result.structured_content {
+    if let Some(raw) = kept {
+        put(out, br#","structuredContent":"#)?;
+        put(out, raw.get().as_bytes())?;
+    } else if let Some(structured) = &result.structured_content {
         put(out, br#","structuredContent":"#)?;
         serde_json::to_writer(&mut *out, structured)?;
     }
@@ -117,7 +160,7 @@ fn write_plain<W: std::io::Write>(
 }
 
 /// `message` as one event of an event stream (`data: …`, a blank line).
-pub(crate) fn event(message: &ServerJsonRpcMessage) -> Bytes {
+pub(crate) fn event(message: &impl Encode) -> Bytes {
     event_of(&encoded(message))
 }
 
@@ -157,6 +200,34 @@ mod tests {
             );
             let written = encoded(&message);
             assert_eq!(crate::heavy::encode(message).await.unwrap(), written);
+        }
+    }
+
+    /// A tool's answer with its structured content kept as text is written
+    /// with that text as it came, and means what serde writes of the same
+    /// answer read into a tree; with blocks the hand does not write, it is
+    /// serde's, the tree read then.
+    #[test]
+    fn a_kept_answer_is_written_with_its_structured_content_as_it_came() {
+        use rmcp::model::{CallToolResult, ContentBlock};
+        use serde_json::value::RawValue;
+
+        use crate::tool_answer::ToolAnswer;
+        let structured = r#"{ "b" : [1.5e0, null, "\u00e9"], "a": {}}"#;
+        for blocks in [
+            vec![ContentBlock::text("t")],
+            vec![ContentBlock::image("AA==", "image/png")],
+        ] {
+            let raw = RawValue::from_string(structured.to_owned()).unwrap();
+            let answer = ToolAnswer::new(CallToolResult::success(blocks.clone()), Some(raw));
+            let message = Message::Tool(RequestId::Number(4), answer);
+            let written = String::from_utf8(encoded(&message)).unwrap();
+            let serde = serde_json::to_string(&message.clone().into_rmcp()).unwrap();
+            let read = |json: &str| serde_json::from_str::<serde_json::Value>(json).unwrap();
+            assert_eq!(read(&written), read(&serde), "{written}");
+            let plain = matches!(blocks[0], ContentBlock::Text(_));
+            assert_eq!(written.contains(structured), plain, "{written}");
+            assert!(message.size_hint() > structured.len());
         }
     }
 

@@ -148,7 +148,19 @@ impl Handler<Forward> for ConnectionActor {
         };
         boxed_in_place(move || {
             run.finish(move |op, ended, label| {
-                operation::forwarded(&op.connection, label, op.context.budget, ended, pass_errors)
+                let forwarded = operation::forwarded(
+                    &op.connection,
+                    label,
+                    op.context.budget,
+                    ended,
+                    pass_errors,
+                );
+                let kept = op.context.link.as_ref();
+                if kept.is_some_and(|link| link.downstream.takes_kept_answers()) {
+                    forwarded
+                } else {
+                    forwarded.into_rmcp()
+                }
             })
         })
     }
@@ -254,6 +266,7 @@ impl Counted for Forwarded {
             Forwarded::Answered(rmcp::model::ServerResult::CallToolResult(result)) => {
                 CallOutcome::result_kind(result)
             }
+            Forwarded::Tool(answer) => CallOutcome::result_kind(answer.parts().0),
             Forwarded::Answered(_) => OutcomeKind::Ok,
             Forwarded::Error(_) => OutcomeKind::Rejected,
             Forwarded::Refused(outcome) => outcome.kind(),

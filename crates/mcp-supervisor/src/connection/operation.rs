@@ -41,6 +41,7 @@ use crate::{
         TraceParent,
         spans::{Attempt, ClientSpan, UpstreamPeer},
     },
+    tool_answer::Answer,
 };
 
 /// May this call be repeated after it may have reached the server?
@@ -119,7 +120,7 @@ impl Request {
 /// What an operation produced.
 #[derive(Debug)]
 pub(crate) enum Response {
-    Sent(ServerResult),
+    Sent(Answer),
     Listed(Surface),
 }
 
@@ -190,7 +191,9 @@ impl Operation {
     pub(crate) async fn run_rounds(&mut self, first: Option<LeaseAttempt>) -> Ended {
         let mut ended = self.run(first).await;
         for _ in 0..MAX_INPUT_ROUNDS {
-            let Ended::Replied(Response::Sent(ServerResult::InputRequiredResult(asked))) = &ended
+            let Ended::Replied(Response::Sent(Answer::Result(ServerResult::InputRequiredResult(
+                asked,
+            )))) = &ended
             else {
                 return ended;
             };
@@ -490,7 +493,7 @@ impl Operation {
                     span.inject(&mut attempt);
                 }
                 session
-                    .send(attempt, self.context.link.as_ref(), self.context.deadline)
+                    .answer(attempt, self.context.link.as_ref(), self.context.deadline)
                     .await
                     .map(Response::Sent)
             }
@@ -591,7 +594,10 @@ pub(crate) fn forwarded(
     pass_errors: bool,
 ) -> Forwarded {
     let refused = match ended {
-        Ended::Replied(Response::Sent(result)) => return Forwarded::Answered(result),
+        Ended::Replied(Response::Sent(Answer::Result(result))) => {
+            return Forwarded::Answered(result);
+        }
+        Ended::Replied(Response::Sent(Answer::Tool(answer))) => return Forwarded::Tool(answer),
         Ended::Replied(Response::Listed(_)) => unreachable!("a request lists nothing"),
         Ended::Rejected {
             upstream: Some(error),

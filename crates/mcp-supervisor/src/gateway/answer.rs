@@ -29,7 +29,7 @@ use rmcp::model::ServerJsonRpcMessage;
 use serde::de::IgnoredAny;
 use tokio::sync::mpsc;
 
-use crate::{codec::reply, heavy};
+use crate::{codec::reply, heavy, tool_answer::Message};
 
 /// `response` (rmcp's answer to one POSTed request) as JSON if its stream
 /// starts with the request's answer; otherwise the same stream.
@@ -164,7 +164,7 @@ enum Next {
     /// A message before the answer (progress).
     Before(ServerJsonRpcMessage),
     /// The answer (`None`: cancelled, no answer).
-    Answer(Option<ServerJsonRpcMessage>),
+    Answer(Option<Message>),
     /// Nothing for `keep_alive`.
     Idle,
 }
@@ -193,9 +193,9 @@ impl Before {
 }
 
 struct Pending {
-    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
+    answer: BoxFuture<'static, Option<Message>>,
     before: Before,
-    answered: Option<Option<ServerJsonRpcMessage>>,
+    answered: Option<Option<Message>>,
 }
 
 impl Pending {
@@ -228,7 +228,7 @@ impl Pending {
 /// the answer. A call with no answer (cancelled) ends its stream there; one
 /// cancelled before anything was written gets an empty stream.
 pub(super) async fn direct(
-    answer: BoxFuture<'static, Option<ServerJsonRpcMessage>>,
+    answer: BoxFuture<'static, Option<Message>>,
     before: Before,
     keep_alive: Option<Duration>,
     generation: crate::generation::Generation,
@@ -284,12 +284,12 @@ fn event_stream(body: Body) -> Response {
 
 /// `message` as a JSON answer with `status`, written (and dropped) off the
 /// thread when it is large (`heavy::encode`).
-async fn json_written(message: ServerJsonRpcMessage, status: StatusCode) -> Response {
+async fn json_written(message: Message, status: StatusCode) -> Response {
     let json = heavy::encode(message).await.unwrap_or_default();
     json_response(json, status)
 }
 
-pub(super) fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
+pub(super) fn json(message: &impl crate::heavy::Encode, status: StatusCode) -> Response {
     json_response(reply::encoded(message), status)
 }
 

@@ -79,6 +79,7 @@ use super::{
     mrtr::Answering,
     state::GatewayState,
     tool_call,
+    tool_call::Called,
 };
 use crate::{
     access::Caller,
@@ -92,6 +93,7 @@ use crate::{
         propagate::TraceFields,
         spans::{Ending, Served, ServerSpan, Target as SpanTarget, is_tool_error},
     },
+    tool_answer::{Answer, Message},
 };
 
 /// A plain `tools/call`, as the direct path answers it.
@@ -162,7 +164,7 @@ impl DirectSession {
         state: Arc<GatewayState>,
         (call, span, caller): (PlainCall, ServerSpan, Arc<Caller>),
         cancelled: CancellationToken,
-    ) -> (BoxFuture<'static, Option<ServerJsonRpcMessage>>, Before) {
+    ) -> (BoxFuture<'static, Option<Message>>, Before) {
         let (before, messages) = Before::channel();
         let PlainCall {
             id,
@@ -187,7 +189,7 @@ impl DirectSession {
                 ))
                 .await;
             end(span, &answered, &cancelled);
-            (!cancelled.is_cancelled()).then(|| message(answered, id))
+            (!cancelled.is_cancelled()).then(|| Message::answer(answered, id))
         };
         (answer.boxed(), messages)
     }
@@ -199,7 +201,7 @@ impl DirectSession {
         progress: Option<ProgressToken>,
         before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
         cancelled: CancellationToken,
-    ) -> Result<ServerResult, ErrorData> {
+    ) -> Result<Answer, ErrorData> {
         let downstream = (&self.downstream, caller.clone());
         let answering = Answering::OnSession(Box::new(move |connection| {
             DownstreamRequest::direct(downstream, id, connection, cancelled, progress, before)
@@ -301,7 +303,7 @@ impl StatelessCall {
         state: Arc<GatewayState>,
         (span, caller): (ServerSpan, Arc<Caller>),
         gone: CancellationToken,
-    ) -> (BoxFuture<'static, Option<ServerJsonRpcMessage>>, Before) {
+    ) -> (BoxFuture<'static, Option<Message>>, Before) {
         let (before, messages) = Before::channel();
         let StatelessCall {
             call:
@@ -336,30 +338,21 @@ impl StatelessCall {
                 .await;
             let answered = Generation::Stateless.shape(response, tasks);
             end(span, &answered, &gone);
-            (!gone.is_cancelled()).then(|| message(answered, id))
+            (!gone.is_cancelled()).then(|| Message::answer(answered, id))
         };
         (answer.boxed(), messages)
     }
 }
 
 /// Ends a direct call's SERVER span with how it ended.
-fn end(
-    span: ServerSpan,
-    answered: &Result<ServerResult, ErrorData>,
-    cancelled: &CancellationToken,
-) {
+fn end(span: ServerSpan, answered: &Result<Answer, ErrorData>, cancelled: &CancellationToken) {
     if cancelled.is_cancelled() {
         span.end(Ending::Cancelled);
     } else {
-        span.end(Ending::of(answered, is_tool_error));
-    }
-}
-
-/// The JSON-RPC answer to request `id`.
-fn message(answered: Result<ServerResult, ErrorData>, id: RequestId) -> ServerJsonRpcMessage {
-    match answered {
-        Ok(result) => ServerJsonRpcMessage::response(result, id),
-        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        span.end(Ending::of(answered, |answer| match answer {
+            Answer::Result(result) => is_tool_error(result),
+            Answer::Tool(answer) => answer.is_error(),
+        }));
     }
 }
 
@@ -384,8 +377,35 @@ impl Generation {
     /// (`handler/server.rs`): a task only for a client that declared tasks;
     /// for a 2025 peer no `input_required`, no `resultType: complete`, and
     /// structured output only as an object; for a 2026-07-28 one, caching
-    /// hints filled in and "resource not found" as -32602.
+    /// hints filled in and "resource not found" as -32602. A tool's answer
+    /// with its structured content kept as text stays so (a tool's answer
+    /// has no caching hints), but for a 2025 peer's whose structured content
+    /// is not an object, which rmcp's shaping moves into its text.
     pub(super) fn shape(
+        self,
+        response: Result<Called, ErrorData>,
+        tasks: bool,
+    ) -> Result<Answer, ErrorData> {
+        let response = match response {
+            Ok(Called::Tool(answer))
+                if self == Generation::Sessions && answer.structured_not_an_object() =>
+            {
+                Ok(CallToolResponse::Complete(answer.into_result()))
+            }
+            Ok(Called::Tool(mut answer)) => {
+                if self == Generation::Sessions {
+                    legacy(answer.result_mut());
+                }
+                return Ok(Answer::Tool(answer));
+            }
+            Ok(Called::Response(response)) => Ok(response),
+            Err(error) => Err(error),
+        };
+        self.shape_rmcp(response, tasks).map(Answer::Result)
+    }
+
+    /// [`Generation::shape`] for rmcp's type.
+    fn shape_rmcp(
         self,
         response: Result<CallToolResponse, ErrorData>,
         tasks: bool,
@@ -406,8 +426,7 @@ impl Generation {
                             None,
                         ));
                     }
-                    result.strip_result_type_for_legacy_peer();
-                    result.strip_non_object_output_for_legacy_peer();
+                    legacy_shape(&mut result);
                 }
             }
             Ok(result)
@@ -419,12 +438,31 @@ impl Generation {
             error
         })
     }
+}
 
+/// What rmcp's server makes of a result for a 2025 peer: no `resultType:
+/// complete`, structured output only as an object.
+fn legacy_shape(result: &mut ServerResult) {
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+}
+
+/// [`legacy_shape`] for a tool's answer whose structured content (kept
+/// apart, as an object) is not in `result`.
+fn legacy(result: &mut rmcp::model::CallToolResult) {
+    let mut shaped = ServerResult::CallToolResult(std::mem::take(result));
+    legacy_shape(&mut shaped);
+    if let ServerResult::CallToolResult(shaped) = shaped {
+        *result = shaped;
+    }
+}
+
+impl Generation {
     /// The HTTP status of `message` answered as JSON: rmcp's server answers
     /// a 2026-07-28 request's protocol errors with a 4xx status
     /// (`jsonrpc_http_status` in its `tower.rs`), a 2025 one's with 200.
-    pub(super) fn status(self, message: &ServerJsonRpcMessage) -> StatusCode {
-        let ServerJsonRpcMessage::Error(error) = message else {
+    pub(super) fn status(self, message: &Message) -> StatusCode {
+        let Message::Rmcp(ServerJsonRpcMessage::Error(error)) = message else {
             return StatusCode::OK;
         };
         match self {

@@ -490,6 +490,12 @@ async fn relay_progress(
 }
 
 impl Downstream for DownstreamRequest {
+    /// The gateway writes a tool's answer for its client with its
+    /// structured content as it came (rmcp's server path reads it then).
+    fn takes_kept_answers(&self) -> bool {
+        true
+    }
+
     fn progress(&self, progress: ProgressNotificationParam) {
         if let Some(token) = &self.progress {
             let relay = self.relay.get_or_init(|| {

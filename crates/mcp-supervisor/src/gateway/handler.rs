@@ -250,7 +250,7 @@ impl ServerHandler for GatewayHandler {
                 continue;
             };
             let subscribed = self.state.subscribe(&session, &uri, &target).await;
-            let answered = matches!(subscribed, Forwarded::Answered(_));
+            let answered = subscribed.answered();
             used.end(if answered { "ok" } else { "error" });
             if answered {
                 held.push((uri, target));
@@ -584,7 +584,9 @@ impl GatewayHandler {
             return Ok(downstream(result));
         }
         let answering = Answering::of(&context, &self.session);
-        tool_call::answer(&self.state, request.into(), answering, &caller).await
+        tool_call::answer(&self.state, request.into(), answering, &caller)
+            .await
+            .map(CallToolResponse::from)
     }
 
     async fn serve_get_prompt(

@@ -499,6 +499,7 @@ impl Endpoint {
             Some(_) => Generation::Sessions,
             None => Generation::Stateless,
         };
+        let refusal = crate::tool_answer::Message::Rmcp(refusal);
         Some(answer::json(&refusal, generation.status(&refusal)))
     }
 

@@ -657,7 +657,7 @@ impl GatewayState {
         let forwarded = self
             .forward(&target.connection, subscribe_request(&target.name), None)
             .await;
-        if !matches!(forwarded, Forwarded::Answered(_)) {
+        if !forwarded.answered() {
             session.unsubscribe(exposed);
             self.release(&key);
         }

@@ -26,7 +26,28 @@ use crate::{
     access::{Caller, Item},
     call::{ToolCall, UpstreamRequest},
     meta,
+    tool_answer::ToolAnswer,
 };
+
+/// A tool call's answer for its client: rmcp's type, or a tool's answer
+/// with its structured content kept as the upstream wrote it
+/// (`crate::tool_answer`), which the direct path writes as it came.
+#[derive(Debug)]
+pub(super) enum Called {
+    Response(CallToolResponse),
+    Tool(ToolAnswer),
+}
+
+impl From<Called> for CallToolResponse {
+    /// The answer as rmcp's server takes it: structured content kept as
+    /// text is read into a tree.
+    fn from(called: Called) -> Self {
+        match called {
+            Called::Response(response) => response,
+            Called::Tool(answer) => CallToolResponse::Complete(answer.into_result()),
+        }
+    }
+}
 
 /// `caller`'s answer to `call` (in the client's names), the upstream's
 /// questions answered the client's way; -32602 for a tool the gateway does
@@ -37,13 +58,13 @@ pub(super) async fn answer(
     call: ToolCall,
     answering: Answering<'_>,
     caller: &Arc<Caller>,
-) -> Result<CallToolResponse, ErrorData> {
+) -> Result<Called, ErrorData> {
     let (target, request, used) = upstream_call(state, call, caller).await?;
     let _started = match state.rights.start_call(caller) {
         Ok(started) => started,
         Err(refused) => {
             used.end("limited");
-            return Ok(CallToolResponse::Complete(refused));
+            return Ok(Called::Response(CallToolResponse::Complete(refused)));
         }
     };
     let answered = async {
@@ -133,11 +154,16 @@ async fn upstream_call<'a>(
 }
 
 /// What came of a call, for the audit log.
-fn outcome(answered: &Result<CallToolResponse, ErrorData>) -> &'static str {
+fn outcome(answered: &Result<Called, ErrorData>) -> &'static str {
     match answered {
-        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "tool_error",
-        Ok(CallToolResponse::InputRequired(_)) => "input_required",
-        Ok(CallToolResponse::Task(_)) => "task",
+        Ok(Called::Response(CallToolResponse::Complete(result)))
+            if result.is_error == Some(true) =>
+        {
+            "tool_error"
+        }
+        Ok(Called::Tool(answer)) if answer.is_error() => "tool_error",
+        Ok(Called::Response(CallToolResponse::InputRequired(_))) => "input_required",
+        Ok(Called::Response(CallToolResponse::Task(_))) => "task",
         Ok(_) => "ok",
         Err(_) => "error",
     }
@@ -148,15 +174,17 @@ fn call_response(
     state: &GatewayState,
     (target, caller): (&Target, &Arc<Caller>),
     exchange: Exchange,
-) -> Result<CallToolResponse, ErrorData> {
+) -> Result<Called, ErrorData> {
     match exchange {
         Exchange::Done(Forwarded::Answered(ServerResult::CreateTaskResult(task))) => {
             // The upstream runs it as a task (SEP-2663): its `tasks/*`
             // requests must find their way back to this connection.
             state.remember_task(&task.task.task_id, &target.connection, caller.clone());
-            Ok(CallToolResponse::Task(task))
+            Ok(Called::Response(CallToolResponse::Task(task)))
         }
         Exchange::Done(forwarded) => tool_result(forwarded),
-        Exchange::InputRequired(asked) => Ok(CallToolResponse::InputRequired(asked)),
+        Exchange::InputRequired(asked) => {
+            Ok(Called::Response(CallToolResponse::InputRequired(asked)))
+        }
     }
 }

@@ -40,7 +40,7 @@ use crate::{
 };
 
 mod post;
-pub(crate) use post::PostOutgoing;
+pub(crate) use post::{PostOutgoing, Posted};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -540,6 +540,7 @@ impl StreamableHttpClient for RecordingClient {
             limits,
         )
         .await
+        .map(StreamableHttpPostResponse::from)
     }
 
     async fn delete_session(

@@ -56,8 +56,7 @@ use rmcp::{
         DynamicTransportError,
         common::client_side_sse::SseRetryPolicy,
         streamable_http_client::{
-            StreamableHttpClientTransportConfig, StreamableHttpError, StreamableHttpPostResponse,
-            StreamableHttpResponseLimits,
+            StreamableHttpClientTransportConfig, StreamableHttpError, StreamableHttpResponseLimits,
         },
     },
 };
@@ -71,7 +70,8 @@ use crate::{
         request::{Outgoing, Stamp},
     },
     generation::Generation,
-    http::{PostOutgoing, SessionIds},
+    http::{PostOutgoing, Posted, SessionIds},
+    tool_answer::{Answer, Message},
 };
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -88,7 +88,7 @@ trait Poster: Send + Sync {
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> BoxFuture<'static, Result<StreamableHttpPostResponse, HttpError>>;
+    ) -> BoxFuture<'static, Result<Posted, HttpError>>;
 
     fn resume(
         &self,
@@ -110,7 +110,7 @@ impl<C: PostOutgoing> Poster for C {
         auth: Option<String>,
         headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> BoxFuture<'static, Result<StreamableHttpPostResponse, HttpError>> {
+    ) -> BoxFuture<'static, Result<Posted, HttpError>> {
         let client = self.clone();
         async move {
             client
@@ -425,7 +425,7 @@ impl DirectClient {
         stamp: Option<Stamp>,
         id: RequestId,
         handler: &SessionHandler,
-    ) -> Result<ServerResult, Unsent> {
+    ) -> Result<Answer, Unsent> {
         let headers = self.headers(&request);
         let session = self.parts.session.current();
         let message = Outgoing::request(request, id.clone(), stamp);
@@ -435,16 +435,14 @@ impl DirectClient {
                 return Err(Unsent::Expired);
             }
             Err(error) => Err(transport(error)),
-            Ok(StreamableHttpPostResponse::Json(message, _)) => {
+            Ok(Posted::Json(message, _)) => {
                 answer_of(message, &id).unwrap_or(Err(ServiceError::UnexpectedResponse))
             }
-            Ok(StreamableHttpPostResponse::Sse(events, _)) => {
-                self.read(events, &id, session, headers, handler).await
-            }
+            Ok(Posted::Sse(events, _)) => self.read(events, &id, session, headers, handler).await,
             // Nothing else carries an answer to a request.
             Ok(_) => Err(ServiceError::UnexpectedResponse),
         };
-        if let Ok(ServerResult::ListToolsResult(list)) = &mut answer
+        if let Ok(Answer::Result(ServerResult::ListToolsResult(list))) = &mut answer
             && !self.legacy()
         {
             self.keep_usable(&mut list.tools);
@@ -458,7 +456,7 @@ impl DirectClient {
         message: Outgoing,
         session: Option<Arc<str>>,
         headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, HttpError> {
+    ) -> Result<Posted, HttpError> {
         self.parts
             .client
             .post(
@@ -526,7 +524,7 @@ impl DirectClient {
         session: Option<Arc<str>>,
         headers: HashMap<HeaderName, HeaderValue>,
         handler: &SessionHandler,
-    ) -> Result<ServerResult, ServiceError> {
+    ) -> Result<Answer, ServiceError> {
         let mut last_event_id: Option<String> = None;
         let mut server_retry: Option<Duration> = None;
         loop {
@@ -542,7 +540,7 @@ impl DirectClient {
                         let Some(data) = answers::payload(event) else {
                             continue;
                         };
-                        let Some(message) = answers::read_event(data).await else {
+                        let Some(message) = answers::read_message(data).await else {
                             continue;
                         };
                         if let Some(answer) = self.event(message, id, &session, handler) {
@@ -616,11 +614,15 @@ impl DirectClient {
     /// handler (`None`).
     fn event(
         &self,
-        message: ServerJsonRpcMessage,
+        message: Message,
         id: &RequestId,
         session: &Option<Arc<str>>,
         handler: &SessionHandler,
-    ) -> Option<Result<ServerResult, ServiceError>> {
+    ) -> Option<Result<Answer, ServiceError>> {
+        let message = match message {
+            Message::Rmcp(message) => message,
+            tool @ Message::Tool(..) => return answer_of(tool, id),
+        };
         match message {
             ServerJsonRpcMessage::Notification(notification) => {
                 handler.notified(notification.notification);
@@ -631,7 +633,7 @@ impl DirectClient {
                 self.answer_upstream(request.request, request.id, origin, session, handler);
                 None
             }
-            answer => answer_of(answer, id),
+            answer => answer_of(Message::Rmcp(answer), id),
         }
     }
 
@@ -676,13 +678,13 @@ pub(crate) enum Unsent {
 }
 
 /// The answer in `message` if it is the one to `id`.
-fn answer_of(
-    message: ServerJsonRpcMessage,
-    id: &RequestId,
-) -> Option<Result<ServerResult, ServiceError>> {
+fn answer_of(message: Message, id: &RequestId) -> Option<Result<Answer, ServiceError>> {
     match message {
-        ServerJsonRpcMessage::Response(response) if &response.id == id => Some(Ok(response.result)),
-        ServerJsonRpcMessage::Error(error) if error.id.as_ref() == Some(id) => {
+        Message::Tool(answered, answer) if &answered == id => Some(Ok(Answer::Tool(answer))),
+        Message::Rmcp(ServerJsonRpcMessage::Response(response)) if &response.id == id => {
+            Some(Ok(Answer::Result(response.result)))
+        }
+        Message::Rmcp(ServerJsonRpcMessage::Error(error)) if error.id.as_ref() == Some(id) => {
             Some(Err(ServiceError::McpError(error.error)))
         }
         _ => None,

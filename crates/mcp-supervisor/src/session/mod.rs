@@ -55,6 +55,7 @@ use crate::{
     failure::{Failure, FailureKind},
     generation::Generation,
     http::{HttpRecorder, RecordingClient},
+    tool_answer::Answer,
 };
 
 /// A live session. Dropping it cancels the rmcp service; prefer [`Session::close`].
@@ -223,11 +224,24 @@ impl Session {
         link: Option<&DownstreamLink>,
         deadline: Instant,
     ) -> Result<ServerResult, SendError> {
+        self.answer(request, link, deadline)
+            .await
+            .map(Answer::into_result)
+    }
+
+    /// [`Session::send`], a tool's answer with its structured content kept
+    /// as text when it came so (`crate::tool_answer`).
+    pub(crate) async fn answer(
+        &self,
+        request: UpstreamRequest,
+        link: Option<&DownstreamLink>,
+        deadline: Instant,
+    ) -> Result<Answer, SendError> {
         let mut options = PeerRequestOptions::no_options();
         let direct = self.clients.direct_for(&request);
         if let Some(modern) = &self.modern {
             if let Some(answer) = self.held_here(modern, &request).await {
-                return Ok(answer);
+                return Ok(Answer::Result(answer));
             }
             options.meta = modern.request_meta();
             if let Some(link) = link {
@@ -259,7 +273,9 @@ impl Session {
         // Boxed here and below: rmcp's client's future is larger than the
         // direct lane's, and every step a call's future takes on its way
         // moves it whole (docs/DECISIONS.md #132).
-        Box::pin(self.send_with_rmcp(request, options, link, deadline)).await
+        Box::pin(self.send_with_rmcp(request, options, link, deadline))
+            .await
+            .map(Answer::Result)
     }
 
     /// [`Session::send`] through rmcp's client.
@@ -337,7 +353,7 @@ impl Session {
         options: PeerRequestOptions,
         link: Option<&DownstreamLink>,
         deadline: Instant,
-    ) -> Result<ServerResult, SendError> {
+    ) -> Result<Answer, SendError> {
         let method = method_of(&request);
         let legacy = direct.generation() == Generation::Sessions;
         // Kept to hand to rmcp if the 2025 session turns out forgotten (no
@@ -383,7 +399,9 @@ impl Session {
                 match again {
                     Some(request) => {
                         let options = PeerRequestOptions::no_options();
-                        Box::pin(self.send_with_rmcp(request, options, link, deadline)).await
+                        Box::pin(self.send_with_rmcp(request, options, link, deadline))
+                            .await
+                            .map(Answer::Result)
                     }
                     // Only a 2025 session can have expired.
                     None => Err(self.send_failure(&rmcp::ServiceError::TransportClosed)),
@@ -582,7 +600,8 @@ impl Session {
                 // Only a 2025 session can have expired, and it lists through rmcp.
                 Err(direct::Unsent::Expired) => return Err(ServiceError::TransportClosed),
             };
-            let (found, next) = page(answer).ok_or(ServiceError::UnexpectedResponse)?;
+            let (found, next) =
+                page(answer.into_result()).ok_or(ServiceError::UnexpectedResponse)?;
             items.extend(found);
             cursor = next;
             if cursor.is_none() {

@@ -49,6 +49,14 @@ pub trait Downstream: Send + Sync + std::fmt::Debug + 'static {
     fn settled(&self) -> BoxFuture<'static, ()> {
         Box::pin(std::future::ready(()))
     }
+
+    /// Whether a tool's answer may come back with its structured content
+    /// kept as the upstream wrote it ([`Forwarded::Tool`](crate::Forwarded::Tool)):
+    /// the gateway's downstreams, which write it for their client as it is.
+    /// Any other gets rmcp's type (`Forwarded::Answered`).
+    fn takes_kept_answers(&self) -> bool {
+        false
+    }
 }
 
 /// A forwarded request's downstream, and its cancellation.

@@ -24,6 +24,7 @@ use crate::{
     call::UpstreamRequest,
     config::{CAPTURE_MAX_BYTES, Transport},
     policy::Decision,
+    tool_answer::Answer,
 };
 
 /// Who a request's spans hang under: the gateway's SERVER span, or a
@@ -594,12 +595,18 @@ impl ClientSpan {
         propagate::inject(&telemetry.propagator, cx, &mut request.meta_mut().0.0);
     }
 
-    /// The upstream answered.
-    pub(crate) fn answered(self, result: &ServerResult) {
-        let tool_error = is_tool_error(result);
+    /// The upstream answered (the content a tool's answer carries is
+    /// captured when configured; its structured content never is).
+    pub(crate) fn answered(self, answer: &Answer) {
+        let called = match answer {
+            Answer::Result(ServerResult::CallToolResult(result)) => Some(result),
+            Answer::Tool(answer) => Some(answer.parts().0),
+            Answer::Result(_) => None,
+        };
+        let tool_error = called.is_some_and(|result| result.is_error == Some(true));
         let error_type = tool_error.then_some(sc::TOOL_ERROR);
         self.end(error_type, |span| {
-            if let ServerResult::CallToolResult(answer) = result
+            if let Some(answer) = called
                 && installed().is_some_and(|t| t.capture_content)
                 && let Ok(text) = serde_json::to_string(&answer.content)
             {

@@ -319,6 +319,31 @@ pub fn repo_root() -> std::path::PathBuf {
         .unwrap_or_else(|error| panic!("{}: {error}", root.display()))
 }
 
+/// The interop server on the Python SDK (`tests/interop/python_server.py`,
+/// FastMCP) serving streamable HTTP on a free loopback port, once it
+/// accepts connections; its MCP URL.
+#[allow(dead_code)] // Not every test file uses it.
+pub async fn python_http_server() -> (ChildProcess, String) {
+    let root = repo_root();
+    let python = root.join(".tools/venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        python.display()
+    );
+    let port = free_loopback_port();
+    let mut command = std::process::Command::new(&python);
+    command
+        .arg(root.join("tests/interop/python_server.py"))
+        .arg("--http")
+        .arg(port.to_string());
+    let mut server = ChildProcess::spawn("python_server.py --http", command);
+    server
+        .wait_for_port(port, std::time::Duration::from_secs(60))
+        .await;
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 /// `CallTool` with an explicit per-call timeout.
 pub async fn call_with_timeout(
     registry: &Addr<Registry>,

@@ -59,7 +59,7 @@ async fn answers_are_json_unless_something_comes_first() {
     let every = Some(Duration::from_secs(15));
     let nothing_before = || Before::channel().1;
     let quick = direct(
-        async { Some(echo(1)) }.boxed(),
+        async { Some(echo(1).into()) }.boxed(),
         nothing_before(),
         every,
         SESSIONS,
@@ -71,7 +71,7 @@ async fn answers_are_json_unless_something_comes_first() {
 
     let long = async {
         tokio::time::sleep(Duration::from_secs(40)).await;
-        Some(echo(2))
+        Some(echo(2).into())
     };
     let (kind, body) = body_of(direct(long.boxed(), nothing_before(), every, SESSIONS).await).await;
     assert_eq!(kind, "text/event-stream");
@@ -83,7 +83,7 @@ async fn answers_are_json_unless_something_comes_first() {
         before.send(progress(0.0)).unwrap();
         tokio::time::sleep(Duration::from_secs(20)).await;
         before.send(progress(50.0)).unwrap();
-        Some(echo(3))
+        Some(echo(3).into())
     };
     let (kind, body) =
         body_of(direct(with_progress.boxed(), messages, every, SESSIONS).await).await;

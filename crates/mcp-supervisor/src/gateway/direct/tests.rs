@@ -1,7 +1,7 @@
 use super::*;
 use axum::http::HeaderValue;
 
-use crate::gateway::answer::direct_tests::echo;
+use crate::{ToolAnswer, gateway::answer::direct_tests::echo};
 
 /// A 2026-07-28 plain call is read with its client's context; anything
 /// more or less is rmcp's. Its headers must be SEP-2243's, each once and
@@ -100,22 +100,25 @@ fn answers_are_shaped_and_statused_per_generation() {
 
     let task = || {
         let task = Task::new("t-1", TaskStatus::Working, "2026-12-01", "2026-12-01");
-        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+        Ok(Called::Response(CallToolResponse::Task(
+            CreateTaskResult::new(task),
+        )))
     };
     for generation in [Sessions, Stateless] {
         let refused = generation.shape(task(), false).unwrap_err();
         assert_eq!(refused.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert!(matches!(
             generation.shape(task(), true),
-            Ok(ServerResult::CreateTaskResult(_))
+            Ok(Answer::Result(ServerResult::CreateTaskResult(_)))
         ));
     }
     let complete = || {
         let mut result = CallToolResult::success(vec![]);
         result.result_type = Some(rmcp::model::ResultType::COMPLETE);
-        Ok(CallToolResponse::Complete(result))
+        Ok(Called::Response(CallToolResponse::Complete(result)))
     };
-    let typed = |result: ServerResult| serde_json::to_value(result).unwrap()["resultType"].clone();
+    let typed =
+        |answer: Answer| serde_json::to_value(answer.into_result()).unwrap()["resultType"].clone();
     assert_eq!(
         typed(Sessions.shape(complete(), false).unwrap()),
         serde_json::Value::Null
@@ -145,8 +148,54 @@ fn answers_are_shaped_and_statused_per_generation() {
         (ErrorCode::INVALID_PARAMS, StatusCode::OK),
         (ErrorCode::INTERNAL_ERROR, StatusCode::OK),
     ] {
-        assert_eq!(Stateless.status(&error(code)), stateless, "{code:?}");
-        assert_eq!(Sessions.status(&error(code)), StatusCode::OK, "{code:?}");
+        assert_eq!(Stateless.status(&error(code).into()), stateless, "{code:?}");
+        assert_eq!(
+            Sessions.status(&error(code).into()),
+            StatusCode::OK,
+            "{code:?}"
+        );
     }
-    assert_eq!(Stateless.status(&echo(1)), StatusCode::OK);
+    assert_eq!(Stateless.status(&echo(1).into()), StatusCode::OK);
+}
+
+/// A tool's answer with its structured content kept as text is shaped as
+/// rmcp shapes the same answer read into a tree, and stays text but where
+/// rmcp's shaping changes the structured content itself (a 2025 client's
+/// answer whose structured content is not an object).
+#[test]
+fn a_kept_tool_answer_is_shaped_as_rmcp_shapes_its_tree() {
+    use Generation::{Sessions, Stateless};
+    use rmcp::model::{CallToolResult, ContentBlock, ResultType};
+
+    let kept = |structured: &str| {
+        let mut result = CallToolResult::success(vec![ContentBlock::text("t")]);
+        result.result_type = Some(ResultType::COMPLETE);
+        let raw = serde_json::value::RawValue::from_string(structured.to_owned()).unwrap();
+        ToolAnswer::new(result, Some(raw))
+    };
+    for structured in [r#"{"b": 1, "a": [2]}"#, "[1, 2]", "3", "null"] {
+        for generation in [Sessions, Stateless] {
+            let answer = kept(structured);
+            let tree = answer.clone().into_result();
+            let as_rmcp = generation
+                .shape(
+                    Ok(Called::Response(CallToolResponse::Complete(tree))),
+                    false,
+                )
+                .unwrap()
+                .into_result();
+            let shaped = generation.shape(Ok(Called::Tool(answer)), false).unwrap();
+            let stays_text = generation == Stateless || structured.starts_with('{');
+            assert_eq!(
+                matches!(shaped, Answer::Tool(_)),
+                stays_text,
+                "{generation:?} {structured}"
+            );
+            assert_eq!(
+                serde_json::to_value(shaped.into_result()).unwrap(),
+                serde_json::to_value(as_rmcp).unwrap(),
+                "{generation:?} {structured}"
+            );
+        }
+    }
 }

@@ -9,7 +9,9 @@ use rmcp::{
     model::{CallToolResponse, CallToolResult, ErrorCode, ResultType, ServerResult},
 };
 
-use crate::{CallOutcome, FailureKind, Forwarded, meta};
+use crate::{
+    CallOutcome, FailureKind, Forwarded, gateway::tool_call::Called, meta, tool_answer::ToolAnswer,
+};
 
 /// A result as the downstream session's protocol needs it: results from a
 /// 2025-era upstream carry no `resultType`, which protocol 2026-07-28
@@ -23,6 +25,13 @@ pub(super) fn complete(result_type: &mut Option<ResultType>) {
 pub(super) fn downstream(mut result: CallToolResult) -> CallToolResponse {
     complete(&mut result.result_type);
     result.into()
+}
+
+/// A tool's answer kept with its structured content as text, as
+/// [`downstream`] makes rmcp's.
+fn downstream_kept(mut answer: ToolAnswer) -> Called {
+    complete(&mut answer.result_mut().result_type);
+    Called::Tool(answer)
 }
 
 pub(in crate::gateway) fn unknown_tool(name: &str) -> ErrorData {
@@ -64,7 +73,7 @@ pub(super) fn answer<T>(
     forwarded: Forwarded,
     pick: impl FnOnce(ServerResult) -> Option<T>,
 ) -> Result<T, ErrorData> {
-    match forwarded {
+    match forwarded.into_rmcp() {
         Forwarded::Answered(result) => {
             let shown = format!("{result:?}");
             pick(result).ok_or_else(|| {
@@ -74,6 +83,8 @@ pub(super) fn answer<T>(
         }
         Forwarded::Error(error) => Err(error),
         Forwarded::Refused(outcome) => Err(refusal(&outcome)),
+        // `into_rmcp` leaves no tool answer kept as text.
+        Forwarded::Tool(_) => Err(unexpected()),
     }
 }
 
@@ -98,11 +109,12 @@ fn refusal(outcome: &CallOutcome) -> ErrorData {
 
 /// The answer to a tool call: the upstream's result or its own JSON-RPC
 /// error, or the supervisor's outcome as an `isError` text result.
-pub(in crate::gateway) fn tool_result(forwarded: Forwarded) -> Result<CallToolResponse, ErrorData> {
+pub(in crate::gateway) fn tool_result(forwarded: Forwarded) -> Result<Called, ErrorData> {
     let outcome = match forwarded {
         Forwarded::Answered(ServerResult::CallToolResult(result)) => {
-            return Ok(downstream(result));
+            return Ok(Called::Response(downstream(result)));
         }
+        Forwarded::Tool(answer) => return Ok(downstream_kept(answer)),
         Forwarded::Error(error) => return Err(error),
         Forwarded::Refused(outcome) => outcome,
         Forwarded::Answered(_) => CallOutcome::Rejected {
@@ -110,5 +122,5 @@ pub(in crate::gateway) fn tool_result(forwarded: Forwarded) -> Result<CallToolRe
             message: "The upstream answered the call with an unexpected result.".to_owned(),
         },
     };
-    Ok(downstream(meta::outcome_result(outcome)))
+    Ok(Called::Response(downstream(meta::outcome_result(outcome))))
 }

@@ -3,6 +3,46 @@
 //! socket: rmcp's client trait takes only rmcp's messages.
 
 use super::*;
+use crate::tool_answer::Message;
+
+/// What a POST came back with, as rmcp's `StreamableHttpPostResponse` but
+/// for a JSON answer, read as a [`Message`] (a tool's structured content
+/// kept as text, `crate::tool_answer`).
+// As rmcp's: built once per POST and matched at once; boxing the answer
+// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Posted {
+    Accepted,
+    Json(Message, Option<String>),
+    Sse(
+        BoxStream<'static, Result<Sse, sse_stream::Error>>,
+        Option<String>,
+    ),
+}
+
+impl From<StreamableHttpPostResponse> for Posted {
+    fn from(response: StreamableHttpPostResponse) -> Self {
+        match response {
+            StreamableHttpPostResponse::Json(message, session) => {
+                Posted::Json(Message::Rmcp(message), session)
+            }
+            StreamableHttpPostResponse::Sse(events, session) => Posted::Sse(events, session),
+            _ => Posted::Accepted,
+        }
+    }
+}
+
+impl From<Posted> for StreamableHttpPostResponse {
+    fn from(posted: Posted) -> Self {
+        match posted {
+            Posted::Accepted => StreamableHttpPostResponse::Accepted,
+            Posted::Json(message, session) => {
+                StreamableHttpPostResponse::Json(message.into_rmcp(), session)
+            }
+            Posted::Sse(events, session) => StreamableHttpPostResponse::Sse(events, session),
+        }
+    }
+}
 
 impl PostOutgoing for RecordingClient {
     async fn post_outgoing(
@@ -13,7 +53,7 @@ impl PostOutgoing for RecordingClient {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, HttpError> {
+    ) -> Result<Posted, HttpError> {
         let mut custom_headers = custom_headers;
         let trace = trace_headers(&message);
         for (name, _) in &trace {
@@ -48,16 +88,20 @@ impl PostOutgoing for RecordingClient {
         if let Some(discover_id) = rejected_discover(discover, session_attached, &response) {
             return Ok(self
                 .legacy_discover_answer(&uri, discover_id, response)
-                .await);
+                .await
+                .into());
         }
         if rejects_with_json_rpc(&response, session_attached) {
-            return self.json_rpc_rejection(&uri, response).await;
+            return self
+                .json_rpc_rejection(&uri, response)
+                .await
+                .map(Posted::from);
         }
         self.check_status("POST", &uri, &response, session_attached)?;
 
         let status = response.status();
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
-            return Ok(StreamableHttpPostResponse::Accepted);
+            return Ok(Posted::Accepted);
         }
         let new_session = header_str(response.headers(), SESSION_ID);
         if let Some(new_session) = &new_session {
@@ -67,22 +111,22 @@ impl PostOutgoing for RecordingClient {
         match content_type.as_deref() {
             Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
                 let events = LimitedEvents::new(body_chunks(response), limits.max_sse_event_size);
-                Ok(StreamableHttpPostResponse::Sse(
+                Ok(Posted::Sse(
                     crate::http::events::Events::new(events).boxed(),
                     new_session,
                 ))
             }
             Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
                 let body = read_bounded(response, limits.max_json_response_size).await?;
-                match heavy::decode(body, crate::codec::answers::decode).await {
-                    Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
-                    Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+                match heavy::decode(body, crate::codec::answers::message).await {
+                    Ok(parsed) => Ok(Posted::Json(parsed, new_session)),
+                    Err(_) if awaits_no_response => Ok(Posted::Accepted),
                     Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                         format!("response is not JSON-RPC: {error}"),
                     ))),
                 }
             }
-            _ if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+            _ if awaits_no_response => Ok(Posted::Accepted),
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
         }
     }
@@ -102,7 +146,7 @@ pub(crate) trait PostOutgoing:
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> impl Future<Output = Result<StreamableHttpPostResponse, HttpError>> + Send;
+    ) -> impl Future<Output = Result<Posted, HttpError>> + Send;
 }
 
 impl<C: PostOutgoing, S: TokenSource + 'static> PostOutgoing for TokenClient<C, S> {
@@ -114,7 +158,7 @@ impl<C: PostOutgoing, S: TokenSource + 'static> PostOutgoing for TokenClient<C, 
         _: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, HttpError> {
+    ) -> Result<Posted, HttpError> {
         self.authorized(|token| {
             self.inner().post_outgoing(
                 uri.clone(),

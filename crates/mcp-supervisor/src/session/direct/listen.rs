@@ -10,13 +10,14 @@ use rmcp::{
         ClientRequest, GetMeta, RequestId, ServerJsonRpcMessage, ServerNotification,
         SubscriptionFilter, SubscriptionsListenRequest, SubscriptionsListenRequestParams,
     },
-    transport::streamable_http_client::{StreamableHttpError, StreamableHttpPostResponse},
+    transport::streamable_http_client::StreamableHttpError,
 };
 
 use super::{DirectClient, Events, Reply, answer_of, transport};
 use crate::{
     call::UpstreamRequest,
     codec::{answers, request::Outgoing},
+    http::Posted,
 };
 
 impl DirectClient {
@@ -36,8 +37,8 @@ impl DirectClient {
         let headers = self.headers(&request);
         let message = Outgoing::request(request, id.clone(), stamp);
         let mut events = match self.post(message, None, headers).await {
-            Ok(StreamableHttpPostResponse::Sse(events, _)) => events,
-            Ok(StreamableHttpPostResponse::Json(message, _)) => {
+            Ok(Posted::Sse(events, _)) => events,
+            Ok(Posted::Json(message, _)) => {
                 return Err(match answer_of(message, &id) {
                     Some(Err(error)) => error,
                     _ => ServiceError::UnexpectedResponse,
@@ -76,7 +77,7 @@ impl DirectClient {
                         _ => Err(ServiceError::UnexpectedResponse),
                     }
                 }
-                answer => Err(match answer_of(answer, &id) {
+                answer => Err(match answer_of(answer.into(), &id) {
                     Some(Err(error)) => error,
                     _ => ServiceError::UnexpectedResponse,
                 }),

@@ -225,7 +225,10 @@ async fn a_call_goes_out_as_rmcp_sends_it_and_its_json_answer_comes_back() {
     let answered = lane
         .send(call("echo"), None, id.clone(), &SessionHandler::default())
         .await;
-    assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+    assert_eq!(
+        text_of(&answered.unwrap().into_result()).as_deref(),
+        Some("hi")
+    );
     let seen = upstream.seen.lock().unwrap();
     let (headers, body) = &seen.posts[0];
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -338,7 +341,10 @@ async fn a_2025_call_carries_the_session_id_and_no_2026_headers() {
     let handler = SessionHandler::default();
     let (id, _) = lane.next_id();
     let answered = lane.send(call("echo"), None, id, &handler).await;
-    assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+    assert_eq!(
+        text_of(&answered.unwrap().into_result()).as_deref(),
+        Some("hi")
+    );
     let seen = upstream.seen.lock().unwrap();
     let (headers, _) = &seen.posts[0];
     assert_eq!(
@@ -381,7 +387,10 @@ async fn progress_on_the_stream_reaches_the_downstream_before_the_answer() {
     let mut request = call("echo");
     request.meta_mut().set_progress_token(token.clone());
     let answered = lane.send(request, None, id, &handler).await;
-    assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+    assert_eq!(
+        text_of(&answered.unwrap().into_result()).as_deref(),
+        Some("hi")
+    );
     let progressed = progressed.0.lock().unwrap();
     assert_eq!(progressed.len(), 1);
     assert_eq!(progressed[0].progress_token, token);
@@ -394,7 +403,10 @@ async fn a_stream_cut_after_an_event_id_is_resumed_from_it() {
     let answered = lane
         .send(call("echo"), None, id, &SessionHandler::default())
         .await;
-    assert_eq!(text_of(&answered.unwrap()).as_deref(), Some("hi"));
+    assert_eq!(
+        text_of(&answered.unwrap().into_result()).as_deref(),
+        Some("hi")
+    );
     assert_eq!(upstream.seen.lock().unwrap().resumed_from, ["e1"]);
 }
 
