@@ -93,9 +93,7 @@ impl Forwarded {
     /// kept as text is read into a tree.
     pub fn into_rmcp(self) -> Self {
         match self {
-            Forwarded::Tool(answer) => {
-                Forwarded::Answered(ServerResult::CallToolResult(answer.into_result()))
-            }
+            Forwarded::Tool(answer) => Forwarded::Answered(answer.into()),
             other => other,
         }
     }

@@ -72,6 +72,13 @@ impl ToolAnswer {
     }
 }
 
+impl From<ToolAnswer> for ServerResult {
+    /// The answer as rmcp's type (see [`ToolAnswer::into_result`]).
+    fn from(answer: ToolAnswer) -> Self {
+        ServerResult::CallToolResult(answer.into_result())
+    }
+}
+
 /// An upstream's answer to a request: rmcp's type, or a tool's answer with
 /// its structured content kept as text.
 #[derive(Debug, Clone)]
@@ -88,7 +95,7 @@ impl Answer {
     pub(crate) fn into_result(self) -> ServerResult {
         match self {
             Answer::Result(result) => result,
-            Answer::Tool(answer) => ServerResult::CallToolResult(answer.into_result()),
+            Answer::Tool(answer) => answer.into(),
         }
     }
 }
@@ -114,10 +121,7 @@ impl Message {
     pub(crate) fn into_rmcp(self) -> ServerJsonRpcMessage {
         match self {
             Message::Rmcp(message) => message,
-            Message::Tool(id, answer) => ServerJsonRpcMessage::response(
-                ServerResult::CallToolResult(answer.into_result()),
-                id,
-            ),
+            Message::Tool(id, answer) => ServerJsonRpcMessage::response(answer.into(), id),
         }
     }
 

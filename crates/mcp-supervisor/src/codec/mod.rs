@@ -15,6 +15,7 @@
 //! | reading a posted call (2025 and 2026-07-28) | [`posted`]'s `quick` | `Posted::read_fully`, `StatelessCall::read_fully` |
 //! | writing a call to the upstream | [`request::Outgoing`] | rmcp's serialization |
 //! | writing a client's answer | [`reply::encoded`] | serde |
+//! | passing a tool's structured content on | `crate::tool_answer`, kept as text if [`json_check::value`] admits it | serde's tree, written again |
 //! | the MCP headers | [`mcp_headers`] | rmcp's client and server |
 //! | reading an upstream's event stream | `http::events` | `sse_stream` |
 //!

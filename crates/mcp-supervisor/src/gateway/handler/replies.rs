@@ -73,19 +73,17 @@ pub(super) fn answer<T>(
     forwarded: Forwarded,
     pick: impl FnOnce(ServerResult) -> Option<T>,
 ) -> Result<T, ErrorData> {
-    match forwarded.into_rmcp() {
-        Forwarded::Answered(result) => {
-            let shown = format!("{result:?}");
-            pick(result).ok_or_else(|| {
-                tracing::debug!(result = %shown, "unexpected result");
-                unexpected()
-            })
-        }
-        Forwarded::Error(error) => Err(error),
-        Forwarded::Refused(outcome) => Err(refusal(&outcome)),
-        // `into_rmcp` leaves no tool answer kept as text.
-        Forwarded::Tool(_) => Err(unexpected()),
-    }
+    let result = match forwarded {
+        Forwarded::Answered(result) => result,
+        Forwarded::Tool(answer) => answer.into(),
+        Forwarded::Error(error) => return Err(error),
+        Forwarded::Refused(outcome) => return Err(refusal(&outcome)),
+    };
+    let shown = format!("{result:?}");
+    pick(result).ok_or_else(|| {
+        tracing::debug!(result = %shown, "unexpected result");
+        unexpected()
+    })
 }
 
 pub(super) fn unexpected() -> ErrorData {
