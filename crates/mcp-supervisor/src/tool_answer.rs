@@ -17,7 +17,8 @@ use rmcp::model::{CallToolResult, RequestId, ServerJsonRpcMessage, ServerResult}
 use serde_json::value::RawValue;
 
 /// A tool's answer: rmcp's `CallToolResult` but for its structured content,
-/// which is kept as the upstream's JSON text when it reads alike everywhere.
+/// which is kept as the upstream's JSON text when it reads alike everywhere
+/// and breaks no line (`codec::answers`, its one maker).
 #[derive(Debug, Clone)]
 pub struct ToolAnswer {
     /// Its structured content is `None` when `structured` holds it.

@@ -150,6 +150,10 @@ pub(crate) fn twins(data: &str) -> Option<(String, Option<String>)> {
 #[cfg(feature = "twins")]
 pub(crate) fn passed_twins(data: &str) -> Option<(serde_json::Value, serde_json::Value)> {
     let read_back = |bytes: &[u8]| {
+        if memchr::memchr2(b'\n', b'\r', bytes).is_some() {
+            // It would cut an event stream's `data:` line.
+            return serde_json::Value::String("a line break".to_owned());
+        }
         serde_json::from_slice(bytes)
             .unwrap_or_else(|error| serde_json::Value::String(format!("not JSON: {error}")))
     };
@@ -209,13 +213,12 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<ToolAnswer> {
             }
             b"structuredContent" if !std::mem::replace(&mut structured, true) => {
                 // Kept whatever it is, `null` too (as rmcp keeps it); as
-                // text when every reader reads it alike.
+                // text when it can be passed on as it is.
                 let raw = scan.value_text()?;
-                match super::json_check::value(raw.get()) {
-                    Ok(()) => kept = Some(raw.to_owned()),
-                    Err(_) => {
-                        result.structured_content = Some(serde_json::from_str(raw.get()).ok()?);
-                    }
+                if passes_as_text(raw.get()) {
+                    kept = Some(raw.to_owned());
+                } else {
+                    result.structured_content = Some(serde_json::from_str(raw.get()).ok()?);
                 }
             }
             b"isError" if result.is_error.is_none() => result.is_error = Some(scan.boolean()?),
@@ -231,6 +234,17 @@ fn plain_tool_result(scan: &mut Scan<'_>) -> Option<ToolAnswer> {
     result.content = content.unwrap_or_default();
     result.result_type = complete.then_some(rmcp::model::ResultType::COMPLETE);
     Some(ToolAnswer::new(result, kept))
+}
+
+/// Whether structured content (one JSON value) may pass to the client as
+/// the upstream wrote it: every reader reads it alike (`json_check::value`),
+/// and it breaks no line. An answer may go out as an event stream's `data:`
+/// line, which a line break would cut; JSON has one only as whitespace
+/// between tokens (a string escapes it), so a value written over several
+/// lines is read into a tree and written again on one.
+fn passes_as_text(value: &str) -> bool {
+    memchr::memchr2(b'\n', b'\r', value.as_bytes()).is_none()
+        && super::json_check::value(value).is_ok()
 }
 
 /// A text block with nothing but `type` and `text`.
@@ -510,6 +524,9 @@ mod tests {
             ("null", true),
             ("[1,2]", true),
             (r#"{"a":1,"a":2}"#, false),
+            // Written over lines, as Python's `json.dumps(indent=2)` writes.
+            ("{\n  \"a\": [\r\n1]\n}", false),
+            ("{\"a\":\"\\n\"}", true),
             (r#"{"a":123456789012345678901234567890}"#, false),
         ] {
             let data = format!(
