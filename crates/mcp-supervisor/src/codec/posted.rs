@@ -428,6 +428,9 @@ mod tests {
             r#"{"progressToken":1,"io.modelcontextprotocol\/x":1}"#.to_owned(),
             format!(r#"{{"progressToken":1,"example.com/x":{deep}}}"#),
             r#"{"progressToken":1,"example.com/x":[1,}"#.to_owned(),
+            // Half a surrogate pair in a string of its value (found by the
+            // fuzzer): every full reading refuses it.
+            r#"{"progressToken":1,"example.com/x":{"p\ud800":1}}"#.to_owned(),
         ] {
             let body = format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","_meta":{meta}}}}}"#
