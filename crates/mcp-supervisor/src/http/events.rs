@@ -81,20 +81,14 @@ impl Parser {
             b"event" => {
                 let value = text()?;
                 let event = self.current.get_or_insert_default();
-                if event.event.is_some() {
-                    return Err(Error::DuplicatedEventLine);
-                }
-                event.event = Some(value.to_owned());
+                once(&mut event.event, value, Error::DuplicatedEventLine)?;
             }
             // An id with a NUL is ignored whole (the specification's rule).
             b"id" if value.contains(&0) => {}
             b"id" => {
                 let value = text()?;
                 let event = self.current.get_or_insert_default();
-                if event.id.is_some() {
-                    return Err(Error::DuplicatedIdLine);
-                }
-                event.id = Some(value.to_owned());
+                once(&mut event.id, value, Error::DuplicatedIdLine)?;
             }
             b"retry" => {
                 let retry = text()?
@@ -149,6 +143,16 @@ impl Parser {
         }
         Ok(())
     }
+}
+
+/// Sets a field an event may have once (`event`, `id`) to `value`; `twice`
+/// when it already has it, as `sse_stream` refuses it.
+fn once(field: &mut Option<String>, value: &str, twice: Error) -> Result<(), Error> {
+    if field.is_some() {
+        return Err(twice);
+    }
+    *field = Some(value.to_owned());
+    Ok(())
 }
 
 impl<S, E> Stream for Events<S>
