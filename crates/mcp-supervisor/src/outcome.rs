@@ -284,6 +284,13 @@ pub mod messages {
                  available. Check the arguments and whether the configured credential may \
                  access that resource, then retry."
             ),
+            _ if failure.unreadable_answer() => format!(
+                "MCP connection '{name}' answered this call with something that is not an MCP \
+                 answer ({reason}): a fault of the server, not of the request, and the call may \
+                 have run. The connection is still available; tell the user if it keeps \
+                 happening.",
+                reason = failure.reason
+            ),
             _ if failure.refused_as_too_large() => format!(
                 "MCP connection '{name}' refused this call as too large (status={status}): the \
                  request, not the connection. The connection is still available. Send smaller \
@@ -403,10 +410,23 @@ mod tests {
              arguments and whether the configured credential may access that resource, then retry."
         );
         assert_eq!(
-            rejected("gh", &Failure::new(FailureKind::Protocol, "x")),
+            rejected(
+                "gh",
+                &Failure::new(FailureKind::Protocol, "x").with_not_run()
+            ),
             "MCP connection 'gh' rejected this call as invalid (status=none): the request itself \
              was malformed, not the connection. The connection is still available. Check the \
              tool's required arguments and value formats with get_mcp_tool_schema, then retry."
+        );
+        assert_eq!(
+            rejected(
+                "gh",
+                &Failure::new(FailureKind::Protocol, "unexpected server response")
+            ),
+            "MCP connection 'gh' answered this call with something that is not an MCP answer \
+             (unexpected server response): a fault of the server, not of the request, and the \
+             call may have run. The connection is still available; tell the user if it keeps \
+             happening."
         );
         assert_eq!(
             busy("gh", 64),

@@ -127,13 +127,30 @@ fn permission_and_protocol_failures_are_rejections_and_keep_the_session() {
             message.contains("rejected this call as invalid (status=400)"),
             "{message}"
         );
+        // An answer that is not JSON-RPC: the upstream's fault, and the
+        // text says so rather than blame the request.
+        upstream
+            .faults()
+            .push(FaultRule::once(Match::tool("echo"), Fault::Garbage));
+        let (failure, message) = rejection(call(&registry, "a", "echo", echo_args()).await);
+        assert_eq!(
+            (failure.kind, failure.status),
+            (FailureKind::Protocol, None)
+        );
+        assert!(
+            message.starts_with(
+                "MCP connection 'a' answered this call with something that is not an MCP answer"
+            ) && message.contains("a fault of the server, not of the request")
+                && !message.contains("malformed"),
+            "{message}"
+        );
         // Arguments the tool cannot take: rmcp's router answers a tool error.
         let outcome = call(&registry, "a", "add", args(&[("a", json!("x"))])).await;
         assert!(matches!(outcome, CallOutcome::ToolError(_)), "{outcome:?}");
         // Same session throughout: no re-initialize, no retries.
         assert_eq!(echo_text(&registry, "a").await, "hi");
         assert_eq!(upstream.requests("initialize"), 1);
-        assert_eq!(upstream.tool_calls("echo"), 4);
+        assert_eq!(upstream.tool_calls("echo"), 5);
     });
 }
 

@@ -250,6 +250,16 @@ impl Failure {
         self
     }
 
+    /// Whether the upstream answered, but not with anything readable as an
+    /// MCP answer (a body that is not JSON-RPC, the wrong content type or
+    /// result type, more than may be read): a fault of the server's answer,
+    /// not a refusal of the request. A refusal comes with an HTTP status or
+    /// as a JSON-RPC error (`not_run`), and a request refused before it is
+    /// sent (an unknown tool) is `not_run` too.
+    pub fn unreadable_answer(&self) -> bool {
+        self.kind == FailureKind::Protocol && self.status.is_none() && !self.not_run
+    }
+
     /// `status=503` or `status=none`, as the agent-facing messages print it.
     /// Whether the upstream refused the request for its size: 413 (its
     /// body), 414 (its URI) or 431 (its headers). That says something of the

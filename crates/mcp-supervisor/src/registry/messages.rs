@@ -265,7 +265,8 @@ impl Handler<ListTools> for Registry {
             match fetch {
                 Some(fetch) => fetch.get(&msg.connection).await,
                 None => Err(Unavailable {
-                    failure: Failure::new(FailureKind::Protocol, "unknown connection"),
+                    failure: Failure::new(FailureKind::Protocol, "unknown connection")
+                        .with_not_run(),
                     retry_in: None,
                     message: format!("Unknown MCP connection '{}'.", msg.connection),
                 }),

@@ -30,7 +30,7 @@ use crate::{
 impl Registry {
     fn unknown_connection(&self, connection: &str) -> CallOutcome {
         CallOutcome::Rejected {
-            failure: Failure::new(FailureKind::Protocol, "unknown connection"),
+            failure: Failure::new(FailureKind::Protocol, "unknown connection").with_not_run(),
             message: unknown_connection_message(connection, &self.names()),
         }
     }
@@ -51,7 +51,7 @@ pub(crate) fn unknown_connection_message(connection: &str, names: &[String]) -> 
 
 fn unknown_tool(connection: &str, tool: &str) -> CallOutcome {
     CallOutcome::Rejected {
-        failure: Failure::new(FailureKind::Protocol, "unknown tool"),
+        failure: Failure::new(FailureKind::Protocol, "unknown tool").with_not_run(),
         message: format!(
             "Unknown tool '{tool}' on MCP connection '{connection}'. Call search_mcp_tools, \
              then get_mcp_tool_schema."
@@ -63,7 +63,8 @@ fn unknown_tool(connection: &str, tool: &str) -> CallOutcome {
 /// upstream never asked (docs/CONTRACTS.md, "What a hold does").
 fn held_tool(message: &str) -> CallOutcome {
     CallOutcome::Rejected {
-        failure: Failure::new(FailureKind::Protocol, "tool held: its contract changed"),
+        failure: Failure::new(FailureKind::Protocol, "tool held: its contract changed")
+            .with_not_run(),
         message: message.to_owned(),
     }
 }

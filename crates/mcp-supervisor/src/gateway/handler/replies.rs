@@ -97,7 +97,11 @@ fn refusal(outcome: &CallOutcome) -> ErrorData {
         .to_owned();
     let code = match outcome {
         CallOutcome::TimedOut { .. } => TIMED_OUT,
-        CallOutcome::Rejected { failure, .. } if failure.kind == FailureKind::Protocol => {
+        // The request as the upstream refused it; an upstream's answer
+        // that could not be read is not the request's fault.
+        CallOutcome::Rejected { failure, .. }
+            if failure.kind == FailureKind::Protocol && !failure.unreadable_answer() =>
+        {
             ErrorCode::INVALID_PARAMS
         }
         _ => SUPERVISOR_REFUSED,
@@ -121,4 +125,37 @@ pub(in crate::gateway) fn tool_result(forwarded: Forwarded) -> Result<Called, Er
         },
     };
     Ok(Called::Response(downstream(meta::outcome_result(outcome))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Failure;
+
+    fn rejected(failure: Failure) -> CallOutcome {
+        CallOutcome::Rejected {
+            failure,
+            message: "m".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_request_the_upstream_refused_is_invalid_params_and_an_unreadable_answer_is_not() {
+        for (failure, code) in [
+            (Failure::from_status(400, None), ErrorCode::INVALID_PARAMS),
+            (
+                Failure::new(FailureKind::Protocol, "JSON-RPC error -32602").with_not_run(),
+                ErrorCode::INVALID_PARAMS,
+            ),
+            (
+                Failure::new(FailureKind::Protocol, "unexpected server response"),
+                SUPERVISOR_REFUSED,
+            ),
+            (Failure::from_status(403, None), SUPERVISOR_REFUSED),
+        ] {
+            let error = refusal(&rejected(failure.clone()));
+            assert_eq!(error.code, code, "{failure:?}");
+            assert_eq!(error.message, "m");
+        }
+    }
 }
