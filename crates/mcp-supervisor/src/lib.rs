@@ -40,6 +40,8 @@
 
 pub mod access;
 pub mod admin;
+mod beside;
+mod boxed;
 pub mod call;
 mod codec;
 pub mod config;

@@ -211,14 +211,15 @@ pub(crate) async fn serve(
                     shutdown: shutdown.clone(),
                     draining: server.draining.clone(),
                 };
-                connections.spawn(connection(
+                let served = connection(
                     stream,
                     Peer(peer.ip()),
                     service.clone(),
                     activity,
                     ends,
                     (permit, registered),
-                ));
+                );
+                crate::beside::spawn(connections.track_future(served));
             }
             None => {
                 server.tallies.count(Protection::ConnectionRefused);

@@ -146,7 +146,7 @@ impl Handler<Forward> for ConnectionActor {
             }
             Admitted::Run(run) => run,
         };
-        boxed_in_place(move || {
+        crate::boxed::in_place(move || {
             run.finish(move |op, ended, label| {
                 let forwarded = operation::forwarded(
                     &op.connection,
@@ -164,14 +164,6 @@ impl Handler<Forward> for ConnectionActor {
             })
         })
     }
-}
-
-/// `make()`'s future, built in a box allocated first: an operation's future
-/// is about 18 KB (its nested awaits' state), and `Box::pin(future)` builds
-/// it on the stack and then copies it into the box, once per request
-/// (docs/DECISIONS.md #110).
-fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> std::pin::Pin<Box<F>> {
-    Box::into_pin(Box::write(Box::new_uninit(), make()))
 }
 
 /// What a request is called in the supervisor's texts: the tool for a call,

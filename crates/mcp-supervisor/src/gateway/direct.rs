@@ -64,7 +64,7 @@
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
-use futures::{FutureExt, future::BoxFuture};
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, LoggingLevel, ProgressToken,
     ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
@@ -172,7 +172,7 @@ impl DirectSession {
             progress,
             trace: _,
         } = call;
-        let answer = async move {
+        let answer = crate::boxed::in_place(move || async move {
             self.calls().insert(id.clone(), cancelled.clone());
             let _in_progress = InProgress {
                 session: &self,
@@ -190,8 +190,8 @@ impl DirectSession {
                 .await;
             end(span, &answered, &cancelled);
             (!cancelled.is_cancelled()).then(|| Message::answer(answered, id))
-        };
-        (answer.boxed(), messages)
+        });
+        (answer, messages)
     }
 
     async fn respond(
@@ -316,7 +316,7 @@ impl StatelessCall {
             capabilities,
             log_level,
         } = self;
-        let answer = async move {
+        let answer = crate::boxed::in_place(move || async move {
             let tasks = capabilities.supports_tasks();
             let origin = Origin::answered(
                 (id.clone(), caller.clone()),
@@ -339,8 +339,8 @@ impl StatelessCall {
             let answered = Generation::Stateless.shape(response, tasks);
             end(span, &answered, &gone);
             (!gone.is_cancelled()).then(|| Message::answer(answered, id))
-        };
-        (answer.boxed(), messages)
+        });
+        (answer, messages)
     }
 }
 

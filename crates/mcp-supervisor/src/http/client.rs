@@ -228,20 +228,19 @@ impl RecordingClient {
         &self,
         method: reqwest::Method,
         auth_token: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        mut custom_headers: HeaderMap,
     ) -> Outbound {
+        for value in custom_headers.values_mut() {
+            value.set_sensitive(true);
+        }
         let mut request = Outbound {
             method,
-            headers: HeaderMap::with_capacity(custom_headers.len() + 4),
+            headers: custom_headers,
             invalid: None,
             body: None,
         };
         if let Some(token) = auth_token {
             request = request.header(AUTHORIZATION, &format!("Bearer {token}"));
-        }
-        for (name, mut value) in custom_headers {
-            value.set_sensitive(true);
-            request.headers.append(name, value);
         }
         request
     }
@@ -536,7 +535,7 @@ impl StreamableHttpClient for RecordingClient {
             Outgoing::from(message),
             session_id,
             auth_token,
-            custom_headers,
+            header_map(custom_headers),
             limits,
         )
         .await
@@ -551,7 +550,11 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
         let request = self
-            .request(reqwest::Method::DELETE, auth_token, custom_headers)
+            .request(
+                reqwest::Method::DELETE,
+                auth_token,
+                header_map(custom_headers),
+            )
             .header(SESSION_ID, &session_id);
         let response = self.send(&uri, request).await?;
         // 405: the server does not do explicit session deletion, which is fine.
@@ -594,7 +597,8 @@ impl StreamableHttpClient for RecordingClient {
         if last_event_id.is_none() && !self.server_stream_wanted().await {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        let mut request = self.request(reqwest::Method::GET, auth_token, custom_headers);
+        let mut request =
+            self.request(reqwest::Method::GET, auth_token, header_map(custom_headers));
         request
             .headers
             .append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
@@ -665,6 +669,11 @@ impl Outbound {
         }
         self
     }
+}
+
+/// rmcp's custom headers as a request's header map.
+pub(crate) fn header_map(headers: HashMap<HeaderName, HeaderValue>) -> HeaderMap {
+    headers.into_iter().collect()
 }
 
 fn header_str(headers: &HeaderMap, name: impl http::header::AsHeaderName) -> Option<String> {

@@ -166,7 +166,7 @@ impl PlainLane {
             .map_err(LaneError::Send)?;
         // It ends when its sender is dropped (idle or broken off) or the
         // upstream closes it; its failures reach the request as its own.
-        tokio::spawn(async move {
+        crate::beside::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "plain-HTTP lane connection ended");
             }

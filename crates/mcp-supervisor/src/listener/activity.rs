@@ -345,7 +345,7 @@ impl Service<Request<Incoming>> for WatchedService {
         let in_flight = self.activity.begin();
         request.extensions_mut().insert(self.peer);
         let answer = self.router.call(request);
-        Box::pin(async move {
+        crate::boxed::in_place(move || async move {
             let response = answer.await?;
             Ok(response.map(|body| TrackedBody {
                 body,

@@ -211,7 +211,7 @@ impl Checked {
             pass_errors,
             retry_calls,
         } = self;
-        async move {
+        crate::boxed::in_place(move || async move {
             let retry = match (request.tool(), catalog) {
                 (Some(tool), Some(catalog)) => {
                     let catalog =
@@ -252,8 +252,7 @@ impl Checked {
                 // caller still gets a value.
                 Err(_) => Forwarded::Refused(stopped(&connection).into()),
             }
-        }
-        .boxed()
+        })
     }
 }
 

@@ -35,7 +35,7 @@
 //! header; its other requests go through rmcp.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     sync::{
         Arc, Mutex, RwLock,
         atomic::{AtomicI64, Ordering},
@@ -44,7 +44,7 @@ use std::{
 };
 
 use futures::{FutureExt, StreamExt, future::BoxFuture, stream::BoxStream};
-use http::{HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderValue};
 use rmcp::{
     ServiceError,
     model::{
@@ -64,7 +64,7 @@ use sse_stream::{Error as SseError, Sse};
 
 use super::handler::SessionHandler;
 use crate::{
-    call::UpstreamRequest,
+    call::{ToolCall, UpstreamRequest},
     codec::{
         answers, mcp_headers,
         request::{Outgoing, Stamp},
@@ -86,7 +86,7 @@ trait Poster: Send + Sync {
         message: Outgoing,
         session_id: Option<Arc<str>>,
         auth: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        headers: HeaderMap,
         limits: StreamableHttpResponseLimits,
     ) -> BoxFuture<'static, Result<Posted, HttpError>>;
 
@@ -96,7 +96,7 @@ trait Poster: Send + Sync {
         session_id: Option<Arc<str>>,
         last_event_id: String,
         auth: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        headers: HeaderMap,
         max_sse_event_size: usize,
     ) -> BoxFuture<'static, Result<Events, HttpError>>;
 }
@@ -108,16 +108,15 @@ impl<C: PostOutgoing> Poster for C {
         message: Outgoing,
         session_id: Option<Arc<str>>,
         auth: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        headers: HeaderMap,
         limits: StreamableHttpResponseLimits,
     ) -> BoxFuture<'static, Result<Posted, HttpError>> {
         let client = self.clone();
-        async move {
+        crate::boxed::in_place(move || async move {
             client
                 .post_outgoing(uri, message, session_id, auth, headers, limits)
                 .await
-        }
-        .boxed()
+        })
     }
 
     fn resume(
@@ -126,7 +125,7 @@ impl<C: PostOutgoing> Poster for C {
         session_id: Option<Arc<str>>,
         last_event_id: String,
         auth: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        headers: HeaderMap,
         max_sse_event_size: usize,
     ) -> BoxFuture<'static, Result<Events, HttpError>> {
         let client = self.clone();
@@ -137,7 +136,10 @@ impl<C: PostOutgoing> Poster for C {
                     session_id,
                     Some(last_event_id),
                     auth,
-                    headers,
+                    headers
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone()))
+                        .collect(),
                     max_sse_event_size,
                 )
                 .await
@@ -164,9 +166,11 @@ pub(crate) struct DirectClient {
     /// Request ids and progress tokens, apart from rmcp's (which count up
     /// from 0 in 32 bits) so the session's links never mix them up.
     next_id: AtomicI64,
-    /// A 2025 session's tools whose calls may be sent here, from the last
-    /// listing.
-    plain: RwLock<HashSet<String>>,
+    /// The tools whose calls' headers do not depend on their arguments,
+    /// from the last listing, with those headers (a 2026-07-28 session's:
+    /// the transport's, `Mcp-Method` and `Mcp-Name`), built once. A 2025
+    /// session's calls may be sent here for these tools only.
+    plain: RwLock<foldhash::HashMap<String, HeaderMap>>,
     /// A 2026-07-28 session's tools that mark arguments for headers, with
     /// their input schemas, from the listings (as rmcp's client keeps them).
     annotated: RwLock<HashMap<String, Arc<JsonObject>>>,
@@ -187,7 +191,7 @@ pub(crate) struct DirectClientParts {
     client: Arc<dyn Poster>,
     uri: Arc<str>,
     session: SessionIds,
-    headers: HashMap<HeaderName, HeaderValue>,
+    headers: HeaderMap,
     auth: Option<String>,
     limits: StreamableHttpResponseLimits,
     retry: Arc<dyn SseRetryPolicy>,
@@ -210,7 +214,7 @@ impl DirectClientParts {
             client: Arc::new(client.clone()),
             uri: config.uri.clone(),
             session,
-            headers: config.custom_headers.clone(),
+            headers: crate::http::header_map(config.custom_headers.clone()),
             auth: config.auth_header.clone(),
             limits,
             retry: config.retry_config.clone(),
@@ -266,7 +270,7 @@ struct Reply {
     uri: Arc<str>,
     session: Option<Arc<str>>,
     auth: Option<String>,
-    headers: HashMap<HeaderName, HeaderValue>,
+    headers: HeaderMap,
     limits: StreamableHttpResponseLimits,
 }
 
@@ -304,7 +308,14 @@ impl DirectClient {
                 mcp_headers::bare_header_value(&tool.name)
                     && !mcp_headers::promotes_headers(&tool.input_schema)
             })
-            .map(|tool| tool.name.to_string())
+            .map(|tool| {
+                let headers = if self.legacy() {
+                    HeaderMap::new()
+                } else {
+                    self.built_headers(&ToolCall::new(tool.name.to_string(), None).into(), None)
+                };
+                (tool.name.to_string(), headers)
+            })
             .collect();
         *self.plain.write().unwrap_or_else(|p| p.into_inner()) = plain;
     }
@@ -321,7 +332,7 @@ impl DirectClient {
         self.plain
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(tool)
+            .contains_key(tool)
     }
 
     /// A fresh request id, and the progress token that goes with it.
@@ -455,7 +466,7 @@ impl DirectClient {
         &self,
         message: Outgoing,
         session: Option<Arc<str>>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        headers: HeaderMap,
     ) -> Result<Posted, HttpError> {
         self.parts
             .client
@@ -472,27 +483,38 @@ impl DirectClient {
 
     /// The headers of `request`: the transport's, and for 2026-07-28 the
     /// SEP-2243 ones.
-    fn headers(&self, request: &UpstreamRequest) -> HashMap<HeaderName, HeaderValue> {
+    fn headers(&self, request: &UpstreamRequest) -> HeaderMap {
         if self.legacy() {
             return self.parts.headers.clone();
         }
-        let schema = request.tool().and_then(|tool| {
-            self.annotated
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(tool)
-                .cloned()
-        });
-        let extra = mcp_headers::request_headers(request, schema.as_deref());
-        // Sized once: growing it as they come rehashes it twice per call.
-        let mut headers = HashMap::with_capacity(self.parts.headers.len() + extra.len());
-        headers.extend(
-            self.parts
-                .headers
-                .iter()
-                .map(|(name, value)| (name.clone(), value.clone())),
-        );
-        headers.extend(extra);
+        let Some(tool) = request.tool() else {
+            return self.built_headers(request, None);
+        };
+        if let Some(headers) = self
+            .plain
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tool)
+        {
+            return headers.clone();
+        }
+        let schema = self
+            .annotated
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tool)
+            .cloned();
+        self.built_headers(request, schema.as_deref())
+    }
+
+    /// The headers of `request` for a 2026-07-28 session, built: the
+    /// transport's and `mcp_headers`' (with `schema`, a tool's that marks
+    /// arguments for headers).
+    fn built_headers(&self, request: &UpstreamRequest, schema: Option<&JsonObject>) -> HeaderMap {
+        let mut headers = self.parts.headers.clone();
+        for (name, value) in mcp_headers::request_headers(request, schema) {
+            headers.insert(name, value);
+        }
         headers
     }
 
@@ -522,7 +544,7 @@ impl DirectClient {
         mut events: Events,
         id: &RequestId,
         session: Option<Arc<str>>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        headers: HeaderMap,
         handler: &SessionHandler,
     ) -> Result<Answer, ServiceError> {
         let mut last_event_id: Option<String> = None;
@@ -570,7 +592,7 @@ impl DirectClient {
         last_event_id: String,
         server_retry: Option<Duration>,
         session: &Option<Arc<str>>,
-        headers: &HashMap<HeaderName, HeaderValue>,
+        headers: &HeaderMap,
     ) -> Result<Events, ServiceError> {
         let mut wait = server_retry.or_else(|| self.parts.retry.retry(0));
         let mut attempts = 0;

@@ -371,10 +371,9 @@ impl Session {
         let cancelled = link.map(|link| link.cancelled.clone()).unwrap_or_default();
         // Boxed: the send's future is large, and `select!` and the timeout
         // would move it whole, more than once (docs/DECISIONS.md #145).
-        let mut sent = Box::pin(tokio::time::timeout_at(
-            deadline,
-            direct.send(request, stamp, id.clone(), handler),
-        ));
+        let mut sent = crate::boxed::in_place(|| {
+            tokio::time::timeout_at(deadline, direct.send(request, stamp, id.clone(), handler))
+        });
         let outcome = tokio::select! {
             answer = &mut sent => Some(answer),
             () = cancelled.cancelled() => None,

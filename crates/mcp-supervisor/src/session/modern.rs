@@ -163,7 +163,7 @@ impl Through {
     async fn open(&self, filter: SubscriptionFilter) -> Result<Subscription, rmcp::ServiceError> {
         Ok(match self {
             Through::Rmcp(peer) => Subscription::Rmcp(Box::new(peer.listen(filter).await?)),
-            Through::Lane(lane) => Subscription::Lane(lane.listen(filter).await?),
+            Through::Lane(lane) => Subscription::Lane(Box::new(lane.listen(filter).await?)),
         })
     }
 }
@@ -171,7 +171,7 @@ impl Through {
 /// An open listen stream.
 enum Subscription {
     Rmcp(Box<rmcp::service::Subscription>),
-    Lane(Listening),
+    Lane(Box<Listening>),
 }
 
 impl Subscription {

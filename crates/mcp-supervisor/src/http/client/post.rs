@@ -51,7 +51,7 @@ impl PostOutgoing for RecordingClient {
         message: Outgoing,
         session_id: Option<Arc<str>>,
         auth_token: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        custom_headers: HeaderMap,
         limits: StreamableHttpResponseLimits,
     ) -> Result<Posted, HttpError> {
         let mut custom_headers = custom_headers;
@@ -144,7 +144,7 @@ pub(crate) trait PostOutgoing:
         message: Outgoing,
         session_id: Option<Arc<str>>,
         auth_token: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        custom_headers: HeaderMap,
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = Result<Posted, HttpError>> + Send;
 }
@@ -156,7 +156,7 @@ impl<C: PostOutgoing, S: TokenSource + 'static> PostOutgoing for TokenClient<C, 
         message: Outgoing,
         session_id: Option<Arc<str>>,
         _: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        custom_headers: HeaderMap,
         limits: StreamableHttpResponseLimits,
     ) -> Result<Posted, HttpError> {
         self.authorized(|token| {

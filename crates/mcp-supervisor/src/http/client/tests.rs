@@ -52,14 +52,14 @@ async fn a_header_that_is_no_header_fails_as_reqwest_fails_it() {
     let request = client.request(
         reqwest::Method::POST,
         Some("canary\ntoken".into()),
-        HashMap::new(),
+        HeaderMap::new(),
     );
     assert!(request.headers.get(AUTHORIZATION).is_none());
     match client.send(&uri, request).await {
         Err(StreamableHttpError::Client(error)) => assert!(error.is_builder(), "{error:?}"),
         other => panic!("not reqwest's builder error: {other:?}"),
     }
-    let request = client.request(reqwest::Method::POST, Some("t".into()), HashMap::new());
+    let request = client.request(reqwest::Method::POST, Some("t".into()), HeaderMap::new());
     let bearer = &request.headers[AUTHORIZATION];
     assert_eq!(bearer, "Bearer t");
     assert!(bearer.is_sensitive());

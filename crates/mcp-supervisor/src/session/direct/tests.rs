@@ -553,7 +553,7 @@ fn its_debug_output_shows_no_url_header_or_token() {
     let client = RecordingClient::new(shared_http_client(), HttpRecorder::default());
     let mut headers = HashMap::new();
     headers.insert(
-        HeaderName::from_static("x-api-key"),
+        http::HeaderName::from_static("x-api-key"),
         HeaderValue::from_static("canary-header"),
     );
     let config =
@@ -596,4 +596,57 @@ async fn a_2025_session_sends_only_calls_of_listed_plain_tools_here() {
     let (modern, _upstream) = lane(Script::Json).await;
     assert!(modern.takes(&call("unlisted")));
     assert!(modern.takes(&ClientRequest::PingRequest(Default::default()).into()));
+}
+
+/// A listed tool's headers are built once, at the listing: its calls carry
+/// the same headers as those built per call, and another tool's calls their
+/// own name.
+#[tokio::test]
+async fn a_listed_tools_calls_carry_the_headers_built_at_the_listing() {
+    let (lane, upstream) = lane(Script::Json).await;
+    let send = |name: &'static str| {
+        let lane = &lane;
+        async move {
+            let (id, _) = lane.next_id();
+            lane.send(call(name), None, id, &SessionHandler::default())
+                .await
+                .unwrap();
+        }
+    };
+    send("echo").await;
+    lane.listed(&[Tool::new(
+        "echo".to_owned(),
+        "",
+        Arc::new(json!({"type": "object"}).as_object().cloned().unwrap()),
+    )]);
+    send("echo").await;
+    send("other").await;
+    let seen = upstream.seen.lock().unwrap();
+    let mcp_headers = |n: usize| {
+        let mut pairs: Vec<(String, String)> = seen.posts[n]
+            .0
+            .iter()
+            .filter(|(name, _)| name.as_str().starts_with("mcp-"))
+            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+            .collect();
+        pairs.sort();
+        pairs
+    };
+    let built = mcp_headers(0);
+    assert_eq!(
+        built,
+        [
+            ("mcp-method".to_owned(), "tools/call".to_owned()),
+            ("mcp-name".to_owned(), "echo".to_owned()),
+            ("mcp-protocol-version".to_owned(), "2026-07-28".to_owned()),
+        ]
+    );
+    assert_eq!(mcp_headers(1), built, "prepared at the listing");
+    assert_eq!(
+        mcp_headers(2)
+            .iter()
+            .find(|(name, _)| name == "mcp-name")
+            .map(|(_, value)| value.as_str()),
+        Some("other")
+    );
 }
