@@ -37,11 +37,11 @@ pub enum CallOutcome {
 /// How a request forwarded upstream as it is (the gateway's proxying) ended.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-// Nearly always `Answered`, moved a few times: boxing would only add an allocation.
-#[allow(clippy::large_enum_variant)]
 pub enum Forwarded {
-    /// The upstream's answer.
-    Answered(ServerResult),
+    /// The upstream's answer. Boxed: rmcp's `ServerResult` is several times
+    /// the size of the others, and a call's answer, a `Tool` on the usual
+    /// path, is moved through many layers (docs/DECISIONS.md #186).
+    Answered(Box<ServerResult>),
     /// The upstream's answer to a tool call, its structured content kept as
     /// the upstream wrote it ([`ToolAnswer::into_result`] reads it as rmcp's
     /// type; `Answered` holds the answers it does not keep so).
@@ -59,26 +59,28 @@ impl CallOutcome {
     /// client behind it (the library's `CallTool`, the `call_mcp` meta-tool).
     pub(crate) fn of_call(connection: &str, tool: &str, forwarded: Forwarded) -> CallOutcome {
         let failure = |reason: &str| Failure::new(crate::FailureKind::Protocol, reason);
-        match forwarded {
-            Forwarded::Answered(ServerResult::CallToolResult(result)) => {
-                CallOutcome::from_result(result)
+        // Calls are not forwarded with errors passed on, and any other
+        // answer to a `tools/call` is malformed.
+        let malformed = || {
+            let failure = failure("unexpected result for tools/call");
+            CallOutcome::Rejected {
+                message: messages::rejected(connection, &failure),
+                failure,
             }
+        };
+        match forwarded {
+            Forwarded::Answered(result) => match *result {
+                ServerResult::CallToolResult(result) => CallOutcome::from_result(result),
+                // The upstream needs what only a client could give (sampling).
+                ServerResult::InputRequiredResult(_) => CallOutcome::Rejected {
+                    message: messages::needs_a_client(connection, tool),
+                    failure: failure("input required"),
+                },
+                _ => malformed(),
+            },
             Forwarded::Tool(answer) => CallOutcome::from_result(answer.into_result()),
             Forwarded::Refused(outcome) => outcome,
-            // The upstream needs what only a client could give (sampling).
-            Forwarded::Answered(ServerResult::InputRequiredResult(_)) => CallOutcome::Rejected {
-                message: messages::needs_a_client(connection, tool),
-                failure: failure("input required"),
-            },
-            // Calls are not forwarded with errors passed on, and any other
-            // answer to a `tools/call` is malformed.
-            Forwarded::Answered(_) | Forwarded::Error(_) => {
-                let failure = failure("unexpected result for tools/call");
-                CallOutcome::Rejected {
-                    message: messages::rejected(connection, &failure),
-                    failure,
-                }
-            }
+            Forwarded::Error(_) => malformed(),
         }
     }
 }
@@ -89,11 +91,23 @@ impl Forwarded {
         matches!(self, Forwarded::Answered(_) | Forwarded::Tool(_))
     }
 
+    /// The upstream's answer when `pick` takes it (an answer of one kind),
+    /// else this as it was (an answer `pick` gives back).
+    pub(crate) fn answered_as<T>(
+        self,
+        pick: impl FnOnce(ServerResult) -> Result<T, Box<ServerResult>>,
+    ) -> Result<T, Self> {
+        match self {
+            Forwarded::Answered(result) => pick(*result).map_err(Forwarded::Answered),
+            other => Err(other),
+        }
+    }
+
     /// The upstream's answer as rmcp's type: a tool's structured content
     /// kept as text is read into a tree.
     pub fn into_rmcp(self) -> Self {
         match self {
-            Forwarded::Tool(answer) => Forwarded::Answered(answer.into()),
+            Forwarded::Tool(answer) => Forwarded::Answered(Box::new(answer.into())),
             other => other,
         }
     }

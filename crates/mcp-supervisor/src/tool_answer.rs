@@ -83,11 +83,10 @@ impl From<ToolAnswer> for ServerResult {
 /// An upstream's answer to a request: rmcp's type, or a tool's answer with
 /// its structured content kept as text.
 #[derive(Debug, Clone)]
-// Built once per answer and moved on: boxing either would only add an
-// allocation (as `Forwarded`).
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Answer {
-    Result(ServerResult),
+    /// Boxed, as in `Forwarded`: a tool's answer, the usual one, is moved
+    /// through many layers and need not carry rmcp's largest type's size.
+    Result(Box<ServerResult>),
     Tool(ToolAnswer),
 }
 
@@ -95,7 +94,7 @@ impl Answer {
     /// The answer as rmcp's type.
     pub(crate) fn into_result(self) -> ServerResult {
         match self {
-            Answer::Result(result) => result,
+            Answer::Result(result) => *result,
             Answer::Tool(answer) => answer.into(),
         }
     }
@@ -103,7 +102,7 @@ impl Answer {
 
 impl From<ServerResult> for Answer {
     fn from(result: ServerResult) -> Self {
-        Answer::Result(result)
+        Answer::Result(Box::new(result))
     }
 }
 
@@ -130,7 +129,9 @@ impl Message {
     pub(crate) fn answer(answered: Result<Answer, rmcp::ErrorData>, id: RequestId) -> Self {
         match answered {
             Ok(Answer::Tool(answer)) => Message::Tool(id, answer),
-            Ok(Answer::Result(result)) => Message::Rmcp(ServerJsonRpcMessage::response(result, id)),
+            Ok(Answer::Result(result)) => {
+                Message::Rmcp(ServerJsonRpcMessage::response(*result, id))
+            }
             Err(error) => Message::Rmcp(ServerJsonRpcMessage::error(error, Some(id))),
         }
     }

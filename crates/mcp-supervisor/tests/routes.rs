@@ -41,8 +41,8 @@ async fn on_route(routes: &Routes) -> Option<Forwarded> {
 fn echoed(forwarded: &Forwarded) -> bool {
     matches!(
         forwarded,
-        Forwarded::Answered(ServerResult::CallToolResult(result))
-            if text(result) == "hi"
+        Forwarded::Answered(result)
+            if matches!(&**result, ServerResult::CallToolResult(result) if text(result) == "hi")
     )
 }
 

@@ -255,11 +255,13 @@ impl Counted for CallOutcome {
 impl Counted for Forwarded {
     fn kind(&self) -> OutcomeKind {
         match self {
-            Forwarded::Answered(rmcp::model::ServerResult::CallToolResult(result)) => {
-                CallOutcome::result_kind(result)
-            }
+            Forwarded::Answered(result) => match &**result {
+                rmcp::model::ServerResult::CallToolResult(result) => {
+                    CallOutcome::result_kind(result)
+                }
+                _ => OutcomeKind::Ok,
+            },
             Forwarded::Tool(answer) => CallOutcome::result_kind(answer.parts().0),
-            Forwarded::Answered(_) => OutcomeKind::Ok,
             Forwarded::Error(_) => OutcomeKind::Rejected,
             Forwarded::Refused(outcome) => outcome.kind(),
         }

@@ -191,10 +191,10 @@ impl Operation {
     pub(crate) async fn run_rounds(&mut self, first: Option<LeaseAttempt>) -> Ended {
         let mut ended = self.run(first).await;
         for _ in 0..MAX_INPUT_ROUNDS {
-            let Ended::Replied(Response::Sent(Answer::Result(ServerResult::InputRequiredResult(
-                asked,
-            )))) = &ended
-            else {
+            let Ended::Replied(Response::Sent(Answer::Result(result))) = &ended else {
+                return ended;
+            };
+            let ServerResult::InputRequiredResult(asked) = &**result else {
                 return ended;
             };
             if self.context.link.is_some() {

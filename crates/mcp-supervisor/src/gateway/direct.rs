@@ -401,7 +401,7 @@ impl Generation {
             Ok(Called::Response(response)) => Ok(response),
             Err(error) => Err(error),
         };
-        self.shape_rmcp(response, tasks).map(Answer::Result)
+        self.shape_rmcp(response, tasks).map(Answer::from)
     }
 
     /// [`Generation::shape`] for rmcp's type.

@@ -151,15 +151,23 @@ fn finished(
     forwarded: Forwarded,
     binding: impl FnOnce() -> String,
 ) -> Result<Exchange, ErrorData> {
-    match forwarded {
-        Forwarded::Answered(ServerResult::InputRequiredResult(mut upstream)) => {
+    match forwarded.answered_as(input_required) {
+        Ok(mut upstream) => {
             let sealed = Sealed::Upstream {
                 state: upstream.request_state.take(),
             };
             upstream.request_state = Some(rounds.seal(&sealed, &binding())?);
             Ok(Exchange::InputRequired(upstream))
         }
-        other => Ok(Exchange::Done(other)),
+        Err(other) => Ok(Exchange::Done(other)),
+    }
+}
+
+/// An upstream's `input_required` answer, for `Forwarded::answered_as`.
+fn input_required(result: ServerResult) -> Result<InputRequiredResult, Box<ServerResult>> {
+    match result {
+        ServerResult::InputRequiredResult(asked) => Ok(asked),
+        other => Err(Box::new(other)),
     }
 }
 
@@ -317,8 +325,9 @@ async fn ask_by_requests(
         let forwarded = state
             .forward(&target.connection, request.clone(), Some(link.clone()))
             .await;
-        let Forwarded::Answered(ServerResult::InputRequiredResult(asked)) = forwarded else {
-            return Ok(Exchange::Done(forwarded));
+        let asked = match forwarded.answered_as(input_required) {
+            Ok(asked) => asked,
+            Err(forwarded) => return Ok(Exchange::Done(forwarded)),
         };
         let mut responses = InputResponses::new();
         for (key, input) in asked.input_requests.unwrap_or_default() {

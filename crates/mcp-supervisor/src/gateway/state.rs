@@ -726,5 +726,5 @@ fn subscribe_request(uri: &str) -> ClientRequest {
 
 /// The empty answer of a subscription change that needed no upstream request.
 fn already_done() -> Forwarded {
-    Forwarded::Answered(rmcp::model::ServerResult::empty(()))
+    Forwarded::Answered(Box::new(rmcp::model::ServerResult::empty(())))
 }

@@ -22,7 +22,6 @@ use super::{
     state::GatewayState,
 };
 use crate::{
-    Forwarded,
     access::{Caller, Item},
     call::{ToolCall, UpstreamRequest},
     meta,
@@ -176,13 +175,18 @@ fn call_response(
     exchange: Exchange,
 ) -> Result<Called, ErrorData> {
     match exchange {
-        Exchange::Done(Forwarded::Answered(ServerResult::CreateTaskResult(task))) => {
-            // The upstream runs it as a task (SEP-2663): its `tasks/*`
-            // requests must find their way back to this connection.
-            state.remember_task(&task.task.task_id, &target.connection, caller.clone());
-            Ok(Called::Response(CallToolResponse::Task(task)))
-        }
-        Exchange::Done(forwarded) => tool_result(forwarded),
+        Exchange::Done(forwarded) => match forwarded.answered_as(|result| match result {
+            ServerResult::CreateTaskResult(task) => Ok(task),
+            other => Err(Box::new(other)),
+        }) {
+            Ok(task) => {
+                // The upstream runs it as a task (SEP-2663): its `tasks/*`
+                // requests must find their way back to this connection.
+                state.remember_task(&task.task.task_id, &target.connection, caller.clone());
+                Ok(Called::Response(CallToolResponse::Task(task)))
+            }
+            Err(forwarded) => tool_result(forwarded),
+        },
         Exchange::InputRequired(asked) => {
             Ok(Called::Response(CallToolResponse::InputRequired(asked)))
         }

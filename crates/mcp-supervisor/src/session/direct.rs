@@ -453,7 +453,8 @@ impl DirectClient {
             // Nothing else carries an answer to a request.
             Ok(_) => Err(ServiceError::UnexpectedResponse),
         };
-        if let Ok(Answer::Result(ServerResult::ListToolsResult(list))) = &mut answer
+        if let Ok(Answer::Result(result)) = &mut answer
+            && let ServerResult::ListToolsResult(list) = &mut **result
             && !self.legacy()
         {
             self.keep_usable(&mut list.tools);
@@ -704,7 +705,7 @@ fn answer_of(message: Message, id: &RequestId) -> Option<Result<Answer, ServiceE
     match message {
         Message::Tool(answered, answer) if &answered == id => Some(Ok(Answer::Tool(answer))),
         Message::Rmcp(ServerJsonRpcMessage::Response(response)) if &response.id == id => {
-            Some(Ok(Answer::Result(response.result)))
+            Some(Ok(Answer::from(response.result)))
         }
         Message::Rmcp(ServerJsonRpcMessage::Error(error)) if error.id.as_ref() == Some(id) => {
             Some(Err(ServiceError::McpError(error.error)))

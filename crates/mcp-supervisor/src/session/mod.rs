@@ -241,7 +241,7 @@ impl Session {
         let direct = self.clients.direct_for(&request);
         if let Some(modern) = &self.modern {
             if let Some(answer) = self.held_here(modern, &request).await {
-                return Ok(Answer::Result(answer));
+                return Ok(Answer::from(answer));
             }
             options.meta = modern.request_meta();
             if let Some(link) = link {
@@ -275,7 +275,7 @@ impl Session {
         // moves it whole (docs/DECISIONS.md #132).
         Box::pin(self.send_with_rmcp(request, options, link, deadline))
             .await
-            .map(Answer::Result)
+            .map(Answer::from)
     }
 
     /// [`Session::send`] through rmcp's client.
@@ -400,7 +400,7 @@ impl Session {
                         let options = PeerRequestOptions::no_options();
                         Box::pin(self.send_with_rmcp(request, options, link, deadline))
                             .await
-                            .map(Answer::Result)
+                            .map(Answer::from)
                     }
                     // Only a 2025 session can have expired.
                     None => Err(self.send_failure(&rmcp::ServiceError::TransportClosed)),

@@ -599,9 +599,11 @@ impl ClientSpan {
     /// captured when configured; its structured content never is).
     pub(crate) fn answered(self, answer: &Answer) {
         let called = match answer {
-            Answer::Result(ServerResult::CallToolResult(result)) => Some(result),
+            Answer::Result(result) => match &**result {
+                ServerResult::CallToolResult(result) => Some(result),
+                _ => None,
+            },
             Answer::Tool(answer) => Some(answer.parts().0),
-            Answer::Result(_) => None,
         };
         let tool_error = called.is_some_and(|result| result.is_error == Some(true));
         let error_type = tool_error.then_some(sc::TOOL_ERROR);

@@ -108,8 +108,8 @@ fn answers_are_shaped_and_statused_per_generation() {
         let refused = generation.shape(task(), false).unwrap_err();
         assert_eq!(refused.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
         assert!(matches!(
-            generation.shape(task(), true),
-            Ok(Answer::Result(ServerResult::CreateTaskResult(_)))
+            generation.shape(task(), true).map(Answer::into_result),
+            Ok(ServerResult::CreateTaskResult(_))
         ));
     }
     let complete = || {

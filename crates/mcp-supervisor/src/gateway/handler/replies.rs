@@ -74,7 +74,7 @@ pub(super) fn answer<T>(
     pick: impl FnOnce(ServerResult) -> Option<T>,
 ) -> Result<T, ErrorData> {
     let result = match forwarded {
-        Forwarded::Answered(result) => result,
+        Forwarded::Answered(result) => *result,
         Forwarded::Tool(answer) => answer.into(),
         Forwarded::Error(error) => return Err(error),
         Forwarded::Refused(outcome) => return Err(refusal(&outcome)),
@@ -113,16 +113,18 @@ fn refusal(outcome: &CallOutcome) -> ErrorData {
 /// error, or the supervisor's outcome as an `isError` text result.
 pub(in crate::gateway) fn tool_result(forwarded: Forwarded) -> Result<Called, ErrorData> {
     let outcome = match forwarded {
-        Forwarded::Answered(ServerResult::CallToolResult(result)) => {
-            return Ok(Called::Response(downstream(result)));
-        }
+        Forwarded::Answered(result) => match *result {
+            ServerResult::CallToolResult(result) => {
+                return Ok(Called::Response(downstream(result)));
+            }
+            _ => CallOutcome::Rejected {
+                failure: crate::Failure::new(FailureKind::Protocol, "unexpected result"),
+                message: "The upstream answered the call with an unexpected result.".to_owned(),
+            },
+        },
         Forwarded::Tool(answer) => return Ok(downstream_kept(answer)),
         Forwarded::Error(error) => return Err(error),
         Forwarded::Refused(outcome) => outcome,
-        Forwarded::Answered(_) => CallOutcome::Rejected {
-            failure: crate::Failure::new(FailureKind::Protocol, "unexpected result"),
-            message: "The upstream answered the call with an unexpected result.".to_owned(),
-        },
     };
     Ok(Called::Response(downstream(meta::outcome_result(outcome))))
 }
