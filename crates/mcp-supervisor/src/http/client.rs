@@ -240,7 +240,14 @@ impl RecordingClient {
             body: None,
         };
         if let Some(token) = auth_token {
+            // The bearer goes first, ahead of a configured `Authorization`
+            // (an `on_behalf` connection may have both): an upstream that
+            // reads one reads the caller's.
+            let configured = request.headers.remove(AUTHORIZATION);
             request = request.header(AUTHORIZATION, &format!("Bearer {token}"));
+            if let Some(value) = configured {
+                request.headers.append(AUTHORIZATION, value);
+            }
         }
         request
     }

@@ -66,6 +66,22 @@ async fn a_header_that_is_no_header_fails_as_reqwest_fails_it() {
 }
 
 #[test]
+fn the_bearer_comes_before_a_configured_authorization() {
+    let client = RecordingClient::new(
+        HttpClients::new(reqwest::Client::new(), reqwest::Client::new()),
+        HttpRecorder::default(),
+    );
+    let mut configured = HeaderMap::new();
+    configured.insert(AUTHORIZATION, HeaderValue::from_static("Basic static"));
+    configured.insert("x-team", HeaderValue::from_static("agents"));
+    let request = client.request(reqwest::Method::POST, Some("caller".into()), configured);
+    let values: Vec<_> = request.headers.get_all(AUTHORIZATION).iter().collect();
+    assert_eq!(values, ["Bearer caller", "Basic static"]);
+    assert!(values.iter().all(|value| value.is_sensitive()));
+    assert!(request.headers["x-team"].is_sensitive());
+}
+
+#[test]
 fn paths_drop_the_query() {
     let client = RecordingClient::new(
         HttpClients::new(reqwest::Client::new(), reqwest::Client::new()),
