@@ -43,7 +43,11 @@ use std::{
     time::Duration,
 };
 
-use axum::Router;
+use axum::{
+    Router,
+    extract::Request,
+    response::{IntoResponse, Response},
+};
 use hyper::server::conn::http1;
 use hyper_util::{rt::TokioIo, service::TowerToHyperService};
 use tokio::{
@@ -166,12 +170,64 @@ fn open_file_limit() -> Option<u64> {
     }
 }
 
+/// What a server answers: its routes, and in front of them, optionally,
+/// the one path nearly every request takes ([`Front`]).
+#[derive(Debug, Clone)]
+pub(crate) struct App<F = NoFront> {
+    router: TowerToHyperService<Router>,
+    front: F,
+}
+
+impl App {
+    /// `router` answers every request.
+    pub(crate) fn routes(router: Router) -> Self {
+        App::fronted(router, NoFront)
+    }
+}
+
+impl<F: Front> App<F> {
+    /// `front` answers what it takes, `router` the rest.
+    pub(crate) fn fronted(router: Router, front: F) -> Self {
+        App {
+            router: TowerToHyperService::new(router),
+            front,
+        }
+    }
+}
+
+/// A path served in front of a server's router, past axum's routing: the
+/// gateway's MCP endpoint, which every call takes, and where the router's
+/// path match, the boxed route service it clones per request and its
+/// response mapping cost a call about 4,000 instructions
+/// (docs/DECISIONS.md #187). What it does not take is the router's.
+pub(crate) trait Front: Clone + Send + Sync + 'static {
+    /// Whether `request` is this front's.
+    fn takes(&self, request: &Request) -> bool;
+
+    /// The answer to a request it takes.
+    fn serve(&self, request: Request) -> impl Future<Output = Response> + Send + 'static;
+}
+
+/// No front: the router answers everything.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NoFront;
+
+impl Front for NoFront {
+    fn takes(&self, _: &Request) -> bool {
+        false
+    }
+
+    fn serve(&self, _: Request) -> impl Future<Output = Response> + Send + 'static {
+        std::future::ready(axum::http::StatusCode::NOT_FOUND.into_response())
+    }
+}
+
 /// Serves `app` on `listener` under `server`'s limits until `shutdown` is
 /// cancelled, then lets the connections finish their requests and returns
 /// once every one is closed.
-pub(crate) async fn serve(
+pub(crate) async fn serve<F: Front>(
     listener: TcpListener,
-    app: Router,
+    app: App<F>,
     server: Server,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
@@ -182,7 +238,6 @@ pub(crate) async fn serve(
         header: server.header_timeout,
         idle: server.idle_timeout,
     };
-    let service = TowerToHyperService::new(app);
     let connections = TaskTracker::new();
     let open = OpenConnections::default();
     let mut warned_at: Option<tokio::time::Instant> = None;
@@ -214,7 +269,7 @@ pub(crate) async fn serve(
                 let served = connection(
                     stream,
                     Peer(peer.ip()),
-                    service.clone(),
+                    app.clone(),
                     activity,
                     ends,
                     (permit, registered),
@@ -325,16 +380,16 @@ struct Ends {
 
 /// One connection, until it ends, its watchdog expires, it is closed to make
 /// room, or shutdown (or a drain) has let its request in progress finish.
-async fn connection(
+async fn connection<F: Front>(
     stream: TcpStream,
     peer: Peer,
-    service: TowerToHyperService<Router>,
+    app: App<F>,
     activity: Arc<Activity>,
     ends: Ends,
     _slot: (OwnedSemaphorePermit, Registered),
 ) {
     let io = TokioIo::new(WatchedIo::new(stream, activity.clone()));
-    let service = WatchedService::new(service, activity.clone(), peer);
+    let service = WatchedService::new(app, activity.clone(), peer);
     let mut builder = http1::Builder::new();
     // The watchdog times heads (and idle time); hyper's own header timer
     // would also run while a kept-alive connection is idle.

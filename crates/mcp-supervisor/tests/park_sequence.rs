@@ -178,6 +178,48 @@ fn a_success_in_between_resets_the_park_count() {
     });
 }
 
+/// A call's own success resets the strikes, not only a revive's listing:
+/// strikes the fleet told of with a park that had already ended (nothing
+/// here parked, so nothing is rebuilt or listed again) are forgotten once
+/// a call succeeds, and the next park is a first one.
+#[test]
+fn a_calls_own_success_resets_the_strikes() {
+    use mcp_supervisor::fleet::{Learned, News, Shared};
+    run_paused(|| async {
+        let (upstream, registry, log) = parkable_connection().await;
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        let ended = Shared::Parked {
+            until: std::time::SystemTime::now() - Duration::from_secs(1),
+            failure: mcp_supervisor::Failure::new(FailureKind::Server, "parked on another node"),
+            strikes: 2,
+        };
+        registry
+            .send(Learned {
+                connection: "a".into(),
+                news: News::Standing(ended),
+            })
+            .await
+            .unwrap();
+        // Taken on before this call is admitted (the same mailbox), and
+        // forgotten with its success.
+        assert_eq!(echo_text(&registry, "a").await, "hi");
+        upstream.faults().set(vec![FaultRule::always(
+            Match::tool("lookup"),
+            Fault::status(503),
+        )]);
+        let outcome = call(&registry, "a", "lookup", args(&[("key", json!("k"))])).await;
+        assert!(
+            matches!(outcome, CallOutcome::Unavailable { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            parks(&log),
+            vec![(FailureKind::Server, Duration::from_millis(200), 1)],
+            "a first park: the call's success forgot the fleet's strikes"
+        );
+    });
+}
+
 /// Several callers fail together on one failed rebuild: one park, one
 /// strike (the connection actor answers the later reports with the park it
 /// already has), so the next park is the second, not a later one.

@@ -175,7 +175,7 @@ pub async fn serve_admin_linked(
         draining: CancellationToken::new(),
         tallies: Arc::default(),
     };
-    listener::serve(listener, app, server, shutdown).await
+    listener::serve(listener, listener::App::routes(app), server, shutdown).await
 }
 
 /// The admin routes with the default `[admin]` settings; see [`router_with`].

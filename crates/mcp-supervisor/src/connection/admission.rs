@@ -1,8 +1,13 @@
 //! Admission of calls: at most `max_concurrent` in flight, then a bounded FIFO
-//! queue, beyond which a call is answered `Busy` at once. Only the actor's
-//! mailbox touches this, so it needs no locks.
+//! queue, beyond which a call is answered `Busy` at once. The actor admits
+//! (in its mailbox); a request frees its slot itself when it ends (its
+//! `SlotGuard`), with no message to the actor (docs/DECISIONS.md #187). The
+//! lock is held for a few integer writes, never across a wait.
 
-use std::collections::VecDeque;
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+};
 
 use tokio::sync::oneshot;
 
@@ -17,8 +22,12 @@ pub(crate) enum Admit {
     Busy { queued: usize },
 }
 
+/// The connection's slots, shared by its actor and its requests' guards.
+#[derive(Debug, Clone)]
+pub(crate) struct Admission(Arc<Mutex<Slots>>);
+
 #[derive(Debug)]
-pub(crate) struct Admission {
+struct Slots {
     max_in_flight: usize,
     max_queued: usize,
     in_flight: usize,
@@ -29,60 +38,67 @@ pub(crate) struct Admission {
 
 impl Admission {
     pub(crate) fn new(max_in_flight: usize, max_queued: usize) -> Self {
-        Admission {
+        Admission(Arc::new(Mutex::new(Slots {
             max_in_flight: max_in_flight.max(1),
             max_queued,
             in_flight: 0,
             queue: VecDeque::new(),
             peak: 0,
-        }
+        })))
     }
 
-    pub(crate) fn admit(&mut self) -> Admit {
-        self.queue.retain(|waiter| !waiter.is_closed());
-        if self.in_flight < self.max_in_flight {
-            self.in_flight += 1;
-            self.peak = self.peak.max(self.in_flight);
+    fn slots(&self) -> MutexGuard<'_, Slots> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn admit(&self) -> Admit {
+        let mut slots = self.slots();
+        slots.queue.retain(|waiter| !waiter.is_closed());
+        if slots.in_flight < slots.max_in_flight {
+            slots.in_flight += 1;
+            slots.peak = slots.peak.max(slots.in_flight);
             return Admit::Now;
         }
-        if self.queue.len() >= self.max_queued {
+        if slots.queue.len() >= slots.max_queued {
             return Admit::Busy {
-                queued: self.queue.len(),
+                queued: slots.queue.len(),
             };
         }
         let (tx, rx) = oneshot::channel();
-        self.queue.push_back(tx);
+        slots.queue.push_back(tx);
         Admit::Queued(rx)
     }
 
     /// A call finished: hand its slot to the next caller still waiting.
-    pub(crate) fn release(&mut self) {
-        while let Some(next) = self.queue.pop_front() {
+    pub(crate) fn release(&self) {
+        let mut slots = self.slots();
+        while let Some(next) = slots.queue.pop_front() {
             if next.send(()).is_ok() {
                 return; // the slot moves to that caller; in_flight is unchanged
             }
         }
-        self.in_flight = self.in_flight.saturating_sub(1);
+        slots.in_flight = slots.in_flight.saturating_sub(1);
     }
 
     /// Drops every queued caller (they see their receiver close).
-    pub(crate) fn clear_queue(&mut self) {
-        self.queue.clear();
+    pub(crate) fn clear_queue(&self) {
+        self.slots().queue.clear();
     }
 
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight
+        self.slots().in_flight
     }
 
     pub(crate) fn queued(&self) -> usize {
-        self.queue
+        self.slots()
+            .queue
             .iter()
             .filter(|waiter| !waiter.is_closed())
             .count()
     }
 
     pub(crate) fn peak(&self) -> usize {
-        self.peak
+        self.slots().peak
     }
 }
 
@@ -92,7 +108,7 @@ mod tests {
 
     #[test]
     fn admits_up_to_the_limit_then_queues_then_is_busy() {
-        let mut admission = Admission::new(2, 1);
+        let admission = Admission::new(2, 1);
         assert!(matches!(admission.admit(), Admit::Now));
         assert!(matches!(admission.admit(), Admit::Now));
         let Admit::Queued(mut rx) = admission.admit() else {
@@ -110,7 +126,7 @@ mod tests {
 
     #[test]
     fn a_caller_that_gave_up_does_not_hold_a_queue_place_or_a_slot() {
-        let mut admission = Admission::new(1, 1);
+        let admission = Admission::new(1, 1);
         assert!(matches!(admission.admit(), Admit::Now));
         let Admit::Queued(rx) = admission.admit() else {
             panic!("queued")

@@ -1,7 +1,10 @@
 //! The connection's lifecycle: one enum, every transition through
 //! [`ConnectionActor::transition`](super::ConnectionActor), a comment per arm.
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 use tokio::sync::oneshot;
 
@@ -143,5 +146,54 @@ impl Lifecycle {
             Lifecycle::Retired { .. } => ConnectionState::Retired,
             Lifecycle::Stopped => ConnectionState::Stopped,
         }
+    }
+}
+
+/// Parks since the connection's last success: the `retire_after`-th
+/// retires. Kept by its actor, told to the policy with each failure and
+/// handed over on a crash. Whether there are any is shown to the
+/// connection's requests, so that a success tells the actor only when it
+/// has strikes to forget (docs/DECISIONS.md #187).
+#[derive(Debug)]
+pub(crate) struct Strikes {
+    count: u32,
+    any: Arc<AtomicBool>,
+}
+
+impl Strikes {
+    pub(crate) fn new(count: u32) -> Self {
+        Strikes {
+            count,
+            any: Arc::new(AtomicBool::new(count > 0)),
+        }
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether there are any, as the requests see it.
+    pub(crate) fn shown(&self) -> Arc<AtomicBool> {
+        self.any.clone()
+    }
+
+    /// One more park.
+    pub(crate) fn add(&mut self) {
+        self.set(self.count.saturating_add(1));
+    }
+
+    /// At least `count` (what another node of the fleet counted).
+    pub(crate) fn at_least(&mut self, count: u32) {
+        self.set(self.count.max(count));
+    }
+
+    /// A success: separate bursts never add up.
+    pub(crate) fn forgive(&mut self) {
+        self.set(0);
+    }
+
+    fn set(&mut self, count: u32) {
+        self.count = count;
+        self.any.store(count > 0, Ordering::Relaxed);
     }
 }

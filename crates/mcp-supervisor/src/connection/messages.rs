@@ -1,7 +1,7 @@
 //! Messages a connection actor answers, public and internal.
 
 use std::{
-    sync::atomic::{AtomicU32, Ordering},
+    sync::atomic::{AtomicBool, AtomicU32, Ordering},
     time::{Duration, SystemTime},
 };
 
@@ -15,8 +15,8 @@ use super::{
     ConnectionActor, Lease, LeaseError, Reply,
     lifecycle::{LeaseAttempt, Lifecycle},
     operation::{self, CallContext, Ended, Operation, Request, SlotGuard},
-    reports::{Acquire, AttemptFailed, AttemptSucceeded, CallDone, Finished},
-    stats::{CallRecord, FailureRecord},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded},
+    stats::{CallDone, CallRecord, FailureRecord},
 };
 use crate::{
     CallOutcome, Forwarded, Unavailable,
@@ -119,6 +119,8 @@ impl ConnectionActor {
             stop: self.stop.clone(),
             peer: self.peer.clone(),
             attempts_made: AtomicU32::new(0),
+            succeeded: AtomicBool::new(false),
+            striking: self.strikes.shown(),
             on_behalf: self.on_behalf.clone(),
         }
     }
@@ -190,6 +192,8 @@ struct Run {
     label: String,
     /// `tools/call`s are counted in the call statistics.
     is_call: bool,
+    /// The connection's slots and history, which its end frees and counts.
+    slots: (super::admission::Admission, super::stats::SharedHistory),
 }
 
 impl Run {
@@ -205,6 +209,7 @@ impl Run {
             queued,
             label,
             is_call,
+            slots: (admission, history),
         } = self;
         let mut waited = Duration::ZERO;
         if let Some(slot) = queued {
@@ -217,26 +222,28 @@ impl Run {
                 let queued_out = CallOutcome::Busy {
                     message: text::busy(&op.connection, 0),
                 };
-                op.actor.do_send(Finished {
-                    call: is_call.then(|| CallDone {
-                        kind: queued_out.kind(),
-                        elapsed: op.context.budget,
-                        tool: label,
-                        attempts: 0,
-                        queued: waited,
-                        caller: op.context.caller(),
-                    }),
-                    held_slot: false,
-                });
+                history.ended(is_call.then(|| CallDone {
+                    kind: queued_out.kind(),
+                    elapsed: op.context.budget,
+                    tool: label,
+                    attempts: 0,
+                    queued: waited,
+                    caller: op.context.caller(),
+                }));
                 return queued_out.into();
             }
         }
         let caller = op.context.caller();
-        let mut slot = SlotGuard::new(op.actor.clone(), (label, caller), is_call, waited);
+        let mut slot = SlotGuard::new((admission, history), (label, caller), is_call, waited);
         let mut op = op;
         let ended = op.run_rounds(first).await;
         let answer = outcome(&op, ended, slot.label());
         slot.finish(answer.kind(), op.attempts_made.load(Ordering::Relaxed));
+        // A success forgives the connection's strikes: told only when it
+        // has some (the message is the one a call would otherwise send).
+        if op.succeeded.swap(false, Ordering::Relaxed) && op.striking.load(Ordering::Relaxed) {
+            op.actor.do_send(AttemptSucceeded);
+        }
         answer
     }
 }
@@ -320,6 +327,7 @@ impl ConnectionActor {
             queued,
             label,
             is_call,
+            slots: (self.admission.clone(), self.history.clone()),
         })
     }
 
@@ -455,7 +463,7 @@ impl Handler<AttemptFailed> for ConnectionActor {
             max_attempts: self.config.max_attempts,
             call_retry_allowed: msg.call_retry_allowed,
             remaining: msg.remaining,
-            parks: self.strikes,
+            parks: self.strikes.count(),
         };
         let asked = self.deps.policy.send(report);
         Box::pin(asked.into_actor(self).map(move |answer, actor, ctx| {
@@ -487,8 +495,7 @@ impl Handler<AttemptSucceeded> for ConnectionActor {
     type Result = ();
 
     fn handle(&mut self, _: AttemptSucceeded, _: &mut Context<Self>) {
-        // Separate bursts never add up.
-        self.strikes = 0;
+        self.strikes.forgive();
     }
 }
 
@@ -534,36 +541,6 @@ impl Handler<Adopt> for ConnectionActor {
 
     fn handle(&mut self, Adopt(shared): Adopt, ctx: &mut Context<Self>) {
         self.adopt(shared, ctx);
-    }
-}
-
-impl Handler<Finished> for ConnectionActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Finished, _: &mut Context<Self>) {
-        self.history.moved();
-        if let Some(call) = msg.call {
-            {
-                let mut history = self.history.lock();
-                history.calls.count(call.kind);
-                history.durations.record(call.elapsed);
-            }
-            let record = CallRecord {
-                at: SystemTime::now(),
-                tool: call.tool.into_boxed_str(),
-                kind: call.kind,
-                attempts: call.attempts,
-                latency: call.elapsed,
-                queued: call.queued,
-                caller: call.caller,
-            };
-            self.history
-                .recent()
-                .called(record, std::time::Instant::now());
-        }
-        if msg.held_slot {
-            self.admission.release();
-        }
     }
 }
 

@@ -105,10 +105,7 @@ pub struct ConnectionActor {
     /// The park or retirement it had when it stopped without being asked
     /// to, for the death notice.
     handover: Option<Standing>,
-    /// Counting parks since the last success: the `retire_after`-th
-    /// retires. Told to the policy with each failure; handed over on a
-    /// crash.
-    strikes: u32,
+    strikes: lifecycle::Strikes,
     /// A `Retry-After` window the upstream asked for (here or, with
     /// `[fleet]`, on another node): nothing is sent before it ends.
     hold: Option<(crate::Deadline, Failure)>,
@@ -166,7 +163,7 @@ impl ConnectionActor {
             incarnation: start.number,
             history: start.history,
             handover: None,
-            strikes: start.handover.strikes,
+            strikes: lifecycle::Strikes::new(start.handover.strikes),
             hold: None,
             recorder: HttpRecorder::default(),
             stop: tokio_util::sync::CancellationToken::new(),
@@ -528,7 +525,7 @@ impl ConnectionActor {
         let report = crate::policy::ReportIdleDeath {
             connection: self.config.name.clone(),
             failure: failure.clone(),
-            parks: self.strikes,
+            parks: self.strikes.count(),
         };
         ctx.spawn(self.deps.policy.send(report).into_actor(self).map(
             move |decision, actor, ctx| {
@@ -569,7 +566,7 @@ impl ConnectionActor {
                     return; // a standing park: already announced
                 }
                 if *counts {
-                    self.strikes = self.strikes.saturating_add(1);
+                    self.strikes.add();
                 }
                 let until = crate::Deadline::after(*cooldown);
                 tracing::warn!(
@@ -592,7 +589,7 @@ impl ConnectionActor {
                     cooldown: *cooldown,
                     until,
                     attempt,
-                    strikes: self.strikes,
+                    strikes: self.strikes.count(),
                 });
                 self.plan_probe(ctx);
             }
@@ -723,7 +720,7 @@ impl Drop for ConnectionActor {
                 incarnation: self.incarnation,
                 handover: Handover {
                     standing: self.handover.take().or_else(|| self.lifecycle.standing()),
-                    strikes: self.strikes,
+                    strikes: self.strikes.count(),
                 },
             });
         }

@@ -18,7 +18,7 @@ impl ConnectionActor {
                 failure,
                 strikes,
             } => {
-                self.strikes = self.strikes.max(strikes);
+                self.strikes.at_least(strikes);
                 let until = crate::Deadline::at(until);
                 let longer = match &self.lifecycle {
                     Lifecycle::Retired { .. } | Lifecycle::Stopped => false,
@@ -44,7 +44,7 @@ impl ConnectionActor {
                     cooldown: until.remaining(),
                     until,
                     attempt: 0,
-                    strikes: self.strikes,
+                    strikes: self.strikes.count(),
                 });
                 self.plan_probe(ctx);
             }

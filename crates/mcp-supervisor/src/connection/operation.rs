@@ -8,7 +8,7 @@ use std::{
     borrow::Cow,
     sync::{
         Arc,
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
     },
     time::Duration,
 };
@@ -25,9 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ConnectionActor,
+    admission::Admission,
     lifecycle::{Lease, LeaseAttempt, LeaseError},
     on_behalf::{CallerFailure, NoSession, OnBehalfSessions},
-    reports::{Acquire, AttemptFailed, AttemptSucceeded, CallDone, Finished},
+    reports::{Acquire, AttemptFailed, AttemptSucceeded},
+    stats::{CallDone, SharedHistory},
 };
 use crate::{
     CallOutcome, Unavailable,
@@ -165,6 +167,13 @@ pub(crate) struct Operation {
     /// Attempts that got a session, over every input round (for the
     /// dashboard's recent calls).
     pub(crate) attempts_made: AtomicU32,
+    /// A request's attempt succeeded and the actor has not been told: it is
+    /// told when the request ends if the connection has strikes to forget
+    /// (`striking`), or before the next failure it hears of, so it hears of
+    /// them in the order they came.
+    pub(crate) succeeded: AtomicBool,
+    /// Whether the connection has strikes ([`super::lifecycle::Strikes`]).
+    pub(crate) striking: Arc<AtomicBool>,
     /// The sessions with callers' credentials, for a connection that acts
     /// on its callers' behalf.
     pub(crate) on_behalf: Option<Arc<OnBehalfSessions>>,
@@ -275,7 +284,11 @@ impl Operation {
                     let span = self.span(attempt, &session, held);
                     match self.perform(&session, span.as_ref()).await {
                         Ok(response) => {
-                            self.actor.do_send(AttemptSucceeded);
+                            match self.request {
+                                // A listing has no slot to say it with.
+                                Request::List => self.actor.do_send(AttemptSucceeded),
+                                Request::Send(_) => self.succeeded.store(true, Ordering::Relaxed),
+                            }
                             if let (Some(span), Response::Sent(result)) = (span, &response) {
                                 span.answered(result);
                             }
@@ -350,6 +363,9 @@ impl Operation {
         attempt: u32,
         retry: CallRetry,
     ) -> Option<Ended> {
+        if self.succeeded.swap(false, Ordering::Relaxed) {
+            self.actor.do_send(AttemptSucceeded);
+        }
         let report = AttemptFailed {
             failure: failure.clone(),
             phase: failed_phase,
@@ -680,7 +696,8 @@ fn exhausted(connection: &str, failure: Failure, decision: &Decision) -> Unavail
 /// Holds a request's admission slot; frees it (and counts a call's outcome)
 /// however the request ends, even if the caller stops waiting.
 pub(crate) struct SlotGuard {
-    actor: Addr<ConnectionActor>,
+    /// The slot it holds, and where its end is counted.
+    slots: (Admission, SharedHistory),
     /// What the call is counted as. Until it is answered: `Unavailable`,
     /// which is what its caller gets if it ends without an answer of its
     /// own (its task panicked, or the runtime is stopping: the registry
@@ -700,13 +717,13 @@ impl SlotGuard {
     /// `label`: the tool of a `tools/call` (only calls are `counted`).
     /// `queued`: how long it waited for the slot.
     pub(crate) fn new(
-        actor: Addr<ConnectionActor>,
+        slots: (Admission, SharedHistory),
         (label, caller): (String, Option<Arc<str>>),
         counted: bool,
         queued: Duration,
     ) -> Self {
         SlotGuard {
-            actor,
+            slots,
             kind: OutcomeKind::Unavailable,
             started: Instant::now(),
             label,
@@ -721,6 +738,7 @@ impl SlotGuard {
         &self.label
     }
 
+    /// The request was answered `kind` after `attempts`.
     pub(crate) fn finish(&mut self, kind: OutcomeKind, attempts: u32) {
         self.kind = kind;
         self.attempts = attempts;
@@ -737,10 +755,9 @@ impl Drop for SlotGuard {
             queued: self.queued,
             caller: self.caller.take(),
         });
-        self.actor.do_send(Finished {
-            call,
-            held_slot: true,
-        });
+        let (admission, history) = &self.slots;
+        history.ended(call);
+        admission.release();
     }
 }
 

@@ -43,8 +43,10 @@ impl History {
 }
 
 /// A connection's [`History`] and [`Recent`], shared by the registry (which
-/// reads them) and the connection's current actor (the one writer). Two
-/// locks: a status snapshot clones the counters, never the records.
+/// reads them), the connection's current actor (which writes what it
+/// decides) and its requests, which count their own ends
+/// ([`SharedHistory::ended`]). Two locks: a status snapshot clones the
+/// counters, never the records.
 #[derive(Debug, Clone, Default)]
 pub struct SharedHistory(Arc<Shared>);
 
@@ -70,6 +72,28 @@ impl SharedHistory {
         unpoisoned(&self.0.recent)
     }
 
+    /// A request ended: a call's outcome and duration counted and kept
+    /// among the recent calls.
+    pub(crate) fn ended(&self, call: Option<CallDone>) {
+        self.moved();
+        let Some(call) = call else { return };
+        {
+            let mut history = self.lock();
+            history.calls.count(call.kind);
+            history.durations.record(call.elapsed);
+        }
+        let record = CallRecord {
+            at: SystemTime::now(),
+            tool: call.tool.into_boxed_str(),
+            kind: call.kind,
+            attempts: call.attempts,
+            latency: call.elapsed,
+            queued: call.queued,
+            caller: call.caller,
+        };
+        self.recent().called(record, Instant::now());
+    }
+
     /// Says that what a status shows may have changed.
     pub(crate) fn moved(&self) {
         self.0.moved.fetch_add(1, Ordering::Relaxed);
@@ -85,6 +109,22 @@ impl SharedHistory {
 /// leaves counts and records that are still valid.
 fn unpoisoned<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
     lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How a `tools/call` ended, for the counters and the recent calls.
+#[derive(Debug)]
+pub(crate) struct CallDone {
+    pub(crate) kind: OutcomeKind,
+    /// From admission to answer.
+    pub(crate) elapsed: Duration,
+    /// The upstream's name for the tool.
+    pub(crate) tool: String,
+    /// Attempts sent (0: answered before any).
+    pub(crate) attempts: u32,
+    /// Waiting for a slot.
+    pub(crate) queued: Duration,
+    /// Who called ([`CallRecord::caller`]).
+    pub(crate) caller: Option<Arc<str>>,
 }
 
 /// Calls kept per connection for the dashboard.

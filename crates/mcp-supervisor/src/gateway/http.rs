@@ -60,7 +60,7 @@ use axum::{
     extract::{Request, State},
     http::{HeaderMap, Method, StatusCode, request::Parts},
     response::{IntoResponse, Response},
-    routing::{any, get},
+    routing::get,
 };
 use rmcp::{
     model::{ConstString, SubscriptionsListenRequestMethod},
@@ -198,14 +198,18 @@ pub async fn serve_http(
         },
         control: shutdown.clone(),
     };
+    let endpoint = Arc::new(endpoint);
     let router = Router::new()
-        .route(&settings.path, any(mcp_endpoint))
         .route(METADATA_PATH, get(resource_metadata))
         .route(
             &format!("{METADATA_PATH}{}", settings.path.trim_end_matches('/')),
             get(resource_metadata),
         )
-        .with_state(Arc::new(endpoint));
+        .with_state(endpoint.clone());
+    let front = McpFront {
+        path: settings.path.as_str().into(),
+        endpoint,
+    };
     let server = Server {
         port: Port::Gateway,
         header_timeout: settings.header_timeout,
@@ -217,7 +221,27 @@ pub async fn serve_http(
     };
     // The listener's shutdown lets a request in progress finish, and an
     // open stream is one: connections close for good when sessions end.
-    listener::serve(listener, router, server, shutdown.accepting.clone()).await
+    let app = listener::App::fronted(router, front);
+    listener::serve(listener, app, server, shutdown.accepting.clone()).await
+}
+
+/// The MCP endpoint, in front of the router: the path every call takes,
+/// answered without axum's routing on its way (`listener::Front`); the
+/// router has the rest (the resource metadata, and 404s).
+#[derive(Clone)]
+struct McpFront {
+    path: Arc<str>,
+    endpoint: Arc<Endpoint>,
+}
+
+impl listener::Front for McpFront {
+    fn takes(&self, request: &Request) -> bool {
+        request.uri().path() == &*self.path
+    }
+
+    fn serve(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
+        mcp_endpoint(self.endpoint.clone(), request)
+    }
 }
 
 /// The gateway's protected-resource metadata (RFC 9728); 404 when it
@@ -229,7 +253,8 @@ async fn resource_metadata(State(endpoint): State<Arc<Endpoint>>) -> Response {
         .unwrap_or_else(|| StatusCode::NOT_FOUND.into_response())
 }
 
-async fn mcp_endpoint(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+/// Every request to the MCP endpoint, whatever its method.
+async fn mcp_endpoint(endpoint: Arc<Endpoint>, request: Request) -> Response {
     let (request, forwarded) = match endpoint.admit(request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,

@@ -30,7 +30,6 @@ use std::{
 };
 
 use axum::{
-    Router,
     body::{Body, Bytes, HttpBody},
     extract::Request,
     response::Response,
@@ -39,7 +38,6 @@ use hyper::{
     body::{Frame, Incoming, SizeHint},
     service::Service,
 };
-use hyper_util::service::TowerToHyperService;
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::TcpStream,
@@ -308,24 +306,20 @@ impl AsyncWrite for WatchedIo {
     }
 }
 
-/// The router, telling [`Activity`] when a request begins and when its
-/// response has been written.
+/// The server's app, telling [`Activity`] when a request begins and when
+/// its response has been written.
 #[derive(Debug, Clone)]
-pub(super) struct WatchedService {
-    router: TowerToHyperService<Router>,
+pub(super) struct WatchedService<F> {
+    app: super::App<F>,
     activity: Arc<Activity>,
     /// Handed to every request as its [`Peer`].
     peer: Peer,
 }
 
-impl WatchedService {
-    pub(super) fn new(
-        router: TowerToHyperService<Router>,
-        activity: Arc<Activity>,
-        peer: Peer,
-    ) -> Self {
+impl<F> WatchedService<F> {
+    pub(super) fn new(app: super::App<F>, activity: Arc<Activity>, peer: Peer) -> Self {
         WatchedService {
-            router,
+            app,
             activity,
             peer,
         }
@@ -336,7 +330,7 @@ impl WatchedService {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Peer(pub(crate) std::net::IpAddr);
 
-impl Service<Request<Incoming>> for WatchedService {
+impl<F: super::Front> Service<Request<Incoming>> for WatchedService<F> {
     type Response = Response<TrackedBody>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
@@ -344,9 +338,17 @@ impl Service<Request<Incoming>> for WatchedService {
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         let in_flight = self.activity.begin();
         request.extensions_mut().insert(self.peer);
-        let answer = self.router.call(request);
+        let request = request.map(Body::new);
+        let answer = if self.app.front.takes(&request) {
+            futures::future::Either::Left(self.app.front.serve(request))
+        } else {
+            futures::future::Either::Right(self.app.router.call(request))
+        };
         crate::boxed::in_place(move || async move {
-            let response = answer.await?;
+            let response = match answer {
+                futures::future::Either::Left(answer) => answer.await,
+                futures::future::Either::Right(routed) => routed.await?,
+            };
             Ok(response.map(|body| TrackedBody {
                 body,
                 _in_flight: in_flight,
