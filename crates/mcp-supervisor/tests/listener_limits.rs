@@ -435,6 +435,32 @@ fn bodies_that_are_not_json_rpc_get_400_with_a_json_rpc_error() {
     });
 }
 
+/// The MCP endpoint is served in front of the router (`listener::Front`):
+/// its exact path, with or without a query, and nothing else; every other
+/// path is the router's, which answers 404 for what it does not know.
+#[test]
+fn only_the_mcp_path_reaches_the_mcp_endpoint() {
+    run(|| async {
+        let served = gateway("").await;
+        let client = http();
+        initialize(&client, &format!("{}?probe=1", served.url)).await;
+        let origin = served.url.strip_suffix("/mcp").unwrap();
+        for other in [
+            "/mcp/", "/mcpx", "/mc", "//mcp", "/MCP", "/%6Dcp", "/", "/mcp/x",
+        ] {
+            let response = mcp_post(&client, &format!("{origin}{other}"), INITIALIZE)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 404, "{other}");
+            assert!(
+                response.headers().get("mcp-session-id").is_none(),
+                "{other}"
+            );
+        }
+    });
+}
+
 #[test]
 fn deleting_an_unknown_session_is_404() {
     run(|| async {
