@@ -166,14 +166,33 @@ impl DownstreamSession {
     /// Sends a log message (in the background; a closed session misses it);
     /// whether it was sent.
     pub(super) fn log(&self, message: LoggingMessageNotificationParam) -> bool {
+        self.log_during(message, None)
+    }
+
+    /// As [`Self::log`], logged during a request whose answer waits until it
+    /// is sent (`relaying`, see [`Downstream::settled`]): a message logged
+    /// during a request reaches its client before the request's answer.
+    fn log_during(
+        &self,
+        message: LoggingMessageNotificationParam,
+        relaying: Option<Arc<Relaying>>,
+    ) -> bool {
+        use std::sync::atomic::Ordering;
         let Some(peer) = self.peer().cloned() else {
             return false;
         };
         if !self.wants(message.level) {
             return false;
         }
+        if let Some(relaying) = &relaying {
+            relaying.pending.fetch_add(1, Ordering::AcqRel);
+        }
         tokio::spawn(async move {
             let _ = peer.notify_logging_message(message).await;
+            if let Some(relaying) = relaying {
+                relaying.pending.fetch_sub(1, Ordering::AcqRel);
+                relaying.sent.notify_waiters();
+            }
         });
         true
     }
@@ -455,8 +474,8 @@ impl Origin {
     }
 }
 
-/// How many progress notifications wait to be sent downstream, and a wake-up
-/// for whoever waits for none to.
+/// How many progress notifications and log messages of a request wait to be
+/// sent downstream, and a wake-up for whoever waits for none to.
 #[derive(Debug, Default)]
 struct Relaying {
     pending: std::sync::atomic::AtomicUsize,
@@ -540,7 +559,9 @@ impl Downstream for DownstreamRequest {
         // A 2025 client gets log messages on its session, at its level; a
         // 2026-07-28 one on the requests that asked for them.
         if let Some(session) = &self.session {
-            return session.log(message).then(|| session.key());
+            return session
+                .log_during(message, Some(self.relaying.clone()))
+                .then(|| session.key());
         }
         let wanted = self.log_level?;
         if severity(message.level) >= severity(wanted) {
