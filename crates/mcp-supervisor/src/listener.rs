@@ -198,7 +198,7 @@ impl<F: Front> App<F> {
 /// A path served in front of a server's router, past axum's routing: the
 /// gateway's MCP endpoint, which every call takes, and where the router's
 /// path match, the boxed route service it clones per request and its
-/// response mapping cost a call about 4,000 instructions
+/// response mapping cost a call about 2,200 instructions
 /// (docs/DECISIONS.md #187). What it does not take is the router's.
 pub(crate) trait Front: Clone + Send + Sync + 'static {
     /// Whether `request` is this front's.

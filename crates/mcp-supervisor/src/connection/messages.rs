@@ -1,7 +1,7 @@
 //! Messages a connection actor answers, public and internal.
 
 use std::{
-    sync::atomic::{AtomicBool, AtomicU32, Ordering},
+    sync::atomic::{AtomicU32, Ordering},
     time::{Duration, SystemTime},
 };
 
@@ -119,7 +119,6 @@ impl ConnectionActor {
             stop: self.stop.clone(),
             peer: self.peer.clone(),
             attempts_made: AtomicU32::new(0),
-            succeeded: AtomicBool::new(false),
             striking: self.strikes.shown(),
             on_behalf: self.on_behalf.clone(),
         }
@@ -239,11 +238,6 @@ impl Run {
         let ended = op.run_rounds(first).await;
         let answer = outcome(&op, ended, slot.label());
         slot.finish(answer.kind(), op.attempts_made.load(Ordering::Relaxed));
-        // A success forgives the connection's strikes: told only when it
-        // has some (the message is the one a call would otherwise send).
-        if op.succeeded.swap(false, Ordering::Relaxed) && op.striking.load(Ordering::Relaxed) {
-            op.actor.do_send(AttemptSucceeded);
-        }
         answer
     }
 }

@@ -167,12 +167,8 @@ pub(crate) struct Operation {
     /// Attempts that got a session, over every input round (for the
     /// dashboard's recent calls).
     pub(crate) attempts_made: AtomicU32,
-    /// A request's attempt succeeded and the actor has not been told: it is
-    /// told when the request ends if the connection has strikes to forget
-    /// (`striking`), or before the next failure it hears of, so it hears of
-    /// them in the order they came.
-    pub(crate) succeeded: AtomicBool,
-    /// Whether the connection has strikes ([`super::lifecycle::Strikes`]).
+    /// Whether the connection has strikes ([`super::lifecycle::Strikes`]):
+    /// a success tells the actor only when it has some to forget.
     pub(crate) striking: Arc<AtomicBool>,
     /// The sessions with callers' credentials, for a connection that acts
     /// on its callers' behalf.
@@ -284,10 +280,8 @@ impl Operation {
                     let span = self.span(attempt, &session, held);
                     match self.perform(&session, span.as_ref()).await {
                         Ok(response) => {
-                            match self.request {
-                                // A listing has no slot to say it with.
-                                Request::List => self.actor.do_send(AttemptSucceeded),
-                                Request::Send(_) => self.succeeded.store(true, Ordering::Relaxed),
+                            if self.striking.load(Ordering::Relaxed) {
+                                self.actor.do_send(AttemptSucceeded);
                             }
                             if let (Some(span), Response::Sent(result)) = (span, &response) {
                                 span.answered(result);
@@ -363,9 +357,6 @@ impl Operation {
         attempt: u32,
         retry: CallRetry,
     ) -> Option<Ended> {
-        if self.succeeded.swap(false, Ordering::Relaxed) {
-            self.actor.do_send(AttemptSucceeded);
-        }
         let report = AttemptFailed {
             failure: failure.clone(),
             phase: failed_phase,
