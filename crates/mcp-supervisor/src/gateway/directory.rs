@@ -35,6 +35,18 @@ impl Target {
     }
 }
 
+/// Where an exposed tool leads, with what a call of it needs to know of its
+/// listing: one lookup answers a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRoute {
+    pub target: Target,
+    /// Its contract hash, as listed (docs/CONTRACTS.md).
+    pub contract: Option<Arc<str>>,
+    /// Whether its input schema marks arguments for `Mcp-Param-*` headers
+    /// (SEP-2243), which rmcp's server checks on a call.
+    pub promotes_headers: bool,
+}
+
 /// The kinds of named items a connection offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Named {
@@ -155,13 +167,8 @@ struct Share {
     catalog: Arc<Catalog>,
     tools: Vec<Tool>,
     prompts: Vec<Prompt>,
-    tool_routes: HashMap<String, Target>,
+    tool_routes: HashMap<String, ToolRoute>,
     prompt_routes: HashMap<String, Target>,
-    /// Each exposed tool's contract hash, as listed (docs/CONTRACTS.md).
-    tool_contracts: HashMap<String, Arc<str>>,
-    /// Exposed tools whose input schema marks arguments for `Mcp-Param-*`
-    /// headers (SEP-2243), which rmcp's server checks on a call.
-    header_tools: HashSet<String>,
     /// Its names another connection (or an earlier item of its own) has.
     clashes: Vec<Clash>,
     resources: Vec<Resource>,
@@ -195,11 +202,6 @@ impl Share {
             prompts: Vec::new(),
             tool_routes: HashMap::with_capacity_and_hasher(catalog.tools.len(), Default::default()),
             prompt_routes: HashMap::default(),
-            tool_contracts: HashMap::with_capacity_and_hasher(
-                catalog.tools.len(),
-                Default::default(),
-            ),
-            header_tools: HashSet::default(),
             clashes: Vec::new(),
             resources: Vec::with_capacity(catalog.resources.len()),
             templates: Vec::with_capacity(catalog.templates.len()),
@@ -213,14 +215,19 @@ impl Share {
             .filter(|seen| seen.contract.kind == crate::contracts::ItemKind::Tool)
             .map(|seen| (seen.contract.name.as_str(), seen.contract.sha256.as_str()))
             .collect();
-        let mut claim = |kind: Named, exposed: &str, name: &str, part: &mut Share| {
-            let (routes, earlier) = match kind {
-                Named::Tool => (&mut part.tool_routes, &mut claimed.tools),
-                Named::Prompt => (&mut part.prompt_routes, &mut claimed.prompts),
+        // Whether `exposed` is still free for this share (recorded as taken
+        // when it is); a clash is kept, and the caller routes it.
+        let mut claim = |kind: Named, exposed: &str, part: &mut Share| {
+            let (routed, earlier) = match kind {
+                Named::Tool => (part.tool_routes.contains_key(exposed), &mut claimed.tools),
+                Named::Prompt => (
+                    part.prompt_routes.contains_key(exposed),
+                    &mut claimed.prompts,
+                ),
             };
             let kept = match earlier.get(exposed) {
                 Some(kept) => Some(*kept),
-                None => routes.contains_key(exposed).then_some(connection),
+                None => routed.then_some(connection),
             };
             if let Some(kept) = kept {
                 part.clashes.push(Clash {
@@ -234,19 +241,19 @@ impl Share {
             if !naming.prefixed() {
                 earlier.insert(exposed.to_owned(), connection);
             }
-            routes.insert(exposed.to_owned(), Target::new(connection, name));
             true
         };
         for tool in &catalog.tools {
             let exposed = naming.exposed(connection, &tool.name);
-            if claim(Named::Tool, &exposed, &tool.name, &mut part) {
-                if let Some(sha256) = contracts.get(tool.name.as_ref()) {
-                    part.tool_contracts
-                        .insert(exposed.clone(), Arc::from(*sha256));
-                }
-                if mcp_headers::promotes_headers(&tool.input_schema) {
-                    part.header_tools.insert(exposed.clone());
-                }
+            if claim(Named::Tool, &exposed, &mut part) {
+                let route = ToolRoute {
+                    target: Target::new(connection, &tool.name),
+                    contract: contracts
+                        .get(tool.name.as_ref())
+                        .map(|sha256| Arc::from(*sha256)),
+                    promotes_headers: mcp_headers::promotes_headers(&tool.input_schema),
+                };
+                part.tool_routes.insert(exposed.clone(), route);
                 let mut tool = tool.clone();
                 tool.name = exposed.into();
                 part.tools.push(tool);
@@ -256,11 +263,20 @@ impl Share {
         // connection, which says why it is held.
         for tool in catalog.held_tools() {
             let exposed = naming.exposed(connection, tool);
-            claim(Named::Tool, &exposed, tool, &mut part);
+            if claim(Named::Tool, &exposed, &mut part) {
+                let route = ToolRoute {
+                    target: Target::new(connection, tool),
+                    contract: None,
+                    promotes_headers: false,
+                };
+                part.tool_routes.insert(exposed, route);
+            }
         }
         for prompt in &catalog.prompts {
             let exposed = naming.exposed(connection, &prompt.name);
-            if claim(Named::Prompt, &exposed, &prompt.name, &mut part) {
+            if claim(Named::Prompt, &exposed, &mut part) {
+                part.prompt_routes
+                    .insert(exposed.clone(), Target::new(connection, &prompt.name));
                 let mut prompt = prompt.clone();
                 prompt.name = exposed;
                 part.prompts.push(prompt);
@@ -285,13 +301,6 @@ impl Share {
             part.templates.push(template);
         }
         part
-    }
-
-    fn routes(&self, kind: Named) -> &HashMap<String, Target> {
-        match kind {
-            Named::Tool => &self.tool_routes,
-            Named::Prompt => &self.prompt_routes,
-        }
     }
 }
 
@@ -387,17 +396,18 @@ impl Directory {
             .or_else(|| find(&self.routed_only).map(|at| &self.routed_only[at]))
     }
 
-    /// The share that routes exposed `name` of `kind`: prefixed, the one its
-    /// prefix names; else the first (listed before only routed) that has it.
-    fn part_of(&self, kind: Named, name: &str) -> Option<&Arc<Share>> {
+    /// What `find` finds of exposed `name` in the share that routes it:
+    /// prefixed, the one its prefix names; else the first (listed before
+    /// only routed) where it finds something. One map lookup a share.
+    fn routed<'a, T: ?Sized + 'a>(
+        &'a self,
+        name: &str,
+        find: impl Fn(&'a Share) -> Option<&'a T>,
+    ) -> Option<&'a T> {
         if self.naming.prefixed() {
-            let (connection, _) = name.split_once(super::naming::SEPARATOR)?;
-            return self
-                .part(connection)
-                .filter(|part| part.routes(kind).contains_key(name));
+            return find(self.part(super::naming::connection_of(name)?)?);
         }
-        self.shares()
-            .find(|part| part.routes(kind).contains_key(name))
+        self.shares().find_map(|part| find(part))
     }
 
     /// Every listed tool, in connection name order.
@@ -428,10 +438,12 @@ impl Directory {
 
     /// The listed definition of exposed tool `exposed`.
     pub fn tool_definition(&self, exposed: &str) -> Option<&Tool> {
-        self.part_of(Named::Tool, exposed)?
-            .tools
-            .iter()
-            .find(|tool| tool.name == exposed)
+        self.routed(exposed, |part| {
+            part.tool_routes.contains_key(exposed).then_some(part)
+        })?
+        .tools
+        .iter()
+        .find(|tool| tool.name == exposed)
     }
 
     fn add_capabilities(&mut self, upstream: &ServerCapabilities) {
@@ -466,29 +478,25 @@ impl Directory {
         }
     }
 
-    /// The tool behind an exposed name.
-    pub fn tool(&self, exposed: &str) -> Option<&Target> {
-        self.part_of(Named::Tool, exposed)?.tool_routes.get(exposed)
+    /// The route of an exposed tool name.
+    pub fn tool_route(&self, exposed: &str) -> Option<&ToolRoute> {
+        self.routed(exposed, |part| part.tool_routes.get(exposed))
     }
 
-    /// The contract hash of exposed tool `exposed`, as listed.
-    pub fn tool_contract(&self, exposed: &str) -> Option<&Arc<str>> {
-        self.part_of(Named::Tool, exposed)?
-            .tool_contracts
-            .get(exposed)
+    /// The tool behind an exposed name.
+    pub fn tool(&self, exposed: &str) -> Option<&Target> {
+        self.tool_route(exposed).map(|route| &route.target)
     }
 
     /// Whether exposed tool `exposed` marks arguments for headers.
     pub fn promotes_headers(&self, exposed: &str) -> bool {
-        self.part_of(Named::Tool, exposed)
-            .is_some_and(|part| part.header_tools.contains(exposed))
+        self.tool_route(exposed)
+            .is_some_and(|route| route.promotes_headers)
     }
 
     /// The prompt behind an exposed name.
     pub fn prompt(&self, exposed: &str) -> Option<&Target> {
-        self.part_of(Named::Prompt, exposed)?
-            .prompt_routes
-            .get(exposed)
+        self.routed(exposed, |part| part.prompt_routes.get(exposed))
     }
 
     /// The template behind an exposed URI template (completion references).

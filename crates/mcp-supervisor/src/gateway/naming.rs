@@ -67,6 +67,16 @@ pub const MAX_TOOL_NAME: usize = 128;
 /// The separator between connection and tool (connection names never contain it).
 pub const SEPARATOR: &str = "__";
 
+/// The connection a prefixed exposed name names: what comes before its
+/// first separator (a byte scan: a call looks it up).
+pub fn connection_of(exposed: &str) -> Option<&str> {
+    let at = exposed
+        .as_bytes()
+        .windows(SEPARATOR.len())
+        .position(|pair| pair == SEPARATOR.as_bytes())?;
+    Some(&exposed[..at])
+}
+
 /// The exposed name of `tool` on `connection`. Over 128 characters, the name is
 /// cut and suffixed with a hash of the full name, so it stays unique and is the
 /// same on every run and every machine.
@@ -147,6 +157,14 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn the_connection_of_a_name_is_what_comes_before_its_first_separator(
+            name in "[a-z_\u{e9}]{0,12}",
+        ) {
+            let expected = name.split_once(SEPARATOR).map(|(connection, _)| connection);
+            prop_assert_eq!(connection_of(&name), expected);
+        }
+
         #[test]
         fn never_longer_than_the_limit(connection in "[a-z]{1,64}", tool in "\\PC{0,300}") {
             let name = namespaced(&connection, &tool);

@@ -15,7 +15,7 @@ use rmcp::{
 };
 
 use super::{
-    directory::Target,
+    directory::{Target, ToolRoute},
     handler::{tool_result, unknown_tool},
     mrtr::{self, Answering, Exchange},
     rights::Use,
@@ -128,10 +128,10 @@ async fn upstream_call<'a>(
         return Err(unknown_tool(&call.name));
     }
     let name = &call.name;
-    let found = state
-        .route(|d| Some((d.tool(name)?.clone(), d.tool_contract(name).cloned())))
-        .await;
-    let Some((target, contract)) = found else {
+    let Some(ToolRoute {
+        target, contract, ..
+    }) = state.route(|d| d.tool_route(name).cloned()).await
+    else {
         return Err(unknown_tool(name));
     };
     let mut used = state.rights.decide(
