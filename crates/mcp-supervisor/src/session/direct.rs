@@ -440,7 +440,7 @@ impl DirectClient {
         let headers = self.headers(&request);
         let session = self.parts.session.current();
         let message = Outgoing::request(request, id.clone(), stamp);
-        let posted = self.post(message, session.clone(), headers.clone()).await;
+        let posted = self.post(message, session.clone(), headers).await;
         let mut answer = match posted {
             Err(StreamableHttpError::SessionExpired) if self.legacy() => {
                 return Err(Unsent::Expired);
@@ -449,7 +449,7 @@ impl DirectClient {
             Ok(Posted::Json(message, _)) => {
                 answer_of(message, &id).unwrap_or(Err(ServiceError::UnexpectedResponse))
             }
-            Ok(Posted::Sse(events, _)) => self.read(events, &id, session, headers, handler).await,
+            Ok(Posted::Sse(events, _)) => self.read(events, &id, session, handler).await,
             // Nothing else carries an answer to a request.
             Ok(_) => Err(ServiceError::UnexpectedResponse),
         };
@@ -539,13 +539,14 @@ impl DirectClient {
     }
 
     /// Reads the answer to `id` from its event stream, resuming it after an
-    /// early end once the upstream gave an event id (as rmcp does).
+    /// early end once the upstream gave an event id (as rmcp does, with the
+    /// transport's headers: a request's own SEP-2243 headers describe its
+    /// POST, not the GET that resumes its stream).
     async fn read(
         &self,
         mut events: Events,
         id: &RequestId,
         session: Option<Arc<str>>,
-        headers: HeaderMap,
         handler: &SessionHandler,
     ) -> Result<Answer, ServiceError> {
         let mut last_event_id: Option<String> = None;
@@ -581,7 +582,7 @@ impl DirectClient {
                 });
             };
             events = self
-                .resumed(resume_from, server_retry.take(), &session, &headers)
+                .resumed(resume_from, server_retry.take(), &session)
                 .await?;
         }
     }
@@ -593,7 +594,6 @@ impl DirectClient {
         last_event_id: String,
         server_retry: Option<Duration>,
         session: &Option<Arc<str>>,
-        headers: &HeaderMap,
     ) -> Result<Events, ServiceError> {
         let mut wait = server_retry.or_else(|| self.parts.retry.retry(0));
         let mut attempts = 0;
@@ -610,7 +610,7 @@ impl DirectClient {
                     session.clone(),
                     last_event_id.clone(),
                     self.parts.auth.clone(),
-                    headers.clone(),
+                    self.parts.headers.clone(),
                     self.parts.limits.max_sse_event_size,
                 )
                 .await

@@ -59,6 +59,8 @@ enum First {
 struct Seen {
     posts: Vec<(HeaderMap, Value)>,
     resumed_from: Vec<String>,
+    /// The headers of each resuming GET.
+    resumed_with: Vec<HeaderMap>,
 }
 
 struct Upstream {
@@ -149,12 +151,10 @@ async fn resumed(State(upstream): State<Arc<Upstream>>, headers: HeaderMap) -> R
             .body(Body::empty())
             .unwrap_or_default();
     };
-    upstream
-        .seen
-        .lock()
-        .unwrap()
-        .resumed_from
-        .push(from.to_owned());
+    let mut seen = upstream.seen.lock().unwrap();
+    seen.resumed_from.push(from.to_owned());
+    seen.resumed_with.push(headers.clone());
+    drop(seen);
     events(&[message(&answer(&json!(FIRST_ID)))])
 }
 
@@ -407,7 +407,16 @@ async fn a_stream_cut_after_an_event_id_is_resumed_from_it() {
         text_of(&answered.unwrap().into_result()).as_deref(),
         Some("hi")
     );
-    assert_eq!(upstream.seen.lock().unwrap().resumed_from, ["e1"]);
+    let seen = upstream.seen.lock().unwrap();
+    assert_eq!(seen.resumed_from, ["e1"]);
+    // As rmcp's client resumes: with the transport's headers, not the
+    // call's own (they describe its POST).
+    let (posted, _) = &seen.posts[0];
+    assert_eq!(posted.get("mcp-method").unwrap(), "tools/call");
+    let resumed = &seen.resumed_with[0];
+    assert_eq!(resumed.get("mcp-protocol-version").unwrap(), "2026-07-28");
+    assert!(resumed.get("mcp-method").is_none(), "{resumed:?}");
+    assert!(resumed.get("mcp-name").is_none(), "{resumed:?}");
 }
 
 #[tokio::test]
