@@ -63,8 +63,9 @@ impl Relayed {
 /// A `tools/call`: what is sent upstream, in the upstream's names.
 #[derive(Debug, Clone)]
 pub struct ToolCall {
-    /// The upstream's name for the tool.
-    pub name: Cow<'static, str>,
+    /// The upstream's name for the tool (shared: a call's request is cloned
+    /// for each attempt and round).
+    pub name: Arc<str>,
     pub arguments: Arguments,
     /// Its `_meta`: what the caller sets, then what each attempt adds (a
     /// progress token, trace context). A 2026-07-28 session's client
@@ -224,7 +225,7 @@ impl Serialize for Arguments {
 }
 
 impl ToolCall {
-    pub fn new(name: impl Into<Cow<'static, str>>, arguments: impl Into<Arguments>) -> Self {
+    pub fn new(name: impl Into<Arc<str>>, arguments: impl Into<Arguments>) -> Self {
         ToolCall {
             name: name.into(),
             arguments: arguments.into(),
@@ -237,7 +238,7 @@ impl ToolCall {
     /// rmcp's params for it, its arguments copied in (off the thread when
     /// heavy).
     async fn into_params(self) -> Result<CallToolRequestParams, NotAttached> {
-        let mut params = CallToolRequestParams::new(self.name);
+        let mut params = CallToolRequestParams::new(self.name.to_string());
         params.arguments = self.arguments.into_object().await?;
         params.meta = self.meta;
         params.input_responses = self.input_responses;
@@ -249,7 +250,7 @@ impl ToolCall {
 impl From<CallToolRequestParams> for ToolCall {
     fn from(params: CallToolRequestParams) -> Self {
         ToolCall {
-            name: params.name,
+            name: params.name.into(),
             arguments: params.arguments.into(),
             meta: params.meta,
             input_responses: params.input_responses,

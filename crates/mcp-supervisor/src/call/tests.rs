@@ -141,7 +141,7 @@ fn an_rmcp_call_becomes_one_tool_call() {
     let UpstreamRequest::Call(ours) = ClientRequest::CallToolRequest(call).into() else {
         panic!("a call is a ToolCall")
     };
-    assert_eq!(ours.name, "search");
+    assert_eq!(&*ours.name, "search");
     assert_eq!(
         serde_json::to_value(&ours.meta).unwrap(),
         json!({"own": 1, "shared": "legacy", "l": "typed"})

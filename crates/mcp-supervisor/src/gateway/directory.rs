@@ -167,7 +167,8 @@ struct Share {
     catalog: Arc<Catalog>,
     tools: Vec<Tool>,
     prompts: Vec<Prompt>,
-    tool_routes: HashMap<String, ToolRoute>,
+    /// Shared: a call holds its route while it runs.
+    tool_routes: HashMap<String, Arc<ToolRoute>>,
     prompt_routes: HashMap<String, Target>,
     /// Its names another connection (or an earlier item of its own) has.
     clashes: Vec<Clash>,
@@ -253,7 +254,7 @@ impl Share {
                         .map(|sha256| Arc::from(*sha256)),
                     promotes_headers: mcp_headers::promotes_headers(&tool.input_schema),
                 };
-                part.tool_routes.insert(exposed.clone(), route);
+                part.tool_routes.insert(exposed.clone(), Arc::new(route));
                 let mut tool = tool.clone();
                 tool.name = exposed.into();
                 part.tools.push(tool);
@@ -269,7 +270,7 @@ impl Share {
                     contract: None,
                     promotes_headers: false,
                 };
-                part.tool_routes.insert(exposed, route);
+                part.tool_routes.insert(exposed, Arc::new(route));
             }
         }
         for prompt in &catalog.prompts {
@@ -479,7 +480,7 @@ impl Directory {
     }
 
     /// The route of an exposed tool name.
-    pub fn tool_route(&self, exposed: &str) -> Option<&ToolRoute> {
+    pub fn tool_route(&self, exposed: &str) -> Option<&Arc<ToolRoute>> {
         self.routed(exposed, |part| part.tool_routes.get(exposed))
     }
 

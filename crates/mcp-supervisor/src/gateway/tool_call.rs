@@ -58,7 +58,8 @@ pub(super) async fn answer(
     answering: Answering<'_>,
     caller: &Arc<Caller>,
 ) -> Result<Called, ErrorData> {
-    let (target, request, used) = upstream_call(state, call, caller).await?;
+    let (route, request, used) = upstream_call(state, call, caller).await?;
+    let target = &route.target;
     let _started = match state.rights.start_call(caller) {
         Ok(started) => started,
         Err(refused) => {
@@ -67,8 +68,8 @@ pub(super) async fn answer(
         }
     };
     let answered = async {
-        let exchange = mrtr::exchange(state, &target, request, answering).await?;
-        call_response(state, (&target, caller), exchange)
+        let exchange = mrtr::exchange(state, target, request, answering).await?;
+        call_response(state, (target, caller), exchange)
     }
     .await;
     used.end(outcome(&answered));
@@ -123,17 +124,15 @@ async fn upstream_call<'a>(
     state: &'a Arc<GatewayState>,
     mut call: ToolCall,
     caller: &'a Caller,
-) -> Result<(Target, UpstreamRequest, Use<'a>), ErrorData> {
+) -> Result<(Arc<ToolRoute>, UpstreamRequest, Use<'a>), ErrorData> {
     if !state.namespaced() {
         return Err(unknown_tool(&call.name));
     }
     let name = &call.name;
-    let Some(ToolRoute {
-        target, contract, ..
-    }) = state.route(|d| d.tool_route(name).cloned()).await
-    else {
+    let Some(route) = state.route(|d| d.tool_route(name).cloned()).await else {
         return Err(unknown_tool(name));
     };
+    let target = &route.target;
     let mut used = state.rights.decide(
         caller,
         CallToolRequestMethod::VALUE,
@@ -143,13 +142,13 @@ async fn upstream_call<'a>(
         state.hidden().await;
         return Err(unknown_tool(name));
     }
-    if let Some(sha256) = &contract {
+    if let Some(sha256) = &route.contract {
         used.contract(Some(sha256));
         crate::telemetry::TraceParent::attached().contract(sha256);
     }
-    call.name = target.name.clone().into();
+    call.name = Arc::from(target.name.as_str());
     call.meta = None;
-    Ok((target, call.into(), used))
+    Ok((route, call.into(), used))
 }
 
 /// What came of a call, for the audit log.
