@@ -339,21 +339,22 @@ impl<F: super::Front> Service<Request<Incoming>> for WatchedService<F> {
         let in_flight = self.activity.begin();
         request.extensions_mut().insert(self.peer);
         let request = request.map(Body::new);
-        let answer = if self.app.front.takes(&request) {
-            futures::future::Either::Left(self.app.front.serve(request))
-        } else {
-            futures::future::Either::Right(self.app.router.call(request))
-        };
-        crate::boxed::in_place(move || async move {
-            let response = match answer {
-                futures::future::Either::Left(answer) => answer.await,
-                futures::future::Either::Right(routed) => routed.await?,
-            };
-            Ok(response.map(|body| TrackedBody {
+        let tracked = |response: Response| {
+            response.map(|body| TrackedBody {
                 body,
                 _in_flight: in_flight,
-            }))
-        })
+            })
+        };
+        if self.app.front.takes(&request) {
+            // The front's future is made in the box, at the first poll: made
+            // here, it would be copied whole into it (a call's is several KB).
+            let front = self.app.front.clone();
+            return crate::boxed::in_place(move || async move {
+                Ok(tracked(front.serve(request).await))
+            });
+        }
+        let routed = self.app.router.call(request);
+        crate::boxed::in_place(move || async move { Ok(tracked(routed.await?)) })
     }
 }
 
