@@ -15,10 +15,23 @@ where
     match actix_rt::Arbiter::try_current() {
         // A stopped arbiter drops it: the supervisor is stopping.
         Some(arbiter) => {
-            arbiter.spawn(task);
+            arbiter.spawn(BESIDE.scope((), task));
         }
         None => {
             tokio::spawn(task);
         }
     }
+}
+
+tokio::task_local! {
+    /// Set for the tasks [`spawn`] runs on an arbiter.
+    static BESIDE: ();
+}
+
+/// Whether the running task is one [`spawn`] runs on this thread's arbiter:
+/// a task of the actors' set, which can start tasks of its own there
+/// (`actix_rt::spawn`). A task the runtime runs (a plain `tokio::spawn`,
+/// rmcp's) is not, even on the actors' thread.
+pub(crate) fn in_actors_set() -> bool {
+    BESIDE.try_with(|()| ()).is_ok()
 }

@@ -331,3 +331,91 @@ fn rate_limit_parks_add_no_strike() {
         );
     });
 }
+
+/// Whatever its callers race, a connection that parks takes no more calls:
+/// through a real gateway, eight clients call at once (2025 sessions on the
+/// direct path, where a ready connection's calls go through its door without
+/// a message to its actor) until the connection refuses; once every call in
+/// flight has its answer, eight times twenty more are answered without one
+/// reaching the upstream.
+#[test]
+fn a_parked_connection_takes_no_call_whatever_its_callers_race() {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    };
+    use support::raw::{exchange, http, session};
+
+    const CALLERS: u64 = 8;
+    run(|| async {
+        let upstream = TestServer::start(Default::default()).await.unwrap();
+        let quarantine = "[supervisor.quarantine]\nbase_cooldown = \"60s\"\n\
+                              max_cooldown = \"120s\"\nretire_after = 5\n";
+        // Its calls are retried, so failing ones park it.
+        let retried = "retry_calls = \"always\"";
+        let toml = format!(
+            "{quarantine}{}",
+            http_connection("a", &upstream.url(), retried)
+        );
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let client = http();
+        let echo = |id: u64| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                       "params": {"name": "a__echo", "arguments": {"text": "hi"}}})
+        };
+        let mut sessions = Vec::new();
+        for _ in 0..CALLERS {
+            let session = session(&client, &gateway.url, json!({})).await;
+            let answer = exchange(&client, &gateway.url, &session, &echo(1)).await;
+            assert_eq!(answer.last().unwrap()["result"]["isError"], false);
+            sessions.push(session);
+        }
+        upstream
+            .faults()
+            .push(FaultRule::always(Match::tool("echo"), Fault::status(503)));
+        // Every caller calls until one is told the connection refuses.
+        let refusing = Arc::new(AtomicBool::new(false));
+        let callers = sessions.iter().map(|session| {
+            let (client, url, refusing) = (client.clone(), gateway.url.clone(), refusing.clone());
+            let session = session.clone();
+            actix_rt::spawn(async move {
+                let mut id = 2;
+                while !refusing.load(Ordering::SeqCst) {
+                    let answer = exchange(&client, &url, &session, &echo(id)).await;
+                    if answer
+                        .last()
+                        .unwrap()
+                        .to_string()
+                        .contains("temporarily unavailable")
+                    {
+                        refusing.store(true, Ordering::SeqCst);
+                    }
+                    id += 1;
+                }
+                (client, url, session)
+            })
+        });
+        let callers = futures::future::join_all(callers).await;
+        let status = gateway.registry.send(Status).await.unwrap();
+        assert_eq!(status[0].state, ConnectionState::Parked);
+        let seen = upstream.tool_calls("echo");
+        let again = callers.into_iter().map(|caller| {
+            let (client, url, session) = caller.unwrap();
+            actix_rt::spawn(async move {
+                for id in 100..120 {
+                    let answer = exchange(&client, &url, &session, &echo(id)).await;
+                    let answer = answer.last().unwrap().to_string();
+                    assert!(answer.contains("temporarily unavailable"), "{answer}");
+                }
+            })
+        });
+        for caller in futures::future::join_all(again).await {
+            caller.unwrap();
+        }
+        assert_eq!(
+            upstream.tool_calls("echo"),
+            seen,
+            "no call reached the upstream once it refused"
+        );
+    });
+}

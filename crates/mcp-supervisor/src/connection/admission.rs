@@ -36,6 +36,17 @@ struct Slots {
     peak: usize,
 }
 
+impl Slots {
+    fn take_free(&mut self) -> bool {
+        if self.in_flight >= self.max_in_flight {
+            return false;
+        }
+        self.in_flight += 1;
+        self.peak = self.peak.max(self.in_flight);
+        true
+    }
+}
+
 impl Admission {
     pub(crate) fn new(max_in_flight: usize, max_queued: usize) -> Self {
         Admission(Arc::new(Mutex::new(Slots {
@@ -54,9 +65,7 @@ impl Admission {
     pub(crate) fn admit(&self) -> Admit {
         let mut slots = self.slots();
         slots.queue.retain(|waiter| !waiter.is_closed());
-        if slots.in_flight < slots.max_in_flight {
-            slots.in_flight += 1;
-            slots.peak = slots.peak.max(slots.in_flight);
+        if slots.take_free() {
             return Admit::Now;
         }
         if slots.queue.len() >= slots.max_queued {
@@ -67,6 +76,12 @@ impl Admission {
         let (tx, rx) = oneshot::channel();
         slots.queue.push_back(tx);
         Admit::Queued(rx)
+    }
+
+    /// A slot taken when one is free (`Admit::Now`); `false` leaves the
+    /// request to [`Admission::admit`] (queued or busy).
+    pub(crate) fn admit_free(&self) -> bool {
+        self.slots().take_free()
     }
 
     /// A call finished: hand its slot to the next caller still waiting.

@@ -1,7 +1,7 @@
 //! Messages a connection actor answers, public and internal.
 
 use std::{
-    sync::atomic::{AtomicU32, Ordering},
+    sync::atomic::Ordering,
     time::{Duration, SystemTime},
 };
 
@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::{
     ConnectionActor, Lease, LeaseError, Reply,
     lifecycle::{LeaseAttempt, Lifecycle},
-    operation::{self, CallContext, Ended, Operation, Request, SlotGuard},
+    operation::{self, CallContext, Ended, Operation, Parts, Request, SlotGuard},
     reports::{Acquire, AttemptFailed, AttemptSucceeded},
     stats::{CallDone, CallRecord, FailureRecord},
 };
@@ -110,15 +110,12 @@ impl ConnectionActor {
         }
     }
 
-    fn operation(&self, ctx: &Context<Self>, request: Request, context: CallContext) -> Operation {
-        Operation {
-            actor: ctx.address(),
+    /// What its operations are made with (`Parts`).
+    pub(super) fn parts(&self) -> Parts {
+        Parts {
             connection: self.config.name.clone(),
-            request,
-            context,
             stop: self.stop.clone(),
             peer: self.peer.clone(),
-            attempts_made: AtomicU32::new(0),
             striking: self.strikes.shown(),
             on_behalf: self.on_behalf.clone(),
         }
@@ -147,23 +144,7 @@ impl Handler<Forward> for ConnectionActor {
             }
             Admitted::Run(run) => run,
         };
-        crate::boxed::in_place(move || {
-            run.finish(move |op, ended, label| {
-                let forwarded = operation::forwarded(
-                    &op.connection,
-                    label,
-                    op.context.budget,
-                    ended,
-                    pass_errors,
-                );
-                let kept = op.context.link.as_ref();
-                if kept.is_some_and(|link| link.downstream.takes_kept_answers()) {
-                    forwarded
-                } else {
-                    forwarded.into_rmcp()
-                }
-            })
-        })
+        crate::boxed::in_place(move || run.forwarded(pass_errors))
     }
 }
 
@@ -183,7 +164,7 @@ enum Admitted {
 
 /// An admitted request: its operation, its first lease attempt, and its
 /// queue slot if it must wait for one.
-struct Run {
+pub(crate) struct Run {
     op: Operation,
     first: Option<LeaseAttempt>,
     queued: Option<tokio::sync::oneshot::Receiver<()>>,
@@ -196,6 +177,45 @@ struct Run {
 }
 
 impl Run {
+    /// `request`'s run under `context`, made with `parts` and reporting to
+    /// `actor`, holding (or queued for) a slot of `slots`.
+    pub(super) fn new(
+        (parts, actor): (Parts, actix::Addr<ConnectionActor>),
+        (request, context): (UpstreamRequest, CallContext),
+        (first, queued): (
+            Option<LeaseAttempt>,
+            Option<tokio::sync::oneshot::Receiver<()>>,
+        ),
+        slots: (super::admission::Admission, super::stats::SharedHistory),
+    ) -> Run {
+        let is_call = request.call().is_some();
+        let label = label_of(&request);
+        Run {
+            op: parts.operation(actor, Request::Send(request), context),
+            first,
+            queued,
+            label,
+            is_call,
+            slots,
+        }
+    }
+
+    /// Runs it to the answer the gateway forwards: the upstream's JSON-RPC
+    /// errors passed on as they are with `pass_errors`.
+    pub(crate) async fn forwarded(self, pass_errors: bool) -> Forwarded {
+        self.finish(move |op, ended, label| {
+            let forwarded =
+                operation::forwarded(&op.connection, label, op.context.budget, ended, pass_errors);
+            let kept = op.context.link.as_ref();
+            if kept.is_some_and(|link| link.downstream.takes_kept_answers()) {
+                forwarded
+            } else {
+                forwarded.into_rmcp()
+            }
+        })
+        .await
+    }
+
     /// Waits for a slot if queued, runs the operation, and turns how it ended
     /// into the answer with `outcome`. The slot is freed however it ends.
     async fn finish<T>(self, outcome: impl FnOnce(&Operation, Ended, &str) -> T) -> T
@@ -313,16 +333,12 @@ impl ConnectionActor {
             super::admission::Admit::Now => (Some(self.lease(ctx)), None),
             super::admission::Admit::Queued(slot) => (None, Some(slot)),
         };
-        let label = label_of(&request);
-        let op = self.operation(ctx, Request::Send(request), context);
-        Admitted::Run(Run {
-            op,
-            first,
-            queued,
-            label,
-            is_call,
-            slots: (self.admission.clone(), self.history.clone()),
-        })
+        Admitted::Run(Run::new(
+            (self.parts(), ctx.address()),
+            (request, context),
+            (first, queued),
+            (self.admission.clone(), self.history.clone()),
+        ))
     }
 
     /// Counts and records a call answered before any attempt.
@@ -351,7 +367,11 @@ impl Handler<ListTools> for ConnectionActor {
             return Box::pin(std::future::ready(Err(refusal)));
         }
         let first = Some(self.lease(ctx));
-        let op = self.operation(ctx, Request::List, CallContext::listing(msg.timeout));
+        let op = self.parts().operation(
+            ctx.address(),
+            Request::List,
+            CallContext::listing(msg.timeout),
+        );
         Box::pin(async move {
             let ended = op.run(first).await;
             operation::list_outcome(&op.connection, ended)

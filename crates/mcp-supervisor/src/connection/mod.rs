@@ -8,6 +8,8 @@
 //! and applies its decision (park, retire) in one place.
 
 mod admission;
+mod door;
+pub(crate) use door::Door;
 mod lifecycle;
 mod messages;
 mod news;
@@ -132,6 +134,10 @@ pub struct ConnectionActor {
     trying: Option<Arc<crate::fleet::ProbeLeases>>,
     /// Probes sent in the current park.
     probes: u32,
+    /// Its door for requests while it is ready (`door`), and its own
+    /// address for them (weak: the door must not keep it alive).
+    door: door::Door,
+    me: Option<actix::WeakAddr<ConnectionActor>>,
 }
 
 impl ConnectionActor {
@@ -172,6 +178,30 @@ impl ConnectionActor {
             transitions: 0,
             trying: None,
             probes: 0,
+            door: door::Door::default(),
+            me: None,
+        }
+    }
+
+    /// Its door: the way in for a request while it is ready (`door`).
+    pub(crate) fn door(&self) -> door::Door {
+        self.door.clone()
+    }
+
+    /// Opens the door with the session's lease while it is ready and holds
+    /// no `Retry-After` window; closes it otherwise. Called after every
+    /// change to either.
+    fn keep_door(&self) {
+        match (&self.lifecycle, &self.hold, &self.me) {
+            (Lifecycle::Ready(lease), None, Some(me)) => self.door.open(door::Open {
+                thread: std::thread::current().id(),
+                actor: me.clone(),
+                lease: lease.clone(),
+                parts: self.parts(),
+                admission: self.admission.clone(),
+                history: self.history.clone(),
+            }),
+            _ => self.door.close(),
         }
     }
 
@@ -188,6 +218,8 @@ impl ConnectionActor {
     /// The one place the lifecycle changes. Resolves waiters of a build that
     /// will never complete, and closes a session that is being left behind.
     fn transition(&mut self, next: Lifecycle) {
+        // Closed before anything changes; opened again at the end if ready.
+        self.door.close();
         self.history.moved();
         self.transitions += 1;
         let previous = std::mem::replace(&mut self.lifecycle, next);
@@ -233,6 +265,7 @@ impl ConnectionActor {
             }
             _ => {}
         }
+        self.keep_door();
     }
 
     /// The answer for a caller while the connection refuses work.
@@ -306,6 +339,7 @@ impl ConnectionActor {
         let (until, failure) = self.hold.as_ref()?;
         if !until.pending() {
             self.hold = None;
+            self.keep_door();
             return None;
         }
         Some(LeaseAttempt::Held {
@@ -330,6 +364,7 @@ impl ConnectionActor {
             return false;
         }
         self.hold = Some((until, failure.clone()));
+        self.door.close();
         self.history.moved();
         self.publish(ConnectionEvent::Held {
             connection: self.config.name.clone(),
@@ -677,6 +712,7 @@ impl Actor for ConnectionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self.me = Some(ctx.address().downgrade());
         // A park handed over by a crashed predecessor is probed as any other.
         self.plan_probe(ctx);
         // Sessions with callers' credentials idle for their timeout are
@@ -711,6 +747,7 @@ impl Actor for ConnectionActor {
 /// ignored there.
 impl Drop for ConnectionActor {
     fn drop(&mut self) {
+        self.door.close();
         if let Lifecycle::Ready(lease) = &self.lifecycle {
             lease.session.cancel();
         }

@@ -153,6 +153,39 @@ pub(crate) enum Ended {
     },
 }
 
+/// What every operation of a connection is made with besides its request:
+/// the same for each, whether the actor admits it or its door does.
+#[derive(Debug, Clone)]
+pub(crate) struct Parts {
+    pub(crate) connection: String,
+    pub(crate) stop: CancellationToken,
+    pub(crate) peer: Arc<UpstreamPeer>,
+    pub(crate) striking: Arc<AtomicBool>,
+    pub(crate) on_behalf: Option<Arc<OnBehalfSessions>>,
+}
+
+impl Parts {
+    /// The operation of `request` under `context`, reporting to `actor`.
+    pub(crate) fn operation(
+        self,
+        actor: Addr<ConnectionActor>,
+        request: Request,
+        context: CallContext,
+    ) -> Operation {
+        Operation {
+            actor,
+            connection: self.connection,
+            request,
+            context,
+            stop: self.stop,
+            peer: self.peer,
+            attempts_made: AtomicU32::new(0),
+            striking: self.striking,
+            on_behalf: self.on_behalf,
+        }
+    }
+}
+
 /// Everything an operation needs; owns no actor state.
 #[derive(Debug)]
 pub(crate) struct Operation {

@@ -11,7 +11,7 @@ use crate::{
     RetireReason, Unavailable,
     config::ConnectionConfig,
     connection::{
-        ConnectionActor, ConnectionDeps, ConnectionList, Handover, Incarnation, Retire,
+        ConnectionActor, ConnectionDeps, ConnectionList, Door, Handover, Incarnation, Retire,
         stats::SharedHistory,
     },
     events::ConnectionEvent,
@@ -33,6 +33,9 @@ pub(super) struct Entry {
     pub(super) config: Arc<ConnectionConfig>,
     /// Started on first use.
     pub(super) actor: Option<Addr<ConnectionActor>>,
+    /// The current actor's door (closed while it is not ready, and for good
+    /// once it stops).
+    pub(super) door: Door,
     pub(super) catalog: CatalogState,
     /// The last catalog loaded, kept through reloads and resets: a new one
     /// is compared with it to tell subscribers which lists changed.
@@ -62,6 +65,7 @@ impl Entry {
         Entry {
             config: Arc::new(config),
             actor: None,
+            door: Door::default(),
             catalog: CatalogState::Unloaded,
             last_catalog: None,
             announced: Vec::new(),
@@ -93,7 +97,9 @@ impl Entry {
             history: self.history.clone(),
             handover,
         };
-        let actor = ConnectionActor::new(self.config.clone(), deps, start).start();
+        let actor = ConnectionActor::new(self.config.clone(), deps, start);
+        self.door = actor.door();
+        let actor = actor.start();
         self.actor = Some(actor.clone());
         self.retired = false;
         actor

@@ -22,7 +22,7 @@ use crate::{
     CallOutcome, Failure, FailureKind, Forwarded,
     call::{ToolCall, UpstreamRequest},
     config::{ConnectionConfig, RetryCalls},
-    connection::{CallContext, CallRetry, ConnectionActor, ConnectionForward},
+    connection::{CallContext, CallRetry, ConnectionActor, ConnectionForward, Door},
     session::DownstreamLink,
     telemetry::TraceParent,
 };
@@ -143,12 +143,22 @@ impl Registry {
             ))
             .boxed();
         };
+        let door = entry_door(self, &checked.connection);
         let catalog = match checked.request.tool() {
             Some(_) => self.catalog(&checked.connection, ctx),
             None => None,
         };
-        checked.send(actor, catalog)
+        checked.send((actor, door), catalog)
     }
+}
+
+/// `connection`'s current door (closed when it has no actor).
+fn entry_door(registry: &Registry, connection: &str) -> Door {
+    registry
+        .entries
+        .get(connection)
+        .map(|entry| entry.door.clone())
+        .unwrap_or_default()
 }
 
 /// A request checked against its connection's config, on its way to the
@@ -195,10 +205,12 @@ impl Checked {
         })
     }
 
-    /// Sends it to `actor` once the catalog (for a call) names its tool.
+    /// Sends it to `actor` once the catalog (for a call) names its tool:
+    /// through its `door` when it is open and a slot free, else through
+    /// its mailbox.
     fn send(
         self,
-        actor: Addr<ConnectionActor>,
+        (actor, door): (Addr<ConnectionActor>, Door),
         catalog: Option<CatalogFetch>,
     ) -> BoxFuture<'static, Forwarded> {
         let Checked {
@@ -246,6 +258,18 @@ impl Checked {
                 },
                 pass_errors,
             };
+            let forward = match door.enter(forward) {
+                // Run in a task of its own on the actor's thread, as the
+                // actor runs it: the caller going away does not end it.
+                Ok((run, pass_errors)) => {
+                    let running = crate::boxed::in_place(|| run.forwarded(pass_errors));
+                    return match actix_rt::spawn(running).await {
+                        Ok(forwarded) => forwarded,
+                        Err(_) => Forwarded::Refused(stopped(&connection).into()),
+                    };
+                }
+                Err(forward) => forward,
+            };
             match actor.send(forward).await {
                 Ok(forwarded) => forwarded,
                 // The actor died mid-request; the registry restarts it. The
@@ -271,6 +295,7 @@ pub struct Routes(Arc<RwLock<HashMap<String, Route>>>);
 #[derive(Debug, Clone)]
 pub struct Route {
     actor: Addr<ConnectionActor>,
+    door: Door,
     config: Arc<ConnectionConfig>,
     catalog: Arc<Catalog>,
 }
@@ -279,7 +304,10 @@ impl Route {
     /// Sends `msg` on this route, exactly as the registry would.
     pub fn forward(self, msg: Forward) -> BoxFuture<'static, Forwarded> {
         match Checked::new(Asked::forwarded(msg), &self.config) {
-            Ok(checked) => checked.send(self.actor, Some(CatalogFetch::Ready(self.catalog))),
+            Ok(checked) => checked.send(
+                (self.actor, self.door),
+                Some(CatalogFetch::Ready(self.catalog)),
+            ),
             Err(refused) => refused,
         }
     }
@@ -358,6 +386,7 @@ impl Registry {
         }
         Some(Route {
             actor: entry.actor.clone()?,
+            door: entry.door.clone(),
             config: entry.config.clone(),
             catalog: entry.loaded_catalog()?,
         })
