@@ -334,7 +334,7 @@ fn rate_limit_parks_add_no_strike() {
 
 /// Whatever its callers race, a connection that parks takes no more calls:
 /// through a real gateway, eight clients call at once (2025 sessions on the
-/// direct path, where a ready connection's calls go through its door without
+/// direct path, where a ready connection's calls go past its mailbox (its bypass) without
 /// a message to its actor) until the connection refuses; once every call in
 /// flight has its answer, eight times twenty more are answered without one
 /// reaching the upstream.

@@ -8,8 +8,8 @@
 //! and applies its decision (park, retire) in one place.
 
 mod admission;
-mod door;
-pub(crate) use door::Door;
+mod bypass;
+pub(crate) use bypass::Bypass;
 mod lifecycle;
 mod messages;
 mod news;
@@ -134,9 +134,9 @@ pub struct ConnectionActor {
     trying: Option<Arc<crate::fleet::ProbeLeases>>,
     /// Probes sent in the current park.
     probes: u32,
-    /// Its door for requests while it is ready (`door`), and its own
-    /// address for them (weak: the door must not keep it alive).
-    door: door::Door,
+    /// Its bypass for requests while it is ready (`bypass`), and its own
+    /// address for them (weak: the bypass must not keep it alive).
+    bypass: bypass::Bypass,
     me: Option<actix::WeakAddr<ConnectionActor>>,
 }
 
@@ -178,22 +178,22 @@ impl ConnectionActor {
             transitions: 0,
             trying: None,
             probes: 0,
-            door: door::Door::default(),
+            bypass: bypass::Bypass::default(),
             me: None,
         }
     }
 
-    /// Its door: the way in for a request while it is ready (`door`).
-    pub(crate) fn door(&self) -> door::Door {
-        self.door.clone()
+    /// Its bypass: a request's way past its mailbox while it is ready.
+    pub(crate) fn bypass(&self) -> bypass::Bypass {
+        self.bypass.clone()
     }
 
-    /// Opens the door with the session's lease while it is ready and holds
+    /// Opens the bypass with the session's lease while it is ready and holds
     /// no `Retry-After` window; closes it otherwise. Called after every
     /// change to either.
-    fn keep_door(&self) {
+    fn keep_bypass(&self) {
         match (&self.lifecycle, &self.hold, &self.me) {
-            (Lifecycle::Ready(lease), None, Some(me)) => self.door.open(door::Open {
+            (Lifecycle::Ready(lease), None, Some(me)) => self.bypass.open(bypass::Open {
                 thread: std::thread::current().id(),
                 actor: me.clone(),
                 lease: lease.clone(),
@@ -201,7 +201,7 @@ impl ConnectionActor {
                 admission: self.admission.clone(),
                 history: self.history.clone(),
             }),
-            _ => self.door.close(),
+            _ => self.bypass.close(),
         }
     }
 
@@ -219,7 +219,7 @@ impl ConnectionActor {
     /// will never complete, and closes a session that is being left behind.
     fn transition(&mut self, next: Lifecycle) {
         // Closed before anything changes; opened again at the end if ready.
-        self.door.close();
+        self.bypass.close();
         self.history.moved();
         self.transitions += 1;
         let previous = std::mem::replace(&mut self.lifecycle, next);
@@ -265,7 +265,7 @@ impl ConnectionActor {
             }
             _ => {}
         }
-        self.keep_door();
+        self.keep_bypass();
     }
 
     /// The answer for a caller while the connection refuses work.
@@ -339,7 +339,7 @@ impl ConnectionActor {
         let (until, failure) = self.hold.as_ref()?;
         if !until.pending() {
             self.hold = None;
-            self.keep_door();
+            self.keep_bypass();
             return None;
         }
         Some(LeaseAttempt::Held {
@@ -364,7 +364,7 @@ impl ConnectionActor {
             return false;
         }
         self.hold = Some((until, failure.clone()));
-        self.door.close();
+        self.bypass.close();
         self.history.moved();
         self.publish(ConnectionEvent::Held {
             connection: self.config.name.clone(),
@@ -747,7 +747,7 @@ impl Actor for ConnectionActor {
 /// ignored there.
 impl Drop for ConnectionActor {
     fn drop(&mut self) {
-        self.door.close();
+        self.bypass.close();
         if let Lifecycle::Ready(lease) = &self.lifecycle {
             lease.session.cancel();
         }

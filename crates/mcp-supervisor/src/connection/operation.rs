@@ -154,7 +154,7 @@ pub(crate) enum Ended {
 }
 
 /// What every operation of a connection is made with besides its request:
-/// the same for each, whether the actor admits it or its door does.
+/// the same for each, whether the actor admits it or its bypass does.
 #[derive(Debug, Clone)]
 pub(crate) struct Parts {
     pub(crate) connection: String,

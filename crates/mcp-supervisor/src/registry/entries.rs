@@ -11,7 +11,7 @@ use crate::{
     RetireReason, Unavailable,
     config::ConnectionConfig,
     connection::{
-        ConnectionActor, ConnectionDeps, ConnectionList, Door, Handover, Incarnation, Retire,
+        Bypass, ConnectionActor, ConnectionDeps, ConnectionList, Handover, Incarnation, Retire,
         stats::SharedHistory,
     },
     events::ConnectionEvent,
@@ -33,9 +33,9 @@ pub(super) struct Entry {
     pub(super) config: Arc<ConnectionConfig>,
     /// Started on first use.
     pub(super) actor: Option<Addr<ConnectionActor>>,
-    /// The current actor's door (closed while it is not ready, and for good
+    /// The current actor's bypass (closed while it is not ready, and for good
     /// once it stops).
-    pub(super) door: Door,
+    pub(super) bypass: Bypass,
     pub(super) catalog: CatalogState,
     /// The last catalog loaded, kept through reloads and resets: a new one
     /// is compared with it to tell subscribers which lists changed.
@@ -65,7 +65,7 @@ impl Entry {
         Entry {
             config: Arc::new(config),
             actor: None,
-            door: Door::default(),
+            bypass: Bypass::default(),
             catalog: CatalogState::Unloaded,
             last_catalog: None,
             announced: Vec::new(),
@@ -98,7 +98,7 @@ impl Entry {
             handover,
         };
         let actor = ConnectionActor::new(self.config.clone(), deps, start);
-        self.door = actor.door();
+        self.bypass = actor.bypass();
         let actor = actor.start();
         self.actor = Some(actor.clone());
         self.retired = false;

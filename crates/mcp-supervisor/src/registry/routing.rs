@@ -22,7 +22,7 @@ use crate::{
     CallOutcome, Failure, FailureKind, Forwarded,
     call::{ToolCall, UpstreamRequest},
     config::{ConnectionConfig, RetryCalls},
-    connection::{CallContext, CallRetry, ConnectionActor, ConnectionForward, Door},
+    connection::{Bypass, CallContext, CallRetry, ConnectionActor, ConnectionForward},
     session::DownstreamLink,
     telemetry::TraceParent,
 };
@@ -143,21 +143,21 @@ impl Registry {
             ))
             .boxed();
         };
-        let door = entry_door(self, &checked.connection);
+        let bypass = entry_bypass(self, &checked.connection);
         let catalog = match checked.request.tool() {
             Some(_) => self.catalog(&checked.connection, ctx),
             None => None,
         };
-        checked.send((actor, door), catalog)
+        checked.send((actor, bypass), catalog)
     }
 }
 
-/// `connection`'s current door (closed when it has no actor).
-fn entry_door(registry: &Registry, connection: &str) -> Door {
+/// `connection`'s current bypass (closed when it has no actor).
+fn entry_bypass(registry: &Registry, connection: &str) -> Bypass {
     registry
         .entries
         .get(connection)
-        .map(|entry| entry.door.clone())
+        .map(|entry| entry.bypass.clone())
         .unwrap_or_default()
 }
 
@@ -206,11 +206,11 @@ impl Checked {
     }
 
     /// Sends it to `actor` once the catalog (for a call) names its tool:
-    /// through its `door` when it is open and a slot free, else through
+    /// through its `bypass` when it is open and a slot free, else through
     /// its mailbox.
     fn send(
         self,
-        (actor, door): (Addr<ConnectionActor>, Door),
+        (actor, bypass): (Addr<ConnectionActor>, Bypass),
         catalog: Option<CatalogFetch>,
     ) -> BoxFuture<'static, Forwarded> {
         let Checked {
@@ -258,7 +258,7 @@ impl Checked {
                 },
                 pass_errors,
             };
-            let forward = match door.enter(forward) {
+            let forward = match bypass.enter(forward) {
                 // Run in a task of its own on the actor's thread, as the
                 // actor runs it: the caller going away does not end it.
                 Ok((run, pass_errors)) => {
@@ -295,7 +295,7 @@ pub struct Routes(Arc<RwLock<HashMap<String, Route>>>);
 #[derive(Debug, Clone)]
 pub struct Route {
     actor: Addr<ConnectionActor>,
-    door: Door,
+    bypass: Bypass,
     config: Arc<ConnectionConfig>,
     catalog: Arc<Catalog>,
 }
@@ -305,7 +305,7 @@ impl Route {
     pub fn forward(self, msg: Forward) -> BoxFuture<'static, Forwarded> {
         match Checked::new(Asked::forwarded(msg), &self.config) {
             Ok(checked) => checked.send(
-                (self.actor, self.door),
+                (self.actor, self.bypass),
                 Some(CatalogFetch::Ready(self.catalog)),
             ),
             Err(refused) => refused,
@@ -386,7 +386,7 @@ impl Registry {
         }
         Some(Route {
             actor: entry.actor.clone()?,
-            door: entry.door.clone(),
+            bypass: entry.bypass.clone(),
             config: entry.config.clone(),
             catalog: entry.loaded_catalog()?,
         })

@@ -1,4 +1,4 @@
-//! A ready connection's door: a request that finds it open and a free slot
+//! A ready connection's bypass: a request that finds it open and a free slot
 //! runs without a message to the connection's actor (docs/DECISIONS.md
 //! #188). The actor is its one writer: it opens it with its session's lease
 //! while it is `Ready` and holds no `Retry-After` window, and closes it in
@@ -6,9 +6,9 @@
 //! request that finds it closed, or every slot taken, goes through the
 //! mailbox as before (queued, refused, or the session built there), so a
 //! parked, retired, stopped or held connection never sees a request's I/O
-//! from the door. The lock is held for a few writes, never across a wait;
+//! through the bypass. The lock is held for a few writes, never across a wait;
 //! admission takes the slot under it, so a request is either in before the
-//! door closed or refused after.
+//! bypass closed or refused after.
 
 use std::{
     sync::{Arc, Mutex, PoisonError},
@@ -26,9 +26,9 @@ use super::{
     stats::SharedHistory,
 };
 
-/// The door of one connection's actor; clones share it.
+/// The bypass of one connection's actor; clones share it.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Door(Arc<Mutex<Option<Open>>>);
+pub(crate) struct Bypass(Arc<Mutex<Option<Open>>>);
 
 /// What a request needs to run that the actor would have given it.
 #[derive(Debug)]
@@ -46,7 +46,7 @@ pub(super) struct Open {
     pub(super) history: SharedHistory,
 }
 
-impl Door {
+impl Bypass {
     pub(super) fn open(&self, open: Open) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(open);
     }
@@ -55,9 +55,9 @@ impl Door {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
     }
 
-    /// `forward`'s run, its slot taken, when the door is open and a slot is
+    /// `forward`'s run, its slot taken, when the bypass is open and a slot is
     /// free; else `forward` back, for the actor's mailbox.
-    // Moved back once, when the door is closed: boxing it would cost every
+    // Moved back once, when the bypass is closed: boxing it would cost every
     // request an allocation.
     #[allow(clippy::result_large_err)]
     pub(crate) fn enter(&self, forward: Forward) -> Result<(Run, bool), Forward> {
