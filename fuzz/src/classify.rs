@@ -477,7 +477,7 @@ fn fallback(u: &mut Unstructured<'_>) -> Result<Option<HttpObservation>> {
     };
     Ok(Some(HttpObservation {
         method: "POST",
-        path: "/mcp".to_owned(),
+        path: "/mcp".into(),
         status,
         retry_after,
         at: SystemTime::now(),

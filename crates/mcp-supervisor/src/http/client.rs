@@ -136,7 +136,7 @@ struct Target {
     uri: Arc<str>,
     url: reqwest::Url,
     /// The URL's path, never its query (which may carry an API key).
-    path: String,
+    path: Arc<str>,
     origin: Arc<OriginReuse>,
     /// Where its requests go on the plain-HTTP lane, for an `http://` URL
     /// (worked out once).
@@ -199,7 +199,7 @@ impl RecordingClient {
         let origin = self.clients.origin(&url);
         let target = Arc::new(Target {
             uri: uri.clone(),
-            path: url.path().to_owned(),
+            path: url.path().into(),
             lane: LaneTarget::new(&url, origin.lane_pool().clone()),
             origin,
             url,
@@ -210,10 +210,9 @@ impl RecordingClient {
     }
 
     /// The path to record for `uri`.
-    fn path(&self, uri: &Arc<str>) -> String {
+    fn path(&self, uri: &Arc<str>) -> Arc<str> {
         self.target(uri)
-            .map(|target| target.path.clone())
-            .unwrap_or_else(|| "/".to_owned())
+            .map_or_else(|| "/".into(), |target| target.path.clone())
     }
 
     /// The recorder this client writes to.

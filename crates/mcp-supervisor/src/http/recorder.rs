@@ -12,8 +12,8 @@ use crate::failure::{Failure, FailureKind};
 pub struct HttpObservation {
     /// `POST`, `GET` or `DELETE`.
     pub method: &'static str,
-    /// The URL path the request went to.
-    pub path: String,
+    /// The URL path the request went to (shared: recorded per response).
+    pub path: Arc<str>,
     pub status: u16,
     /// The response's `Retry-After`, parsed; `None` when absent or garbage.
     pub retry_after: Option<Duration>,
@@ -27,7 +27,7 @@ impl HttpObservation {
         FailureKind::from_status(self.status)?;
         let mut failure = Failure::from_status(self.status, self.retry_after);
         failure.method = Some(self.method.to_owned());
-        failure.path = Some(self.path.clone());
+        failure.path = Some(self.path.to_string());
         Some(failure)
     }
 }

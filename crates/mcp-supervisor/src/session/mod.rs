@@ -789,7 +789,7 @@ pub(crate) fn classify_recorded(
         && failure.method.is_none()
     {
         failure.method = Some(observed.method.to_owned());
-        failure.path = Some(observed.path.clone());
+        failure.path = Some(observed.path.to_string());
     }
     failure
 }

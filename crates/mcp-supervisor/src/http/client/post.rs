@@ -107,16 +107,27 @@ impl PostOutgoing for RecordingClient {
         if let Some(new_session) = &new_session {
             self.session_id.saw(new_session);
         }
-        let content_type = header_str(response.headers(), CONTENT_TYPE);
-        match content_type.as_deref() {
-            Some(ct) if media_type_is(ct, EVENT_STREAM_MIME_TYPE) => {
+        // Read in place: only an answer of another type keeps it (its error).
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(|value| value.to_str().ok());
+        let (sse, json) = match content_type {
+            Some(Some(ct)) => (
+                media_type_is(ct, EVENT_STREAM_MIME_TYPE),
+                media_type_is(ct, JSON_MIME_TYPE),
+            ),
+            _ => (false, false),
+        };
+        match () {
+            () if sse => {
                 let events = LimitedEvents::new(body_chunks(response), limits.max_sse_event_size);
                 Ok(Posted::Sse(
                     crate::http::events::Events::new(events).boxed(),
                     new_session,
                 ))
             }
-            Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
+            () if json => {
                 let body = read_bounded(response, limits.max_json_response_size).await?;
                 match heavy::decode(body, crate::codec::answers::message).await {
                     Ok(parsed) => Ok(Posted::Json(parsed, new_session)),
@@ -126,8 +137,11 @@ impl PostOutgoing for RecordingClient {
                     ))),
                 }
             }
-            _ if awaits_no_response => Ok(Posted::Accepted),
-            _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
+            () if awaits_no_response => Ok(Posted::Accepted),
+            () => Err(StreamableHttpError::UnexpectedContentType(header_str(
+                response.headers(),
+                CONTENT_TYPE,
+            ))),
         }
     }
 }
