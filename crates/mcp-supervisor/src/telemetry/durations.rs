@@ -6,7 +6,7 @@
 //! not the tool's name (unbounded on the Prometheus side).
 
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use prometheus_client::{
     encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder},
@@ -165,8 +165,43 @@ fn error_type(text: Option<&str>) -> Value {
     }
 }
 
+/// The usual observation's series at hand: a `tools/call` answered. The
+/// family's lookup (its labels built, hashed and compared under a lock) cost
+/// a call about 500 instructions, each of these histograms once.
+const CALL: &str = "tools/call";
+
+static SERVER_CALLS: LazyLock<Histogram> = LazyLock::new(|| {
+    let labels = ServerLabels {
+        mcp_method_name: Value::Static(CALL),
+        error_type: error_type(None),
+    };
+    DURATIONS.server.get_or_create(&labels).clone()
+});
+
+/// A connection's series of `tools/call` attempts answered, made on its
+/// first (a connection that is never called has none).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConnectionCalls(OnceLock<Histogram>);
+
+impl ConnectionCalls {
+    fn histogram(&self, connection: &Arc<str>) -> &Histogram {
+        self.0.get_or_init(|| {
+            let labels = ClientLabels {
+                connection: Value::Shared(connection.clone()),
+                mcp_method_name: Value::Static(CALL),
+                error_type: error_type(None),
+            };
+            DURATIONS.client.get_or_create(&labels).clone()
+        })
+    }
+}
+
 /// A request the gateway served took `seconds`.
 pub(crate) fn server(method_name: &Value, error: Option<&str>, seconds: f64) {
+    if error.is_none() && method_name.as_str() == CALL {
+        SERVER_CALLS.observe(seconds);
+        return;
+    }
     let labels = ServerLabels {
         mcp_method_name: method_name.clone(),
         error_type: error_type(error),
@@ -174,13 +209,18 @@ pub(crate) fn server(method_name: &Value, error: Option<&str>, seconds: f64) {
     DURATIONS.server.get_or_create(&labels).observe(seconds);
 }
 
-/// An attempt sent upstream on `connection` took `seconds`.
+/// An attempt sent upstream on `connection` (whose answered calls' series
+/// is `calls`) took `seconds`.
 pub(crate) fn client(
     method_name: &Value,
     error: Option<&str>,
-    connection: &Arc<str>,
+    (connection, calls): (&Arc<str>, &ConnectionCalls),
     seconds: f64,
 ) {
+    if error.is_none() && method_name.as_str() == CALL {
+        calls.histogram(connection).observe(seconds);
+        return;
+    }
     let labels = ClientLabels {
         connection: Value::Shared(connection.clone()),
         mcp_method_name: method_name.clone(),
@@ -230,15 +270,45 @@ mod tests {
         let call = method("tools/call");
         server(&call, Some("tool_error"), 0.03);
         let a: Arc<str> = "a".into();
-        client(&call, None, &a, 0.004);
+        let calls = ConnectionCalls::default();
+        client(&call, None, (&a, &calls), 0.004);
         // The same text held another way is the same series.
         client(
             &Value::Owned("tools/call".into()),
             Some(&String::from("server")),
-            &a,
+            (&a, &calls),
             0.5,
         );
-        client(&call, Some("server"), &"a".into(), 0.5);
+        client(&call, Some("server"), (&"a".into(), &calls), 0.5);
+        // A call answered is observed on the series kept at hand, which is
+        // the family's: another connection's copy of it, a method held
+        // another way and a lookup by labels all count in one.
+        let b: Arc<str> = "durations-b".into();
+        let (one, other) = (ConnectionCalls::default(), ConnectionCalls::default());
+        client(&call, None, (&b, &one), 0.004);
+        client(
+            &Value::Owned("tools/call".into()),
+            None,
+            (&b, &other),
+            0.004,
+        );
+        DURATIONS
+            .client
+            .get_or_create(&ClientLabels {
+                connection: Value::Shared(b.clone()),
+                mcp_method_name: method("tools/call"),
+                error_type: error_type(None),
+            })
+            .observe(0.004);
+        server(&method("tools/list"), None, 0.004);
+        server(&call, None, 0.004);
+        DURATIONS
+            .server
+            .get_or_create(&ServerLabels {
+                mcp_method_name: Value::Owned("tools/call".into()),
+                error_type: error_type(None),
+            })
+            .observe(0.004);
         client_session(&a, 12.0);
         let mut registry = Registry::default();
         register(&mut registry);
@@ -269,6 +339,21 @@ mod tests {
         assert!(
             text.lines().any(|l| l
                 == "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",error_type=\"tool_error\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l
+                == "mcp_client_operation_duration_seconds_count{connection=\"durations-b\",mcp_method_name=\"tools/call\",error_type=\"\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l
+                == "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/list\",error_type=\"\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l
+                == "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",error_type=\"\"} 2"),
             "{text}"
         );
     }

@@ -451,6 +451,8 @@ fn hashed(session: &str) -> String {
 pub(crate) struct UpstreamPeer {
     /// The connection's name.
     connection: Arc<str>,
+    /// Its answered calls' duration series (`durations`).
+    calls: durations::ConnectionCalls,
     stdio: bool,
     address: Option<String>,
     port: Option<u16>,
@@ -462,6 +464,7 @@ impl UpstreamPeer {
         match transport {
             Transport::Stdio(_) => UpstreamPeer {
                 connection,
+                calls: Default::default(),
                 stdio: true,
                 address: None,
                 port: None,
@@ -470,6 +473,7 @@ impl UpstreamPeer {
                 let url = url::Url::parse(&http.url).ok();
                 UpstreamPeer {
                     connection,
+                    calls: Default::default(),
                     stdio: false,
                     address: url.as_ref().and_then(|u| u.host_str().map(str::to_owned)),
                     port: url.as_ref().and_then(url::Url::port_or_known_default),
@@ -509,7 +513,7 @@ pub(crate) struct ClientSpan {
     otel: Option<Context>,
     started: Instant,
     method: durations::Value,
-    connection: Arc<str>,
+    peer: Arc<UpstreamPeer>,
     /// The tool or prompt, for the duration metric (telemetry on only).
     target: Option<KeyValue>,
 }
@@ -519,7 +523,7 @@ pub(crate) struct ClientSpan {
 pub(crate) struct Attempt<'a> {
     pub(crate) parent: &'a TraceParent,
     pub(crate) request: &'a UpstreamRequest,
-    pub(crate) peer: &'a UpstreamPeer,
+    pub(crate) peer: &'a Arc<UpstreamPeer>,
     pub(crate) number: u32,
     pub(crate) protocol: Option<&'a str>,
     /// Time waited out in the upstream's `Retry-After` before it.
@@ -530,13 +534,13 @@ impl ClientSpan {
     pub(crate) fn start(attempt: Attempt<'_>) -> ClientSpan {
         let started = Instant::now();
         let method = durations::method(attempt.request.method());
-        let connection = attempt.peer.connection.clone();
+        let peer = attempt.peer.clone();
         let Some(telemetry) = installed() else {
             return ClientSpan {
                 otel: None,
                 started,
                 method,
-                connection,
+                peer,
                 target: None,
             };
         };
@@ -578,7 +582,7 @@ impl ClientSpan {
             otel: Some(parent.with_span(span)),
             started,
             method,
-            connection,
+            peer,
             target: target.metric_attribute(),
         }
     }
@@ -685,7 +689,7 @@ impl ClientSpan {
         durations::client(
             &self.method,
             error_type.as_deref(),
-            &self.connection,
+            (&self.peer.connection, &self.peer.calls),
             elapsed,
         );
         let Some(cx) = self.otel else { return };
@@ -693,7 +697,7 @@ impl ClientSpan {
         more(&span);
         let mut metric = vec![
             KeyValue::new(sc::MCP_METHOD_NAME, method_value(&self.method)),
-            KeyValue::new(sc::CONNECTION, self.connection),
+            KeyValue::new(sc::CONNECTION, self.peer.connection.clone()),
         ];
         metric.extend(self.target);
         if let Some(error_type) = error_type {
