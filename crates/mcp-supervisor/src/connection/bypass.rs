@@ -15,7 +15,7 @@ use std::{
     thread::ThreadId,
 };
 
-use actix::WeakAddr;
+use actix::Addr;
 
 use super::{
     ConnectionActor, Lease,
@@ -39,7 +39,6 @@ pub(super) struct Open {
     /// machine of more than two cores), or from a task outside that set
     /// (`beside::in_actors_set`), goes through the mailbox.
     pub(super) thread: ThreadId,
-    pub(super) actor: WeakAddr<ConnectionActor>,
     pub(super) lease: Lease,
     pub(super) parts: Parts,
     pub(super) admission: Admission,
@@ -60,14 +59,15 @@ impl Bypass {
     // Moved back once, when the bypass is closed: boxing it would cost every
     // request an allocation.
     #[allow(clippy::result_large_err)]
-    pub(crate) fn enter(&self, forward: Forward) -> Result<(Run, bool), Forward> {
+    pub(crate) fn enter(
+        &self,
+        forward: Forward,
+        actor: &Arc<Addr<ConnectionActor>>,
+    ) -> Result<(Run, bool), Forward> {
         let open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(open) = open.as_ref().filter(|open| {
             open.thread == std::thread::current().id() && crate::beside::in_actors_set()
         }) else {
-            return Err(forward);
-        };
-        let Some(actor) = open.actor.upgrade() else {
             return Err(forward);
         };
         if !open.admission.admit_free() {
@@ -81,7 +81,7 @@ impl Bypass {
             pass_errors,
         } = forward;
         let run = Run::new(
-            (open.parts.clone(), actor),
+            (open.parts.clone(), actor.clone()),
             (request, context),
             (Some(LeaseAttempt::Ready(open.lease.clone())), None),
             (open.admission.clone(), open.history.clone()),

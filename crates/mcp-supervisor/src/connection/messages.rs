@@ -113,7 +113,7 @@ impl ConnectionActor {
     /// What its operations are made with (`Parts`).
     pub(super) fn parts(&self) -> Parts {
         Parts {
-            connection: self.config.name.clone(),
+            connection: self.peer.connection().clone(),
             stop: self.stop.clone(),
             peer: self.peer.clone(),
             striking: self.strikes.shown(),
@@ -180,7 +180,7 @@ impl Run {
     /// `request`'s run under `context`, made with `parts` and reporting to
     /// `actor`, holding (or queued for) a slot of `slots`.
     pub(super) fn new(
-        (parts, actor): (Parts, actix::Addr<ConnectionActor>),
+        (parts, actor): (Parts, std::sync::Arc<actix::Addr<ConnectionActor>>),
         (request, context): (UpstreamRequest, CallContext),
         (first, queued): (
             Option<LeaseAttempt>,
@@ -334,7 +334,7 @@ impl ConnectionActor {
             super::admission::Admit::Queued(slot) => (None, Some(slot)),
         };
         Admitted::Run(Run::new(
-            (self.parts(), ctx.address()),
+            (self.parts(), std::sync::Arc::new(ctx.address())),
             (request, context),
             (first, queued),
             (self.admission.clone(), self.history.clone()),
@@ -368,7 +368,7 @@ impl Handler<ListTools> for ConnectionActor {
         }
         let first = Some(self.lease(ctx));
         let op = self.parts().operation(
-            ctx.address(),
+            std::sync::Arc::new(ctx.address()),
             Request::List,
             CallContext::listing(msg.timeout),
         );

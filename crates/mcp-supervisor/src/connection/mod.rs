@@ -134,10 +134,8 @@ pub struct ConnectionActor {
     trying: Option<Arc<crate::fleet::ProbeLeases>>,
     /// Probes sent in the current park.
     probes: u32,
-    /// Its bypass for requests while it is ready (`bypass`), and its own
-    /// address for them (weak: the bypass must not keep it alive).
+    /// Its bypass for requests while it is ready (`bypass`).
     bypass: bypass::Bypass,
-    me: Option<actix::WeakAddr<ConnectionActor>>,
 }
 
 impl ConnectionActor {
@@ -179,7 +177,6 @@ impl ConnectionActor {
             trying: None,
             probes: 0,
             bypass: bypass::Bypass::default(),
-            me: None,
         }
     }
 
@@ -192,10 +189,9 @@ impl ConnectionActor {
     /// no `Retry-After` window; closes it otherwise. Called after every
     /// change to either.
     fn keep_bypass(&self) {
-        match (&self.lifecycle, &self.hold, &self.me) {
-            (Lifecycle::Ready(lease), None, Some(me)) => self.bypass.open(bypass::Open {
+        match (&self.lifecycle, &self.hold) {
+            (Lifecycle::Ready(lease), None) => self.bypass.open(bypass::Open {
                 thread: std::thread::current().id(),
-                actor: me.clone(),
                 lease: lease.clone(),
                 parts: self.parts(),
                 admission: self.admission.clone(),
@@ -712,7 +708,6 @@ impl Actor for ConnectionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.me = Some(ctx.address().downgrade());
         // A park handed over by a crashed predecessor is probed as any other.
         self.plan_probe(ctx);
         // Sessions with callers' credentials idle for their timeout are

@@ -157,7 +157,8 @@ pub(crate) enum Ended {
 /// the same for each, whether the actor admits it or its bypass does.
 #[derive(Debug, Clone)]
 pub(crate) struct Parts {
-    pub(crate) connection: String,
+    /// The connection's name (shared: every operation holds it).
+    pub(crate) connection: Arc<str>,
     pub(crate) stop: CancellationToken,
     pub(crate) peer: Arc<UpstreamPeer>,
     pub(crate) striking: Arc<AtomicBool>,
@@ -168,7 +169,7 @@ impl Parts {
     /// The operation of `request` under `context`, reporting to `actor`.
     pub(crate) fn operation(
         self,
-        actor: Addr<ConnectionActor>,
+        actor: Arc<Addr<ConnectionActor>>,
         request: Request,
         context: CallContext,
     ) -> Operation {
@@ -189,8 +190,8 @@ impl Parts {
 /// Everything an operation needs; owns no actor state.
 #[derive(Debug)]
 pub(crate) struct Operation {
-    pub(crate) actor: Addr<ConnectionActor>,
-    pub(crate) connection: String,
+    pub(crate) actor: Arc<Addr<ConnectionActor>>,
+    pub(crate) connection: Arc<str>,
     pub(crate) request: Request,
     pub(crate) context: CallContext,
     /// Cancelled when the connection stops: every operation answers at once.

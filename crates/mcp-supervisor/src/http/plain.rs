@@ -117,7 +117,13 @@ impl PlainLane {
         // reqwest's conversion takes the answer's URL from its extensions,
         // and parses a placeholder URL for each answer without one (about
         // 3,500 instructions, a fiftieth of a call).
-        parts.extensions.extend(url_extension(url.clone()));
+        // hyper's answer carries none of its own, as a rule: the URL's are
+        // taken whole, not copied into a second map.
+        if parts.extensions.is_empty() {
+            parts.extensions = url_extension(url.clone());
+        } else {
+            parts.extensions.extend(url_extension(url.clone()));
+        }
         let body = Returning {
             body,
             back: Some((sender, to.pool.clone(), self.idle_timeout)),

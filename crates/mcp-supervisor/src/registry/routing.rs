@@ -148,7 +148,7 @@ impl Registry {
             Some(_) => self.catalog(&checked.connection, ctx),
             None => None,
         };
-        checked.send((actor, bypass), catalog)
+        checked.send((Arc::new(actor), bypass), catalog)
     }
 }
 
@@ -210,7 +210,7 @@ impl Checked {
     /// its mailbox.
     fn send(
         self,
-        (actor, bypass): (Addr<ConnectionActor>, Bypass),
+        (actor, bypass): (Arc<Addr<ConnectionActor>>, Bypass),
         catalog: Option<CatalogFetch>,
     ) -> BoxFuture<'static, Forwarded> {
         let Checked {
@@ -258,7 +258,7 @@ impl Checked {
                 },
                 pass_errors,
             };
-            let forward = match bypass.enter(forward) {
+            let forward = match bypass.enter(forward, &actor) {
                 // Run in a task of its own on the actor's thread, as the
                 // actor runs it: the caller going away does not end it.
                 Ok((run, pass_errors)) => {
@@ -294,7 +294,8 @@ pub struct Routes(Arc<RwLock<HashMap<String, Route>>>);
 /// One connection's way, as the registry last wrote it.
 #[derive(Debug, Clone)]
 pub struct Route {
-    actor: Addr<ConnectionActor>,
+    /// Shared: a request past the mailbox needs no address of its own.
+    actor: Arc<Addr<ConnectionActor>>,
     bypass: Bypass,
     config: Arc<ConnectionConfig>,
     catalog: Arc<Catalog>,
@@ -385,7 +386,7 @@ impl Registry {
             return None;
         }
         Some(Route {
-            actor: entry.actor.clone()?,
+            actor: Arc::new(entry.actor.clone()?),
             bypass: entry.bypass.clone(),
             config: entry.config.clone(),
             catalog: entry.loaded_catalog()?,

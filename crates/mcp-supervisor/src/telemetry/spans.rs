@@ -459,6 +459,11 @@ pub(crate) struct UpstreamPeer {
 }
 
 impl UpstreamPeer {
+    /// The connection's name, shared.
+    pub(crate) fn connection(&self) -> &Arc<str> {
+        &self.connection
+    }
+
     pub(crate) fn of(connection: &str, transport: &Transport) -> Self {
         let connection: Arc<str> = connection.into();
         match transport {
