@@ -419,3 +419,69 @@ fn a_parked_connection_takes_no_call_whatever_its_callers_race() {
         );
     });
 }
+
+/// A connection holding a `Retry-After` window keeps its session, and no
+/// call is sent before the window ends: through a real gateway, a call told
+/// 429 with `Retry-After: 2` waits to try again, and the calls seven other
+/// clients make once the connection holds wait too (none passes the actor's
+/// mailbox while the hold lasts), then all are answered.
+#[test]
+fn a_held_connection_sends_no_call_before_its_window_ends() {
+    use support::raw::{exchange, http, session};
+    run(|| async {
+        let upstream = TestServer::start(Default::default()).await.unwrap();
+        let toml = http_connection("a", &upstream.url(), "retry_calls = \"always\"");
+        let gateway = ServedGateway::start(config(&toml)).await;
+        let client = http();
+        let echo = |id: u64| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "a__echo", "arguments": {"text": "hi"}}})
+        };
+        let mut sessions = Vec::new();
+        for _ in 0..8 {
+            let session = session(&client, &gateway.url, json!({})).await;
+            let answer = exchange(&client, &gateway.url, &session, &echo(1)).await;
+            assert_eq!(answer.last().unwrap()["result"]["isError"], false);
+            sessions.push(session);
+        }
+        let log = EventLog::default();
+        log.subscribe(&gateway.registry).await;
+        upstream.faults().push(FaultRule::once(
+            Match::tool("echo"),
+            Fault::status(429).with_retry_after_secs(2),
+        ));
+        let call = |session: &String| {
+            let (client, url, session) = (client.clone(), gateway.url.clone(), session.clone());
+            actix_rt::spawn(async move {
+                let answer = exchange(&client, &url, &session, &echo(2)).await;
+                answer.last().unwrap().clone()
+            })
+        };
+        let mut calls = vec![call(&sessions[0])];
+        let held = |log: &EventLog| {
+            log.events()
+                .iter()
+                .any(|event| matches!(event, ConnectionEvent::Held { .. }))
+        };
+        while !held(&log) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let held_at = tokio::time::Instant::now();
+        calls.extend(sessions[1..].iter().map(call));
+        tokio::time::sleep_until(held_at + Duration::from_millis(1200)).await;
+        assert_eq!(
+            upstream.tool_calls("echo"),
+            8 + 1,
+            "only the call told to wait reached the upstream inside the window"
+        );
+        for call in futures::future::join_all(calls).await {
+            let answer = call.unwrap();
+            assert_eq!(answer["result"]["isError"], false, "{answer}");
+        }
+        assert_eq!(
+            upstream.tool_calls("echo"),
+            8 + 1 + 8,
+            "all sent once it ended"
+        );
+    });
+}
