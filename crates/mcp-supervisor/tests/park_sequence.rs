@@ -344,7 +344,7 @@ fn a_parked_connection_takes_no_call_whatever_its_callers_race() {
         Arc,
         atomic::{AtomicBool, Ordering},
     };
-    use support::raw::{exchange, http, session};
+    use support::raw::{exchange, http};
 
     const CALLERS: u64 = 8;
     run(|| async {
@@ -359,17 +359,7 @@ fn a_parked_connection_takes_no_call_whatever_its_callers_race() {
         );
         let gateway = ServedGateway::start(config(&toml)).await;
         let client = http();
-        let echo = |id: u64| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                       "params": {"name": "a__echo", "arguments": {"text": "hi"}}})
-        };
-        let mut sessions = Vec::new();
-        for _ in 0..CALLERS {
-            let session = session(&client, &gateway.url, json!({})).await;
-            let answer = exchange(&client, &gateway.url, &session, &echo(1)).await;
-            assert_eq!(answer.last().unwrap()["result"]["isError"], false);
-            sessions.push(session);
-        }
+        let sessions = sessions_that_called(&client, &gateway.url, CALLERS).await;
         upstream
             .faults()
             .push(FaultRule::always(Match::tool("echo"), Fault::status(503)));
@@ -427,23 +417,13 @@ fn a_parked_connection_takes_no_call_whatever_its_callers_race() {
 /// mailbox while the hold lasts), then all are answered.
 #[test]
 fn a_held_connection_sends_no_call_before_its_window_ends() {
-    use support::raw::{exchange, http, session};
+    use support::raw::{exchange, http};
     run(|| async {
         let upstream = TestServer::start(Default::default()).await.unwrap();
         let toml = http_connection("a", &upstream.url(), "retry_calls = \"always\"");
         let gateway = ServedGateway::start(config(&toml)).await;
         let client = http();
-        let echo = |id: u64| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                   "params": {"name": "a__echo", "arguments": {"text": "hi"}}})
-        };
-        let mut sessions = Vec::new();
-        for _ in 0..8 {
-            let session = session(&client, &gateway.url, json!({})).await;
-            let answer = exchange(&client, &gateway.url, &session, &echo(1)).await;
-            assert_eq!(answer.last().unwrap()["result"]["isError"], false);
-            sessions.push(session);
-        }
+        let sessions = sessions_that_called(&client, &gateway.url, 8).await;
         let log = EventLog::default();
         log.subscribe(&gateway.registry).await;
         upstream.faults().push(FaultRule::once(
@@ -484,4 +464,24 @@ fn a_held_connection_sends_no_call_before_its_window_ends() {
             "all sent once it ended"
         );
     });
+}
+
+/// A call of connection `a`'s `echo` through the gateway.
+fn echo(id: u64) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "a__echo", "arguments": {"text": "hi"}}})
+}
+
+/// `count` clients' 2025 sessions on the gateway at `url`, each of which
+/// has called `a`'s `echo` once with success.
+async fn sessions_that_called(client: &reqwest::Client, url: &str, count: u64) -> Vec<String> {
+    use support::raw::{exchange, session};
+    let mut sessions = Vec::new();
+    for _ in 0..count {
+        let session = session(client, url, json!({})).await;
+        let answer = exchange(client, url, &session, &echo(1)).await;
+        assert_eq!(answer.last().unwrap()["result"]["isError"], false);
+        sessions.push(session);
+    }
+    sessions
 }
