@@ -23,7 +23,7 @@ use std::{
 use futures::task::AtomicWaker;
 
 /// `future`, polled only when woken (and on its first poll).
-pub(crate) struct WhenWoken<F> {
+pub(crate) struct WhenWoken<F: ?Sized> {
     future: Pin<Box<F>>,
     gate: Arc<Gate>,
     /// Handed to `future`: wakes the gate, which wakes the actor.
@@ -50,19 +50,26 @@ impl Wake for Gate {
 
 impl<F: Future> WhenWoken<F> {
     pub(crate) fn new(future: F) -> Self {
+        WhenWoken::boxed(Box::pin(future))
+    }
+}
+
+impl<F: Future + ?Sized> WhenWoken<F> {
+    /// An already boxed `future` (one allocation fewer).
+    pub(crate) fn boxed(future: Pin<Box<F>>) -> Self {
         let gate = Arc::new(Gate {
             woken: AtomicBool::new(true),
             outer: AtomicWaker::new(),
         });
         WhenWoken {
-            future: Box::pin(future),
+            future,
             waker: Waker::from(gate.clone()),
             gate,
         }
     }
 }
 
-impl<F: Future> Future for WhenWoken<F> {
+impl<F: Future + ?Sized> Future for WhenWoken<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {

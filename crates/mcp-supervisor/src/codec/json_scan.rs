@@ -195,6 +195,17 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Takes an empty object (`{}`, whitespace allowed inside) if one comes
+    /// next; `false`, and nothing taken, for anything else.
+    pub(crate) fn empty_object(&mut self) -> bool {
+        let at = self.at;
+        if self.take(b'{').is_some() && self.take(b'}').is_some() {
+            return true;
+        }
+        self.at = at;
+        false
+    }
+
     /// A JSON object, checked by serde_json, as its text.
     pub(crate) fn raw_object(&mut self) -> Option<Box<RawValue>> {
         self.object_text().map(RawValue::to_owned)

@@ -16,7 +16,7 @@
 //!   one, the response stays the stream it was, nothing lost: the events
 //!   read so far, then the rest.
 
-use std::time::Duration;
+use std::{future::Future, time::Duration};
 
 use axum::{
     body::{Body, Bytes},
@@ -29,7 +29,7 @@ use rmcp::model::ServerJsonRpcMessage;
 use serde::de::IgnoredAny;
 use tokio::sync::mpsc;
 
-use crate::{codec::reply, heavy, tool_answer::Message};
+use crate::{codec::reply, heavy, tool_answer::Message, woken::WhenWoken};
 
 /// `response` (rmcp's answer to one POSTed request) as JSON if its stream
 /// starts with the request's answer; otherwise the same stream.
@@ -193,7 +193,11 @@ impl Before {
 }
 
 struct Pending {
-    answer: BoxFuture<'static, Option<Message>>,
+    /// Polled only when woken: hyper polls a request's service whenever
+    /// its connection's task wakes, and reading the request's body wakes it
+    /// once more; without the gate that poll went down the whole call, to
+    /// the connection's task it waits for (docs/DECISIONS.md #138).
+    answer: WhenWoken<dyn Future<Output = Option<Message>> + Send>,
     before: Before,
     answered: Option<Option<Message>>,
 }
@@ -234,7 +238,7 @@ pub(super) async fn direct(
     generation: crate::generation::Generation,
 ) -> Response {
     let mut pending = Pending {
-        answer,
+        answer: WhenWoken::boxed(answer),
         before,
         answered: None,
     };

@@ -320,7 +320,13 @@ impl Endpoint {
     /// carries. The caller goes into the request's extensions, for every
     /// step after this one.
     async fn admit(&self, mut request: Request) -> Result<(Request, bool), Response> {
-        let vouched = if request.headers().contains_key(&FORWARDED) {
+        // One pass over the names for the marks only a node may set (a
+        // lookup per mark hashes each name again).
+        let marked = request
+            .headers()
+            .keys()
+            .any(|name| [&FORWARDED, &CALLER, &SUBJECT].contains(&name));
+        let vouched = if marked && request.headers().contains_key(&FORWARDED) {
             match &self.elsewhere {
                 Some(elsewhere) => {
                     let Some(caller) = elsewhere.vouched(&mut request) else {
@@ -339,9 +345,11 @@ impl Endpoint {
             None
         };
         // What only a node may say of a request, no client says.
-        request.headers_mut().remove(&FORWARDED);
-        request.headers_mut().remove(&CALLER);
-        request.headers_mut().remove(&SUBJECT);
+        if marked {
+            request.headers_mut().remove(&FORWARDED);
+            request.headers_mut().remove(&CALLER);
+            request.headers_mut().remove(&SUBJECT);
+        }
         let forwarded = vouched.is_some();
         let caller = match vouched {
             Some(caller) => caller,

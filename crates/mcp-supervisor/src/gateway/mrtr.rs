@@ -132,8 +132,12 @@ async fn ask_nothing(
     let cancel = CancellationToken::new();
     let abandoned = cancel.clone().drop_guard();
     let link = DownstreamRequest::unasked(origin, &target.connection, cancel);
-    // Named only if the upstream asks for input itself (rare).
-    let method = request.method().to_owned();
+    // Named only if the upstream asks for input itself (rare); a call's
+    // method is named without a copy.
+    let method: std::borrow::Cow<'static, str> = match request.tool() {
+        Some(_) => <rmcp::model::CallToolRequestMethod as rmcp::model::ConstString>::VALUE.into(),
+        None => request.method().to_owned().into(),
+    };
     tokio::select! {
         forwarded = state.forward(&target.connection, request, Some(link)) => {
             abandoned.disarm();

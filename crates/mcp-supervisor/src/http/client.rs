@@ -40,7 +40,7 @@ use crate::{
 };
 
 mod post;
-pub(crate) use post::{PostOutgoing, Posted};
+pub(crate) use post::{PostOutgoing, Posted, with_post_headers};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 

@@ -14,7 +14,7 @@ mod recorder;
 mod reuse;
 mod sse_limit;
 
-pub(crate) use client::{PostOutgoing, Posted, header_map};
+pub(crate) use client::{PostOutgoing, Posted, header_map, with_post_headers};
 pub use client::{RecordingClient, ServerStreamDecision, SessionIds};
 pub use recorder::{HttpObservation, HttpRecorder};
 pub use reuse::{HttpClients, OriginReuse, Reuse};

@@ -168,7 +168,11 @@ fn plain_host(value: &HeaderValue) -> Option<(&str, Option<u16>)> {
         Some(digits)
             if (1..=5).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) =>
         {
-            Some(std::str::from_utf8(digits).ok()?.parse::<u16>().ok()?)
+            // Up to five digits: no overflow of a `u32`.
+            let port = digits
+                .iter()
+                .fold(0u32, |port, digit| port * 10 + u32::from(digit - b'0'));
+            Some(u16::try_from(port).ok()?)
         }
         Some(_) => return None,
     };

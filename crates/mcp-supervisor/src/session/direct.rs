@@ -233,6 +233,7 @@ impl DirectClientParts {
             mcp_headers::PROTOCOL_VERSION,
             HeaderValue::from_str(version.as_str()).ok()?,
         );
+        crate::http::with_post_headers(&mut self.headers);
         let generation = Generation::of(version);
         // rmcp stamps its client context on 2026-07-28 requests only.
         let stamp = match generation {

@@ -130,11 +130,11 @@ fn client_context(scan: &mut Scan<'_>) -> Option<ClientContext> {
                 )?;
             }
             b"io.modelcontextprotocol/clientCapabilities" if capabilities.is_none() => {
-                let text = scan.object_text()?.get();
-                capabilities = Some(if text == "{}" {
+                // `{}` (rmcp's client declares nothing) is read in place.
+                capabilities = Some(if scan.empty_object() {
                     ClientCapabilities::default()
                 } else {
-                    serde_json::from_str(text).ok()?
+                    serde_json::from_str(scan.object_text()?.get()).ok()?
                 });
             }
             // Its usual shape, an object of plain strings, is passed over

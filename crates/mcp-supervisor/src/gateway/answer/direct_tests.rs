@@ -38,7 +38,7 @@ fn the_calls_senders_going_wake_nobody() {
     let (sender, before) = Before::channel();
     let in_the_actor = sender.clone();
     let mut pending = Pending {
-        answer: std::future::pending().boxed(),
+        answer: crate::woken::WhenWoken::boxed(std::future::pending().boxed()),
         before,
         answered: None,
     };
@@ -48,6 +48,35 @@ fn the_calls_senders_going_wake_nobody() {
     drop(in_the_actor);
     drop(sender);
     assert_eq!(wakes.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// The call is polled only when something it waits for woke it: hyper
+/// polls the request's service again whenever the client's connection
+/// wakes (reading the request's body wakes it once more), and each such
+/// poll went down the whole call.
+#[test]
+fn the_call_is_polled_only_when_it_was_woken() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (waker, _) = crate::woken::counting_waker();
+    let polls = std::sync::Arc::new(AtomicUsize::new(0));
+    let call = {
+        let polls = polls.clone();
+        std::future::poll_fn(move |_| {
+            polls.fetch_add(1, Ordering::SeqCst);
+            std::task::Poll::<Option<Message>>::Pending
+        })
+    };
+    let mut pending = Pending {
+        answer: crate::woken::WhenWoken::boxed(call.boxed()),
+        before: Before::channel().1,
+        answered: None,
+    };
+    let mut cx = std::task::Context::from_waker(&waker);
+    for _ in 0..3 {
+        let next = std::pin::pin!(pending.next(None));
+        assert!(next.poll(&mut cx).is_pending());
+    }
+    assert_eq!(polls.load(Ordering::SeqCst), 1);
 }
 
 /// A call answered first, within the keep-alive interval, is plain JSON;

@@ -60,9 +60,7 @@ impl PostOutgoing for RecordingClient {
             custom_headers.remove(name);
         }
         let mut request = self.request(reqwest::Method::POST, auth_token, custom_headers);
-        request
-            .headers
-            .append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+        ensure(&mut request.headers, ACCEPT, ACCEPT_BOTH);
         for (name, value) in trace {
             request.headers.append(name, value);
         }
@@ -77,9 +75,7 @@ impl PostOutgoing for RecordingClient {
         let body = heavy::encode(message)
             .await
             .map_err(|error| StreamableHttpError::Io(error.into()))?;
-        request
-            .headers
-            .append(CONTENT_TYPE, HeaderValue::from_static(JSON_MIME_TYPE));
+        ensure(&mut request.headers, CONTENT_TYPE, JSON_MIME_TYPE);
         request.body = Some(body);
         let response = self.send(&uri, request).await?;
         if session_attached && response.status() == StatusCode::BAD_REQUEST {
@@ -113,6 +109,9 @@ impl PostOutgoing for RecordingClient {
             .get(CONTENT_TYPE)
             .map(|value| value.to_str().ok());
         let (sse, json) = match content_type {
+            // The usual ones, exactly, without taking parameters apart.
+            Some(Some(EVENT_STREAM_MIME_TYPE)) => (true, false),
+            Some(Some(JSON_MIME_TYPE)) => (false, true),
             Some(Some(ct)) => (
                 media_type_is(ct, EVENT_STREAM_MIME_TYPE),
                 media_type_is(ct, JSON_MIME_TYPE),
@@ -143,6 +142,26 @@ impl PostOutgoing for RecordingClient {
                 CONTENT_TYPE,
             ))),
         }
+    }
+}
+
+/// The headers every POST of a message carries, for a sender that keeps
+/// its headers made (`session::direct`): with them in place, a POST appends
+/// nothing to its copy of them (each append to a copied map grows it).
+pub(crate) fn with_post_headers(headers: &mut HeaderMap) {
+    headers.append(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+    headers.append(CONTENT_TYPE, HeaderValue::from_static(JSON_MIME_TYPE));
+}
+
+/// `name: value` appended, unless it is there already (see
+/// [`with_post_headers`]).
+fn ensure(headers: &mut HeaderMap, name: HeaderName, value: &'static str) {
+    if !headers
+        .get_all(&name)
+        .iter()
+        .any(|present| present.as_bytes() == value.as_bytes())
+    {
+        headers.append(name, HeaderValue::from_static(value));
     }
 }
 
@@ -184,5 +203,39 @@ impl<C: PostOutgoing, S: TokenSource + 'static> PostOutgoing for TokenClient<C, 
             )
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod post_header_tests {
+    use super::*;
+
+    fn values(headers: &HeaderMap, name: HeaderName) -> Vec<&str> {
+        headers
+            .get_all(name)
+            .iter()
+            .map(|value| value.to_str().unwrap())
+            .collect()
+    }
+
+    /// A POST carries `Accept` and `Content-Type` once each, whether its
+    /// sender's headers have them made or not, and beside a configured
+    /// `Accept` of another value.
+    #[test]
+    fn a_post_carries_its_headers_once_whoever_made_them() {
+        let mut made = HeaderMap::new();
+        with_post_headers(&mut made);
+        let mut configured = HeaderMap::new();
+        configured.append(ACCEPT, HeaderValue::from_static("application/json"));
+        for (mut headers, accept) in [
+            (HeaderMap::new(), vec![ACCEPT_BOTH]),
+            (made, vec![ACCEPT_BOTH]),
+            (configured, vec!["application/json", ACCEPT_BOTH]),
+        ] {
+            ensure(&mut headers, ACCEPT, ACCEPT_BOTH);
+            ensure(&mut headers, CONTENT_TYPE, JSON_MIME_TYPE);
+            assert_eq!(values(&headers, ACCEPT), accept);
+            assert_eq!(values(&headers, CONTENT_TYPE), [JSON_MIME_TYPE]);
+        }
     }
 }
