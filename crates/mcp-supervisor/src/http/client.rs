@@ -28,6 +28,7 @@ use tokio::sync::watch;
 
 use super::{
     LaneTarget,
+    plain::Answered,
     recorder::{HttpObservation, HttpRecorder},
     reuse::{HttpClients, OriginReuse},
     sse_limit::LimitedEvents,
@@ -258,11 +259,11 @@ impl RecordingClient {
         &self,
         uri: &Arc<str>,
         request: Outbound,
-    ) -> Result<reqwest::Response, HttpError> {
+    ) -> Result<Answered, HttpError> {
         let target = self.target(uri);
         let lane = target.as_deref().and_then(|target| {
             let to = target.lane.as_ref()?;
-            Some((self.clients.plain_lane(&target.origin)?, to, &target.url))
+            Some((self.clients.plain_lane(&target.origin)?, to))
         });
         let Outbound {
             method,
@@ -270,8 +271,8 @@ impl RecordingClient {
             invalid,
             body,
         } = request;
-        if let (Some((lane, to, url)), None) = (lane, &invalid) {
-            return lane.send(method, headers, body, url, to).await;
+        if let (Some((lane, to)), None) = (lane, &invalid) {
+            return lane.send(method, headers, body, to).await;
         }
         let mut builder = match &target {
             Some(target) => self
@@ -287,7 +288,11 @@ impl RecordingClient {
         if let Some(body) = body {
             builder = builder.body(body);
         }
-        builder.send().await.map_err(transport_error)
+        builder
+            .send()
+            .await
+            .map(Answered::from)
+            .map_err(transport_error)
     }
 
     /// Records the response and turns any non-2xx status into a typed error.
@@ -295,7 +300,7 @@ impl RecordingClient {
         &self,
         method: &'static str,
         uri: &Arc<str>,
-        response: &reqwest::Response,
+        response: &Answered,
         session_attached: bool,
     ) -> Result<(), HttpError> {
         let status = response.status();
@@ -343,7 +348,7 @@ impl RecordingClient {
     /// as such so rmcp re-initializes (the server turned the request away at
     /// its session check).
     /// The body is only inspected (bounded), never kept.
-    async fn session_rejection(&self, uri: &Arc<str>, response: reqwest::Response) -> HttpError {
+    async fn session_rejection(&self, uri: &Arc<str>, response: Answered) -> HttpError {
         let status = response.status();
         let retry_after = header_str(response.headers(), RETRY_AFTER);
         let body = read_bounded(response, SESSION_ERROR_PEEK)
@@ -371,7 +376,7 @@ impl RecordingClient {
 fn rejected_discover(
     discover: Option<rmcp::model::RequestId>,
     session_attached: bool,
-    response: &reqwest::Response,
+    response: &Answered,
 ) -> Option<rmcp::model::RequestId> {
     let status = response.status();
     if session_attached
@@ -407,7 +412,7 @@ impl RecordingClient {
         &self,
         uri: &Arc<str>,
         id: rmcp::model::RequestId,
-        response: reqwest::Response,
+        response: Answered,
     ) -> StreamableHttpPostResponse {
         let status = response.status();
         self.recorder.record(HttpObservation {
@@ -436,7 +441,7 @@ impl RecordingClient {
 /// JSON-RPC error, e.g. -32021 for a missing client capability; 404 with
 /// -32601 for an unknown method), and the error must reach whoever sent the
 /// request, not just its status. A 404 on a session is the session's end.
-fn rejects_with_json_rpc(response: &reqwest::Response, session_attached: bool) -> bool {
+fn rejects_with_json_rpc(response: &Answered, session_attached: bool) -> bool {
     let status = response.status();
     status.is_client_error()
         && !matches!(
@@ -455,7 +460,7 @@ impl RecordingClient {
     async fn json_rpc_rejection(
         &self,
         uri: &Arc<str>,
-        response: reqwest::Response,
+        response: Answered,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let status = response.status();
         self.recorder.record(HttpObservation {
@@ -639,10 +644,9 @@ fn transport_error(error: reqwest::Error) -> HttpError {
 
 /// A response body whose read errors carry no URL (see [`transport_error`]).
 fn body_chunks(
-    response: reqwest::Response,
+    response: Answered,
 ) -> impl Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send + Unpin + 'static {
-    response
-        .bytes_stream()
+    http_body_util::BodyDataStream::new(response.into_body())
         .map(|chunk| chunk.map_err(reqwest::Error::without_url))
 }
 
@@ -699,9 +703,9 @@ fn media_type_is(content_type: &str, expected: &str) -> bool {
 
 /// Reads a whole body, refusing one larger than `limit` (a hostile upstream
 /// must not make us buffer gigabytes).
-async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, HttpError> {
-    if response
-        .content_length()
+async fn read_bounded(response: Answered, limit: usize) -> Result<Vec<u8>, HttpError> {
+    if http_body::Body::size_hint(response.body())
+        .exact()
         .is_some_and(|len| len > limit as u64)
     {
         return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: limit });

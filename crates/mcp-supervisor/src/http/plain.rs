@@ -14,8 +14,8 @@
 //! request on a reused connection that closed before it was written sent
 //! again on a new one, no redirects followed) with a pool of its own per
 //! origin, held where the origin's reuse verdict is (so found without a
-//! lookup per request), and hands the answer back as a `reqwest::Response`, so
-//! everything after the send is shared with the reqwest lane. `https://`
+//! lookup per request), and hands the answer back as an [`Answered`], as the
+//! reqwest lane does, so everything after the send is shared. `https://`
 //! upstreams, origins where reuse stalls, and every request while a proxy
 //! is configured in the environment keep reqwest.
 
@@ -37,6 +37,12 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// An upstream's answer, from either lane: its head, and its body as
+/// reqwest's (whose read errors are reqwest's). Not a `reqwest::Response`:
+/// making one of hyper's answer cost the lane a URL, two boxes and an
+/// extension map per request, for nothing read after.
+pub(crate) type Answered = http::Response<reqwest::Body>;
 type Sender = http1::SendRequest<reqwest::Body>;
 
 /// The environment variables reqwest takes an `http://` request's proxy from.
@@ -81,9 +87,8 @@ impl PlainLane {
         method: http::Method,
         headers: http::HeaderMap,
         body: Option<Vec<u8>>,
-        url: &reqwest::Url,
         to: &LaneTarget,
-    ) -> Result<reqwest::Response, HttpError> {
+    ) -> Result<Answered, HttpError> {
         let mut request = http::Request::new(reqwest::Body::from(body.unwrap_or_default()));
         *request.method_mut() = method;
         *request.uri_mut() = to.path.clone();
@@ -113,25 +118,12 @@ impl PlainLane {
                 },
             }
         };
-        let (mut parts, (body, sender)) = response.into_parts();
-        // reqwest's conversion takes the answer's URL from its extensions,
-        // and parses a placeholder URL for each answer without one (about
-        // 3,500 instructions, a fiftieth of a call).
-        // hyper's answer carries none of its own, as a rule: the URL's are
-        // taken whole, not copied into a second map.
-        if parts.extensions.is_empty() {
-            parts.extensions = url_extension(url.clone());
-        } else {
-            parts.extensions.extend(url_extension(url.clone()));
-        }
+        let (parts, (body, sender)) = response.into_parts();
         let body = Returning {
             body,
             back: Some((sender, to.pool.clone(), self.idle_timeout)),
         };
-        Ok(reqwest::Response::from(http::Response::from_parts(
-            parts,
-            reqwest::Body::wrap(body),
-        )))
+        Ok(http::Response::from_parts(parts, reqwest::Body::wrap(body)))
     }
 
     /// Sends what reqwest's builder made (tests build their requests so).
@@ -140,13 +132,13 @@ impl PlainLane {
         &self,
         request: reqwest::Request,
         to: &LaneTarget,
-    ) -> Result<reqwest::Response, HttpError> {
+    ) -> Result<Answered, HttpError> {
         let body = request
             .body()
             .and_then(reqwest::Body::as_bytes)
             .map(<[u8]>::to_vec);
         let (method, headers) = (request.method().clone(), request.headers().clone());
-        self.send(method, headers, body, request.url(), to).await
+        self.send(method, headers, body, to).await
     }
 
     /// A new connection to `to`, its task spawned.
@@ -394,17 +386,6 @@ impl LaneError {
     }
 }
 
-/// The extension that tells reqwest a response's URL (its type is private
-/// to reqwest; its builder extension sets it).
-fn url_extension(url: reqwest::Url) -> http::Extensions {
-    use reqwest::ResponseBuilderExt;
-    let mut builder = http::response::Builder::new().url(url);
-    builder
-        .extensions_mut()
-        .map(std::mem::take)
-        .unwrap_or_default()
-}
-
 /// A failed send, as an I/O error carrying the lane's error (the classifier
 /// reads whether the connection was ever made from it); its kind is the
 /// underlying socket error's, when there is one.
@@ -429,7 +410,7 @@ mod tests {
     async fn exchange(
         answer: &'static str,
         build: impl FnOnce(&str) -> reqwest::RequestBuilder,
-    ) -> (String, reqwest::Response, String) {
+    ) -> (String, Answered, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp?key=1", listener.local_addr().unwrap());
@@ -455,18 +436,22 @@ mod tests {
         (url, response.unwrap(), head.unwrap().to_ascii_lowercase())
     }
 
+    /// An answer's body, read to its end.
+    async fn body_of(response: Answered) -> Vec<u8> {
+        use http_body_util::BodyExt;
+        response.into_body().collect().await.unwrap().to_bytes().to_vec()
+    }
+
     #[tokio::test]
-    async fn an_answer_comes_back_as_reqwests_with_the_requests_url() {
-        let (url, response, head) = exchange(
+    async fn an_answer_comes_back_with_its_head_and_body() {
+        let (_, response, head) = exchange(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
             |url| reqwest::Client::new().get(url).header("mcp-session-id", "s1"),
         )
         .await;
         assert_eq!(response.status(), 200);
-        // Without the URL carried over, reqwest names a placeholder.
-        assert_eq!(response.url().as_str(), url);
         assert_eq!(response.headers()["content-type"], "application/json");
-        assert_eq!(response.bytes().await.unwrap().as_ref(), b"{}");
+        assert_eq!(body_of(response).await, b"{}");
         assert!(head.starts_with("get /mcp?key=1 http/1.1\r\n"), "{head}");
         assert!(head.contains("\r\nhost: 127.0.0.1:"), "{head}");
         assert_eq!(head.matches("\r\nhost:").count(), 1, "{head}");
@@ -554,10 +539,10 @@ mod tests {
         if !read {
             return String::new();
         }
-        tokio::time::timeout(bound, response.text())
+        let body = tokio::time::timeout(bound, body_of(response))
             .await
-            .expect("read")
-            .unwrap()
+            .expect("read");
+        String::from_utf8(body).unwrap()
     }
 
     fn lane_for(url: &str, idle: Duration) -> (PlainLane, LaneTarget) {
@@ -631,7 +616,7 @@ mod tests {
             let request = reqwest::Client::new().get(&server.url).build().unwrap();
             lane.send_built(request, &to).await.unwrap()
         });
-        assert_eq!(response.content_length(), Some(0));
+        assert_eq!(response.body().size_hint().exact(), Some(0));
         let dropped = std::thread::spawn(move || drop(response)).join();
         assert!(dropped.is_ok(), "dropping the answer panicked");
     }
