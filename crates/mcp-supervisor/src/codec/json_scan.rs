@@ -98,30 +98,30 @@ impl<'a> Scan<'a> {
         if self.peek()? == b'"' {
             return Some(NumberOrString::String(self.plain_str()?.into()));
         }
-        let negative = self.bytes[self.at] == b'-';
+        let bytes = self.bytes;
+        let negative = bytes[self.at] == b'-';
         let start = self.at + usize::from(negative);
-        let digits = self.bytes[start..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        let end = start + digits;
+        // Digits and their value in one pass; one beyond `u64` is none.
+        let (mut end, mut magnitude) = (start, 0u64);
+        while let Some(&digit) = bytes.get(end).filter(|b| b.is_ascii_digit()) {
+            magnitude = magnitude
+                .checked_mul(10)?
+                .checked_add(u64::from(digit - b'0'))?;
+            end += 1;
+        }
+        let digits = end - start;
         // No leading zero (not JSON), no fraction or exponent.
         if digits == 0
-            || (digits > 1 && self.bytes[start] == b'0')
-            || matches!(self.bytes.get(end), Some(b'.' | b'e' | b'E'))
+            || (digits > 1 && bytes[start] == b'0')
+            || matches!(bytes.get(end), Some(b'.' | b'e' | b'E'))
         {
             return None;
         }
-        let mut value: i64 = 0;
-        for &digit in &self.bytes[start..end] {
-            let digit = i64::from(digit - b'0');
-            value = value.checked_mul(10)?;
-            value = if negative {
-                value.checked_sub(digit)?
-            } else {
-                value.checked_add(digit)?
-            };
-        }
+        let value = if negative {
+            0i64.checked_sub_unsigned(magnitude)?
+        } else {
+            i64::try_from(magnitude).ok()?
+        };
         self.at = end;
         Some(NumberOrString::Number(value))
     }
@@ -297,4 +297,47 @@ pub(crate) fn mutations(body: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
         });
         [dropped, doubled].into_iter().chain(replaced)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An integer id is read as rmcp's id reads it, at the edges of `i64`
+    /// and past them; whatever is no such integer is not read.
+    #[test]
+    fn an_integer_id_is_read_as_rmcp_reads_it() {
+        for text in [
+            "0",
+            "7",
+            "-0",
+            "-12",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551615",
+            "18446744073709551616",
+            "123456789012345678901234567890",
+            "01",
+            "-",
+            "1.0",
+            "1e3",
+            "-01",
+        ] {
+            let read = Scan::new(text.as_bytes()).id();
+            let serde = serde_json::from_str::<NumberOrString>(text).ok();
+            // Read here as rmcp reads it, or left to the full reading.
+            assert!(read.is_none() || read == serde, "{text}: {read:?} {serde:?}");
+        }
+        for (text, value) in [
+            ("0", 0),
+            ("-12", -12),
+            ("9223372036854775807", i64::MAX),
+            ("-9223372036854775808", i64::MIN),
+        ] {
+            let read = Scan::new(text.as_bytes()).id();
+            assert_eq!(read, Some(NumberOrString::Number(value)), "{text}");
+        }
+    }
 }
