@@ -328,7 +328,10 @@ mod tests {
             let read = Scan::new(text.as_bytes()).id();
             let serde = serde_json::from_str::<NumberOrString>(text).ok();
             // Read here as rmcp reads it, or left to the full reading.
-            assert!(read.is_none() || read == serde, "{text}: {read:?} {serde:?}");
+            assert!(
+                read.is_none() || read == serde,
+                "{text}: {read:?} {serde:?}"
+            );
         }
         for (text, value) in [
             ("0", 0),

@@ -541,7 +541,12 @@ impl Downstream for DownstreamRequest {
     fn settled(&self) -> futures::future::BoxFuture<'static, ()> {
         // The usual case, nothing on its way: settled now (a box of nothing
         // allocates nothing, and no timer is set).
-        if self.relaying.pending.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        if self
+            .relaying
+            .pending
+            .load(std::sync::atomic::Ordering::Acquire)
+            == 0
+        {
             return Box::pin(std::future::ready(()));
         }
         let relaying = self.relaying.clone();

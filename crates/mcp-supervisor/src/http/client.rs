@@ -255,11 +255,7 @@ impl RecordingClient {
     /// Sends `request` to `uri` by the lane its target takes: hyper's
     /// plain-HTTP lane, or reqwest (which also reports what is wrong with a
     /// request: a `uri` that is no URL, a header that is no header).
-    async fn send(
-        &self,
-        uri: &Arc<str>,
-        request: Outbound,
-    ) -> Result<Answered, HttpError> {
+    async fn send(&self, uri: &Arc<str>, request: Outbound) -> Result<Answered, HttpError> {
         let target = self.target(uri);
         let lane = target.as_deref().and_then(|target| {
             let to = target.lane.as_ref()?;

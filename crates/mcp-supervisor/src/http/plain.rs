@@ -439,7 +439,13 @@ mod tests {
     /// An answer's body, read to its end.
     async fn body_of(response: Answered) -> Vec<u8> {
         use http_body_util::BodyExt;
-        response.into_body().collect().await.unwrap().to_bytes().to_vec()
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec()
     }
 
     #[tokio::test]
