@@ -16,7 +16,16 @@
 //!   one, the response stays the stream it was, nothing lost: the events
 //!   read so far, then the rest.
 
-use std::{future::Future, time::Duration};
+use std::{
+    collections::VecDeque,
+    future::Future,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::Poll,
+    time::Duration,
+};
 
 use axum::{
     body::{Body, Bytes},
@@ -24,10 +33,9 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use bytes::BytesMut;
-use futures::{Stream, StreamExt, future::BoxFuture};
+use futures::{Stream, StreamExt, future::BoxFuture, task::AtomicWaker};
 use rmcp::model::ServerJsonRpcMessage;
 use serde::de::IgnoredAny;
-use tokio::sync::mpsc;
 
 use crate::{codec::reply, heavy, tool_answer::Message, woken::WhenWoken};
 
@@ -170,25 +178,77 @@ enum Next {
 }
 
 /// The messages a direct call writes before its answer (its progress, its
-/// log messages), as they come.
-pub(super) struct Before {
-    messages: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    /// Keeps the channel open while the answer is awaited: without it, the
-    /// call's last sender going (in its connection's actor, or as the answer
-    /// ends) would wake the waiting task for nothing, one more poll of the
-    /// client's HTTP connection per call (docs/DECISIONS.md #134).
-    _open: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+/// log messages), as they come: a queue its answer reads. Not a tokio
+/// channel, which allocates a block of 32 messages per call (about 900
+/// instructions with its polls, docs/DECISIONS.md #189). The call's senders
+/// going wakes nobody: a wake would poll the client's HTTP connection once
+/// more per call (#134).
+pub(super) struct Before(Arc<Queue>);
+
+/// Where a direct call sends its messages before the answer; refused once
+/// the answer is gone.
+#[derive(Debug, Clone)]
+pub(super) struct BeforeSender(Arc<Queue>);
+
+#[derive(Debug, Default)]
+struct Queue {
+    messages: Mutex<VecDeque<ServerJsonRpcMessage>>,
+    /// The answer's reader, woken by each message.
+    reader: AtomicWaker,
+    /// The answer was dropped: nothing reads the messages any more.
+    gone: AtomicBool,
+}
+
+impl Queue {
+    fn messages(&self) -> std::sync::MutexGuard<'_, VecDeque<ServerJsonRpcMessage>> {
+        self.messages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 impl Before {
     /// The sender the call's messages go to, and their receiving end.
-    pub(super) fn channel() -> (mpsc::UnboundedSender<ServerJsonRpcMessage>, Before) {
-        let (sender, messages) = mpsc::unbounded_channel();
-        let before = Before {
-            messages,
-            _open: sender.clone(),
-        };
-        (sender, before)
+    pub(super) fn channel() -> (BeforeSender, Before) {
+        let queue = Arc::new(Queue::default());
+        (BeforeSender(queue.clone()), Before(queue))
+    }
+
+    /// The next message, when one comes.
+    pub(super) async fn recv(&self) -> ServerJsonRpcMessage {
+        std::future::poll_fn(|cx| {
+            // Registered before the queue is read: a message sent in
+            // between is seen now or wakes the new waker.
+            self.0.reader.register(cx.waker());
+            match self.0.messages().pop_front() {
+                Some(message) => Poll::Ready(message),
+                None => Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// The next message, if one is there.
+    pub(super) fn try_recv(&self) -> Option<ServerJsonRpcMessage> {
+        self.0.messages().pop_front()
+    }
+}
+
+impl Drop for Before {
+    fn drop(&mut self) {
+        self.0.gone.store(true, Ordering::Release);
+    }
+}
+
+impl BeforeSender {
+    /// Queues `message` for the answer; `Err` once the answer is gone.
+    pub(super) fn send(&self, message: ServerJsonRpcMessage) -> Result<(), ServerJsonRpcMessage> {
+        if self.0.gone.load(Ordering::Acquire) {
+            return Err(message);
+        }
+        self.0.messages().push_back(message);
+        self.0.reader.wake();
+        Ok(())
     }
 }
 
@@ -214,14 +274,14 @@ impl Pending {
             };
             tokio::select! {
                 biased;
-                Some(message) = self.before.messages.recv() => return Next::Before(message),
+                message = self.before.recv() => return Next::Before(message),
                 answer = &mut self.answer => self.answered = Some(answer),
                 () = idle => return Next::Idle,
             }
         }
-        match self.before.messages.try_recv() {
-            Ok(message) => Next::Before(message),
-            Err(_) => Next::Answer(self.answered.take().flatten()),
+        match self.before.try_recv() {
+            Some(message) => Next::Before(message),
+            None => Next::Answer(self.answered.take().flatten()),
         }
     }
 }

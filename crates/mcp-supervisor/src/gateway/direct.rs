@@ -69,7 +69,6 @@ use rmcp::model::{
     CallToolResponse, ClientCapabilities, ErrorCode, ErrorData, LoggingLevel, ProgressToken,
     ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -199,7 +198,7 @@ impl DirectSession {
         state: &Arc<GatewayState>,
         (id, tool, caller): (RequestId, ToolCall, &Arc<Caller>),
         progress: Option<ProgressToken>,
-        before: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+        before: super::answer::BeforeSender,
         cancelled: CancellationToken,
     ) -> Result<Answer, ErrorData> {
         let downstream = (&self.downstream, caller.clone());

@@ -300,7 +300,7 @@ impl DownstreamRequest {
         connection: &str,
         cancelled: CancellationToken,
         progress: Option<ProgressToken>,
-        answer: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+        answer: super::answer::BeforeSender,
     ) -> Option<DownstreamLink> {
         let peer = session.peer()?.clone();
         let origin = Origin {
@@ -361,7 +361,7 @@ enum MessagesTo {
     /// The client's session (rmcp sends them on the request's stream).
     Session(Peer<RoleServer>),
     /// The request's answer, which the gateway writes itself (`direct.rs`).
-    Answer(mpsc::UnboundedSender<ServerJsonRpcMessage>),
+    Answer(super::answer::BeforeSender),
 }
 
 impl MessagesTo {
@@ -413,7 +413,7 @@ impl Origin {
         capabilities: ClientCapabilities,
         progress: Option<ProgressToken>,
         log_level: Option<LoggingLevel>,
-        answer: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+        answer: super::answer::BeforeSender,
     ) -> Self {
         Origin {
             id,
@@ -673,7 +673,7 @@ mod tests {
     async fn a_client_that_can_be_asked_nothing_is_asked_nothing() {
         use crate::session::Downstream;
         let origin = |capabilities| {
-            let (answer, _) = mpsc::unbounded_channel();
+            let (answer, _) = super::super::answer::Before::channel();
             let caller = (RequestId::Number(1), Caller::open());
             Origin::answered(caller, capabilities, None, None, answer)
         };
@@ -704,7 +704,7 @@ mod tests {
 
     #[tokio::test]
     async fn progress_is_relayed_in_order_with_the_clients_token_once_there_is_some() {
-        let (answer, mut messages) = mpsc::unbounded_channel();
+        let (answer, messages) = super::super::answer::Before::channel();
         let token = ProgressToken(NumberOrString::String("client-token".into()));
         let origin = Origin::answered(
             (RequestId::Number(1), Caller::open()),
@@ -724,14 +724,14 @@ mod tests {
         assert!(request.relay.get().is_some());
         request.settled().await;
         for step in [1.0, 2.0] {
-            let message = serde_json::to_value(messages.recv().await.unwrap()).unwrap();
+            let message = serde_json::to_value(messages.recv().await).unwrap();
             assert_eq!(message["method"], "notifications/progress", "{message}");
             assert_eq!(message["params"]["progressToken"], "client-token");
             assert_eq!(message["params"]["progress"], step);
         }
 
         // A client that asked for no progress gets none, and starts nothing.
-        let (answer, mut messages) = mpsc::unbounded_channel();
+        let (answer, messages) = super::super::answer::Before::channel();
         let origin = Origin::answered(
             (RequestId::Number(2), Caller::open()),
             ClientCapabilities::default(),
@@ -746,7 +746,8 @@ mod tests {
             1.0,
         ));
         assert!(request.relay.get().is_none());
+        request.settled().await;
         drop(request);
-        assert!(messages.recv().await.is_none());
+        assert!(messages.try_recv().is_none());
     }
 }
