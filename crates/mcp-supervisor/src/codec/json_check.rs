@@ -181,8 +181,9 @@ struct Checker<'a> {
     text: &'a str,
     at: usize,
     /// The keys of the objects being read, outermost first: each object's
-    /// from where it started (one stack, not a list per object).
-    keys: Vec<Cow<'a, str>>,
+    /// from where it started (one stack, not a list per object). A tool's
+    /// usual arguments fit in place, with no allocation.
+    keys: KeyStack<'a>,
 }
 
 impl<'a> Checker<'a> {
@@ -191,7 +192,7 @@ impl<'a> Checker<'a> {
         let mut checker = Checker {
             text,
             at: 0,
-            keys: Vec::new(),
+            keys: KeyStack::new(),
         };
         checker.value(0)?;
         checker.skip_blank();
@@ -431,6 +432,9 @@ fn held(token: &str, integer: bool) -> Result<(), Unreadable> {
 /// An object's keys so far: on the checker's stack from `from`. Most
 /// objects have a few: those are compared one by one; past [`Keys::FEW`]
 /// they are hashed.
+/// The keys of the objects being read ([`Checker`]'s `keys`).
+type KeyStack<'a> = smallvec::SmallVec<[Cow<'a, str>; 8]>;
+
 struct Keys<'a> {
     from: usize,
     many: Option<HashSet<Cow<'a, str>>>,
@@ -439,11 +443,7 @@ struct Keys<'a> {
 impl<'a> Keys<'a> {
     const FEW: usize = 16;
 
-    fn insert(
-        &mut self,
-        stack: &mut Vec<Cow<'a, str>>,
-        key: Cow<'a, str>,
-    ) -> Result<(), Unreadable> {
+    fn insert(&mut self, stack: &mut KeyStack<'a>, key: Cow<'a, str>) -> Result<(), Unreadable> {
         let few = &stack[self.from..];
         let fresh = match &mut self.many {
             None if few.len() < Self::FEW => {

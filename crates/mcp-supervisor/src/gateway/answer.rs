@@ -241,14 +241,15 @@ impl Drop for Before {
 }
 
 impl BeforeSender {
-    /// Queues `message` for the answer; `Err` once the answer is gone.
-    pub(super) fn send(&self, message: ServerJsonRpcMessage) -> Result<(), ServerJsonRpcMessage> {
+    /// Queues `message` for the answer; `false` (and dropped) once the
+    /// answer is gone.
+    pub(super) fn send(&self, message: ServerJsonRpcMessage) -> bool {
         if self.0.gone.load(Ordering::Acquire) {
-            return Err(message);
+            return false;
         }
         self.0.messages().push_back(message);
         self.0.reader.wake();
-        Ok(())
+        true
     }
 }
 

@@ -369,9 +369,9 @@ impl MessagesTo {
     async fn send(&self, notification: ServerNotification) -> bool {
         match self {
             MessagesTo::Session(peer) => peer.send_notification(notification).await.is_ok(),
-            MessagesTo::Answer(answer) => answer
-                .send(ServerJsonRpcMessage::notification(notification))
-                .is_ok(),
+            MessagesTo::Answer(answer) => {
+                answer.send(ServerJsonRpcMessage::notification(notification))
+            }
         }
     }
 
@@ -386,7 +386,7 @@ impl MessagesTo {
                 });
             }
             MessagesTo::Answer(answer) => {
-                let _ = answer.send(ServerJsonRpcMessage::notification(notification));
+                answer.send(ServerJsonRpcMessage::notification(notification));
             }
         }
     }

@@ -109,9 +109,9 @@ async fn answers_are_json_unless_something_comes_first() {
 
     let (before, messages) = Before::channel();
     let with_progress = async move {
-        before.send(progress(0.0)).unwrap();
+        assert!(before.send(progress(0.0)));
         tokio::time::sleep(Duration::from_secs(20)).await;
-        before.send(progress(50.0)).unwrap();
+        assert!(before.send(progress(50.0)));
         Some(echo(3).into())
     };
     let (kind, body) =

@@ -106,7 +106,10 @@ impl DirectPath {
         self.state.direct.taken();
         let caller = caller_in(&post.parts.extensions);
         let span = call.span(&post.parts.headers, (post.client, &caller));
-        let gone = post.ending.child_token();
+        // Nothing cancels one such call but the client leaving (its future
+        // dropped) or the sessions' end: the end's own token, not a child
+        // of it (each a node added to it, and taken out, under its lock).
+        let gone = post.ending.clone();
         let (answer, before) = call.answer(self.state.clone(), (span, caller), gone);
         Some(answer::direct(answer, before, self.keep_alive, Generation::Stateless).await)
     }
