@@ -191,7 +191,11 @@ pub(crate) struct DirectClientParts {
     client: Arc<dyn Poster>,
     uri: Arc<str>,
     session: SessionIds,
+    /// The transport's headers (with the protocol version): a GET's.
     headers: HeaderMap,
+    /// The same with a POST's `Accept` and `Content-Type`, made once (see
+    /// `http::with_post_headers`).
+    post_headers: HeaderMap,
     auth: Option<String>,
     limits: StreamableHttpResponseLimits,
     retry: Arc<dyn SseRetryPolicy>,
@@ -215,6 +219,7 @@ impl DirectClientParts {
             uri: config.uri.clone(),
             session,
             headers: crate::http::header_map(config.custom_headers.clone()),
+            post_headers: HeaderMap::new(),
             auth: config.auth_header.clone(),
             limits,
             retry: config.retry_config.clone(),
@@ -233,7 +238,8 @@ impl DirectClientParts {
             mcp_headers::PROTOCOL_VERSION,
             HeaderValue::from_str(version.as_str()).ok()?,
         );
-        crate::http::with_post_headers(&mut self.headers);
+        self.post_headers = self.headers.clone();
+        crate::http::with_post_headers(&mut self.post_headers);
         let generation = Generation::of(version);
         // rmcp stamps its client context on 2026-07-28 requests only.
         let stamp = match generation {
@@ -487,7 +493,7 @@ impl DirectClient {
     /// SEP-2243 ones.
     fn headers(&self, request: &UpstreamRequest) -> HeaderMap {
         if self.legacy() {
-            return self.parts.headers.clone();
+            return self.parts.post_headers.clone();
         }
         let Some(tool) = request.tool() else {
             return self.built_headers(request, None);
@@ -513,7 +519,7 @@ impl DirectClient {
     /// transport's and `mcp_headers`' (with `schema`, a tool's that marks
     /// arguments for headers).
     fn built_headers(&self, request: &UpstreamRequest, schema: Option<&JsonObject>) -> HeaderMap {
-        let mut headers = self.parts.headers.clone();
+        let mut headers = self.parts.post_headers.clone();
         for (name, value) in mcp_headers::request_headers(request, schema) {
             headers.insert(name, value);
         }
@@ -686,7 +692,7 @@ impl DirectClient {
             uri: self.parts.uri.clone(),
             session,
             auth: self.parts.auth.clone(),
-            headers: self.parts.headers.clone(),
+            headers: self.parts.post_headers.clone(),
             limits: self.parts.limits,
         }
     }

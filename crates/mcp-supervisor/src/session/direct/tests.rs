@@ -417,6 +417,13 @@ async fn a_stream_cut_after_an_event_id_is_resumed_from_it() {
     assert_eq!(resumed.get("mcp-protocol-version").unwrap(), "2026-07-28");
     assert!(resumed.get("mcp-method").is_none(), "{resumed:?}");
     assert!(resumed.get("mcp-name").is_none(), "{resumed:?}");
+    // A POST carries one `Accept` and its `Content-Type`; the GET one
+    // `Accept` and no `Content-Type` (it has no body).
+    let values = |headers: &HeaderMap, name| headers.get_all(name).iter().count();
+    assert_eq!(values(posted, "accept"), 1, "{posted:?}");
+    assert_eq!(values(posted, "content-type"), 1, "{posted:?}");
+    assert_eq!(values(resumed, "accept"), 1, "{resumed:?}");
+    assert_eq!(values(resumed, "content-type"), 0, "{resumed:?}");
 }
 
 #[tokio::test]
