@@ -189,11 +189,15 @@ fn a_forwarded_request_carries_a_voucher_and_never_the_bearer() {
         }
         assert!(heard, "node one never heard node two's heartbeat");
 
-        // A request of a session node two holds, with the client's bearer.
+        // A request of a session node two holds, with the client's bearer,
+        // and the marks only a node may set, forged by the client (with
+        // another caller's token as its subject): none of them is passed on.
         let theirs = session_id("two");
         let answer = post(&one.url, &theirs, ping(1))
             .header(header::AUTHORIZATION, format!("Bearer {CANARY}"))
             .header(header::COOKIE, format!("c={CANARY}"))
+            .header("mcp-supervisor-subject", CANARY)
+            .header("Mcp-Supervisor-Caller", CANARY)
             .send()
             .await
             .unwrap();
@@ -208,6 +212,8 @@ fn a_forwarded_request_carries_a_voucher_and_never_the_bearer() {
             assert!(!value.contains(CANARY), "{name}: {value}");
         }
         assert!(!forwarded.contains_key(header::AUTHORIZATION));
+        assert!(!forwarded.contains_key("mcp-supervisor-subject"));
+        assert_eq!(forwarded.get_all("mcp-supervisor-caller").iter().count(), 1);
         let mark = forwarded["mcp-supervisor-forwarded"].to_str().unwrap();
         let (from_at_nonce, _) = mark.rsplit_once('.').unwrap();
         let (from_at, nonce) = from_at_nonce.rsplit_once('.').unwrap();
