@@ -257,7 +257,7 @@ struct Pending {
     /// Polled only when woken: hyper polls a request's service whenever
     /// its connection's task wakes, and reading the request's body wakes it
     /// once more; without the gate that poll went down the whole call, to
-    /// the connection's task it waits for (docs/DECISIONS.md #138).
+    /// the connection's task it waits for (docs/DECISIONS.md #138, #189).
     answer: WhenWoken<dyn Future<Output = Option<Message>> + Send>,
     before: Before,
     answered: Option<Option<Message>>,
