@@ -28,6 +28,7 @@ use tokio::sync::watch;
 
 use super::{
     LaneTarget,
+    drain::DrainOnDrop,
     plain::Answered,
     recorder::{HttpObservation, HttpRecorder},
     reuse::{HttpClients, OriginReuse},
@@ -284,10 +285,14 @@ impl RecordingClient {
         if let Some(body) = body {
             builder = builder.body(body);
         }
+        // A body left before its end is read on by a task of its own, so
+        // reqwest's pool can take its connection back (`super::drain`).
         builder
             .send()
             .await
-            .map(Answered::from)
+            .map(|response| {
+                Answered::from(response).map(|body| reqwest::Body::wrap(DrainOnDrop::new(body)))
+            })
             .map_err(transport_error)
     }
 

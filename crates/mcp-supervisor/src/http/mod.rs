@@ -7,6 +7,7 @@
 //! reaches the classifier as a typed status error.
 
 mod client;
+mod drain;
 mod plain;
 pub(crate) use plain::{LaneError, LaneTarget, PlainLane};
 mod events;

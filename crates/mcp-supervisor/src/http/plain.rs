@@ -20,7 +20,9 @@
 //! is configured in the environment keep reqwest.
 
 use std::{
-    fmt, io,
+    fmt,
+    future::Future,
+    io,
     pin::Pin,
     sync::{
         Arc, Mutex,
@@ -31,10 +33,13 @@ use std::{
 };
 
 use bytes::Bytes;
+use futures::task::AtomicWaker;
 use http_body::{Body as _, Frame, SizeHint};
 use hyper::{body::Incoming, client::conn::http1};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+use super::drain::Draining;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -98,8 +103,8 @@ impl PlainLane {
             .entry(http::header::HOST)
             .or_insert_with(|| to.host.clone());
         let response = loop {
-            let (mut sender, reused) = match to.pool.checkout() {
-                Some(sender) => (sender, true),
+            let (Connection { mut sender, left }, reused) = match to.pool.checkout() {
+                Some(connection) => (connection, true),
                 None => (self.connect(to).await.map_err(into_http)?, false),
             };
             // A reused connection is ready once its last answer was read
@@ -109,7 +114,7 @@ impl PlainLane {
                 continue;
             }
             match sender.try_send_request(request).await {
-                Ok(response) => break response.map(|body| (body, sender)),
+                Ok(response) => break response.map(|body| (body, Connection { sender, left })),
                 Err(mut error) => match error.take_message() {
                     // Closed before the request was written: nothing was
                     // sent, so it goes again, on another connection.
@@ -118,10 +123,14 @@ impl PlainLane {
                 },
             }
         };
-        let (parts, (body, sender)) = response.into_parts();
+        let (parts, (body, connection)) = response.into_parts();
         let body = Returning {
-            body,
-            back: Some((sender, to.pool.clone(), self.idle_timeout)),
+            body: Some(body),
+            back: Some(Back {
+                connection,
+                pool: to.pool.clone(),
+                idle_timeout: self.idle_timeout,
+            }),
         };
         Ok(http::Response::from_parts(parts, reqwest::Body::wrap(body)))
     }
@@ -142,7 +151,7 @@ impl PlainLane {
     }
 
     /// A new connection to `to`, its task spawned.
-    async fn connect(&self, to: &LaneTarget) -> Result<Sender, LaneError> {
+    async fn connect(&self, to: &LaneTarget) -> Result<Connection, LaneError> {
         let connected = tokio::time::timeout(
             self.connect_timeout,
             tokio::net::TcpStream::connect(to.address.as_str()),
@@ -164,12 +173,13 @@ impl PlainLane {
             .map_err(LaneError::Send)?;
         // It ends when its sender is dropped (idle or broken off) or the
         // upstream closes it; its failures reach the request as its own.
-        crate::beside::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "plain-HTTP lane connection ended");
-            }
+        let left = Arc::new(Left::default());
+        crate::beside::spawn(Driver {
+            connection,
+            left: left.clone(),
+            draining: None,
         });
-        Ok(sender)
+        Ok(Connection { sender, left })
     }
 }
 
@@ -231,9 +241,16 @@ impl fmt::Debug for LanePool {
 }
 
 struct Idle {
-    sender: Sender,
+    connection: Connection,
     /// Used since the sweeper last looked.
     used: bool,
+}
+
+/// A connection of the lane: where its requests go, and where an answer's
+/// body left before its end goes to be read by the connection's task.
+struct Connection {
+    sender: Sender,
+    left: Arc<Left>,
 }
 
 impl LanePool {
@@ -244,11 +261,11 @@ impl LanePool {
     }
 
     /// The most recently used idle connection not known to be closed.
-    fn checkout(&self) -> Option<Sender> {
+    fn checkout(&self) -> Option<Connection> {
         let mut idle = self.idle();
-        while let Some(Idle { sender, .. }) = idle.pop() {
-            if !sender.is_closed() {
-                return Some(sender);
+        while let Some(Idle { connection, .. }) = idle.pop() {
+            if !connection.sender.is_closed() {
+                return Some(connection);
             }
         }
         None
@@ -258,14 +275,17 @@ impl LanePool {
     /// Outside a runtime (an answer dropped after its runtime ended) there
     /// is no sweeper to run, and nothing to reuse the connection: it is
     /// closed.
-    fn put(self: &Arc<Self>, sender: Sender, idle_timeout: Duration) {
+    fn put(self: &Arc<Self>, connection: Connection, idle_timeout: Duration) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        if sender.is_closed() {
+        if connection.sender.is_closed() {
             return;
         }
-        self.idle().push(Idle { sender, used: true });
+        self.idle().push(Idle {
+            connection,
+            used: true,
+        });
         if !self.sweeping.swap(true, Ordering::AcqRel) {
             runtime.spawn(sweep(Arc::downgrade(self), idle_timeout));
         }
@@ -280,7 +300,9 @@ async fn sweep(pool: std::sync::Weak<LanePool>, idle_timeout: Duration) {
         tokio::time::sleep(idle_timeout).await;
         let Some(pool) = pool.upgrade() else { return };
         let mut idle = pool.idle();
-        idle.retain_mut(|entry| std::mem::take(&mut entry.used) && !entry.sender.is_closed());
+        idle.retain_mut(|entry| {
+            std::mem::take(&mut entry.used) && !entry.connection.sender.is_closed()
+        });
         if idle.is_empty() {
             // Under the lock: a `put` after this starts a new sweeper.
             pool.sweeping.store(false, Ordering::Release);
@@ -290,17 +312,32 @@ async fn sweep(pool: std::sync::Weak<LanePool>, idle_timeout: Duration) {
 }
 
 /// An answer's body that gives its connection back to its endpoint's pool
-/// once it has been read to its end; a body dropped before that closes it
-/// (what is left of the answer would still be on it).
+/// once it has been read to its end. One left before that is handed to the
+/// connection's task, which reads the rest (`super::drain`) and then gives
+/// the connection back, or closes it.
 struct Returning {
-    body: Incoming,
-    back: Option<(Sender, Arc<LanePool>, Duration)>,
+    /// `None` once handed over.
+    body: Option<Incoming>,
+    back: Option<Back>,
+}
+
+/// Where a connection goes back once its answer is read.
+struct Back {
+    connection: Connection,
+    pool: Arc<LanePool>,
+    idle_timeout: Duration,
+}
+
+impl Back {
+    fn give(self) {
+        self.pool.put(self.connection, self.idle_timeout);
+    }
 }
 
 impl Returning {
     fn give_back(&mut self) {
-        if let Some((sender, pool, idle_timeout)) = self.back.take() {
-            pool.put(sender, idle_timeout);
+        if let Some(back) = self.back.take() {
+            back.give();
         }
     }
 }
@@ -313,7 +350,10 @@ impl http_body::Body for Returning {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        let Some(body) = self.body.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(body).poll_frame(cx);
         match &polled {
             Poll::Ready(None) => self.give_back(),
             Poll::Ready(Some(Err(_))) => self.back = None,
@@ -323,20 +363,137 @@ impl http_body::Body for Returning {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.body.as_ref().is_none_or(Incoming::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        self.body
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Incoming::size_hint)
     }
 }
 
 impl Drop for Returning {
     fn drop(&mut self) {
+        let (Some(body), Some(back)) = (self.body.take(), self.back.take()) else {
+            return;
+        };
         // An answer without a body is read without polling it.
-        if self.body.is_end_stream() {
-            self.give_back();
+        if body.is_end_stream() {
+            back.give();
+        } else {
+            back.connection.left.clone().hand_over(body, back);
         }
+    }
+}
+
+/// Where an answer's body left before its end waits for its connection's
+/// task to read the rest.
+#[derive(Default)]
+struct Left {
+    /// A body waits in `slot`: looked at without the lock.
+    handed: AtomicBool,
+    slot: Mutex<Slot>,
+    /// The connection's task.
+    driver: AtomicWaker,
+}
+
+#[derive(Default)]
+enum Slot {
+    #[default]
+    Empty,
+    Handed(Incoming, Back),
+    /// The connection's task ended: a body handed over now is dropped (its
+    /// `Back` holds this very slot: kept here it would never be freed).
+    Gone,
+}
+
+impl Left {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn hand_over(&self, body: Incoming, back: Back) {
+        let mut slot = self.slot();
+        if matches!(*slot, Slot::Gone) {
+            drop(slot);
+            drop((body, back));
+            return;
+        }
+        *slot = Slot::Handed(body, back);
+        drop(slot);
+        self.handed.store(true, Ordering::Release);
+        self.driver.wake();
+    }
+
+    fn take(&self) -> Option<(Incoming, Back)> {
+        if !self.handed.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        match std::mem::take(&mut *self.slot()) {
+            Slot::Handed(body, back) => Some((body, back)),
+            Slot::Empty | Slot::Gone => None,
+        }
+    }
+
+    /// The connection's task is over: nothing handed over waits any more.
+    fn close(&self) {
+        let left = std::mem::replace(&mut *self.slot(), Slot::Gone);
+        drop(left);
+    }
+}
+
+impl Drop for Driver {
+    /// Ended or dropped with its runtime, it frees a body handed over.
+    fn drop(&mut self) {
+        self.left.close();
+    }
+}
+
+/// A lane connection's task: drives the connection, and reads an answer's
+/// body left before its end (`super::drain`), giving the connection back
+/// once it is read. It ends when the connection does: its sender dropped
+/// (idle, broken off, a left body cut off) or the upstream closing it.
+struct Driver {
+    connection: http1::Connection<TokioIo<tokio::net::TcpStream>, reqwest::Body>,
+    left: Arc<Left>,
+    draining: Option<(Draining<Incoming>, Back)>,
+}
+
+impl Future for Driver {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        // The connection first: what it reads is what the left body waits for.
+        if let Poll::Ready(ended) = Pin::new(&mut this.connection).poll(cx) {
+            if let Err(error) = ended {
+                tracing::debug!(%error, "plain-HTTP lane connection ended");
+            }
+            this.draining = None;
+            this.left.close();
+            return Poll::Ready(());
+        }
+        // Registered before looking: a body handed over in between is seen
+        // now or wakes the task.
+        this.left.driver.register(cx.waker());
+        if this.draining.is_none() {
+            this.draining = this
+                .left
+                .take()
+                .map(|(body, back)| (Draining::new(body), back));
+        }
+        if let Some((draining, _)) = &mut this.draining
+            && let Poll::Ready(read) = draining.poll_end(cx)
+            && let Some((_, back)) = this.draining.take()
+        {
+            // Read to its end, the connection takes the next request; cut
+            // off, its sender is dropped and the connection closes.
+            if read {
+                back.give();
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -397,279 +554,4 @@ fn into_http(error: LaneError) -> HttpError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const TIMEOUT: Duration = Duration::from_secs(30);
-
-    /// Sends the request `build` makes for a loopback server's URL on a
-    /// lane; the server reads the request as far as its head (and whatever
-    /// came with it), then answers `answer`. Returns the URL, the answer and
-    /// the request as it arrived, each within 10 s (a test fails, never
-    /// hangs).
-    async fn exchange(
-        answer: &'static str,
-        build: impl FnOnce(&str) -> reqwest::RequestBuilder,
-    ) -> (String, Answered, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp?key=1", listener.local_addr().unwrap());
-        let served = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut head = Vec::new();
-            let mut buffer = [0; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                let n = socket.read(&mut buffer).await.unwrap();
-                assert!(n > 0, "the request ended before its head did");
-                head.extend_from_slice(&buffer[..n]);
-            }
-            socket.write_all(answer.as_bytes()).await.unwrap();
-            String::from_utf8(head).unwrap()
-        });
-        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, TIMEOUT).unwrap();
-        let request = build(&url).build().unwrap();
-        let bound = Duration::from_secs(10);
-        let to = LaneTarget::new(&reqwest::Url::parse(&url).unwrap(), Arc::default()).unwrap();
-        let sent = lane.send_built(request, &to);
-        let response = tokio::time::timeout(bound, sent).await.expect("answered");
-        let head = tokio::time::timeout(bound, served).await.expect("served");
-        (url, response.unwrap(), head.unwrap().to_ascii_lowercase())
-    }
-
-    /// An answer's body, read to its end.
-    async fn body_of(response: Answered) -> Vec<u8> {
-        use http_body_util::BodyExt;
-        response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec()
-    }
-
-    #[tokio::test]
-    async fn an_answer_comes_back_with_its_head_and_body() {
-        let (_, response, head) = exchange(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
-            |url| reqwest::Client::new().get(url).header("mcp-session-id", "s1"),
-        )
-        .await;
-        assert_eq!(response.status(), 200);
-        assert_eq!(response.headers()["content-type"], "application/json");
-        assert_eq!(body_of(response).await, b"{}");
-        assert!(head.starts_with("get /mcp?key=1 http/1.1\r\n"), "{head}");
-        assert!(head.contains("\r\nhost: 127.0.0.1:"), "{head}");
-        assert_eq!(head.matches("\r\nhost:").count(), 1, "{head}");
-        assert!(head.contains("\r\nmcp-session-id: s1\r\n"), "{head}");
-        // No body: nothing says one follows.
-        assert!(!head.contains("transfer-encoding"), "{head}");
-    }
-
-    #[tokio::test]
-    async fn a_redirect_is_an_answer_not_followed() {
-        let (_, response, head) = exchange(
-            "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:9/elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-            |url| reqwest::Client::new().post(url).body("{}"),
-        )
-        .await;
-        assert_eq!(response.status(), 307);
-        assert!(head.starts_with("post /mcp?key=1 http/1.1\r\n"), "{head}");
-        assert!(head.contains("\r\ncontent-length: 2\r\n"), "{head}");
-    }
-
-    /// A loopback server answering every request on a connection with
-    /// `body` (keep-alive), closing each connection after `per_connection`
-    /// answers; counts the connections it accepted, and those the lane
-    /// closed (read to their end without a request pending).
-    struct Counting {
-        url: String,
-        accepted: Arc<std::sync::atomic::AtomicUsize>,
-        closed_by_lane: Arc<std::sync::atomic::AtomicUsize>,
-    }
-
-    async fn counting(body: &'static str, per_connection: usize) -> Counting {
-        use std::sync::atomic::AtomicUsize;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let closed_by_lane = Arc::new(AtomicUsize::new(0));
-        let (counted, closed) = (accepted.clone(), closed_by_lane.clone());
-        tokio::spawn(async move {
-            loop {
-                let (mut socket, _) = listener.accept().await.unwrap();
-                counted.fetch_add(1, Ordering::SeqCst);
-                let closed = closed.clone();
-                tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buffer = [0; 1024];
-                    for _ in 0..per_connection {
-                        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                            match socket.read(&mut buffer).await {
-                                Ok(0) | Err(_) => {
-                                    closed.fetch_add(1, Ordering::SeqCst);
-                                    return;
-                                }
-                                Ok(n) => head.extend_from_slice(&buffer[..n]),
-                            }
-                        }
-                        head.clear();
-                        let answer = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
-                            body.len()
-                        );
-                        socket.write_all(answer.as_bytes()).await.unwrap();
-                    }
-                    // Closed by the server, as an upstream ends an idle connection.
-                });
-            }
-        });
-        Counting {
-            url,
-            accepted,
-            closed_by_lane,
-        }
-    }
-
-    /// GETs `url` on `lane` and `to`, reading the answer's body to its end
-    /// or (`read: false`) not at all; bounded to 10 s.
-    async fn get(lane: &PlainLane, to: &LaneTarget, url: &str, read: bool) -> String {
-        let request = reqwest::Client::new().get(url).build().unwrap();
-        let bound = Duration::from_secs(10);
-        let response = tokio::time::timeout(bound, lane.send_built(request, to))
-            .await
-            .expect("answered")
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        if !read {
-            return String::new();
-        }
-        let body = tokio::time::timeout(bound, body_of(response))
-            .await
-            .expect("read");
-        String::from_utf8(body).unwrap()
-    }
-
-    fn lane_for(url: &str, idle: Duration) -> (PlainLane, LaneTarget) {
-        let lane = PlainLane::unless_proxied(|_| None, TIMEOUT, idle).unwrap();
-        let to = LaneTarget::new(&reqwest::Url::parse(url).unwrap(), Arc::default()).unwrap();
-        (lane, to)
-    }
-
-    #[tokio::test]
-    async fn an_endpoints_requests_reuse_one_connection_once_each_answer_is_read() {
-        let server = counting("hello", usize::MAX).await;
-        let (lane, to) = lane_for(&server.url, TIMEOUT);
-        for _ in 0..5 {
-            assert_eq!(get(&lane, &to, &server.url, true).await, "hello");
-        }
-        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
-        // An answer not read to its end keeps its connection out of the
-        // pool: the next request opens another.
-        get(&lane, &to, &server.url, false).await;
-        assert_eq!(get(&lane, &to, &server.url, true).await, "hello");
-        assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
-    }
-
-    #[tokio::test]
-    async fn a_connection_the_upstream_closed_while_idle_is_not_used_again() {
-        // One answer per connection, then the server closes it.
-        let server = counting("once", 1).await;
-        let (lane, to) = lane_for(&server.url, TIMEOUT);
-        for round in 1..=3 {
-            assert_eq!(get(&lane, &to, &server.url, true).await, "once");
-            assert_eq!(server.accepted.load(Ordering::SeqCst), round);
-            // Let the lane's connection task see the close.
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        // The same, without waiting: a request on a connection that closed
-        // before it was written goes again on a new one.
-        for _ in 0..3 {
-            assert_eq!(get(&lane, &to, &server.url, true).await, "once");
-        }
-    }
-
-    #[tokio::test]
-    async fn idle_connections_are_closed_after_the_idle_timeout() {
-        let server = counting("idle", usize::MAX).await;
-        let (lane, to) = lane_for(&server.url, Duration::from_millis(50));
-        assert_eq!(get(&lane, &to, &server.url, true).await, "idle");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while server.closed_by_lane.load(Ordering::SeqCst) == 0 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the idle connection is still open"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        // Its pool starts over: the next request connects anew.
-        assert_eq!(get(&lane, &to, &server.url, true).await, "idle");
-        assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
-    }
-
-    /// An answer without a body, dropped on a thread outside any runtime,
-    /// closes its connection quietly (no sweeper to start there, no panic).
-    #[test]
-    fn an_answer_dropped_outside_a_runtime_closes_its_connection() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let response = runtime.block_on(async {
-            let server = counting("", usize::MAX).await;
-            let (lane, to) = lane_for(&server.url, TIMEOUT);
-            let request = reqwest::Client::new().get(&server.url).build().unwrap();
-            lane.send_built(request, &to).await.unwrap()
-        });
-        assert_eq!(response.body().size_hint().exact(), Some(0));
-        let dropped = std::thread::spawn(move || drop(response)).join();
-        assert!(dropped.is_ok(), "dropping the answer panicked");
-    }
-
-    #[test]
-    fn a_lanes_host_header_is_the_one_hypers_client_would_write() {
-        let host = |url: &str| {
-            LaneTarget::new(&reqwest::Url::parse(url).unwrap(), Arc::default())
-                .map(|to| to.host.to_str().unwrap().to_owned())
-        };
-        assert_eq!(
-            host("http://127.0.0.1:7410/mcp").as_deref(),
-            Some("127.0.0.1:7410")
-        );
-        assert_eq!(
-            host("http://Example.com:80/mcp").as_deref(),
-            Some("example.com")
-        );
-        assert_eq!(
-            host("http://example.com/mcp?k=1").as_deref(),
-            Some("example.com")
-        );
-        assert_eq!(host("http://[::1]:8080/").as_deref(), Some("[::1]:8080"));
-        let to = LaneTarget::new(
-            &reqwest::Url::parse("http://[::1]/m?k=1").unwrap(),
-            Arc::default(),
-        )
-        .unwrap();
-        assert_eq!(to.address, "[::1]:80");
-        assert_eq!(to.path, "/m?k=1");
-        assert_eq!(host("https://example.com/mcp"), None);
-    }
-
-    #[test]
-    fn a_proxy_in_the_environment_turns_the_lane_off() {
-        let none = |_: &str| None;
-        assert!(PlainLane::unless_proxied(none, TIMEOUT, TIMEOUT).is_some());
-        for name in PROXY_VARIABLES {
-            let set = |asked: &str| (asked == name).then(|| "http://proxy:3128".into());
-            assert!(
-                PlainLane::unless_proxied(set, TIMEOUT, TIMEOUT).is_none(),
-                "{name}"
-            );
-        }
-        let empty = |_: &str| Some(std::ffi::OsString::new());
-        assert!(PlainLane::unless_proxied(empty, TIMEOUT, TIMEOUT).is_some());
-        let https_only = |asked: &str| (asked == "HTTPS_PROXY").then(|| "http://proxy:3128".into());
-        assert!(PlainLane::unless_proxied(https_only, TIMEOUT, TIMEOUT).is_some());
-    }
-}
+mod tests;

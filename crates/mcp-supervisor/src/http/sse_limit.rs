@@ -1,15 +1,15 @@
 //! A byte-stream adaptor that bounds the size of one SSE event, so a hostile
-//! upstream cannot make us buffer an endless event, and that finishes reading
-//! a body its reader abandoned, so the connection can be reused.
+//! upstream cannot make us buffer an endless event. A body left before its
+//! end is read on by its lane (`super::drain`), so its connection can be
+//! reused.
 
 use std::{
     pin::Pin,
     task::{Context, Poll},
-    time::Duration,
 };
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 
 /// Why the bounded body stream stopped.
 #[derive(Debug, thiserror::Error)]
@@ -23,18 +23,8 @@ pub(crate) enum BodyError<E> {
 }
 
 /// Wraps a body stream; yields an error once an event exceeds `limit` bytes.
-///
-/// rmcp drops a POST's SSE body as soon as the response event arrived, usually
-/// before the chunked terminator was read, and hyper cannot pool a connection
-/// whose body was not read to the end: about one call in four then paid for a
-/// new TCP connection. Dropped early, this stream reads the rest of its body in
-/// the background instead, within [`DRAIN_WITHIN`] and [`DRAIN_CHUNKS`].
-pub(crate) struct LimitedEvents<S>
-where
-    S: Stream + Send + Unpin + 'static,
-{
-    /// `None` only after `drop` handed it to the drain.
-    inner: Option<S>,
+pub(crate) struct LimitedEvents<S> {
+    inner: S,
     limit: usize,
     /// Bytes seen since the last event boundary (a blank line).
     current: usize,
@@ -45,19 +35,10 @@ where
     finished: bool,
 }
 
-/// How long an abandoned body may take to finish: a response's terminator is
-/// already on its way; a long-lived stream (the standalone GET) is cut off.
-const DRAIN_WITHIN: Duration = Duration::from_millis(100);
-/// How many more chunks an abandoned body may yield before it is cut off.
-const DRAIN_CHUNKS: usize = 64;
-
-impl<S> LimitedEvents<S>
-where
-    S: Stream + Send + Unpin + 'static,
-{
+impl<S> LimitedEvents<S> {
     pub(crate) fn new(inner: S, limit: usize) -> Self {
         LimitedEvents {
-            inner: Some(inner),
+            inner,
             limit,
             current: 0,
             after_newline: false,
@@ -112,10 +93,7 @@ where
         if self.failed || self.finished {
             return Poll::Ready(None);
         }
-        let Some(inner) = self.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        match Pin::new(inner).poll_next(cx) {
+        match Pin::new(&mut self.inner).poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
                 if self.account(&chunk) {
                     Poll::Ready(Some(Ok(chunk)))
@@ -132,35 +110,6 @@ where
             }
             Poll::Pending => Poll::Pending,
         }
-    }
-}
-
-impl<S> Drop for LimitedEvents<S>
-where
-    S: Stream + Send + Unpin + 'static,
-{
-    fn drop(&mut self) {
-        // A failed stream's connection is not worth saving; outside a runtime
-        // there is nowhere to drain (and nothing will reuse the connection).
-        if self.finished || self.failed {
-            return;
-        }
-        let (Some(mut inner), Ok(runtime)) =
-            (self.inner.take(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        runtime.spawn(async move {
-            let drain = async {
-                let mut chunks = 0;
-                while chunks < DRAIN_CHUNKS && inner.next().await.is_some() {
-                    chunks += 1;
-                }
-            };
-            // Cut off or not, the body is dropped here; only a complete one
-            // returns its connection to the pool.
-            let _ = tokio::time::timeout(DRAIN_WITHIN, drain).await;
-        });
     }
 }
 
@@ -255,40 +204,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    /// A stream of `total` one-event chunks that counts how many were read.
-    fn counted(
-        total: usize,
-        read: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + Unpin + 'static {
-        let read = read.clone();
-        stream::iter(0..total).map(move |_| {
-            read.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Ok(Bytes::from_static(b"data: 1\n\n"))
-        })
-    }
-
-    #[tokio::test]
-    async fn a_body_dropped_early_is_read_to_its_end_in_the_background() {
-        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut events = LimitedEvents::new(counted(5, &read), 64);
-        assert!(events.next().await.is_some_and(|item| item.is_ok()));
-        drop(events);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), 5);
-    }
-
-    #[tokio::test]
-    async fn an_endless_abandoned_body_is_cut_off() {
-        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut events = LimitedEvents::new(counted(usize::MAX, &read), 64);
-        assert!(events.next().await.is_some());
-        drop(events);
-        tokio::time::sleep(DRAIN_WITHIN * 2).await;
-        assert_eq!(
-            read.load(std::sync::atomic::Ordering::SeqCst),
-            1 + DRAIN_CHUNKS
-        );
     }
 }
