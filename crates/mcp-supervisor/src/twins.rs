@@ -87,13 +87,13 @@ pub fn reply(data: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
 pub fn upstream_call(data: &[u8]) -> Option<Vec<(serde_json::Value, serde_json::Value)>> {
     use rmcp::model::{
         CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest,
-        ProtocolVersion, RequestId, RequestMetaObject,
+        NumberOrString, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
     };
     use serde_json::value::RawValue;
 
     use crate::{
         call::{Arguments, ToolCall},
-        codec::request::{Outgoing, Stamp},
+        codec::request::{Outgoing, Stamp, Stamped},
         heavy::Encode,
     };
     let context = RequestMetaObject::with_client_context(
@@ -102,6 +102,10 @@ pub fn upstream_call(data: &[u8]) -> Option<Vec<(serde_json::Value, serde_json::
         Default::default(),
     );
     let stamp = Stamp::new(&context).ok()?;
+    // The attempt's progress token, as rmcp's client puts it in `_meta`.
+    let token = ProgressToken(NumberOrString::Number(7));
+    let mut with_token = context.clone();
+    with_token.set_progress_token(token.clone());
     let text = std::str::from_utf8(data).ok();
     let checked = text
         .and_then(|text| RawValue::from_string(text.to_owned()).ok())
@@ -121,7 +125,7 @@ pub fn upstream_call(data: &[u8]) -> Option<Vec<(serde_json::Value, serde_json::
     let mut params = CallToolRequestParams::new(name.clone());
     params.arguments = parsed.clone();
     let mut call = CallToolRequest::new(params);
-    call.extensions.insert(context.clone());
+    call.extensions.insert(with_token);
     let rmcp_text = serde_json::to_vec(&ClientJsonRpcMessage::request(
         ClientRequest::CallToolRequest(call),
         id.clone(),
@@ -133,7 +137,10 @@ pub fn upstream_call(data: &[u8]) -> Option<Vec<(serde_json::Value, serde_json::
         let outgoing = Outgoing::request(
             ToolCall::new(name.clone(), arguments).into(),
             id.clone(),
-            Some(stamp.clone()),
+            Stamped {
+                context: Some(stamp.clone()),
+                token: Some(token.clone()),
+            },
         );
         let mut written = Vec::new();
         outgoing.encode(&mut written).ok()?;
@@ -154,6 +161,7 @@ mod tests {
             assert_eq!(hand, rmcp);
             assert_eq!(hand["params"]["arguments"]["a"][2], "é");
             assert!(hand["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string());
+            assert_eq!(hand["params"]["_meta"]["progressToken"], 7);
         }
         let named = super::upstream_call(b"not json \"q\"").unwrap();
         assert_eq!(named[0].0["params"]["name"], "not json \"q\"");

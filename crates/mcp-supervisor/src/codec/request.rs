@@ -16,8 +16,8 @@
 use std::{io, sync::Arc};
 
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, JsonObject, JsonRpcMessage, JsonRpcRequest, RequestId,
-    RequestMetaObject,
+    ClientJsonRpcMessage, ClientRequest, JsonObject, JsonRpcMessage, JsonRpcRequest, ProgressToken,
+    RequestId, RequestMetaObject,
 };
 use serde_json::value::RawValue;
 
@@ -35,19 +35,31 @@ pub(crate) enum Outgoing {
     Other(ClientJsonRpcMessage),
 }
 
-/// A `tools/call` as request `id`, with the session's [`Stamp`] (2026-07-28).
+/// A `tools/call` as request `id`, with what its session stamps on it.
 #[derive(Clone)]
 pub(crate) struct CallMessage {
     id: RequestId,
     call: ToolCall,
-    stamp: Option<Stamp>,
+    stamped: Stamped,
+}
+
+/// What a call carries beside its `_meta` once its session stamped it,
+/// each written into its `_meta` as it is encoded: the session's client
+/// context ([`Stamp`], 2026-07-28) and the attempt's progress token (which
+/// wins over one the call's map holds; kept out of it, the map of a call
+/// that holds nothing else is never made).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stamped {
+    pub(crate) context: Option<Stamp>,
+    pub(crate) token: Option<ProgressToken>,
 }
 
 impl Outgoing {
-    /// `request` as request `id`; a call with the session's `stamp`.
-    pub(crate) fn request(request: UpstreamRequest, id: RequestId, stamp: Option<Stamp>) -> Self {
+    /// `request` as request `id`; a call with what its session `stamped`
+    /// (any other request holds it in its `_meta`).
+    pub(crate) fn request(request: UpstreamRequest, id: RequestId, stamped: Stamped) -> Self {
         match request {
-            UpstreamRequest::Call(call) => Outgoing::Call(CallMessage { id, call, stamp }),
+            UpstreamRequest::Call(call) => Outgoing::Call(CallMessage { id, call, stamped }),
             UpstreamRequest::Relayed(request) => {
                 Outgoing::Other(ClientJsonRpcMessage::request(request.into_request(), id))
             }
@@ -94,7 +106,7 @@ impl From<ClientJsonRpcMessage> for Outgoing {
                 id,
                 request: request @ ClientRequest::CallToolRequest(_),
                 ..
-            }) => Outgoing::request(request.into(), id, None),
+            }) => Outgoing::request(request.into(), id, Stamped::default()),
             other => Outgoing::Other(other),
         }
     }
@@ -167,6 +179,9 @@ impl Encode for Outgoing {
     }
 }
 
+/// The `_meta` key of a request's progress token.
+const PROGRESS_TOKEN: &str = "progressToken";
+
 fn raw<W: io::Write>(writer: &mut W, bytes: &[u8]) -> serde_json::Result<()> {
     writer.write_all(bytes).map_err(serde_json::Error::io)
 }
@@ -183,7 +198,8 @@ impl CallMessage {
         raw(writer, br#","method":"tools/call","params":{"#)?;
         // No `_meta` at all: none is written (an empty one is, as rmcp
         // writes it).
-        if call.meta.is_some() || self.stamp.is_some() {
+        let stamped = &self.stamped;
+        if call.meta.is_some() || stamped.context.is_some() || stamped.token.is_some() {
             raw(writer, br#""_meta":"#)?;
             self.encode_meta(writer)?;
             raw(writer, b",")?;
@@ -219,13 +235,22 @@ impl CallMessage {
             )
         };
         raw(writer, b"{")?;
+        let token = self.stamped.token.as_ref();
+        if let Some(token) = token {
+            next(writer)?;
+            raw(writer, br#""progressToken":"#)?;
+            serde_json::to_writer(&mut *writer, token)?;
+        }
         for (key, value) in meta.into_iter().flatten() {
+            if token.is_some() && key == PROGRESS_TOKEN {
+                continue;
+            }
             next(writer)?;
             serde_json::to_writer(&mut *writer, key)?;
             raw(writer, b":")?;
             serde_json::to_writer(&mut *writer, value)?;
         }
-        if let Some(stamp) = &self.stamp {
+        if let Some(stamp) = &self.stamped.context {
             let held = |key: &str| meta.is_some_and(|map| map.contains_key(key));
             if !stamp.keys().any(held) {
                 if !stamp.written.is_empty() {

@@ -98,10 +98,13 @@ impl PlainLane {
         *request.method_mut() = method;
         *request.uri_mut() = to.path.clone();
         *request.headers_mut() = headers;
-        request
-            .headers_mut()
-            .entry(http::header::HOST)
-            .or_insert_with(|| to.host.clone());
+        // Looked for before it is added: `HeaderMap::entry` makes room for
+        // one more first, growing a copied map even when it holds the key.
+        if !request.headers().contains_key(http::header::HOST) {
+            request
+                .headers_mut()
+                .insert(http::header::HOST, to.host.clone());
+        }
         let response = loop {
             let (Connection { mut sender, left }, reused) = match to.pool.checkout() {
                 Some(connection) => (connection, true),
@@ -201,6 +204,27 @@ impl LaneTarget {
     /// `None` for any other URL, or one hyper's `Uri` cannot take (reqwest
     /// sends those).
     pub(crate) fn new(url: &reqwest::Url, pool: Arc<LanePool>) -> Option<Self> {
+        let (uri, host, address) = Self::origin(url)?;
+        let path = uri.path_and_query()?.as_str().parse().ok()?;
+        Some(LaneTarget {
+            path,
+            host,
+            address,
+            pool,
+        })
+    }
+
+    /// The `Host` header of a request to the `http://` URL `url` on the
+    /// lane (`None` for any other URL): a sender that keeps its headers
+    /// made puts it among them, so a request finds it there instead of
+    /// growing its copy of them by one.
+    pub(crate) fn host_of(url: &reqwest::Url) -> Option<http::HeaderValue> {
+        Self::origin(url).map(|(_, host, _)| host)
+    }
+
+    /// `url` as hyper's `Uri`, its `Host` header and the address to
+    /// connect to; `None` for a URL that is not `http://`.
+    fn origin(url: &reqwest::Url) -> Option<(http::Uri, http::HeaderValue, String)> {
         if url.scheme() != "http" {
             return None;
         }
@@ -216,13 +240,7 @@ impl LaneTarget {
             address.clone()
         };
         let host = http::HeaderValue::from_str(&host).ok()?;
-        let path = uri.path_and_query()?.as_str().parse().ok()?;
-        Some(LaneTarget {
-            path,
-            host,
-            address,
-            pool,
-        })
+        Some((uri, host, address))
     }
 }
 

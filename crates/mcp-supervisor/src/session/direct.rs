@@ -67,7 +67,7 @@ use crate::{
     call::{ToolCall, UpstreamRequest},
     codec::{
         answers, mcp_headers,
-        request::{Outgoing, Stamp},
+        request::{Outgoing, Stamp, Stamped},
     },
     generation::Generation,
     http::{PostOutgoing, Posted, SessionIds},
@@ -185,6 +185,13 @@ impl std::fmt::Debug for DirectClient {
     }
 }
 
+/// Room kept in a map of headers made once, for what a request's copy of
+/// it gains on its way (hyper's `Content-Length`): a copy keeps its index
+/// table's size, and a map with no room left grows that table (about 900
+/// instructions) at the first `HeaderMap::entry`, which makes room for one
+/// more before it looks.
+const ROOM: usize = 2;
+
 /// What a session's HTTP transport was built with, kept to send its plain
 /// tool calls once the session is open.
 pub(crate) struct DirectClientParts {
@@ -193,8 +200,9 @@ pub(crate) struct DirectClientParts {
     session: SessionIds,
     /// The transport's headers (with the protocol version): a GET's.
     headers: HeaderMap,
-    /// The same with a POST's `Accept` and `Content-Type`, made once (see
-    /// `http::with_post_headers`).
+    /// The same with a POST's `Accept` and `Content-Type` (see
+    /// `http::with_post_headers`) and, for an `http://` upstream, its
+    /// `Host`, made once.
     post_headers: HeaderMap,
     auth: Option<String>,
     limits: StreamableHttpResponseLimits,
@@ -240,6 +248,16 @@ impl DirectClientParts {
         );
         self.post_headers = self.headers.clone();
         crate::http::with_post_headers(&mut self.post_headers);
+        // An `http://` upstream's `Host`, which the plain lane would add to
+        // each request's copy of these (and reqwest's writes the same).
+        if let Some(host) = reqwest::Url::parse(&self.uri)
+            .ok()
+            .as_ref()
+            .and_then(crate::http::LaneTarget::host_of)
+        {
+            self.post_headers.insert(http::header::HOST, host);
+        }
+        self.post_headers.reserve(ROOM);
         let generation = Generation::of(version);
         // rmcp stamps its client context on 2026-07-28 requests only.
         let stamp = match generation {
@@ -369,15 +387,15 @@ impl DirectClient {
     /// Stamps `request` as rmcp's client would: the client context (for
     /// 2026-07-28), with `client`'s capabilities in place of ours when it is
     /// made for a downstream client, what the caller adds (`extra`), and
-    /// `token`. A call's client context is not put in its `_meta` but
-    /// answered, as encoded once, for `codec::request` to write.
+    /// `token`. A call's client context (as encoded once) and its token are
+    /// not put in its `_meta` but answered, for `codec::request` to write.
     pub(crate) fn stamp(
         &self,
         request: &mut UpstreamRequest,
         extra: Option<RequestMetaObject>,
         token: ProgressToken,
         client: Option<&ClientCapabilities>,
-    ) -> Option<Stamp> {
+    ) -> Stamped {
         let mut encoded = None;
         if let Some((stamp, ours)) = &self.stamp {
             encoded = match (&*request, client) {
@@ -402,12 +420,22 @@ impl DirectClient {
                 }
             }
         }
-        let meta = request.meta_mut();
         if let Some(extra) = extra {
-            meta.extend(extra);
+            request.meta_mut().extend(extra);
         }
-        meta.set_progress_token(token);
-        encoded
+        match request {
+            UpstreamRequest::Call(_) => Stamped {
+                context: encoded,
+                token: Some(token),
+            },
+            UpstreamRequest::Relayed(_) => {
+                request.meta_mut().set_progress_token(token);
+                Stamped {
+                    context: encoded,
+                    token: None,
+                }
+            }
+        }
     }
 
     /// The session's stamp with `client`'s capabilities, encoded once per
@@ -433,14 +461,14 @@ impl DirectClient {
         Some(encoded)
     }
 
-    /// Sends `request` (its `_meta` complete, a call's client context in
-    /// `stamp`) as request `id` and reads its answer; what arrives before it
+    /// Sends `request` (its `_meta` complete but for what a call carries
+    /// in `stamp`) as request `id` and reads its answer; what arrives before it
     /// goes to `handler`. Dropping the future closes the stream (for
     /// 2026-07-28, that cancels the request).
     pub(crate) async fn send(
         &self,
         request: UpstreamRequest,
-        stamp: Option<Stamp>,
+        stamp: Stamped,
         id: RequestId,
         handler: &SessionHandler,
     ) -> Result<Answer, Unsent> {
@@ -523,6 +551,7 @@ impl DirectClient {
         for (name, value) in mcp_headers::request_headers(request, schema) {
             headers.insert(name, value);
         }
+        headers.reserve(ROOM);
         headers
     }
 

@@ -101,7 +101,7 @@ fn raw_arguments_are_written_as_they_came() {
     let written = text(Outgoing::request(
         call.into(),
         NumberOrString::Number(5),
-        None,
+        Stamped::default(),
     ));
     assert!(
         written.contains(&format!(r#""arguments":{sent}"#)),
@@ -138,7 +138,10 @@ fn an_encoded_stamp_means_what_rmcp_would_write() {
     let ours = written(Outgoing::request(
         call.into(),
         NumberOrString::Number(4),
-        Some(Stamp::new(&stamp).unwrap()),
+        Stamped {
+            context: Some(Stamp::new(&stamp).unwrap()),
+            token: None,
+        },
     ));
     assert_eq!(ours, rmcp);
     let meta = &ours["params"]["_meta"];
@@ -175,7 +178,10 @@ fn a_stamp_the_call_does_not_touch_is_written_as_encoded() {
         let text = text(Outgoing::request(
             call.into(),
             NumberOrString::Number(9),
-            Some(encoded.clone()),
+            Stamped {
+                context: Some(encoded.clone()),
+                token: None,
+            },
         ));
         assert!(text.contains(&*encoded.written), "{text}");
         let ours: Value = serde_json::from_str(&text).unwrap();

@@ -223,7 +223,12 @@ async fn a_call_goes_out_as_rmcp_sends_it_and_its_json_answer_comes_back() {
     let (lane, upstream) = lane(Script::Json).await;
     let (id, _) = lane.next_id();
     let answered = lane
-        .send(call("echo"), None, id.clone(), &SessionHandler::default())
+        .send(
+            call("echo"),
+            Stamped::default(),
+            id.clone(),
+            &SessionHandler::default(),
+        )
         .await;
     assert_eq!(
         text_of(&answered.unwrap().into_result()).as_deref(),
@@ -267,7 +272,7 @@ async fn the_context_wins_over_a_calls_own_meta_and_loses_to_what_is_added() {
     let mut request = UpstreamRequest::from(call);
     let stamp = lane.stamp(&mut request, Some(extra), token, None);
     assert!(
-        stamp.is_some(),
+        stamp.context.is_some(),
         "a 2026-07-28 call's context is encoded once"
     );
     lane.send(request, stamp, id, &SessionHandler::default())
@@ -325,10 +330,8 @@ async fn a_call_for_a_client_carries_its_capabilities_in_the_context() {
     }
     // A request other than a call carries them in its `_meta` too.
     let mut listing = UpstreamRequest::from(ClientRequest::ListToolsRequest(Default::default()));
-    assert!(
-        lane.stamp(&mut listing, None, lane.next_id().1, Some(&samples))
-            .is_none()
-    );
+    let stamped = lane.stamp(&mut listing, None, lane.next_id().1, Some(&samples));
+    assert!(stamped.context.is_none() && stamped.token.is_none());
     let meta =
         serde_json::to_value(rmcp::model::GetMeta::get_meta(listing.relayed().unwrap())).unwrap();
     assert_eq!(meta[key], json!({"sampling": {}}));
@@ -340,7 +343,9 @@ async fn a_2025_call_carries_the_session_id_and_no_2026_headers() {
     assert!(lane.legacy());
     let handler = SessionHandler::default();
     let (id, _) = lane.next_id();
-    let answered = lane.send(call("echo"), None, id, &handler).await;
+    let answered = lane
+        .send(call("echo"), Stamped::default(), id, &handler)
+        .await;
     assert_eq!(
         text_of(&answered.unwrap().into_result()).as_deref(),
         Some("hi")
@@ -363,9 +368,15 @@ async fn a_forgotten_2025_session_is_handed_back_unsent() {
     let handler = SessionHandler::default();
     // The first answer names the session; the next request carries it.
     let (id, _) = lane.next_id();
-    assert!(lane.send(call("echo"), None, id, &handler).await.is_ok());
+    assert!(
+        lane.send(call("echo"), Stamped::default(), id, &handler)
+            .await
+            .is_ok()
+    );
     let (id, _) = lane.next_id();
-    let again = lane.send(call("echo"), None, id, &handler).await;
+    let again = lane
+        .send(call("echo"), Stamped::default(), id, &handler)
+        .await;
     assert!(matches!(again, Err(Unsent::Expired)), "{again:?}");
     let seen = upstream.seen.lock().unwrap();
     let session = |n: usize| seen.posts[n].0.get("mcp-session-id").cloned();
@@ -386,7 +397,7 @@ async fn progress_on_the_stream_reaches_the_downstream_before_the_answer() {
     let _registered = handler.links().register(id.clone(), token.clone(), &link);
     let mut request = call("echo");
     request.meta_mut().set_progress_token(token.clone());
-    let answered = lane.send(request, None, id, &handler).await;
+    let answered = lane.send(request, Stamped::default(), id, &handler).await;
     assert_eq!(
         text_of(&answered.unwrap().into_result()).as_deref(),
         Some("hi")
@@ -401,7 +412,12 @@ async fn a_stream_cut_after_an_event_id_is_resumed_from_it() {
     let (lane, upstream) = lane(Script::CutAfterId).await;
     let (id, _) = lane.next_id();
     let answered = lane
-        .send(call("echo"), None, id, &SessionHandler::default())
+        .send(
+            call("echo"),
+            Stamped::default(),
+            id,
+            &SessionHandler::default(),
+        )
         .await;
     assert_eq!(
         text_of(&answered.unwrap().into_result()).as_deref(),
@@ -426,12 +442,49 @@ async fn a_stream_cut_after_an_event_id_is_resumed_from_it() {
     assert_eq!(values(resumed, "content-type"), 0, "{resumed:?}");
 }
 
+/// An `http://` upstream's `Host` is made once with the headers a POST's
+/// copy is taken from (the plain lane finds it there instead of growing
+/// the copy), with room left in it, and a POST carries it once; an
+/// `https://` one's is left to reqwest.
+#[tokio::test]
+async fn an_http_upstreams_host_is_made_once_with_room_in_a_posts_headers() {
+    let (lane, upstream) = lane(Script::Json).await;
+    let made = lane.parts.post_headers.get(http::header::HOST).cloned();
+    // A call's copy has room for what it gains on its way (`ROOM`).
+    let copy = lane.headers(&call("echo"));
+    assert!(copy.capacity() >= copy.len() + ROOM, "{copy:?}");
+    let (id, _) = lane.next_id();
+    let handler = SessionHandler::default();
+    lane.send(call("echo"), Stamped::default(), id, &handler)
+        .await
+        .unwrap();
+    let seen = upstream.seen.lock().unwrap();
+    let posted = &seen.posts[0].0;
+    let hosts: Vec<_> = posted.get_all(http::header::HOST).iter().collect();
+    assert_eq!(hosts.len(), 1, "{posted:?}");
+    assert_eq!(Some(hosts[0]), made.as_ref(), "{posted:?}");
+    let client = RecordingClient::new(shared_http_client(), HttpRecorder::default());
+    let config = StreamableHttpClientTransportConfig::with_uri("https://example.com/mcp");
+    let secure = DirectClientParts::new(&client, client.session_ids(), &config)
+        .for_version(
+            Some(&ProtocolVersion::V_2026_07_28),
+            &ClientConfig::default(),
+        )
+        .unwrap();
+    assert!(secure.parts.post_headers.get(http::header::HOST).is_none());
+}
+
 #[tokio::test]
 async fn a_stream_that_ends_without_an_answer_or_an_event_id_fails() {
     let (lane, upstream) = lane(Script::CutEmpty).await;
     let (id, _) = lane.next_id();
     let answered = lane
-        .send(call("echo"), None, id, &SessionHandler::default())
+        .send(
+            call("echo"),
+            Stamped::default(),
+            id,
+            &SessionHandler::default(),
+        )
         .await;
     assert!(matches!(
         answered,
@@ -550,7 +603,7 @@ async fn a_2026_listing_leaves_out_tools_with_unusable_annotations_and_keeps_mar
     let request = UpstreamRequest::from(ToolCall::from(params));
     let (id, _) = lane.next_id();
     assert!(
-        lane.send(request, None, id, &SessionHandler::default())
+        lane.send(request, Stamped::default(), id, &SessionHandler::default())
             .await
             .is_ok()
     );
@@ -624,9 +677,14 @@ async fn a_listed_tools_calls_carry_the_headers_built_at_the_listing() {
         let lane = &lane;
         async move {
             let (id, _) = lane.next_id();
-            lane.send(call(name), None, id, &SessionHandler::default())
-                .await
-                .unwrap();
+            lane.send(
+                call(name),
+                Stamped::default(),
+                id,
+                &SessionHandler::default(),
+            )
+            .await
+            .unwrap();
         }
     };
     send("echo").await;
