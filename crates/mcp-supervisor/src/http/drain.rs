@@ -6,10 +6,12 @@
 //! arrived, usually before the chunked terminator was read, and an HTTP/1
 //! connection whose answer was not read to its end cannot take another
 //! request: about one call in four then paid for a new TCP connection. So
-//! a body left early is read on, at most [`DRAIN_CHUNKS`] more frames and
-//! for at most [`DRAIN_WITHIN`] once it waits, then cut off (its
-//! connection closed): a long-lived stream (the standalone GET, a stalled
-//! or hostile upstream's) holds nothing for longer.
+//! a body left early is read on, at most [`DRAIN_BYTES`] more bytes in at
+//! most [`DRAIN_CHUNKS`] more frames, and for at most [`DRAIN_WITHIN`] once
+//! it waits, then cut off (its connection closed): what is usually left is
+//! a terminator, and a long-lived stream (the standalone GET, a stalled or
+//! hostile upstream's), or a body left for its size (one over a limit),
+//! holds nothing for longer and is not read for nothing.
 //!
 //! Who reads it depends on the lane that sent the request: on the plain
 //! lane the connection's own task does, as part of driving the connection
@@ -31,11 +33,15 @@ use http_body::{Body, Frame, SizeHint};
 pub(crate) const DRAIN_WITHIN: Duration = Duration::from_millis(100);
 /// How many more frames a left body may yield before it is cut off.
 pub(crate) const DRAIN_CHUNKS: usize = 64;
+/// How many more bytes a left body may hold: one that says it holds more
+/// is cut off at once.
+pub(crate) const DRAIN_BYTES: u64 = 64 * 1024;
 
 /// A left body being read to its end.
 pub(crate) struct Draining<B> {
     body: B,
     frames: usize,
+    bytes: u64,
     /// Started when the body first waits: most ends have come by then.
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
@@ -45,19 +51,26 @@ impl<B: Body + Unpin> Draining<B> {
         Draining {
             body,
             frames: 0,
+            bytes: 0,
             deadline: None,
         }
     }
 
     /// `true` once the body was read to its end; `false` once it failed or
-    /// was cut off (too many frames, too long a wait).
+    /// was cut off (too many frames or bytes, too long a wait).
     pub(crate) fn poll_end(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
         loop {
-            if self.frames == DRAIN_CHUNKS {
+            if self.frames == DRAIN_CHUNKS
+                || self.bytes.saturating_add(self.body.size_hint().lower()) > DRAIN_BYTES
+            {
                 return Poll::Ready(false);
             }
             match Pin::new(&mut self.body).poll_frame(cx) {
-                Poll::Ready(Some(Ok(_))) => self.frames += 1,
+                Poll::Ready(Some(Ok(frame))) => {
+                    self.frames += 1;
+                    let read = frame.data_ref().map_or(0, bytes::Buf::remaining);
+                    self.bytes += u64::try_from(read).unwrap_or(u64::MAX);
+                }
                 Poll::Ready(Some(Err(_))) => return Poll::Ready(false),
                 Poll::Ready(None) => return Poll::Ready(true),
                 Poll::Pending => break,
@@ -152,8 +165,12 @@ mod tests {
 
     type Frames = futures::stream::BoxStream<'static, Result<Frame<Bytes>, Infallible>>;
 
-    /// A body of `total` frames that counts how many were read.
-    struct Counted(Option<StreamBody<Frames>>);
+    /// A body of frames that counts how many were read, and says it holds
+    /// `declared` bytes.
+    struct Counted {
+        frames: StreamBody<Frames>,
+        declared: SizeHint,
+    }
 
     impl Body for Counted {
         type Data = Bytes;
@@ -163,22 +180,54 @@ mod tests {
             mut self: Pin<&mut Self>,
             cx: &mut Context<'_>,
         ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-            match self.0.as_mut() {
-                Some(body) => Pin::new(body).poll_frame(cx),
-                None => Poll::Ready(None),
-            }
+            Pin::new(&mut self.frames).poll_frame(cx)
+        }
+
+        fn size_hint(&self) -> SizeHint {
+            self.declared
         }
     }
 
-    fn counted(total: usize, read: &Arc<AtomicUsize>) -> DrainOnDrop<Counted> {
+    /// `total` frames of `size` bytes each, counted in `read`.
+    fn frames(total: usize, size: usize, read: &Arc<AtomicUsize>) -> Counted {
         let read = read.clone();
         let frames = futures::stream::iter(0..total)
             .map(move |_| {
                 read.fetch_add(1, Ordering::SeqCst);
-                Ok(Frame::data(Bytes::from_static(b"data: 1\n\n")))
+                Ok(Frame::data(Bytes::from(vec![b'x'; size])))
             })
             .boxed();
-        DrainOnDrop::new(Counted(Some(StreamBody::new(frames))))
+        Counted {
+            frames: StreamBody::new(frames),
+            declared: SizeHint::default(),
+        }
+    }
+
+    fn counted(total: usize, read: &Arc<AtomicUsize>) -> DrainOnDrop<Counted> {
+        DrainOnDrop::new(frames(total, 9, read))
+    }
+
+    /// Polls `draining` to what it comes to.
+    async fn drained(mut draining: Draining<Counted>) -> bool {
+        std::future::poll_fn(|cx| draining.poll_end(cx)).await
+    }
+
+    #[tokio::test]
+    async fn a_left_body_is_read_for_so_many_bytes_at_most() {
+        let read = Arc::new(AtomicUsize::new(0));
+        let frame = 40 * 1024;
+        assert!(!drained(Draining::new(frames(10, frame, &read))).await);
+        assert_eq!(read.load(Ordering::SeqCst), 2, "cut off past 64 KiB");
+        // One that says it holds more is not read at all.
+        let read = Arc::new(AtomicUsize::new(0));
+        let mut declared = frames(1, 10, &read);
+        declared.declared = SizeHint::with_exact(DRAIN_BYTES + 1);
+        assert!(!drained(Draining::new(declared)).await);
+        assert_eq!(read.load(Ordering::SeqCst), 0);
+        // A small rest is read to its end.
+        let read = Arc::new(AtomicUsize::new(0));
+        assert!(drained(Draining::new(frames(3, 1024, &read))).await);
+        assert_eq!(read.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]
@@ -204,9 +253,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_left_body_that_waits_is_cut_off_after_its_wait() {
         let pending = futures::stream::pending::<Result<Frame<Bytes>, Infallible>>().boxed();
-        let mut draining = Draining::new(Counted(Some(StreamBody::new(pending))));
+        let waiting = Counted {
+            frames: StreamBody::new(pending),
+            declared: SizeHint::default(),
+        };
         let waited = tokio::time::Instant::now();
-        let read = std::future::poll_fn(|cx| draining.poll_end(cx)).await;
+        let read = drained(Draining::new(waiting)).await;
         assert!(!read, "a body that never ends is cut off");
         assert_eq!(waited.elapsed(), DRAIN_WITHIN);
     }

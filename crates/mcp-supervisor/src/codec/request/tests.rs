@@ -91,6 +91,31 @@ fn bare_calls_and_string_ids_agree_too() {
     assert_eq!(ours["params"]["_meta"]["progressToken"], "p");
 }
 
+/// The attempt's progress token is written once, first, over one the
+/// call's own `_meta` holds (counted in the text: a JSON reader keeps one
+/// of two keys alike without a word).
+#[test]
+fn the_attempts_progress_token_is_written_once_over_the_calls_own() {
+    let mut call = ToolCall::new("t", Arguments::default());
+    call.meta = Some(RequestMetaObject(MetaObject(object(
+        json!({"progressToken": "the call's", "other": 1}),
+    ))));
+    let stamped = Stamped {
+        context: None,
+        token: Some(rmcp::model::ProgressToken(NumberOrString::Number(5))),
+    };
+    let text = text(Outgoing::request(
+        call.into(),
+        NumberOrString::Number(1),
+        stamped,
+    ));
+    assert_eq!(text.matches(r#""progressToken""#).count(), 1, "{text}");
+    assert!(
+        text.contains(r#""_meta":{"progressToken":5,"other":1}"#),
+        "{text}"
+    );
+}
+
 /// A client's arguments kept as sent are written as sent.
 #[test]
 fn raw_arguments_are_written_as_they_came() {
