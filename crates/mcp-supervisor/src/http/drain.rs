@@ -30,12 +30,12 @@ use http_body::{Body, Frame, SizeHint};
 
 /// How long a left body may wait for the rest of it: an answer's terminator
 /// is already on its way; a long-lived stream is cut off.
-pub(crate) const DRAIN_WITHIN: Duration = Duration::from_millis(100);
+const DRAIN_WITHIN: Duration = Duration::from_millis(100);
 /// How many more frames a left body may yield before it is cut off.
-pub(crate) const DRAIN_CHUNKS: usize = 64;
+const DRAIN_CHUNKS: usize = 64;
 /// How many more bytes a left body may hold: one that says it holds more
 /// is cut off at once.
-pub(crate) const DRAIN_BYTES: u64 = 64 * 1024;
+const DRAIN_BYTES: u64 = 64 * 1024;
 
 /// A left body being read to its end.
 pub(crate) struct Draining<B> {

@@ -432,14 +432,14 @@ impl Left {
     }
 
     fn hand_over(&self, body: Incoming, back: Back) {
-        let mut slot = self.slot();
-        if matches!(*slot, Slot::Gone) {
-            drop(slot);
-            drop((body, back));
-            return;
+        {
+            let mut slot = self.slot();
+            // Dropped after the lock is.
+            if matches!(*slot, Slot::Gone) {
+                return;
+            }
+            *slot = Slot::Handed(body, back);
         }
-        *slot = Slot::Handed(body, back);
-        drop(slot);
         self.handed.store(true, Ordering::Release);
         self.driver.wake();
     }
@@ -488,8 +488,7 @@ impl Future for Driver {
             if let Err(error) = ended {
                 tracing::debug!(%error, "plain-HTTP lane connection ended");
             }
-            this.draining = None;
-            this.left.close();
+            // What is left is freed as the ended task is dropped (`Drop`).
             return Poll::Ready(());
         }
         // Registered before looking: a body handed over in between is seen
